@@ -1,0 +1,24 @@
+//! The `tcpscope` command: one subcommand per job, thin over `tcpscope-core`.
+//!
+//! `main` parses flags, runs the pass, prints, and decides the exit status in one place.
+
+mod args;
+mod output;
+mod run;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    match run::run(cli) {
+        Ok(status) => status,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "tcpscope: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

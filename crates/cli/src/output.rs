@@ -1,0 +1,202 @@
+//! Printing: aligned text for a terminal, CSV and JSON for programs.
+//!
+//! The text and CSV views are generated from the JSON view (`tcpscope_core::export::json`), so
+//! the three can never disagree and every column is documented once, in `docs/json.md`.
+
+use std::io::{self, Write};
+
+use serde_json::{Map, Value};
+use tcpscope_core::export::json;
+use tcpscope_core::pass::Analysis;
+
+use crate::args::CommonArgs;
+
+fn selected(args: &CommonArgs) -> impl Fn(usize) -> bool + '_ {
+    move |id| args.conn.is_empty() || args.conn.contains(&id)
+}
+
+fn check_ids(an: &Analysis, args: &CommonArgs) -> io::Result<()> {
+    for &id in &args.conn {
+        if id == 0 || id > an.conns.len() {
+            return Err(io::Error::other(format!("no connection {id} (the input has {})", an.conns.len())));
+        }
+    }
+    Ok(())
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> io::Result<Value> {
+    serde_json::to_value(v).map_err(io::Error::other)
+}
+
+/// Flattens nested objects into `a_b` keys, in order.
+fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}_{k}") };
+                flatten(&key, v, out);
+            }
+        }
+        other => out.push((prefix.to_string(), other.clone())),
+    }
+}
+
+fn csv_field(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn write_csv<W: Write>(out: &mut W, rows: &[Vec<(String, Value)>]) -> io::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    if let Some(first) = rows.first() {
+        w.write_record(first.iter().map(|(k, _)| k.as_str()))?;
+    }
+    for r in rows {
+        w.write_record(r.iter().map(|(_, v)| csv_field(v)))?;
+    }
+    w.flush()
+}
+
+/// Fields `conns` prints in CSV, in order.
+const CONNS_FIELDS: &[&str] = &[
+    "id", "file", "a_addr", "a_port", "b_addr", "b_port", "state", "handshake", "first_time", "last_time",
+    "duration_s", "a2b_packets", "a2b_payload_bytes", "a2b_unique_bytes", "b2a_packets", "b2a_payload_bytes",
+    "b2a_unique_bytes",
+];
+
+pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Result<()> {
+    check_ids(an, args)?;
+    let doc = json::document(an, selected(args));
+    if args.json {
+        let v = serde_json::json!({
+            "files": to_value(&doc.files)?,
+            "connections": doc.connections.iter().map(|c| {
+                let full = to_value(c).unwrap_or(Value::Null);
+                let mut m = Map::new();
+                for k in ["id", "file", "a", "b", "state", "handshake", "reuse", "first_time", "last_time", "duration_s"] {
+                    m.insert(k.into(), full[k].clone());
+                }
+                for d in ["a2b", "b2a"] {
+                    let mut dm = Map::new();
+                    for k in ["packets", "data_packets", "payload_bytes", "unique_bytes"] {
+                        dm.insert(k.into(), full[d][k].clone());
+                    }
+                    m.insert(d.into(), Value::Object(dm));
+                }
+                Value::Object(m)
+            }).collect::<Vec<_>>(),
+        });
+        serde_json::to_writer_pretty(&mut *out, &v).map_err(io::Error::other)?;
+        return writeln!(out);
+    }
+    if args.csv {
+        let mut rows = Vec::new();
+        for c in &doc.connections {
+            let mut flat = Vec::new();
+            flatten("", &to_value(c)?, &mut flat);
+            rows.push(CONNS_FIELDS.iter().filter_map(|k| flat.iter().find(|(fk, _)| fk == k).cloned()).collect());
+        }
+        return write_csv(out, &rows);
+    }
+    let w_ep = doc.connections.iter().map(|c| ep(&c.a).len().max(ep(&c.b).len())).max().unwrap_or(10).max(10);
+    writeln!(
+        out,
+        "{:>5}  {:<w$}  {:<w$}  {:<13} {:>9} {:>12} {:>9} {:>12} {:>11}",
+        "id", "a", "b", "state", "a2b pkts", "a2b bytes", "b2a pkts", "b2a bytes", "duration",
+        w = w_ep
+    )?;
+    for c in &doc.connections {
+        writeln!(
+            out,
+            "{:>5}  {:<w$}  {:<w$}  {:<13} {:>9} {:>12} {:>9} {:>12} {:>9.3} s",
+            c.id,
+            ep(&c.a),
+            ep(&c.b),
+            c.state,
+            c.a2b.packets,
+            c.a2b.payload_bytes,
+            c.b2a.packets,
+            c.b2a.payload_bytes,
+            c.duration_s,
+            w = w_ep
+        )?;
+    }
+    Ok(())
+}
+
+fn ep(e: &json::EndpointJson) -> String {
+    if e.addr.contains(':') { format!("[{}]:{}", e.addr, e.port) } else { format!("{}:{}", e.addr, e.port) }
+}
+
+pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Result<()> {
+    check_ids(an, args)?;
+    let doc = json::document(an, selected(args));
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
+        return writeln!(out);
+    }
+    if args.csv {
+        let mut rows = Vec::new();
+        for c in &doc.connections {
+            let mut flat = Vec::new();
+            flatten("", &to_value(c)?, &mut flat);
+            rows.push(flat);
+        }
+        return write_csv(out, &rows);
+    }
+    for f in &an.files {
+        let skipped: u64 = f.skipped.values().sum();
+        write!(out, "file {}: {} packets, {} TCP", f.path.display(), f.packets, f.tcp_packets)?;
+        if skipped > 0 {
+            let why: Vec<String> = f.skipped.iter().map(|(k, v)| format!("{v} {k}")).collect();
+            write!(out, ", skipped {}", why.join(", "))?;
+        }
+        if !f.anomalies.is_empty() {
+            let what: Vec<String> = f.anomalies.iter().map(|(k, v)| format!("{v} {k}")).collect();
+            write!(out, "; anomalies: {}", what.join(", "))?;
+        }
+        writeln!(out)?;
+        if let Some(e) = &f.error {
+            writeln!(out, "  stopped early: {e}")?;
+        }
+    }
+    for c in &doc.connections {
+        writeln!(out)?;
+        writeln!(out, "connection {}: {} -> {}  ({}{})", c.id, ep(&c.a), ep(&c.b), c.state.replace('_', " "),
+            match c.reuse { Some(r) => format!(", 4-tuple reused: {}", r.replace('_', " ")), None => String::new() })?;
+        writeln!(out, "  first packet {:.6}  last packet {:.6}  duration {:.6} s  longest idle {:.6} s",
+            c.first_time, c.last_time, c.duration_s, c.max_idle_s)?;
+        let a = to_value(&c.a2b)?;
+        let b = to_value(&c.b2a)?;
+        let (Value::Object(a), Value::Object(b)) = (a, b) else { continue };
+        writeln!(out, "  {:<26} {:>20} {:>20}", "", "a2b", "b2a")?;
+        for (k, va) in &a {
+            let vb = &b[k];
+            writeln!(out, "  {:<26} {:>20} {:>20}", k, text(k, va), text(k, vb))?;
+        }
+    }
+    Ok(())
+}
+
+/// A value for the text table: unknown is "-", window scale unknown says so, floats rounded.
+fn text(key: &str, v: &Value) -> String {
+    match v {
+        Value::Null if key == "window_scale" => "unknown".into(),
+        Value::Null => "-".into(),
+        Value::Bool(b) => (if *b { "yes" } else { "no" }).into(),
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(0.0);
+            if key.ends_with("_ms") {
+                format!("{f:.3}")
+            } else if key.ends_with("_time") || key.ends_with("_s") {
+                format!("{f:.6}")
+            } else {
+                format!("{f:.1}")
+            }
+        }
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,116 @@
+//! Runs a command: analyse the inputs (files in parallel), then print.
+
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use tcpscope_core::analysis::Settings;
+use tcpscope_core::pass::{self, Analysis};
+
+use crate::args::{Cli, Command, CommonArgs};
+use crate::output;
+
+pub fn run(cli: Cli) -> io::Result<ExitCode> {
+    match cli.command {
+        Command::Conns(args) => {
+            let an = analyse(&args)?;
+            let mut out = io::stdout().lock();
+            output::conns(&mut out, &an, &args)?;
+            out.flush()?;
+            Ok(status(&an))
+        }
+        Command::Stats(s) => {
+            let args = s.common;
+            let an = analyse(&args)?;
+            let mut out = io::stdout().lock();
+            output::stats(&mut out, &an, &args)?;
+            out.flush()?;
+            Ok(status(&an))
+        }
+    }
+}
+
+/// Exit 0 when something useful was read (errors were reported on stderr), 1 when nothing.
+fn status(an: &Analysis) -> ExitCode {
+    if an.nothing_read() { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+fn settings(args: &CommonArgs) -> io::Result<Settings> {
+    if !(args.idle_split > 0.0) {
+        return Err(io::Error::other("--idle-split must be a positive number of seconds"));
+    }
+    Ok(Settings { idle_split_ns: (args.idle_split * 1e9) as u64, assume_wscale: args.wscale })
+}
+
+/// Analyses the inputs: each file on its own (in parallel), or all merged. Errors reading a
+/// file are printed on stderr with the file and offset; the results of what was read stand.
+fn analyse(args: &CommonArgs) -> io::Result<Analysis> {
+    let settings = settings(args)?;
+    let total: u64 = args.traces.iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum();
+    let progress = Progress::new(total, args.quiet);
+    let report = |n: u64| progress.add(n);
+    let an = if args.merge {
+        let last = AtomicU64::new(0);
+        pass::analyze_merged(&args.traces, settings, &|pos| report(pos - last.swap(pos, Ordering::Relaxed)))
+    } else {
+        let parts: Vec<Analysis> = args
+            .traces
+            .par_iter()
+            .enumerate()
+            .map(|(i, path)| {
+                let last = AtomicU64::new(0);
+                pass::analyze_file(path, i, settings, &|pos| report(pos.saturating_sub(last.swap(pos, Ordering::Relaxed))))
+            })
+            .collect();
+        let mut all = Analysis::default();
+        for p in parts {
+            all.files.extend(p.files);
+            all.conns.extend(p.conns);
+        }
+        all
+    };
+    progress.finish();
+    let mut err = io::stderr().lock();
+    for f in &an.files {
+        if let Some(e) = &f.error {
+            writeln!(err, "tcpscope: {}: {e}", f.path.display())?;
+        }
+        for (lt, n) in &f.unknown_link_types {
+            writeln!(err, "tcpscope: {}: {n} packets of unsupported link type {lt} skipped", f.path.display())?;
+        }
+    }
+    Ok(an)
+}
+
+/// A progress bar on stderr, shown only on a terminal and only once the work has taken more
+/// than a second.
+struct Progress {
+    bar: ProgressBar,
+    start: Instant,
+    shown: std::sync::atomic::AtomicBool,
+    enabled: bool,
+}
+
+impl Progress {
+    fn new(total: u64, quiet: bool) -> Self {
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Progress { bar, start: Instant::now(), shown: false.into(), enabled: !quiet && io::stderr().is_terminal() }
+    }
+    fn add(&self, n: u64) {
+        self.bar.inc(n);
+        if self.enabled && !self.shown.load(Ordering::Relaxed) && self.start.elapsed() > Duration::from_secs(1) {
+            self.shown.store(true, Ordering::Relaxed);
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -1,0 +1,207 @@
+//! What the analysis tells its consumers.
+//!
+//! Every segment produces one [`SegmentInfo`] (what it was, classified); notable facts produce an
+//! [`Event`]. Both carry their evidence: connection, direction, frame number and time. Consumers
+//! ([`crate::stats`], later plots and screening) implement [`Sink`] and never see packets.
+//! The definitions are in `docs/statistics.md`; each variant names the tcptrace / Wireshark
+//! counterpart.
+
+use crate::decode::Flags;
+use crate::seq::SeqOff;
+
+/// Index of a connection in the order of first appearance (0-based; shown 1-based as `id`).
+pub type ConnIdx = usize;
+
+/// Direction of a packet within its connection. `AtoB` is from the endpoint that sent the SYN
+/// (or, without a SYN, the sender of the first packet seen).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dir {
+    /// From endpoint a to endpoint b.
+    AtoB = 0,
+    /// From endpoint b to endpoint a.
+    BtoA = 1,
+}
+
+impl Dir {
+    /// The other direction.
+    pub fn rev(self) -> Dir {
+        match self {
+            Dir::AtoB => Dir::BtoA,
+            Dir::BtoA => Dir::AtoB,
+        }
+    }
+    /// 0 for a→b, 1 for b→a.
+    pub fn idx(self) -> usize {
+        self as usize
+    }
+    /// "a2b" or "b2a", as in the JSON and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::AtoB => "a2b",
+            Dir::BtoA => "b2a",
+        }
+    }
+}
+
+/// Where an event happened: the evidence every event carries.
+#[derive(Clone, Copy, Debug)]
+pub struct At {
+    /// The connection.
+    pub conn: ConnIdx,
+    /// Direction of the packet that triggered the event.
+    pub dir: Dir,
+    /// 1-based frame number of that packet.
+    pub frame: u64,
+    /// Its capture time, ns since the epoch.
+    pub ts_ns: u64,
+}
+
+/// One TCP segment as the analysis classified it.
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentInfo {
+    /// Connection, direction, frame, time.
+    pub at: At,
+    /// TCP flags.
+    pub flags: Flags,
+    /// Offset of the first sequence number it occupies (the SYN's own offset is -1).
+    pub seq_off: SeqOff,
+    /// Payload length from the IP header.
+    pub len: u32,
+    /// Payload bytes not seen before in this direction.
+    pub new_bytes: u32,
+    /// Payload bytes seen before in this direction (the tcptrace rule).
+    pub rexmit_bytes: u32,
+    /// Whether any sequence byte (payload, SYN or FIN) was seen before: a retransmission.
+    pub is_rexmit: bool,
+    /// Payload bytes missing from the capture (snaplen).
+    pub truncated_bytes: u32,
+    /// The acknowledged offset in the peer's sequence space, if ACK is set.
+    pub ack_off: Option<SeqOff>,
+    /// Advertised window in bytes: scaled when the scale is known, raw otherwise.
+    pub win_bytes: u64,
+    /// The shift applied to get `win_bytes`, `None` when unknown (handshake not captured).
+    pub wscale: Option<u8>,
+    /// Bytes in flight in this direction after this segment (SACK-aware), for data segments
+    /// once the peer has acknowledged something.
+    pub in_flight: Option<u64>,
+    /// Number of SACK blocks carried.
+    pub sack_blocks: u8,
+    /// Whether it carried a TCP timestamps option.
+    pub has_timestamps: bool,
+    /// Options seen on it (for MSS / window scale / SACK-permitted reporting).
+    pub mss: Option<u16>,
+    /// Window scale option as sent (unclamped).
+    pub wscale_opt: Option<u8>,
+    /// SACK-permitted option present.
+    pub sack_permitted: bool,
+}
+
+/// How an RTT sample was obtained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RttKind {
+    /// A data segment (or SYN/FIN) matched with the ACK whose number is exactly its end, the
+    /// segment never retransmitted and no earlier segment covered by the same ACK sent after it
+    /// (Karn's rule, RFC 6298 §3; tcptrace's "RTT samples").
+    Karn,
+    /// A TSval first seen in this direction matched with the first TSecr echoing it
+    /// (RFC 7323 §4; as pping does).
+    Timestamp,
+}
+
+/// A notable fact about a connection.
+#[derive(Clone, Copy, Debug)]
+pub enum Event {
+    /// A packet carried sequence bytes already seen in its direction (tcptrace `R`;
+    /// Wireshark's retransmission family). `bytes` counts payload bytes only.
+    Retransmission {
+        /// Offset of its first sequence number.
+        seq_off: SeqOff,
+        /// Retransmitted payload bytes.
+        bytes: u32,
+    },
+    /// A packet filled a hole below the highest sequence number seen (tcptrace `O`).
+    OutOfOrder {
+        /// Offset of its first sequence number.
+        seq_off: SeqOff,
+    },
+    /// A packet started above the highest byte seen: the bytes in between were not (yet)
+    /// captured (Wireshark "previous segment not captured").
+    Hole {
+        /// First missing offset.
+        from: SeqOff,
+        /// Offset after the last missing byte.
+        to: SeqOff,
+    },
+    /// The peer acknowledged bytes the capture never saw (Wireshark "ACKed unseen segment").
+    AckedUnseen {
+        /// Bytes newly acknowledged without having been seen.
+        bytes: u64,
+    },
+    /// The peer's cumulative ACK advanced over this direction's payload (the event's direction
+    /// is the data's; its frame is the ACK).
+    AckAdvance {
+        /// Payload bytes newly acknowledged (SYN and FIN excluded).
+        bytes: u64,
+    },
+    /// A duplicate ACK (Wireshark's rule, see docs); `n` counts the duplicates of this ack.
+    DupAck {
+        /// 1 for the first duplicate, 3 for the third ("triple").
+        n: u32,
+        /// Acknowledged offset (peer's sequence space).
+        ack_off: SeqOff,
+    },
+    /// A D-SACK (RFC 2883): the first SACK block reports bytes received twice.
+    Dsack {
+        /// Start of the duplicate range (peer's sequence space).
+        from: SeqOff,
+        /// End of it.
+        to: SeqOff,
+    },
+    /// A window advertisement of zero (not on SYN or RST).
+    ZeroWindow,
+    /// A segment sent while the peer's window was zero: payload, or the 0-byte probe Linux
+    /// sends at snd_una - 1 (tcptrace `zwnd probe`, Wireshark `zero_window_probe`).
+    ZeroWindowProbe {
+        /// Payload bytes.
+        len: u32,
+    },
+    /// A keep-alive: 0 or 1 byte at snd_max - 1 while the window is open.
+    KeepAlive,
+    /// The right window edge (ack + window) moved left: the receiver took back offered window.
+    WindowShrink {
+        /// Bytes the edge moved left.
+        by: u64,
+    },
+    /// An RTT sample; the event's direction is the direction of the data (the sender), its frame
+    /// the acknowledging packet.
+    RttSample {
+        /// Round-trip time in ns.
+        rtt_ns: u64,
+        /// How it was obtained.
+        kind: RttKind,
+        /// Frame of the segment (or TSval) it was measured from.
+        sent_frame: u64,
+    },
+    /// An ACK ended exactly on a segment that had been retransmitted: ambiguous, no sample
+    /// (Karn's rule; tcptrace "ambiguous acks").
+    KarnDiscard,
+    /// An ACK ended exactly on a segment but an earlier segment it covers was sent later
+    /// (a retransmission): no sample (tcptrace "post-loss acks").
+    PostLossAck,
+    /// Analysis state hit a fixed capacity; numbers after this point may be approximate.
+    AnalysisPartial {
+        /// Which structure.
+        what: &'static str,
+    },
+}
+
+/// A consumer of the analysis. Methods default to doing nothing, so a consumer overrides only
+/// what it uses.
+pub trait Sink {
+    /// A new connection was created (id order = call order).
+    fn connection(&mut self, _conn: ConnIdx, _info: &crate::flow::ConnInfo) {}
+    /// Every segment, in trace order.
+    fn segment(&mut self, _seg: &SegmentInfo) {}
+    /// Every event, before the [`SegmentInfo`] of the packet that caused it.
+    fn event(&mut self, _at: &At, _ev: &Event) {}
+}

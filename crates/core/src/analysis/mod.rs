@@ -1,0 +1,496 @@
+//! Per-connection TCP analysis: one sender view and one receiver view per direction.
+//!
+//! Read RFC 9293 (sequence space, §3.4), RFC 7323 (window scale §2, timestamps §3-4),
+//! RFC 2018 and 2883 (SACK, D-SACK), RFC 6298 (§3, Karn's rule) and RFC 5681 (§2, duplicate
+//! ACKs) first; each rule below names its source, and `docs/statistics.md` gives the definitions
+//! with their tcptrace and Wireshark counterparts.
+//!
+//! [`Connection::on_segment`] takes one decoded segment of the connection and emits
+//! [`Event`]s and one [`SegmentInfo`] to a [`Sink`]. State is bounded by the connection's
+//! unacknowledged data: holes and SACKed ranges are [`ranges::RangeSet`]s with a fixed capacity,
+//! the list of unacknowledged segments for RTT sampling is capped at [`MAX_UNACKED`].
+
+mod event;
+pub mod ranges;
+
+pub use event::{At, ConnIdx, Dir, Event, RttKind, SegmentInfo, Sink};
+
+use std::collections::VecDeque;
+
+use crate::decode::Segment;
+use crate::flow::SplitReason;
+use crate::seq::{SeqNum, SeqOff, Unwrapper};
+use ranges::RangeSet;
+
+/// Most unacknowledged transmissions remembered per direction for RTT sampling.
+pub const MAX_UNACKED: usize = 1 << 15;
+/// Most TSvals awaiting their echo per direction.
+const MAX_TS_PENDING: usize = 4096;
+
+/// Analysis settings.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// Idle time after which a segment that does not continue the old sequence space starts a
+    /// new connection on the same 4-tuple (tcptrace: 240 s).
+    pub idle_split_ns: u64,
+    /// Window scale to assume when the handshake was not captured (`None`: unknown).
+    pub assume_wscale: Option<u8>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { idle_split_ns: 240 * 1_000_000_000, assume_wscale: None }
+    }
+}
+
+/// One transmission awaiting its acknowledgment.
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    start: SeqOff,
+    end: SeqOff,
+    ts_ns: u64,
+    frame: u64,
+    /// This range (or part of it) was sent more than once: ambiguous for RTT (Karn).
+    ambiguous: bool,
+}
+
+/// What one endpoint has sent, and what it has said about the other's data.
+///
+/// Sequence offsets of this endpoint's data are relative to `unwrap`'s base; acknowledgments
+/// *received* for this data (`snd_una`, `sacked`) are stored here too, so the sender view is in
+/// one place.
+#[derive(Default, Debug)]
+struct Half {
+    /// Unwraps this endpoint's sequence numbers; set by its SYN (base ISN+1), its first segment,
+    /// or the first ACK the peer sends for it, whichever comes first.
+    unwrap: Option<Unwrapper>,
+    /// ISN from this endpoint's SYN.
+    isn: Option<SeqNum>,
+    /// Highest offset sent + 1 (SYN and FIN count), i.e. Wireshark's `nextseq`. Invariant: every
+    /// byte below it has been seen unless it is in `holes`.
+    snd_max: Option<SeqOff>,
+    /// Bytes below `snd_max` never seen in the capture (and not yet acknowledged).
+    holes: RangeSet,
+    /// Highest cumulative ACK the peer sent for this data (RFC 9293 SND.UNA at the capture point).
+    snd_una: Option<SeqOff>,
+    /// Bytes above `snd_una` the peer reported in SACK blocks (RFC 6675 scoreboard).
+    sacked: RangeSet,
+    /// Transmissions not yet cumulatively acknowledged, in send order.
+    unacked: VecDeque<Sent>,
+    /// Whether `unacked` is also in sequence order (no retransmission below the highest pending).
+    unacked_sorted: bool,
+    /// TSvals sent, first occurrence each, awaiting the peer's echo: (TSval, time, frame).
+    ts_pending: VecDeque<(u32, u64, u64)>,
+    /// Options from this endpoint's SYN.
+    syn_wscale: Option<u8>,
+    syn_seen: bool,
+    /// Shift applied to this endpoint's windows; `None` until known.
+    wscale: Option<u8>,
+    /// The last packet's ACK number, window and "was a probe / keep-alive" (Wireshark's
+    /// `lastack`, `window`, `lastsegmentflags`).
+    last_ack: Option<SeqNum>,
+    last_win_raw: Option<u16>,
+    last_was_probe: bool,
+    /// Duplicate ACK counter of the current ack value (Wireshark `dupacknum`).
+    dupacks: u32,
+    /// The right edge (ack + window) of the last advertisement, with its ack offset.
+    last_edge: Option<(SeqOff, SeqOff)>,
+    /// Offset (in this space) of the FIN, once seen.
+    fin_off: Option<SeqOff>,
+    fin_seen: bool,
+    rst_seen: bool,
+    /// The partial-analysis warnings already emitted (bit per structure).
+    partial: u8,
+}
+
+impl Half {
+    /// This endpoint's unwrapper, created with `base` as offset 0 if it does not exist yet.
+    fn unwrapper(&mut self, base: SeqNum) -> &mut Unwrapper {
+        self.unwrap.get_or_insert_with(|| Unwrapper::new(base))
+    }
+}
+
+/// Analysis state of one connection.
+#[derive(Debug)]
+pub struct Connection {
+    idx: ConnIdx,
+    half: [Half; 2],
+    last_ts_ns: u64,
+    packets: u64,
+}
+
+impl Connection {
+    /// A new connection with index `idx` (its id is `idx + 1`).
+    pub fn new(idx: ConnIdx) -> Self {
+        Connection { idx, half: Default::default(), last_ts_ns: 0, packets: 0 }
+    }
+
+    /// Whether a FIN was seen both ways or a RST either way.
+    pub fn closed(&self) -> bool {
+        self.half.iter().any(|h| h.rst_seen) || self.half.iter().all(|h| h.fin_seen)
+    }
+
+    /// Time of the last packet.
+    pub fn last_ts_ns(&self) -> u64 {
+        self.last_ts_ns
+    }
+
+    /// Whether `seg`, coming in direction `dir` at `ts_ns`, starts a new connection on this
+    /// 4-tuple instead of continuing this one.
+    ///
+    /// - A SYN without ACK whose ISN differs from this endpoint's earlier SYN (port reuse,
+    ///   as Wireshark's `reused_ports`), or a SYN on a connection that had no handshake at all.
+    /// - After more than `idle_split_ns` of silence: if the connection was closed, the segment
+    ///   is a SYN, or its sequence number is over 2^24 from where the endpoint left off (tcptrace
+    ///   splits on idle time alone; a long-lived idle session that resumes is one connection).
+    pub fn splits_on(&self, seg: &Segment<'_>, dir: Dir, ts_ns: u64, settings: &Settings) -> Option<SplitReason> {
+        let h = &self.half[dir.idx()];
+        let peer = &self.half[dir.rev().idx()];
+        if seg.flags.syn() && !seg.flags.ack() {
+            match h.isn {
+                Some(isn) if isn != seg.seq => return Some(SplitReason::NewIsn),
+                None if !peer.syn_seen && self.packets > 0 => return Some(SplitReason::NewIsn),
+                _ => {}
+            }
+        }
+        if ts_ns.saturating_sub(self.last_ts_ns) > settings.idle_split_ns {
+            let far = match (h.unwrap, h.snd_max) {
+                (Some(u), Some(m)) => (u.off(seg.seq) - m).abs() > 1 << 24,
+                _ => false,
+            };
+            if self.closed() || seg.flags.syn() || far {
+                return Some(SplitReason::IdleGap);
+            }
+        }
+        None
+    }
+
+    /// Analyses one segment sent in direction `dir`.
+    pub fn on_segment<S: Sink>(&mut self, seg: &Segment<'_>, dir: Dir, frame: u64, ts_ns: u64, settings: &Settings, sink: &mut S) {
+        let at = At { conn: self.idx, dir, frame, ts_ns };
+        let flags = seg.flags;
+        let (syn, fin, rst) = (flags.syn() as i64, flags.fin() as i64, flags.rst());
+        let len = seg.payload_len;
+        let (me, peer) = split(&mut self.half, dir);
+
+        // --- Handshake: ISN and options (RFC 9293 §3.5, RFC 7323 §2.2) ---
+        if flags.syn() {
+            me.syn_seen = true;
+            if me.isn.is_none() {
+                me.isn = Some(seg.seq);
+                me.unwrap = Some(Unwrapper::new(SeqNum(seg.seq.0.wrapping_add(1))));
+            }
+            me.syn_wscale = seg.options.wscale_clamped();
+            if me.syn_wscale.is_none() {
+                // RFC 7323 §2.2: without the option on both SYNs, neither side scales.
+                me.wscale = Some(0);
+                peer.wscale = Some(0);
+            }
+            if peer.syn_seen {
+                // RFC 7323 §2.2: scaling is in effect only if both SYNs carried the option.
+                let both = me.syn_wscale.is_some() && peer.syn_wscale.is_some();
+                me.wscale = Some(if both { me.syn_wscale.unwrap_or(0) } else { 0 });
+                peer.wscale = Some(if both { peer.syn_wscale.unwrap_or(0) } else { 0 });
+            }
+        }
+        if me.wscale.is_none() && !me.syn_seen && !peer.syn_seen {
+            me.wscale = settings.assume_wscale;
+        }
+
+        // --- Sender view: where the segment sits in this direction's sequence space ---
+        let start = me.unwrapper(seg.seq).advance(seg.seq);
+        let end = start + syn + len as i64 + fin;
+        let snd_max = *me.snd_max.get_or_insert(start);
+        let peer_win_zero = peer.last_win_raw == Some(0) && !peer.rst_seen;
+        let mut new_bytes = 0u32;
+        let mut rexmit_bytes = 0u32;
+        let mut is_rexmit = false;
+        let mut probe = false;
+
+        // A keep-alive repeats the last byte sent: with no payload, or with one byte that was
+        // already acknowledged (an unacknowledged byte sent again is a retransmission).
+        let all_acked = me.snd_una.is_some_and(|una| una >= snd_max);
+        let keepalive =
+            !flags.syn() && !flags.fin() && !rst && start == snd_max - 1 && (len == 0 || (len == 1 && all_acked));
+        if peer_win_zero && !flags.syn() && !rst && (len > 0 || keepalive) {
+            // A window probe (RFC 9293 §3.8.6.1): counted as a probe, never as a retransmission.
+            probe = true;
+            sink.event(&at, &Event::ZeroWindowProbe { len });
+        } else if keepalive {
+            sink.event(&at, &Event::KeepAlive);
+        }
+        if end > start {
+            // Bytes seen before = below snd_max and not in a hole (tcptrace's rule).
+            let seen = |a: SeqOff, b: SeqOff, holes: &RangeSet| -> u64 {
+                let below = (b.min(snd_max) - a).max(0);
+                if below == 0 { 0 } else { below as u64 - holes.overlap(a, a + below) }
+            };
+            let pay_start = start + syn;
+            let pay_end = pay_start + len as i64;
+            let seen_all = seen(start, end, &me.holes);
+            let seen_pay = seen(pay_start, pay_end, &me.holes) as u32;
+            let hole_fill = start < snd_max && (end - start) as u64 > seen_all;
+            if !probe && !keepalive {
+                is_rexmit = seen_all > 0;
+                rexmit_bytes = seen_pay;
+                if is_rexmit {
+                    sink.event(&at, &Event::Retransmission { seq_off: start, bytes: seen_pay });
+                }
+                if hole_fill && end <= snd_max {
+                    sink.event(&at, &Event::OutOfOrder { seq_off: start });
+                }
+            }
+            new_bytes = len - seen_pay.min(len);
+            if start > snd_max {
+                sink.event(&at, &Event::Hole { from: snd_max, to: start });
+                if !me.holes.insert(snd_max, start) {
+                    partial(me, 1, "holes", &at, sink);
+                }
+            }
+            me.holes.remove(start, end);
+            me.snd_max = Some(snd_max.max(end));
+            if flags.fin() {
+                me.fin_off = Some(end - 1);
+            }
+            // Remember the transmission for RTT sampling.
+            if is_rexmit {
+                for s in me.unacked.iter_mut().filter(|s| s.start < end && start < s.end) {
+                    s.ambiguous = true;
+                }
+            }
+            if me.unacked.back().is_some_and(|b| start < b.start) {
+                me.unacked_sorted = false;
+            } else if me.unacked.is_empty() {
+                me.unacked_sorted = true;
+            }
+            if me.unacked.len() >= MAX_UNACKED {
+                me.unacked.pop_front();
+                partial(me, 2, "unacked segments", &at, sink);
+            }
+            me.unacked.push_back(Sent { start, end, ts_ns, frame, ambiguous: is_rexmit });
+        }
+        if flags.fin() {
+            me.fin_seen = true;
+        }
+        if rst {
+            me.rst_seen = true;
+        }
+
+        // --- Receiver view: what this segment says about the peer's data ---
+        let mut ack_off = None;
+        if flags.ack() {
+            let a = peer.unwrapper(seg.ack).advance(seg.ack);
+            ack_off = Some(a);
+            on_ack(peer, a, &at, sink);
+            // SACK blocks (RFC 2018) and D-SACK (RFC 2883 §4: the first block is below the
+            // cumulative ACK, or contained in the second block).
+            let blocks = seg.options.sack_blocks();
+            for (i, &(le, re)) in blocks.iter().enumerate() {
+                let Some(u) = peer.unwrap else { break };
+                let (l, r) = (u.off(le), u.off(re));
+                if r <= l {
+                    continue;
+                }
+                let dsack = i == 0
+                    && (r <= a || blocks.get(1).is_some_and(|&(l2, r2)| u.off(l2) <= l && r <= u.off(r2)));
+                if dsack {
+                    sink.event(&at, &Event::Dsack { from: l, to: r });
+                } else if r > a && !peer.sacked.insert(l.max(a), r) {
+                    partial(peer, 4, "SACK scoreboard", &at, sink);
+                }
+            }
+        }
+        // Duplicate ACK: Wireshark's rule (RFC 5681 §2 definition plus "window unchanged" and
+        // "seq at nextseq", which keep window updates and data from counting).
+        let dup = flags.ack()
+            && len == 0
+            && !flags.syn()
+            && !flags.fin()
+            && !rst
+            && seg.win_raw != 0
+            && me.last_win_raw == Some(seg.win_raw)
+            && me.last_ack == Some(seg.ack)
+            && start == snd_max
+            && !peer.last_was_probe;
+        if me.last_ack != Some(seg.ack) {
+            me.dupacks = 0;
+        }
+        if dup && let Some(a) = ack_off {
+            me.dupacks += 1;
+            sink.event(&at, &Event::DupAck { n: me.dupacks, ack_off: a });
+        }
+
+        // Window (RFC 7323 §2.3: the SYN's window is never scaled).
+        let shift = if flags.syn() { Some(0) } else { me.wscale };
+        let win_bytes = (seg.win_raw as u64) << shift.unwrap_or(0);
+        if flags.ack() && !flags.syn() && !rst {
+            if seg.win_raw == 0 {
+                sink.event(&at, &Event::ZeroWindow);
+            }
+            if let (Some(a), Some(_)) = (ack_off, shift) {
+                let edge = a + win_bytes as i64;
+                if let Some((last_a, last_edge)) = me.last_edge {
+                    if a >= last_a && edge < last_edge {
+                        sink.event(&at, &Event::WindowShrink { by: (last_edge - edge) as u64 });
+                    }
+                }
+                if me.last_edge.is_none_or(|(last_a, _)| a >= last_a) {
+                    me.last_edge = Some((a, edge));
+                }
+            }
+        }
+
+        // Timestamps: RTT from the echo (RFC 7323 §4.3), measured for the peer's data.
+        if let Some((tsval, tsecr)) = seg.options.timestamps {
+            if flags.ack() && tsecr != 0 {
+                while let Some(&(v, t, f)) = peer.ts_pending.front() {
+                    let d = SeqNum(v).diff(SeqNum(tsecr));
+                    if d > 0 {
+                        break;
+                    }
+                    peer.ts_pending.pop_front();
+                    if d == 0 {
+                        let rat = At { dir: dir.rev(), ..at };
+                        sink.event(&rat, &Event::RttSample { rtt_ns: ts_ns.saturating_sub(t), kind: RttKind::Timestamp, sent_frame: f });
+                    }
+                }
+            }
+            let newer = me.ts_pending.back().is_none_or(|&(v, _, _)| SeqNum(tsval).diff(SeqNum(v)) > 0);
+            if newer {
+                if me.ts_pending.len() >= MAX_TS_PENDING {
+                    me.ts_pending.pop_front();
+                }
+                me.ts_pending.push_back((tsval, ts_ns, frame));
+            }
+        }
+
+        // Bytes in flight after a data segment (SACK-aware: RFC 6675's "pipe" without loss
+        // marking): highest sent - cumulatively acked - SACKed above it.
+        let in_flight = match (len > 0, me.snd_una, me.snd_max) {
+            (true, Some(una), Some(max)) if max > una => Some((max - una) as u64 - me.sacked.overlap(una, max)),
+            (true, Some(_), Some(_)) => Some(0),
+            _ => None,
+        };
+
+        me.last_ack = Some(seg.ack);
+        me.last_win_raw = Some(seg.win_raw);
+        me.last_was_probe = probe || keepalive;
+        self.last_ts_ns = ts_ns;
+        self.packets += 1;
+
+        sink.segment(&SegmentInfo {
+            at,
+            flags,
+            seq_off: start,
+            len,
+            new_bytes,
+            rexmit_bytes,
+            is_rexmit,
+            truncated_bytes: seg.truncated_bytes(),
+            ack_off,
+            win_bytes,
+            wscale: shift,
+            in_flight,
+            sack_blocks: seg.options.sack_len,
+            has_timestamps: seg.options.timestamps.is_some(),
+            mss: seg.options.mss,
+            wscale_opt: seg.options.wscale,
+            sack_permitted: seg.options.sack_permitted,
+        });
+    }
+}
+
+/// The two halves as (this endpoint, its peer).
+fn split(half: &mut [Half; 2], dir: Dir) -> (&mut Half, &mut Half) {
+    let [a, b] = half;
+    match dir {
+        Dir::AtoB => (a, b),
+        Dir::BtoA => (b, a),
+    }
+}
+
+fn partial<S: Sink>(h: &mut Half, bit: u8, what: &'static str, at: &At, sink: &mut S) {
+    if h.partial & bit == 0 {
+        h.partial |= bit;
+        sink.event(at, &Event::AnalysisPartial { what });
+    }
+}
+
+/// A cumulative ACK `a` for `h`'s data: capture loss, RTT samples (Karn), scoreboard pruning.
+fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
+    if h.snd_una.is_some_and(|una| a <= una) {
+        return;
+    }
+    let data_dir = At { dir: at.dir.rev(), ..*at };
+    // Acknowledged but never captured: holes below a, and anything above the highest byte seen.
+    let mut unseen = h.holes.remove_below(a);
+    if let Some(max) = h.snd_max {
+        let from = h.snd_una.unwrap_or(max).max(max);
+        if a > from {
+            unseen += (a - from) as u64;
+        }
+    }
+    if unseen > 0 {
+        sink.event(&data_dir, &Event::AckedUnseen { bytes: unseen });
+    }
+    if let Some(old) = h.snd_una {
+        // Credit payload only: not the SYN (offset -1) nor the FIN.
+        let lo = if h.isn.is_some() { 0 } else { SeqOff::MIN };
+        let hi = h.fin_off.unwrap_or(SeqOff::MAX);
+        let bytes = a.clamp(lo, hi) - old.clamp(lo, hi);
+        if bytes > 0 {
+            sink.event(&data_dir, &Event::AckAdvance { bytes: bytes as u64 });
+        }
+    }
+    h.snd_una = Some(a);
+    h.sacked.remove_below(a);
+
+    // RTT (RFC 6298 §3 Karn's rule, tcptrace's exact-match rule): the ACK must end exactly on a
+    // transmission that was never repeated, and no earlier transmission it covers may have
+    // been sent after it.
+    let mut candidate: Option<Sent> = None;
+    let mut latest_other = 0u64;
+    if h.unacked_sorted {
+        while let Some(s) = h.unacked.front().copied().filter(|s| s.end <= a) {
+            h.unacked.pop_front();
+            if let Some(c) = candidate.replace(s) {
+                latest_other = latest_other.max(c.ts_ns);
+            }
+        }
+        if candidate.is_some_and(|c| c.end != a) {
+            candidate = None;
+        }
+    } else {
+        h.unacked.retain(|s| {
+            if s.end > a {
+                return true;
+            }
+            if s.end == a && candidate.is_none() {
+                candidate = Some(*s);
+            } else {
+                latest_other = latest_other.max(s.ts_ns);
+            }
+            false
+        });
+    }
+    if let Some(front) = h.unacked.front_mut() {
+        if front.start < a {
+            front.start = a;
+        }
+    }
+    if h.unacked.is_empty() {
+        h.unacked_sorted = true;
+    }
+    if let Some(c) = candidate {
+        if c.ambiguous {
+            sink.event(&data_dir, &Event::KarnDiscard);
+        } else if latest_other > c.ts_ns {
+            sink.event(&data_dir, &Event::PostLossAck);
+        } else {
+            sink.event(&data_dir, &Event::RttSample { rtt_ns: at.ts_ns.saturating_sub(c.ts_ns), kind: RttKind::Karn, sent_frame: c.frame });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

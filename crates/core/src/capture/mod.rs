@@ -1,0 +1,558 @@
+//! Reading capture files: pcap (µs and ns, either byte order) and pcapng, plain, gzip or zstd,
+//! from a file or standard input.
+//!
+//! This layer knows files and link types, nothing about TCP. [`CaptureReader::next_record`]
+//! yields [`Record`]s: a timestamp converted once to nanoseconds, the captured bytes, the
+//! original length and the link type. Block decoding is pcap-parser's; this module adds what an
+//! analyser needs around it: byte offsets for every error, a clean end told apart from a cut-off
+//! last record, memory-mapped plain files (no copy) and bounded buffers for streams.
+//!
+//! ```no_run
+//! use tcpscope_core::capture::CaptureReader;
+//! let mut r = CaptureReader::open("trace.pcap".as_ref()).unwrap();
+//! while let Some(rec) = r.next_record().unwrap() {
+//!     println!("{} {} bytes", rec.ts_ns, rec.data.len());
+//! }
+//! ```
+
+mod merge;
+
+pub use merge::MergedReader;
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use pcap_parser::pcapng::{self, Block};
+use pcap_parser::{PcapError, nom, pcap};
+
+/// One captured packet, borrowed from the reader's buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Record<'a> {
+    /// Capture time, nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    /// The captured bytes (at most the snapshot length).
+    pub data: &'a [u8],
+    /// The packet's length on the wire; larger than `data.len()` when the snaplen cut it.
+    pub orig_len: u32,
+    /// LINKTYPE_* value (tcpdump.org link-layer header types) of the interface it came from.
+    pub link_type: u32,
+    /// 1-based frame number within the file, as Wireshark's `frame.number`.
+    pub frame: u64,
+    /// Byte offset of the record's header in the (decompressed) file.
+    pub offset: u64,
+}
+
+/// What went wrong reading a capture. Every variant names the byte offset; the file name is
+/// added by the caller that knows it ([`FileError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// The file does not start with a pcap or pcapng magic number.
+    #[error("not a pcap or pcapng capture (first bytes {magic:02x?})")]
+    NotACapture {
+        /// The first bytes found.
+        magic: Vec<u8>,
+    },
+    /// The file ends inside a record: normal for a capture that was still being written.
+    #[error("file ends inside a record at byte offset {offset} ({needed} more bytes needed)")]
+    Truncated {
+        /// Offset of the incomplete record.
+        offset: u64,
+        /// How many more bytes the record needed, at least.
+        needed: usize,
+    },
+    /// A block's contents make no sense (bad length, bad magic...).
+    #[error("corrupt {what} at byte offset {offset}")]
+    Corrupt {
+        /// What could not be parsed.
+        what: String,
+        /// Offset of the bad block.
+        offset: u64,
+    },
+    /// The operating system failed to read.
+    #[error("read error at byte offset {offset}: {source}")]
+    Io {
+        /// Offset reached.
+        offset: u64,
+        /// The I/O error.
+        source: io::Error,
+    },
+}
+
+impl CaptureError {
+    /// The byte offset the error refers to (0 when it concerns the file as a whole).
+    pub fn offset(&self) -> u64 {
+        match self {
+            CaptureError::NotACapture { .. } => 0,
+            CaptureError::Truncated { offset, .. }
+            | CaptureError::Corrupt { offset, .. }
+            | CaptureError::Io { offset, .. } => *offset,
+        }
+    }
+}
+
+/// A [`CaptureError`] together with the file it happened in.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct FileError {
+    /// The file ("-" for standard input).
+    pub path: PathBuf,
+    /// What happened.
+    #[source]
+    pub source: CaptureError,
+}
+
+/// How the bytes are compressed on disk, found from the magic number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// Plain file.
+    None,
+    /// gzip (`.gz`), possibly several members.
+    Gzip,
+    /// Zstandard (`.zst`).
+    Zstd,
+}
+
+/// The capture format, found from the magic number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Classic pcap (libpcap) format.
+    Pcap,
+    /// pcapng.
+    Pcapng,
+}
+
+/// Where the bytes come from.
+enum Source {
+    /// A memory-mapped plain file: the whole file is one buffer, nothing is copied.
+    Mapped(memmap2::Mmap),
+    /// A stream (pipe, decompressor): a bounded window `buf[start..end]` refilled on demand.
+    Stream {
+        reader: Box<dyn Read + Send>,
+        buf: Vec<u8>,
+        start: usize,
+        end: usize,
+        eof: bool,
+    },
+}
+
+/// pcapng interface description, as much of it as timestamps and decoding need.
+#[derive(Debug, Clone, Copy)]
+struct Interface {
+    link_type: u32,
+    /// Timestamp units per second (`if_tsresol`).
+    units_per_sec: u64,
+    /// Seconds added to every timestamp (`if_tsoffset`).
+    offset_s: i64,
+    snaplen: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Framing {
+    Pcap { big_endian: bool, nanos: bool, modified: bool, link_type: u32 },
+    Pcapng { big_endian: bool },
+}
+
+/// Streaming reader over one capture file.
+///
+/// Invariant: `pos` is the offset, in the decompressed file, of the first byte not yet
+/// consumed; for a [`Source::Stream`] it corresponds to `buf[start]`.
+pub struct CaptureReader {
+    source: Source,
+    framing: Framing,
+    interfaces: Vec<Interface>,
+    pos: u64,
+    frame: u64,
+    last_ts_ns: u64,
+    done: bool,
+    compression: Compression,
+    /// Count of records whose nanosecond/microsecond fraction was out of range.
+    pub bad_timestamps: u64,
+    /// Count of pcapng packets naming an interface that was never described.
+    pub unknown_interface: u64,
+}
+
+const STREAM_CHUNK: usize = 1 << 20;
+
+impl CaptureReader {
+    /// Opens a file; `-` means standard input. Compression and format are detected from the
+    /// magic numbers, not the file name.
+    pub fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
+        if path.as_os_str() == "-" {
+            return Self::from_reader(Box::new(io::stdin()));
+        }
+        let file = File::open(path).map_err(|source| CaptureError::Io { offset: 0, source })?;
+        let mut magic = [0u8; 4];
+        let n = read_up_to(&file, &mut magic).map_err(|source| CaptureError::Io { offset: 0, source })?;
+        if compression_of(&magic[..n]) == Compression::None && n == 4 {
+            // SAFETY: the map is read-only; a capture being appended to only grows, and one
+            // truncated under us is an accepted hazard of mmap that every pcap tool shares.
+            if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+                return Self::with_source(Source::Mapped(map), Compression::None);
+            }
+        }
+        let file = File::open(path).map_err(|source| CaptureError::Io { offset: 0, source })?;
+        Self::from_reader(Box::new(file))
+    }
+
+    /// Reads from any byte stream (compressed or not).
+    pub fn from_reader(reader: Box<dyn Read + Send>) -> Result<CaptureReader, CaptureError> {
+        let mut br = BufReader::with_capacity(64 * 1024, reader);
+        let head = br.fill_buf().map_err(|source| CaptureError::Io { offset: 0, source })?;
+        let compression = compression_of(head);
+        let inner: Box<dyn Read + Send> = match compression {
+            Compression::None => Box::new(br),
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(br)),
+            Compression::Zstd => Box::new(
+                zstd::Decoder::with_buffer(br)
+                    .map_err(|source| CaptureError::Io { offset: 0, source })?,
+            ),
+        };
+        let source =
+            Source::Stream { reader: inner, buf: vec![0; STREAM_CHUNK], start: 0, end: 0, eof: false };
+        Self::with_source(source, compression)
+    }
+
+    /// Reads from bytes in memory (tests, fuzzing).
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<CaptureReader, CaptureError> {
+        Self::from_reader(Box::new(io::Cursor::new(bytes)))
+    }
+
+    fn with_source(source: Source, compression: Compression) -> Result<CaptureReader, CaptureError> {
+        let mut r = CaptureReader {
+            source,
+            framing: Framing::Pcapng { big_endian: false },
+            interfaces: Vec::new(),
+            pos: 0,
+            frame: 0,
+            last_ts_ns: 0,
+            done: false,
+            compression,
+            bad_timestamps: 0,
+            unknown_interface: 0,
+        };
+        r.fill(24)?;
+        let head = r.window();
+        let magic: Vec<u8> = head[..head.len().min(4)].to_vec();
+        match magic.as_slice() {
+            [0x0a, 0x0d, 0x0d, 0x0a] => {
+                // The section header is read by next_record like any later section header.
+                r.framing = Framing::Pcapng { big_endian: false };
+            }
+            [0xd4, 0xc3, 0xb2, 0xa1]
+            | [0xa1, 0xb2, 0xc3, 0xd4]
+            | [0x4d, 0x3c, 0xb2, 0xa1]
+            | [0xa1, 0xb2, 0x3c, 0x4d]
+            | [0x34, 0xcd, 0xb2, 0xa1]
+            | [0xa1, 0xb2, 0xcd, 0x34] => {
+                let (rest, h) = match pcap::parse_pcap_header(head) {
+                    Ok(v) => v,
+                    Err(nom::Err::Incomplete(_)) | Err(_) if head.len() < 24 => {
+                        return Err(CaptureError::Truncated { offset: 0, needed: 24 - head.len() });
+                    }
+                    Err(_) => {
+                        return Err(CaptureError::Corrupt { what: "pcap file header".into(), offset: 0 });
+                    }
+                };
+                let consumed = head.len() - rest.len();
+                r.framing = Framing::Pcap {
+                    big_endian: h.is_bigendian(),
+                    nanos: h.is_nanosecond_precision(),
+                    modified: h.is_modified_format(),
+                    link_type: h.network.0 as u32,
+                };
+                r.consume(consumed);
+            }
+            _ => return Err(CaptureError::NotACapture { magic }),
+        }
+        Ok(r)
+    }
+
+    /// The capture format.
+    pub fn format(&self) -> Format {
+        match self.framing {
+            Framing::Pcap { .. } => Format::Pcap,
+            Framing::Pcapng { .. } => Format::Pcapng,
+        }
+    }
+
+    /// How the file was compressed.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// Bytes of the (decompressed) file consumed so far.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The next packet, `Ok(None)` at a clean end of file. After an error the reader is finished
+    /// and returns `Ok(None)`; everything returned before the error is valid.
+    pub fn next_record(&mut self) -> Result<Option<Record<'_>>, CaptureError> {
+        if self.done {
+            return Ok(None);
+        }
+        match self.next_inner() {
+            Ok(Some((start, len, rec))) => {
+                let data = &self.buffer()[start..start + len];
+                Ok(Some(Record { data, ..rec }))
+            }
+            Ok(None) => {
+                self.done = true;
+                Ok(None)
+            }
+            Err(e) => {
+                self.done = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// Finds the next packet; returns its data as a range of `buffer()` plus the other fields.
+    fn next_inner(&mut self) -> Result<Option<(usize, usize, Record<'static>)>, CaptureError> {
+        loop {
+            let window = self.window();
+            if window.is_empty() {
+                if self.at_eof() {
+                    return Ok(None);
+                }
+                self.fill(1)?;
+                continue;
+            }
+            let offset = self.pos;
+            let base = window.as_ptr() as usize;
+            let parsed = match self.framing {
+                Framing::Pcap { big_endian, modified, .. } => {
+                    let r = if modified {
+                        pcap::parse_pcap_frame_modified(window)
+                    } else if big_endian {
+                        pcap::parse_pcap_frame_be(window)
+                    } else {
+                        pcap::parse_pcap_frame(window)
+                    };
+                    r.map(|(rest, b)| (rest.len(), Parsed::Legacy(b.ts_sec, b.ts_usec, b.origlen, b.data)))
+                }
+                Framing::Pcapng { big_endian } => {
+                    let r = if window.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]) {
+                        pcapng::parse_sectionheaderblock(window).map(|(rest, b)| (rest, Block::SectionHeader(b)))
+                    } else if big_endian {
+                        pcapng::parse_block_be(window)
+                    } else {
+                        pcapng::parse_block_le(window)
+                    };
+                    r.map(|(rest, b)| (rest.len(), Parsed::Ng(b)))
+                }
+            };
+            let (rest_len, parsed) = match parsed {
+                Ok(v) => v,
+                Err(nom::Err::Incomplete(needed)) => {
+                    let needed = match needed {
+                        nom::Needed::Size(n) => n.get(),
+                        nom::Needed::Unknown => 1,
+                    };
+                    if self.at_eof() {
+                        return Err(CaptureError::Truncated { offset, needed });
+                    }
+                    self.fill(window.len() + needed)?;
+                    continue;
+                }
+                Err(nom::Err::Error(e)) | Err(nom::Err::Failure(e)) => {
+                    if let PcapError::Incomplete(needed) = e {
+                        if self.at_eof() {
+                            return Err(CaptureError::Truncated { offset, needed });
+                        }
+                        let want = window.len() + needed.max(1);
+                        self.fill(want)?;
+                        continue;
+                    }
+                    let what = match self.framing {
+                        Framing::Pcap { .. } => "pcap record".to_string(),
+                        Framing::Pcapng { .. } => format!("pcapng block ({e})"),
+                    };
+                    return Err(CaptureError::Corrupt { what, offset });
+                }
+            };
+            let consumed = window.len() - rest_len;
+            // Turn the borrowed block into owned facts before touching `self`.
+            let action = match parsed {
+                Parsed::Legacy(ts_sec, frac, origlen, data) => {
+                    let Framing::Pcap { nanos, link_type, .. } = self.framing else { unreachable!() };
+                    let (unit, max) = if nanos { (1, 1_000_000_000) } else { (1000, 1_000_000) };
+                    let ts_ns = ts_sec as u64 * 1_000_000_000 + frac as u64 * unit;
+                    let start = data.as_ptr() as usize - base;
+                    Action::Packet { start, len: data.len(), ts_ns: Some(ts_ns), orig_len: origlen, link_type, bad_ts: frac >= max }
+                }
+                Parsed::Ng(block) => match block {
+                    Block::SectionHeader(shb) => Action::Section { big_endian: shb.big_endian() },
+                    Block::InterfaceDescription(idb) => Action::Interface(Interface {
+                        link_type: idb.linktype.0 as u32,
+                        units_per_sec: idb.ts_resolution().unwrap_or(1_000_000),
+                        offset_s: idb.ts_offset(),
+                        snaplen: idb.snaplen,
+                    }),
+                    Block::EnhancedPacket(epb) => match self.interfaces.get(epb.if_id as usize) {
+                        Some(iface) => {
+                            let ticks = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
+                            let ts_ns = ticks_to_ns(ticks, iface.units_per_sec, iface.offset_s);
+                            let start = epb.data.as_ptr() as usize - base;
+                            let len = (epb.caplen as usize).min(epb.data.len());
+                            Action::Packet { start, len, ts_ns: Some(ts_ns), orig_len: epb.origlen, link_type: iface.link_type, bad_ts: false }
+                        }
+                        None => Action::UnknownInterface,
+                    },
+                    Block::SimplePacket(spb) => match self.interfaces.first() {
+                        Some(iface) => {
+                            let mut len = (spb.origlen as usize).min(spb.data.len());
+                            if iface.snaplen != 0 {
+                                len = len.min(iface.snaplen as usize);
+                            }
+                            let start = spb.data.as_ptr() as usize - base;
+                            // A simple packet block has no timestamp: the previous one is reused.
+                            Action::Packet { start, len, ts_ns: None, orig_len: spb.origlen, link_type: iface.link_type, bad_ts: false }
+                        }
+                        None => Action::UnknownInterface,
+                    },
+                    // Statistics, name resolution, custom and unknown blocks carry no packets.
+                    _ => Action::None,
+                },
+            };
+            let mut out = None;
+            match action {
+                Action::Packet { start, len, ts_ns, orig_len, link_type, bad_ts } => {
+                    self.bad_timestamps += bad_ts as u64;
+                    let ts_ns = ts_ns.unwrap_or(self.last_ts_ns);
+                    out = Some((start, len, ts_ns, orig_len.max(len as u32), link_type));
+                }
+                Action::Section { big_endian } => {
+                    self.framing = Framing::Pcapng { big_endian };
+                    self.interfaces.clear();
+                }
+                Action::Interface(iface) => self.interfaces.push(iface),
+                Action::UnknownInterface => self.unknown_interface += 1,
+                Action::None => {}
+            }
+            let window_start = self.window_start();
+            self.consume(consumed);
+            if let Some((start, len, ts_ns, orig_len, link_type)) = out {
+                self.frame += 1;
+                self.last_ts_ns = ts_ns;
+                let rec = Record { ts_ns, data: &[], orig_len, link_type, frame: self.frame, offset };
+                return Ok(Some((window_start + start, len, rec)));
+            }
+        }
+    }
+
+    fn buffer(&self) -> &[u8] {
+        match &self.source {
+            Source::Mapped(m) => m,
+            Source::Stream { buf, .. } => buf,
+        }
+    }
+
+    fn window_start(&self) -> usize {
+        match &self.source {
+            Source::Mapped(_) => self.pos as usize,
+            Source::Stream { start, .. } => *start,
+        }
+    }
+
+    fn window(&self) -> &[u8] {
+        match &self.source {
+            Source::Mapped(m) => &m[(self.pos as usize).min(m.len())..],
+            Source::Stream { buf, start, end, .. } => &buf[*start..*end],
+        }
+    }
+
+    fn at_eof(&self) -> bool {
+        match &self.source {
+            Source::Mapped(_) => true,
+            Source::Stream { eof, .. } => *eof,
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos += n as u64;
+        if let Source::Stream { start, .. } = &mut self.source {
+            *start += n;
+        }
+    }
+
+    /// Makes the window at least `want` bytes long, unless the stream ends first. Grows the
+    /// buffer only as far as the largest record requires.
+    fn fill(&mut self, want: usize) -> Result<(), CaptureError> {
+        let pos = self.pos;
+        let Source::Stream { reader, buf, start, end, eof } = &mut self.source else {
+            return Ok(());
+        };
+        if *end - *start >= want || *eof {
+            return Ok(());
+        }
+        if *start > 0 {
+            buf.copy_within(*start..*end, 0);
+            *end -= *start;
+            *start = 0;
+        }
+        if buf.len() < want {
+            buf.resize(want.next_power_of_two(), 0);
+        }
+        while *end < want && !*eof {
+            match reader.read(&mut buf[*end..]) {
+                Ok(0) => *eof = true,
+                Ok(n) => *end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(CaptureError::Io { offset: pos + (*end - *start) as u64, source });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What one block means for the reader, detached from the buffer.
+enum Action {
+    Packet { start: usize, len: usize, ts_ns: Option<u64>, orig_len: u32, link_type: u32, bad_ts: bool },
+    Section { big_endian: bool },
+    Interface(Interface),
+    UnknownInterface,
+    None,
+}
+
+enum Parsed<'a> {
+    Legacy(u32, u32, u32, &'a [u8]),
+    Ng(Block<'a>),
+}
+
+fn compression_of(head: &[u8]) -> Compression {
+    if head.starts_with(&[0x1f, 0x8b]) {
+        Compression::Gzip
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Compression::Zstd
+    } else {
+        Compression::None
+    }
+}
+
+fn read_up_to(mut f: &File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Converts pcapng ticks to ns since the epoch, exactly (128-bit intermediate).
+fn ticks_to_ns(ticks: u64, units_per_sec: u64, offset_s: i64) -> u64 {
+    let units = units_per_sec.max(1) as u128;
+    let ns = ticks as u128 * 1_000_000_000 / units;
+    let ns = ns as i128 + offset_s as i128 * 1_000_000_000;
+    ns.clamp(0, u64::MAX as i128) as u64
+}
+
+#[cfg(test)]
+mod tests;

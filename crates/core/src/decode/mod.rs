@@ -1,0 +1,311 @@
+//! From a captured frame to one TCP segment.
+//!
+//! [`decode`] checks every length once and returns a [`Segment`] whose fields are plain values
+//! and whose payload is a borrowed slice of the frame (never copied). The payload length comes
+//! from the IP header, so a segment cut by the snaplen still counts all its bytes and is marked
+//! `truncated`. Frames that carry no decodable TCP segment come back as a [`Skip`] saying why;
+//! callers count them and go on.
+//!
+//! IP headers are parsed by etherparse's lax slices (which accept cut-off packets and a zero
+//! IPv4 total length); link layers and TCP are parsed here ([`link`], [`tcp`]).
+//!
+//! ```
+//! use tcpscope_core::decode::{decode, link::linktype};
+//! // An IPv4/TCP SYN built by hand (raw IP link type): 10.0.0.1:1234 -> 10.0.0.2:80.
+//! let mut p = vec![0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+//! p.extend_from_slice(&[0x04, 0xd2, 0, 80, 0, 0, 0, 7, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0]);
+//! let seg = decode(linktype::RAW, &p, p.len() as u32).unwrap();
+//! assert_eq!((seg.sport, seg.dport, seg.seq.0, seg.payload_len), (1234, 80, 7, 0));
+//! assert!(seg.flags.syn());
+//! ```
+
+pub mod link;
+pub mod tcp;
+
+use std::net::IpAddr;
+
+use etherparse::{IpNumber, LaxIpSlice};
+
+use crate::seq::SeqNum;
+pub use tcp::{Flags, SackBlock, TcpOptions};
+
+/// A decoded TCP segment.
+#[derive(Clone, Copy, Debug)]
+pub struct Segment<'a> {
+    /// IP source address.
+    pub src: IpAddr,
+    /// IP destination address.
+    pub dst: IpAddr,
+    /// TCP source port.
+    pub sport: u16,
+    /// TCP destination port.
+    pub dport: u16,
+    /// Sequence number as on the wire.
+    pub seq: SeqNum,
+    /// Acknowledgment number as on the wire (meaningful only with ACK).
+    pub ack: SeqNum,
+    /// TCP flags.
+    pub flags: Flags,
+    /// Window field as on the wire, before any scaling.
+    pub win_raw: u16,
+    /// TCP options.
+    pub options: TcpOptions,
+    /// Payload length according to the IP header (or the wire length when the IP length field is
+    /// 0, as in TSO/BIG TCP captures).
+    pub payload_len: u32,
+    /// The captured part of the payload (shorter than `payload_len` when truncated).
+    pub payload: &'a [u8],
+    /// IPv4 identification (0 for IPv6).
+    pub ip_id: u16,
+    /// TTL or hop limit.
+    pub ttl: u8,
+    /// ECN codepoint of the IP header (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE).
+    pub ecn: u8,
+    /// Anomalies found while decoding (bit set of [`Anomaly`]).
+    pub anomalies: AnomalySet,
+}
+
+impl Segment<'_> {
+    /// Payload bytes missing from the capture.
+    pub fn truncated_bytes(&self) -> u32 {
+        self.payload_len.saturating_sub(self.payload.len() as u32)
+    }
+}
+
+/// Why a frame yielded no TCP segment. Counted per file, never fatal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Skip {
+    /// A link type tcpscope does not decode.
+    UnknownLinkType(u32),
+    /// Not IP (ARP, LLDP...): the ethertype or protocol number found.
+    NotIp {
+        /// Ethertype / PPP protocol / address family.
+        protocol: u32,
+    },
+    /// IP, but not TCP (UDP, ICMP...).
+    NotTcp {
+        /// IP protocol number.
+        protocol: u8,
+    },
+    /// A non-first IP fragment: the TCP header is in the first fragment.
+    Fragment,
+    /// The capture ends before a header does.
+    Truncated {
+        /// Which header.
+        layer: &'static str,
+        /// Bytes the header needs from the start of the frame (or of the layer).
+        needed: usize,
+        /// Bytes captured.
+        captured: usize,
+    },
+    /// A header's contents make no sense.
+    Malformed {
+        /// Which header.
+        layer: &'static str,
+        /// What is wrong.
+        what: &'static str,
+    },
+}
+
+impl Skip {
+    /// Stable name of the reason, for counters and JSON.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Skip::UnknownLinkType(_) => "unknown_link_type",
+            Skip::NotIp { .. } => "not_ip",
+            Skip::NotTcp { .. } => "not_tcp",
+            Skip::Fragment => "ip_fragment",
+            Skip::Truncated { .. } => "truncated_header",
+            Skip::Malformed { .. } => "malformed",
+        }
+    }
+}
+
+/// Things worth counting about a segment that was still decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Anomaly {
+    /// The snaplen cut the payload (the payload length still comes from the IP header).
+    TruncatedPayload = 0,
+    /// The snaplen cut the TCP options.
+    TruncatedOptions = 1,
+    /// IPv4 total length 0 or IPv6 payload length 0 without a jumbo option: a TSO / BIG TCP
+    /// capture; the length was taken from the frame.
+    IpLengthZero = 2,
+    /// The IP length claims more bytes than the frame had on the wire; the wire length was used.
+    IpLengthExceedsFrame = 3,
+    /// A malformed or cut-off TCP option (the options before it were kept).
+    BadOption = 4,
+    /// A window scale shift above 14, used as 14 (RFC 7323 §2.3).
+    WindowScaleAbove14 = 5,
+    /// The TCP data offset points past the IP payload.
+    HeaderPastPayload = 6,
+}
+
+impl Anomaly {
+    /// All kinds, in bit order.
+    pub const ALL: [Anomaly; 7] = [
+        Anomaly::TruncatedPayload,
+        Anomaly::TruncatedOptions,
+        Anomaly::IpLengthZero,
+        Anomaly::IpLengthExceedsFrame,
+        Anomaly::BadOption,
+        Anomaly::WindowScaleAbove14,
+        Anomaly::HeaderPastPayload,
+    ];
+    /// Stable name, for counters and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Anomaly::TruncatedPayload => "truncated_payload",
+            Anomaly::TruncatedOptions => "truncated_options",
+            Anomaly::IpLengthZero => "ip_length_zero",
+            Anomaly::IpLengthExceedsFrame => "ip_length_exceeds_frame",
+            Anomaly::BadOption => "bad_tcp_option",
+            Anomaly::WindowScaleAbove14 => "window_scale_above_14",
+            Anomaly::HeaderPastPayload => "tcp_header_past_payload",
+        }
+    }
+}
+
+/// A small set of [`Anomaly`] values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AnomalySet(pub u8);
+
+impl AnomalySet {
+    /// Adds one.
+    pub fn insert(&mut self, a: Anomaly) {
+        self.0 |= 1 << a as u8;
+    }
+    /// Whether it holds `a`.
+    pub fn contains(self, a: Anomaly) -> bool {
+        self.0 & (1 << a as u8) != 0
+    }
+    /// Iterates over the members.
+    pub fn iter(self) -> impl Iterator<Item = Anomaly> {
+        Anomaly::ALL.into_iter().filter(move |a| self.contains(*a))
+    }
+}
+
+/// Decodes one frame. `orig_len` is the frame's length on the wire.
+pub fn decode(link_type: u32, frame: &[u8], orig_len: u32) -> Result<Segment<'_>, Skip> {
+    let ip_at = link::ip_offset(link_type, frame)?;
+    let ip = &frame[ip_at..];
+    // Bytes of IP packet that were on the wire (the snaplen may have cut `ip`).
+    let ip_wire_len = (orig_len as usize).max(frame.len()).saturating_sub(ip_at);
+    let mut anomalies = AnomalySet::default();
+
+    let (slice, _ext_err) = LaxIpSlice::from_slice(ip).map_err(|e| {
+        use etherparse::err::ip::LaxHeaderSliceError as E;
+        match e {
+            E::Len(l) => Skip::Truncated { layer: "IP header", needed: l.required_len, captured: l.len },
+            E::Content(_) => Skip::Malformed { layer: "IP header", what: "bad version or header length" },
+        }
+    })?;
+    let (src, dst, ip_id, ttl, ecn, claimed_total, payload) = match &slice {
+        LaxIpSlice::Ipv4(v4) => {
+            let h = v4.header();
+            if h.fragments_offset().value() != 0 {
+                return Err(Skip::Fragment);
+            }
+            let claimed = (h.total_len() != 0).then_some(h.total_len() as usize);
+            (
+                IpAddr::from(h.source()),
+                IpAddr::from(h.destination()),
+                h.identification(),
+                h.ttl(),
+                h.ecn().value(),
+                claimed,
+                v4.payload(),
+            )
+        }
+        LaxIpSlice::Ipv6(v6) => {
+            let h = v6.header();
+            if v6.is_payload_fragmented() && v6.extensions().first_header().is_some() {
+                // etherparse reports a fragment header; only offset 0 carries the TCP header.
+                if let Some(off) = v6_fragment_offset(v6) {
+                    if off != 0 {
+                        return Err(Skip::Fragment);
+                    }
+                }
+            }
+            let claimed = (h.payload_length() != 0).then_some(h.payload_length() as usize + 40);
+            (
+                IpAddr::from(h.source()),
+                IpAddr::from(h.destination()),
+                0,
+                h.hop_limit(),
+                h.ecn().value(),
+                claimed,
+                v6.payload(),
+            )
+        }
+    };
+    if payload.ip_number != IpNumber::TCP {
+        return Err(Skip::NotTcp { protocol: payload.ip_number.0 });
+    }
+    // Everything before the IP payload (IP header, options, extension headers).
+    let ip_hdr_len = payload.payload.as_ptr() as usize - ip.as_ptr() as usize;
+    let total_len = match claimed_total {
+        Some(t) if t > ip_wire_len => {
+            anomalies.insert(Anomaly::IpLengthExceedsFrame);
+            ip_wire_len
+        }
+        Some(t) => t,
+        None => {
+            anomalies.insert(Anomaly::IpLengthZero);
+            ip_wire_len
+        }
+    };
+    let tcp_len = total_len.saturating_sub(ip_hdr_len);
+
+    let hdr = tcp::parse(payload.payload).map_err(|e| match e {
+        tcp::TcpError::TooShort { captured } => Skip::Truncated { layer: "TCP header", needed: 20, captured },
+        tcp::TcpError::DataOffsetTooSmall(_) => Skip::Malformed { layer: "TCP header", what: "data offset below 5" },
+    })?;
+    if hdr.header_truncated {
+        anomalies.insert(Anomaly::TruncatedOptions);
+    }
+    if hdr.options.malformed {
+        anomalies.insert(Anomaly::BadOption);
+    }
+    if hdr.options.wscale.is_some_and(|s| s > 14) {
+        anomalies.insert(Anomaly::WindowScaleAbove14);
+    }
+    if hdr.header_len > tcp_len {
+        anomalies.insert(Anomaly::HeaderPastPayload);
+    }
+    let payload_len = tcp_len.saturating_sub(hdr.header_len);
+    let captured = &payload.payload[hdr.header_len.min(payload.payload.len())..];
+    let captured = &captured[..captured.len().min(payload_len)];
+    if captured.len() < payload_len {
+        anomalies.insert(Anomaly::TruncatedPayload);
+    }
+    Ok(Segment {
+        src,
+        dst,
+        sport: hdr.sport,
+        dport: hdr.dport,
+        seq: hdr.seq,
+        ack: hdr.ack,
+        flags: hdr.flags,
+        win_raw: hdr.win_raw,
+        options: hdr.options,
+        payload_len: payload_len as u32,
+        payload: captured,
+        ip_id,
+        ttl,
+        ecn,
+        anomalies,
+    })
+}
+
+/// The fragment offset of an IPv6 fragment header, if the extension chain has one.
+fn v6_fragment_offset(v6: &etherparse::LaxIpv6Slice<'_>) -> Option<u16> {
+    v6.extensions().clone().into_iter().find_map(|ext| match ext {
+        etherparse::Ipv6ExtensionSlice::Fragment(f) => Some(f.fragment_offset().value()),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,3 @@
+//! Machine-readable output: JSON (schema in `docs/json.md`) and CSV.
+
+pub mod json;

@@ -1,0 +1,125 @@
+//! Which connection, and which direction, a segment belongs to.
+//!
+//! A connection is identified by its 4-tuple plus the initial sequence numbers: the table maps
+//! a 4-tuple to its *current* connection, and the analysis decides when a segment starts a new
+//! one on the same 4-tuple (port reuse: a SYN with a new ISN; activity after a long idle gap),
+//! see [`crate::analysis::Connection::splits_on`].
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::net::IpAddr;
+
+use rustc_hash::FxHasher;
+
+use crate::analysis::{ConnIdx, Dir};
+use crate::decode::Segment;
+
+/// An address and port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Endpoint {
+    /// IP address.
+    pub addr: IpAddr,
+    /// TCP port.
+    pub port: u16,
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.addr {
+            IpAddr::V4(a) => write!(f, "{a}:{}", self.port),
+            IpAddr::V6(a) => write!(f, "[{a}]:{}", self.port),
+        }
+    }
+}
+
+/// The unordered 4-tuple: the smaller endpoint first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlowKey {
+    lo: Endpoint,
+    hi: Endpoint,
+}
+
+impl FlowKey {
+    /// The key of a segment, and whether the segment goes from `lo` to `hi`.
+    pub fn of(seg: &Segment<'_>) -> (FlowKey, bool) {
+        let s = Endpoint { addr: seg.src, port: seg.sport };
+        let d = Endpoint { addr: seg.dst, port: seg.dport };
+        if s <= d { (FlowKey { lo: s, hi: d }, true) } else { (FlowKey { lo: d, hi: s }, false) }
+    }
+}
+
+/// Identity of a connection, fixed when it is created.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnInfo {
+    /// Endpoint a: the SYN's sender, or the sender of the first packet seen.
+    pub a: Endpoint,
+    /// Endpoint b.
+    pub b: Endpoint,
+    /// Index of the file it was seen in (several files analysed separately).
+    pub file: usize,
+    /// Why this connection exists as a separate one from an earlier one on the same 4-tuple.
+    pub reuse: Option<SplitReason>,
+}
+
+/// Why a segment on a known 4-tuple started a new connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitReason {
+    /// A SYN with a different initial sequence number (port reuse).
+    NewIsn,
+    /// The 4-tuple had been idle for longer than the idle limit and the segment does not
+    /// continue the old sequence space.
+    IdleGap,
+}
+
+/// 4-tuple → current connection.
+#[derive(Default)]
+pub struct FlowTable {
+    map: HashMap<FlowKey, (ConnIdx, Endpoint), BuildHasherDefault<FxHasher>>,
+}
+
+impl FlowTable {
+    /// The current connection of the segment's 4-tuple and the segment's direction in it.
+    pub fn lookup(&self, seg: &Segment<'_>) -> Option<(ConnIdx, Dir)> {
+        let (key, _) = FlowKey::of(seg);
+        let &(idx, a) = self.map.get(&key)?;
+        let from_a = a.addr == seg.src && a.port == seg.sport;
+        Some((idx, if from_a { Dir::AtoB } else { Dir::BtoA }))
+    }
+
+    /// Makes `idx` the current connection of the segment's 4-tuple, with endpoint a chosen from
+    /// this first segment. Returns the connection's identity and the segment's direction.
+    pub fn insert(&mut self, seg: &Segment<'_>, idx: ConnIdx, file: usize, reuse: Option<SplitReason>) -> (ConnInfo, Dir) {
+        let (key, _) = FlowKey::of(seg);
+        let src = Endpoint { addr: seg.src, port: seg.sport };
+        let dst = Endpoint { addr: seg.dst, port: seg.dport };
+        // A SYN-ACK's receiver sent the SYN.
+        let syn_ack = seg.flags.syn() && seg.flags.ack();
+        let (a, b, dir) = if syn_ack { (dst, src, Dir::BtoA) } else { (src, dst, Dir::AtoB) };
+        self.map.insert(key, (idx, a));
+        (ConnInfo { a, b, file, reuse }, dir)
+    }
+
+    /// Forgets a 4-tuple's connection (when it is finished and evicted).
+    pub fn remove_if(&mut self, seg_key: &FlowKey, idx: ConnIdx) {
+        if self.map.get(seg_key).is_some_and(|&(i, _)| i == idx) {
+            self.map.remove(seg_key);
+        }
+    }
+
+    /// Number of 4-tuples tracked.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether no 4-tuple is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+impl FlowKey {
+    /// The key of the 4-tuple between two endpoints.
+    pub fn between(x: Endpoint, y: Endpoint) -> FlowKey {
+        if x <= y { FlowKey { lo: x, hi: y } } else { FlowKey { lo: y, hi: x } }
+    }
+}

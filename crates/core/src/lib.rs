@@ -1,0 +1,26 @@
+//! tcpscope's engine.
+//!
+//! One streaming pass over a trace (see `DESIGN.md`):
+//!
+//! ```text
+//! capture ─► decode ─► flow ─► analysis ─► events + per-connection state ─► stats / export
+//! ```
+//!
+//! - [`capture`] reads pcap and pcapng files (plain, gzip, zstd) into timestamped records.
+//! - [`decode`] turns a record into a TCP [`decode::Segment`].
+//! - [`flow`] finds the connection and direction of a segment.
+//! - [`analysis`] runs the per-direction sender/receiver state machines and emits
+//!   [`analysis::Event`]s to a sink.
+//! - [`stats`] folds events into per-connection, per-direction statistics.
+//! - [`pass`] drives all of this over one file, or several merged in time order.
+//! - [`export`] writes the results as JSON and CSV.
+#![deny(missing_docs)]
+
+pub mod analysis;
+pub mod capture;
+pub mod decode;
+pub mod export;
+pub mod flow;
+pub mod pass;
+pub mod seq;
+pub mod stats;

@@ -1,0 +1,266 @@
+//! One streaming pass over a trace: capture → decode → flow → analysis → sink.
+//!
+//! [`Analyzer`] is the engine for any [`Sink`]; [`analyze_file`] and [`analyze_merged`] run it
+//! with the statistics sink over files and report what each file contained, including why
+//! frames were skipped and where reading stopped.
+//!
+//! Memory: the analyzer keeps state per *live* connection. A connection closed (FIN both ways
+//! or RST) and silent for [`EVICT_CLOSED_NS`], or silent for [`EVICT_IDLE_NS`], has its
+//! analysis state dropped (its statistics stay); a later packet on its 4-tuple starts a new
+//! connection.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::analysis::{ConnIdx, Connection, Settings, Sink};
+use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record};
+use crate::decode::{self, Anomaly, Skip};
+use crate::flow::{FlowKey, FlowTable};
+use crate::stats::{ConnStats, StatsSink};
+
+/// A closed connection silent this long (trace time) is evicted: twice Linux's TIME-WAIT.
+pub const EVICT_CLOSED_NS: u64 = 120 * 1_000_000_000;
+/// Any connection silent this long is evicted.
+pub const EVICT_IDLE_NS: u64 = 3600 * 1_000_000_000;
+/// Packets between two eviction sweeps.
+const SWEEP_EVERY: u64 = 1 << 16;
+
+/// What a file contained and how reading it ended.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct FileSummary {
+    /// Path as given ("-" for standard input).
+    pub path: PathBuf,
+    /// pcap or pcapng (`None` if the file could not be opened as either).
+    pub format: Option<Format>,
+    /// Compression detected.
+    pub compression: Option<Compression>,
+    /// Packet records read.
+    pub packets: u64,
+    /// Captured bytes of those records.
+    pub captured_bytes: u64,
+    /// Records decoded as TCP segments.
+    pub tcp_packets: u64,
+    /// Records skipped, by reason (`not_ip`, `not_tcp`, `ip_fragment`, `truncated_header`,
+    /// `malformed`, `unknown_link_type`).
+    pub skipped: BTreeMap<&'static str, u64>,
+    /// Records of link types tcpscope does not decode, by LINKTYPE value.
+    pub unknown_link_types: BTreeMap<u32, u64>,
+    /// Decoded segments with an anomaly, by kind.
+    pub anomalies: BTreeMap<&'static str, u64>,
+    /// Records with an out-of-range timestamp fraction.
+    pub bad_timestamps: u64,
+    /// First and last record time (ns since the epoch).
+    pub first_ts_ns: u64,
+    /// Last record time.
+    pub last_ts_ns: u64,
+    /// Why reading stopped early, if it did.
+    pub error: Option<String>,
+    /// Byte offset of that error.
+    pub error_offset: Option<u64>,
+}
+
+/// The engine: feeds records through decode, flow and analysis into a sink.
+pub struct Analyzer<S: Sink> {
+    settings: Settings,
+    flows: FlowTable,
+    /// Analysis state by connection index; `None` once evicted.
+    conns: Vec<Option<Box<Connection>>>,
+    keys: Vec<FlowKey>,
+    live: Vec<ConnIdx>,
+    /// The consumer.
+    pub sink: S,
+    file: usize,
+    /// Counters of the current file.
+    pub summary: FileSummary,
+    now_ns: u64,
+}
+
+impl<S: Sink> Analyzer<S> {
+    /// A fresh engine.
+    pub fn new(settings: Settings, sink: S) -> Self {
+        Analyzer {
+            settings,
+            flows: FlowTable::default(),
+            conns: Vec::new(),
+            keys: Vec::new(),
+            live: Vec::new(),
+            sink,
+            file: 0,
+            summary: FileSummary::default(),
+            now_ns: 0,
+        }
+    }
+
+    /// Sets the file index recorded in new connections.
+    pub fn set_file(&mut self, file: usize) {
+        self.file = file;
+    }
+
+    /// Number of connections whose analysis state is held.
+    pub fn live_connections(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Processes one record.
+    pub fn record(&mut self, rec: &Record<'_>) {
+        let sum = &mut self.summary;
+        sum.packets += 1;
+        sum.captured_bytes += rec.data.len() as u64;
+        if sum.first_ts_ns == 0 {
+            sum.first_ts_ns = rec.ts_ns;
+        }
+        sum.last_ts_ns = sum.last_ts_ns.max(rec.ts_ns);
+        let seg = match decode::decode(rec.link_type, rec.data, rec.orig_len) {
+            Ok(seg) => seg,
+            Err(skip) => {
+                *sum.skipped.entry(skip.name()).or_default() += 1;
+                if let Skip::UnknownLinkType(lt) = skip {
+                    *sum.unknown_link_types.entry(lt).or_default() += 1;
+                }
+                return;
+            }
+        };
+        sum.tcp_packets += 1;
+        for a in seg.anomalies.iter() {
+            *sum.anomalies.entry(a.name()).or_default() += 1;
+        }
+        let _ = Anomaly::ALL;
+        self.now_ns = self.now_ns.max(rec.ts_ns);
+
+        let found = self.flows.lookup(&seg).and_then(|(idx, dir)| {
+            let conn = self.conns[idx].as_deref()?;
+            Some((idx, dir, conn.splits_on(&seg, dir, rec.ts_ns, &self.settings)))
+        });
+        let (idx, dir) = match found {
+            Some((idx, dir, None)) => (idx, dir),
+            other => {
+                let reuse = other.and_then(|(_, _, reason)| reason);
+                let idx = self.conns.len();
+                let (info, dir) = self.flows.insert(&seg, idx, self.file, reuse);
+                self.conns.push(Some(Box::new(Connection::new(idx))));
+                self.keys.push(FlowKey::between(info.a, info.b));
+                self.live.push(idx);
+                self.sink.connection(idx, &info);
+                (idx, dir)
+            }
+        };
+        // The lookup above guarantees the state exists: evicted connections leave the table.
+        if let Some(conn) = self.conns[idx].as_deref_mut() {
+            conn.on_segment(&seg, dir, rec.frame, rec.ts_ns, &self.settings, &mut self.sink);
+        }
+        if self.summary.tcp_packets % SWEEP_EVERY == 0 {
+            self.sweep();
+        }
+    }
+
+    /// Drops the analysis state of connections that are finished or long silent.
+    fn sweep(&mut self) {
+        let now = self.now_ns;
+        let (conns, flows, keys) = (&mut self.conns, &mut self.flows, &self.keys);
+        self.live.retain(|&idx| {
+            let Some(c) = conns[idx].as_deref() else { return false };
+            let silent = now.saturating_sub(c.last_ts_ns());
+            let evict = silent > EVICT_IDLE_NS || (c.closed() && silent > EVICT_CLOSED_NS);
+            if evict {
+                flows.remove_if(&keys[idx], idx);
+                conns[idx] = None;
+            }
+            !evict
+        });
+    }
+}
+
+/// The result of analysing one file (or several merged).
+#[derive(Debug, Default)]
+pub struct Analysis {
+    /// One summary per input file.
+    pub files: Vec<FileSummary>,
+    /// Connection statistics, in order of first appearance.
+    pub conns: Vec<ConnStats>,
+}
+
+impl Analysis {
+    /// Whether nothing useful could be read: every file failed before its first packet.
+    pub fn nothing_read(&self) -> bool {
+        self.files.iter().all(|f| f.packets == 0 && f.error.is_some())
+    }
+}
+
+fn record_error(sum: &mut FileSummary, e: &CaptureError) {
+    sum.error = Some(e.to_string());
+    sum.error_offset = Some(e.offset());
+}
+
+/// Analyses one file. `progress` is called now and then with the bytes consumed so far.
+pub fn analyze_file(path: &Path, file: usize, settings: Settings, progress: &dyn Fn(u64)) -> Analysis {
+    let mut an = Analyzer::new(settings, StatsSink::default());
+    an.set_file(file);
+    an.summary.path = path.to_path_buf();
+    match CaptureReader::open(path) {
+        Ok(mut reader) => {
+            an.summary.format = Some(reader.format());
+            an.summary.compression = Some(reader.compression());
+            loop {
+                match reader.next_record() {
+                    Ok(Some(rec)) => {
+                        an.record(&rec);
+                        if rec.frame % SWEEP_EVERY == 0 {
+                            progress(reader.position());
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        record_error(&mut an.summary, &e);
+                        break;
+                    }
+                }
+            }
+            an.summary.bad_timestamps = reader.bad_timestamps;
+            progress(reader.position());
+        }
+        Err(e) => record_error(&mut an.summary, &e),
+    }
+    Analysis { files: vec![an.summary], conns: an.sink.conns }
+}
+
+/// Analyses several files as one trace in time order (pieces of one capture).
+pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &dyn Fn(u64)) -> Analysis {
+    let mut summaries: Vec<FileSummary> =
+        paths.iter().map(|p| FileSummary { path: p.clone(), ..Default::default() }).collect();
+    let mut readers = Vec::new();
+    let mut reader_file = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        match CaptureReader::open(p) {
+            Ok(r) => {
+                summaries[i].format = Some(r.format());
+                summaries[i].compression = Some(r.compression());
+                readers.push(r);
+                reader_file.push(i);
+            }
+            Err(e) => record_error(&mut summaries[i], &e),
+        }
+    }
+    let mut merged = MergedReader::new(readers);
+    let mut an = Analyzer::new(settings, StatsSink::default());
+    let mut n = 0u64;
+    while let Some(item) = merged.next_record() {
+        match item {
+            Ok((r, rec)) => {
+                let f = reader_file[r];
+                an.summary = std::mem::take(&mut summaries[f]);
+                an.set_file(f);
+                an.record(&rec);
+                summaries[f] = std::mem::take(&mut an.summary);
+                n += 1;
+                if n % SWEEP_EVERY == 0 {
+                    progress(merged.readers().iter().map(|r| r.position()).sum());
+                }
+            }
+            Err((r, e)) => record_error(&mut summaries[reader_file[r]], &e),
+        }
+    }
+    for (r, reader) in merged.readers().iter().enumerate() {
+        summaries[reader_file[r]].bad_timestamps = reader.bad_timestamps;
+    }
+    Analysis { files: summaries, conns: an.sink.conns }
+}

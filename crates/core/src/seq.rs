@@ -1,0 +1,92 @@
+//! Sequence-number arithmetic.
+//!
+//! Two types keep wire values and derived values apart (STYLE §4, §10):
+//! - [`SeqNum`] is the 32-bit value from the header, compared as a serial number (RFC 1982), so
+//!   ordering survives wraparound.
+//! - [`SeqOff`] is a signed 64-bit offset of a byte from a direction's base (see
+//!   [`Unwrapper`]); offsets never wrap, so every later computation is plain arithmetic.
+
+/// A 32-bit TCP sequence or acknowledgment number as it appears on the wire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SeqNum(pub u32);
+
+impl SeqNum {
+    /// Signed distance `self - other` in serial-number arithmetic (RFC 1982): correct as long as
+    /// the two values are less than 2^31 apart.
+    pub fn diff(self, other: SeqNum) -> i64 {
+        self.0.wrapping_sub(other.0) as i32 as i64
+    }
+}
+
+/// A byte position in one direction's sequence space: the offset from that direction's base.
+/// With a captured SYN the base is ISN + 1, so the SYN has offset -1 and the first payload byte
+/// offset 0. Without a handshake the base is the first sequence number seen in that direction
+/// (bytes before it, e.g. retransmitted later, get negative offsets).
+pub type SeqOff = i64;
+
+/// Turns wire sequence numbers into [`SeqOff`]s by tracking the most recent value seen.
+///
+/// Invariant: `last_off` is the offset of the wire value `last`; any wire value within 2^31 of
+/// `last` maps to `last_off + diff`, so a connection can carry any number of bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Unwrapper {
+    base: SeqNum,
+    last: SeqNum,
+    last_off: SeqOff,
+}
+
+impl Unwrapper {
+    /// An unwrapper whose offset 0 is the wire value `base`.
+    pub fn new(base: SeqNum) -> Self {
+        Unwrapper { base, last: base, last_off: 0 }
+    }
+
+    /// The wire value at offset 0.
+    pub fn base(&self) -> SeqNum {
+        self.base
+    }
+
+    /// Offset of `seq`, relative to the nearest (in serial arithmetic) recently seen value.
+    pub fn off(&self, seq: SeqNum) -> SeqOff {
+        self.last_off + seq.diff(self.last)
+    }
+
+    /// Like [`off`](Self::off), and moves the reference forward when `seq` is ahead, so that
+    /// unwrapping keeps working after 4 GiB.
+    pub fn advance(&mut self, seq: SeqNum) -> SeqOff {
+        let off = self.off(seq);
+        if off > self.last_off {
+            self.last = seq;
+            self.last_off = off;
+        }
+        off
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serial_diff_survives_wrap() {
+        assert_eq!(SeqNum(5).diff(SeqNum(u32::MAX - 4)), 10);
+        assert_eq!(SeqNum(u32::MAX - 4).diff(SeqNum(5)), -10);
+    }
+
+    #[test]
+    fn unwrapper_counts_past_4gib() {
+        let mut u = Unwrapper::new(SeqNum(u32::MAX - 99));
+        assert_eq!(u.advance(SeqNum(u32::MAX)), 99);
+        assert_eq!(u.advance(SeqNum(900)), 1000);
+        // Walk 5 GiB in 1 GiB steps: the offset keeps growing.
+        let mut seq = 900u32;
+        let mut off = 1000i64;
+        for _ in 0..5 {
+            seq = seq.wrapping_add(1 << 30);
+            off += 1 << 30;
+            assert_eq!(u.advance(SeqNum(seq)), off);
+        }
+        // An older value still maps below the reference.
+        assert_eq!(u.off(SeqNum(seq.wrapping_sub(10))), off - 10);
+    }
+}

@@ -1,0 +1,334 @@
+//! Per-connection, per-direction statistics: a fold over the analysis' segments and events.
+//!
+//! Every counter is defined in `docs/statistics.md`. Direction convention: a counter in
+//! `a2b` counts packets *sent by a*, except the RTT group, which describes *a's data* (samples
+//! taken when b's ACK arrives), as tcptrace does.
+
+use crate::analysis::{At, ConnIdx, Event, RttKind, SegmentInfo, Sink};
+use crate::flow::ConnInfo;
+
+/// Running mean / variance / min / max (Welford), in ns.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Summary {
+    /// Number of samples.
+    pub n: u64,
+    mean: f64,
+    m2: f64,
+    /// Smallest sample (ns); 0 when `n == 0`.
+    pub min: u64,
+    /// Largest sample (ns).
+    pub max: u64,
+}
+
+impl Summary {
+    /// Adds a sample.
+    pub fn add(&mut self, x: u64) {
+        self.n += 1;
+        if self.n == 1 || x < self.min {
+            self.min = x;
+        }
+        self.max = self.max.max(x);
+        let d = x as f64 - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x as f64 - self.mean);
+    }
+    /// Mean, `None` without samples.
+    pub fn mean(&self) -> Option<f64> {
+        (self.n > 0).then_some(self.mean)
+    }
+    /// Sample standard deviation (n - 1), `None` with fewer than 2 samples.
+    pub fn stdev(&self) -> Option<f64> {
+        (self.n > 1).then(|| (self.m2 / (self.n - 1) as f64).sqrt())
+    }
+}
+
+/// Statistics of one direction. See `docs/statistics.md` for each field.
+#[derive(Clone, Debug, Default)]
+pub struct DirStats {
+    /// All TCP packets sent in this direction.
+    pub packets: u64,
+    /// Packets with payload.
+    pub data_packets: u64,
+    /// ACK set, no payload, no SYN/FIN/RST.
+    pub pure_acks: u64,
+    /// Payload bytes, retransmissions included.
+    pub payload_bytes: u64,
+    /// Payload bytes never seen before in this direction.
+    pub unique_bytes: u64,
+    /// Packets carrying at least one sequence byte (payload, SYN or FIN) seen before.
+    pub rexmit_packets: u64,
+    /// Payload bytes seen before.
+    pub rexmit_bytes: u64,
+    /// Packets filling a hole below the highest sequence number seen.
+    pub out_of_order_packets: u64,
+    /// Duplicate ACKs sent (about the other direction's data).
+    pub dup_acks: u64,
+    /// Third duplicate ACKs sent (the fast-retransmit trigger of RFC 5681).
+    pub triple_dup_acks: u64,
+    /// Packets with SYN.
+    pub syn: u64,
+    /// Packets with FIN.
+    pub fin: u64,
+    /// Packets with RST.
+    pub rst: u64,
+    /// MSS option (last seen).
+    pub mss: Option<u16>,
+    /// Window scale option as sent (last seen, unclamped).
+    pub wscale_opt: Option<u8>,
+    /// Shift applied to this direction's windows (`None`: unknown).
+    pub wscale: Option<u8>,
+    /// SACK-permitted option seen.
+    pub sack_permitted: bool,
+    /// Packets with a timestamps option.
+    pub timestamp_packets: u64,
+    /// Packets with SACK blocks.
+    pub sack_packets: u64,
+    /// SACK blocks sent.
+    pub sack_blocks: u64,
+    /// D-SACKs sent.
+    pub dsacks: u64,
+    /// Zero-window advertisements.
+    pub zero_window_adverts: u64,
+    /// Zero-window probes sent.
+    pub zero_window_probes: u64,
+    /// Keep-alives sent.
+    pub keepalives: u64,
+    /// Times the right window edge moved left.
+    pub window_shrinks: u64,
+    /// Advertised window (bytes, scaled when known) over ACK packets and SYNs, not RSTs.
+    pub window: Summary,
+    /// Karn-valid RTT samples of this direction's data.
+    pub rtt: Summary,
+    /// Timestamp-echo RTT samples of this direction's data.
+    pub rtt_ts: Summary,
+    /// ACKs that ended on a retransmitted segment (no sample).
+    pub karn_discards: u64,
+    /// ACKs that ended on a segment after a loss (no sample).
+    pub post_loss_acks: u64,
+    /// Most bytes in flight after a data packet (SACK-aware).
+    pub max_in_flight: u64,
+    /// Gaps in the sequence space opened by a packet above the highest byte seen.
+    pub holes: u64,
+    /// Bytes of this direction acknowledged by the peer but never captured.
+    pub acked_unseen_bytes: u64,
+    /// Bytes of this direction cumulatively acknowledged by the peer (advance of its ACKs).
+    pub acked_bytes: u64,
+    /// Packets whose payload the snaplen cut.
+    pub truncated_packets: u64,
+    /// Payload bytes missing because of the snaplen.
+    pub truncated_bytes: u64,
+    /// First and last packet (ns).
+    pub first_ts_ns: u64,
+    /// Last packet (ns).
+    pub last_ts_ns: u64,
+    /// First packet with payload (ns), 0 if none.
+    pub first_data_ts_ns: u64,
+    /// Last packet with payload (ns).
+    pub last_data_ts_ns: u64,
+    /// Time of the last ACK from the peer that advanced over this direction's data (ns).
+    pub last_ack_advance_ts_ns: u64,
+    /// Longest gap between two consecutive packets of this direction (ns).
+    pub max_idle_ns: u64,
+    /// Analysis hit a capacity limit (numbers approximate from then on).
+    pub partial: bool,
+}
+
+impl DirStats {
+    /// Unique bytes over the data time (first to last data packet), in bits per second.
+    pub fn throughput_bps(&self) -> Option<f64> {
+        let t = self.last_data_ts_ns.saturating_sub(self.first_data_ts_ns);
+        (self.data_packets > 0 && t > 0).then(|| self.unique_bytes as f64 * 8e9 / t as f64)
+    }
+    /// Bytes acknowledged by the peer over the time from the first data packet to the last
+    /// ACK advance, in bits per second.
+    pub fn goodput_bps(&self) -> Option<f64> {
+        let t = self.last_ack_advance_ts_ns.saturating_sub(self.first_data_ts_ns);
+        (self.data_packets > 0 && t > 0 && self.last_ack_advance_ts_ns > 0).then(|| self.acked_bytes as f64 * 8e9 / t as f64)
+    }
+    /// Data time (first to last data packet) in ns.
+    pub fn data_time_ns(&self) -> u64 {
+        self.last_data_ts_ns.saturating_sub(self.first_data_ts_ns)
+    }
+}
+
+/// Connection state as `conns` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnState {
+    /// Handshake seen, closed by FIN both ways.
+    Complete,
+    /// A RST was seen.
+    Reset,
+    /// Handshake seen, not closed in the capture.
+    Open,
+    /// The capture began after the handshake (no SYN seen).
+    NoHandshake,
+    /// Packets were seen in one direction only.
+    OneDirection,
+}
+
+impl ConnState {
+    /// Stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConnState::Complete => "complete",
+            ConnState::Reset => "reset",
+            ConnState::Open => "open",
+            ConnState::NoHandshake => "no_handshake",
+            ConnState::OneDirection => "one_direction",
+        }
+    }
+}
+
+/// Statistics of one connection.
+#[derive(Clone, Debug)]
+pub struct ConnStats {
+    /// Index (id - 1).
+    pub idx: ConnIdx,
+    /// Endpoints, file, reuse reason.
+    pub info: ConnInfo,
+    /// Per direction: `[a2b, b2a]`.
+    pub dir: [DirStats; 2],
+    /// Longest time with no packet in either direction (ns).
+    pub max_idle_ns: u64,
+}
+
+impl ConnStats {
+    /// 1-based id, stable for a given input.
+    pub fn id(&self) -> usize {
+        self.idx + 1
+    }
+    /// First packet (ns).
+    pub fn first_ts_ns(&self) -> u64 {
+        let [a, b] = &self.dir;
+        match (a.packets, b.packets) {
+            (0, _) => b.first_ts_ns,
+            (_, 0) => a.first_ts_ns,
+            _ => a.first_ts_ns.min(b.first_ts_ns),
+        }
+    }
+    /// Last packet (ns).
+    pub fn last_ts_ns(&self) -> u64 {
+        self.dir[0].last_ts_ns.max(self.dir[1].last_ts_ns)
+    }
+    /// Whether the handshake was seen (a SYN from a).
+    pub fn handshake(&self) -> bool {
+        self.dir[0].syn > 0
+    }
+    /// The state.
+    pub fn state(&self) -> ConnState {
+        let [a, b] = &self.dir;
+        if a.packets == 0 || b.packets == 0 {
+            ConnState::OneDirection
+        } else if a.rst + b.rst > 0 {
+            ConnState::Reset
+        } else if !self.handshake() {
+            ConnState::NoHandshake
+        } else if a.fin > 0 && b.fin > 0 {
+            ConnState::Complete
+        } else {
+            ConnState::Open
+        }
+    }
+}
+
+/// The [`Sink`] that builds [`ConnStats`] for every connection.
+#[derive(Default)]
+pub struct StatsSink {
+    /// Connections, by index.
+    pub conns: Vec<ConnStats>,
+}
+
+impl Sink for StatsSink {
+    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
+        debug_assert_eq!(conn, self.conns.len());
+        self.conns.push(ConnStats { idx: conn, info: *info, dir: Default::default(), max_idle_ns: 0 });
+    }
+
+    fn segment(&mut self, s: &SegmentInfo) {
+        let t = s.at.ts_ns;
+        let c = &mut self.conns[s.at.conn];
+        let last_any = c.last_ts_ns();
+        if last_any != 0 {
+            c.max_idle_ns = c.max_idle_ns.max(t.saturating_sub(last_any));
+        }
+        let d = &mut c.dir[s.at.dir.idx()];
+        if d.packets == 0 {
+            d.first_ts_ns = t;
+        } else {
+            d.max_idle_ns = d.max_idle_ns.max(t.saturating_sub(d.last_ts_ns));
+        }
+        d.last_ts_ns = t;
+        d.packets += 1;
+        let f = s.flags;
+        if s.len > 0 {
+            d.data_packets += 1;
+            d.payload_bytes += s.len as u64;
+            if d.first_data_ts_ns == 0 {
+                d.first_data_ts_ns = t;
+            }
+            d.last_data_ts_ns = t;
+        } else if f.ack() && !f.syn() && !f.fin() && !f.rst() {
+            d.pure_acks += 1;
+        }
+        d.unique_bytes += s.new_bytes as u64;
+        d.rexmit_packets += s.is_rexmit as u64;
+        d.rexmit_bytes += s.rexmit_bytes as u64;
+        d.syn += f.syn() as u64;
+        d.fin += f.fin() as u64;
+        d.rst += f.rst() as u64;
+        if s.mss.is_some() {
+            d.mss = s.mss;
+        }
+        if s.wscale_opt.is_some() {
+            d.wscale_opt = s.wscale_opt;
+        }
+        d.sack_permitted |= s.sack_permitted;
+        if !f.syn() {
+            d.wscale = s.wscale;
+        }
+        d.timestamp_packets += s.has_timestamps as u64;
+        if s.sack_blocks > 0 {
+            d.sack_packets += 1;
+            d.sack_blocks += s.sack_blocks as u64;
+        }
+        if (f.ack() || f.syn()) && !f.rst() {
+            d.window.add(s.win_bytes);
+        }
+        if let Some(v) = s.in_flight {
+            d.max_in_flight = d.max_in_flight.max(v);
+        }
+        if s.truncated_bytes > 0 {
+            d.truncated_packets += 1;
+            d.truncated_bytes += s.truncated_bytes as u64;
+        }
+    }
+
+    fn event(&mut self, at: &At, ev: &Event) {
+        let d = &mut self.conns[at.conn].dir[at.dir.idx()];
+        match *ev {
+            Event::OutOfOrder { .. } => d.out_of_order_packets += 1,
+            Event::Hole { .. } => d.holes += 1,
+            Event::AckedUnseen { bytes } => d.acked_unseen_bytes += bytes,
+            Event::DupAck { n, .. } => {
+                d.dup_acks += 1;
+                d.triple_dup_acks += (n == 3) as u64;
+            }
+            Event::Dsack { .. } => d.dsacks += 1,
+            Event::ZeroWindow => d.zero_window_adverts += 1,
+            Event::ZeroWindowProbe { .. } => d.zero_window_probes += 1,
+            Event::KeepAlive => d.keepalives += 1,
+            Event::WindowShrink { .. } => d.window_shrinks += 1,
+            Event::RttSample { rtt_ns, kind: RttKind::Karn, .. } => d.rtt.add(rtt_ns),
+            Event::RttSample { rtt_ns, kind: RttKind::Timestamp, .. } => d.rtt_ts.add(rtt_ns),
+            Event::KarnDiscard => d.karn_discards += 1,
+            Event::PostLossAck => d.post_loss_acks += 1,
+            Event::AnalysisPartial { .. } => d.partial = true,
+            Event::AckAdvance { bytes } => {
+                d.acked_bytes += bytes;
+                d.last_ack_advance_ts_ns = at.ts_ns;
+            }
+            Event::Retransmission { .. } => {}
+        }
+    }
+}
