@@ -91,6 +91,8 @@ pub struct DirStats {
     pub zero_window_adverts: u64,
     /// Zero-window probes sent.
     pub zero_window_probes: u64,
+    /// Payload bytes of zero-window probes (neither unique nor retransmitted).
+    pub zero_window_probe_bytes: u64,
     /// Keep-alives sent.
     pub keepalives: u64,
     /// Times the right window edge moved left.
@@ -316,7 +318,10 @@ impl Sink for StatsSink {
             }
             Event::Dsack { .. } => d.dsacks += 1,
             Event::ZeroWindow => d.zero_window_adverts += 1,
-            Event::ZeroWindowProbe { .. } => d.zero_window_probes += 1,
+            Event::ZeroWindowProbe { len } => {
+                d.zero_window_probes += 1;
+                d.zero_window_probe_bytes += len as u64;
+            }
             Event::KeepAlive => d.keepalives += 1,
             Event::WindowShrink { .. } => d.window_shrinks += 1,
             Event::RttSample { rtt_ns, kind: RttKind::Karn, .. } => d.rtt.add(rtt_ns),

@@ -95,6 +95,8 @@ struct Half {
     dupacks: u32,
     /// The right edge (ack + window) of the last advertisement, with its ack offset.
     last_edge: Option<(SeqOff, SeqOff)>,
+    /// End of the last zero-window probe's payload (a probe does not move `snd_max`).
+    probe_end: Option<SeqOff>,
     /// Offset (in this space) of the FIN, once seen.
     fin_off: Option<SeqOff>,
     fin_seen: bool,
@@ -178,7 +180,14 @@ impl Connection {
             me.syn_seen = true;
             if me.isn.is_none() {
                 me.isn = Some(seg.seq);
-                me.unwrap = Some(Unwrapper::new(SeqNum(seg.seq.0.wrapping_add(1))));
+                let base = SeqNum(seg.seq.0.wrapping_add(1));
+                if me.unwrap.is_some_and(|u| u.base() != base) {
+                    // Offsets taken before the SYN (e.g. from an injected RST) used another base.
+                    me.snd_max = None;
+                    me.holes = RangeSet::default();
+                    me.unacked.clear();
+                }
+                me.unwrap = Some(Unwrapper::new(base));
             }
             me.syn_wscale = seg.options.wscale_clamped();
             if me.syn_wscale.is_none() {
@@ -219,7 +228,14 @@ impl Connection {
         } else if keepalive {
             sink.event(&at, &Event::KeepAlive);
         }
-        if end > start {
+        if probe {
+            // tcptrace's rule: a probe's bytes stay out of the sequence bookkeeping (they are
+            // counted as probe bytes), so the real transmission that follows is new data. If the
+            // receiver accepted the probe, the next segment starts right after it: no hole.
+            if len > 0 {
+                me.probe_end = Some(end);
+            }
+        } else if end > start {
             // Bytes seen before = below snd_max and not in a hole (tcptrace's rule).
             let seen = |a: SeqOff, b: SeqOff, holes: &RangeSet| -> u64 {
                 let below = (b.min(snd_max) - a).max(0);
@@ -230,9 +246,11 @@ impl Connection {
             let seen_all = seen(start, end, &me.holes);
             let seen_pay = seen(pay_start, pay_end, &me.holes) as u32;
             let hole_fill = start < snd_max && (end - start) as u64 > seen_all;
-            if !probe && !keepalive {
+            // Conservation: each payload byte is new or seen before (or part of a probe).
+            rexmit_bytes = seen_pay;
+            new_bytes = len - seen_pay.min(len);
+            if !keepalive {
                 is_rexmit = seen_all > 0;
-                rexmit_bytes = seen_pay;
                 if is_rexmit {
                     sink.event(&at, &Event::Retransmission { seq_off: start, bytes: seen_pay });
                 }
@@ -240,8 +258,8 @@ impl Connection {
                     sink.event(&at, &Event::OutOfOrder { seq_off: start });
                 }
             }
-            new_bytes = len - seen_pay.min(len);
-            if start > snd_max {
+            let accepted_probe = me.probe_end.take().is_some_and(|p| p >= start && snd_max < start);
+            if start > snd_max && !accepted_probe {
                 sink.event(&at, &Event::Hole { from: snd_max, to: start });
                 if !me.holes.insert(snd_max, start) {
                     partial(me, 1, "holes", &at, sink);

@@ -132,7 +132,8 @@ pub enum Anomaly {
     /// IPv4 total length 0 or IPv6 payload length 0 without a jumbo option: a TSO / BIG TCP
     /// capture; the length was taken from the frame.
     IpLengthZero = 2,
-    /// The IP length claims more bytes than the frame had on the wire; the wire length was used.
+    /// The IP length claims more bytes than the record's wire length (payload-stripped or
+    /// rewritten captures); the IP length was used.
     IpLengthExceedsFrame = 3,
     /// A malformed or cut-off TCP option (the options before it were kept).
     BadOption = 4,
@@ -245,12 +246,16 @@ pub fn decode(link_type: u32, frame: &[u8], orig_len: u32) -> Result<Segment<'_>
     }
     // Everything before the IP payload (IP header, options, extension headers).
     let ip_hdr_len = payload.payload.as_ptr() as usize - ip.as_ptr() as usize;
+    // The IP length is trusted, as tcptrace and Wireshark do, even beyond the record's wire
+    // length: tools that strip payloads (and some anonymisers) rewrite the record lengths but
+    // not the IP header. Such segments are flagged.
     let total_len = match claimed_total {
-        Some(t) if t > ip_wire_len => {
-            anomalies.insert(Anomaly::IpLengthExceedsFrame);
-            ip_wire_len
+        Some(t) => {
+            if t > ip_wire_len {
+                anomalies.insert(Anomaly::IpLengthExceedsFrame);
+            }
+            t
         }
-        Some(t) => t,
         None => {
             anomalies.insert(Anomaly::IpLengthZero);
             ip_wire_len
