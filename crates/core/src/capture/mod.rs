@@ -189,6 +189,7 @@ impl CaptureReader {
         if compression_of(&magic[..n]) == Compression::None && n == 4 {
             // SAFETY: the map is read-only; a capture being appended to only grows, and one
             // truncated under us is an accepted hazard of mmap that every pcap tool shares.
+            #[allow(unsafe_code)]
             if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
                 return Self::with_source(Source::Mapped(map), Compression::None);
             }
@@ -261,7 +262,9 @@ impl CaptureReader {
                     big_endian: h.is_bigendian(),
                     nanos: h.is_nanosecond_precision(),
                     modified: h.is_modified_format(),
-                    link_type: h.network.0 as u32,
+                    // The upper bits carry FCS-length flags (pcap spec, "LinkType and additional
+                    // information"); the link type is the low 16 bits.
+                    link_type: h.network.0 as u32 & 0xffff,
                 };
                 r.consume(consumed);
             }
