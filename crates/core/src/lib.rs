@@ -25,3 +25,5 @@ pub mod flow;
 pub mod pass;
 pub mod seq;
 pub mod stats;
+#[doc(hidden)]
+pub mod testutil;

@@ -175,6 +175,8 @@ pub struct CaptureReader {
 }
 
 const STREAM_CHUNK: usize = 1 << 20;
+/// Largest record accepted (pcapng blocks included); larger lengths are corruption.
+const MAX_RECORD: usize = 1 << 30;
 
 impl CaptureReader {
     /// Opens a file; `-` means standard input. Compression and format are detected from the
@@ -497,10 +499,15 @@ impl CaptureReader {
             *end -= *start;
             *start = 0;
         }
-        if buf.len() < want {
-            buf.resize(want.next_power_of_two(), 0);
+        if want > MAX_RECORD {
+            return Err(CaptureError::Corrupt { what: format!("record of more than {MAX_RECORD} bytes"), offset: pos });
         }
         while *end < want && !*eof {
+            // Grow by doubling as data actually arrives, so a bogus length in a header costs
+            // no more memory than the file has.
+            if *end == buf.len() {
+                buf.resize((buf.len() * 2).min(want.next_power_of_two()).max(*end + 1), 0);
+            }
             match reader.read(&mut buf[*end..]) {
                 Ok(0) => *eof = true,
                 Ok(n) => *end += n,

@@ -1,1 +1,155 @@
+use std::io::Write;
+
 use super::*;
+use crate::testutil::{Pkt, flag, pcap, pcapng};
+
+fn pkts() -> Vec<Pkt> {
+    (0..5u32)
+        .map(|i| Pkt {
+            ts_ns: 1_700_000_000_000_000_000 + i as u64 * 1_250_000, // multiples of 1 µs
+            src: [10, 0, 0, 1],
+            dst: [10, 0, 0, 2],
+            sport: 40000,
+            dport: 80,
+            seq: 1000 + i * 100,
+            ack: 1,
+            flags: flag::ACK,
+            win: 1000,
+            len: 100,
+            opts: vec![],
+            snap: (i == 3).then_some(60),
+        })
+        .collect()
+}
+
+/// (ts_ns, data, orig_len, link_type, frame) of every record.
+fn read_all(bytes: Vec<u8>) -> (Vec<(u64, Vec<u8>, u32, u32, u64)>, Option<CaptureError>) {
+    let mut r = CaptureReader::from_bytes(bytes).unwrap();
+    let mut out = Vec::new();
+    loop {
+        match r.next_record() {
+            Ok(Some(rec)) => out.push((rec.ts_ns, rec.data.to_vec(), rec.orig_len, rec.link_type, rec.frame)),
+            Ok(None) => return (out, None),
+            Err(e) => return (out, Some(e)),
+        }
+    }
+}
+
+fn gzip(b: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(b).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn every_format_gives_the_same_records() {
+    let p = pkts();
+    let expected: Vec<_> = p
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (data, orig) = p.ipv4();
+            (p.ts_ns, data, orig, 101, i as u64 + 1)
+        })
+        .collect();
+    let plain = pcap(&p, false, false);
+    let variants: Vec<(&str, Vec<u8>)> = vec![
+        ("pcap µs le", plain.clone()),
+        ("pcap µs be", pcap(&p, false, true)),
+        ("pcap ns le", pcap(&p, true, false)),
+        ("pcap ns be", pcap(&p, true, true)),
+        ("pcapng", pcapng(&p)),
+        ("gzip", gzip(&plain)),
+        ("gzip, two members", [gzip(&plain[..100]), gzip(&plain[100..])].concat()),
+        ("zstd", zstd::encode_all(&plain[..], 3).unwrap()),
+    ];
+    for (name, bytes) in variants {
+        let (got, err) = read_all(bytes);
+        assert!(err.is_none(), "{name}: {err:?}");
+        assert_eq!(got, expected, "{name}");
+    }
+}
+
+#[test]
+fn the_truncated_record_keeps_its_wire_length() {
+    let (got, _) = read_all(pcap(&pkts(), false, false));
+    assert_eq!(got[3].1.len(), 60);
+    assert_eq!(got[3].2, 140); // 20 IP + 20 TCP + 100 payload
+}
+
+#[test]
+fn a_cut_off_last_record_is_reported_with_its_offset_after_the_good_ones() {
+    let full = pcap(&pkts(), false, false);
+    // Record sizes: 16-byte header + 140 bytes, except record 4 (60 captured bytes).
+    let last_start = 24 + 156 * 3 + (16 + 60);
+    for cut in [last_start + 1, last_start + 15, last_start + 16, full.len() - 1] {
+        let (got, err) = read_all(full[..cut].to_vec());
+        assert_eq!(got.len(), 4, "cut at {cut}");
+        match err {
+            Some(CaptureError::Truncated { offset, .. }) => assert_eq!(offset as usize, last_start),
+            other => panic!("cut at {cut}: {other:?}"),
+        }
+    }
+    // Cut exactly between records: a clean end.
+    let (got, err) = read_all(full[..last_start].to_vec());
+    assert_eq!((got.len(), err.is_none()), (4, true));
+}
+
+#[test]
+fn a_cut_off_record_in_a_compressed_stream_is_reported_too() {
+    let full = pcap(&pkts(), false, false);
+    let (got, err) = read_all(gzip(&full[..full.len() - 7]));
+    assert_eq!(got.len(), 4);
+    assert!(matches!(err, Some(CaptureError::Truncated { .. })), "{err:?}");
+}
+
+#[test]
+fn not_a_capture_is_an_error_naming_the_magic() {
+    match CaptureReader::from_bytes(b"hello, world".to_vec()) {
+        Err(CaptureError::NotACapture { magic }) => assert_eq!(magic, b"hell"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    assert!(matches!(CaptureReader::from_bytes(vec![]), Err(CaptureError::NotACapture { .. })));
+}
+
+#[test]
+fn a_corrupt_pcapng_block_length_stops_with_its_offset() {
+    let mut f = pcapng(&pkts());
+    // The first EPB follows SHB (28), two IDBs (20 + 44) and the custom block (20).
+    let epb = 28 + 20 + 44 + 20;
+    assert_eq!(u32::from_le_bytes(f[epb..epb + 4].try_into().unwrap()), 6);
+    f[epb + 4..epb + 8].copy_from_slice(&7u32.to_le_bytes()); // length not a multiple of 4
+    let (got, err) = read_all(f);
+    assert!(got.is_empty());
+    let err = err.expect("an error");
+    assert_eq!(err.offset(), epb as u64, "{err}");
+}
+
+#[test]
+fn a_huge_record_length_is_not_a_huge_allocation() {
+    // A record header claiming 2 GB of data, then EOF: a truncation error, no panic, no OOM.
+    let mut f = pcap(&pkts()[..1], false, false);
+    f.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0x80]);
+    let (got, err) = read_all(gzip(&f));
+    assert_eq!(got.len(), 1);
+    assert!(matches!(err, Some(CaptureError::Corrupt { offset: 180, .. })), "{err:?}");
+}
+
+#[test]
+fn merged_files_come_out_in_time_order() {
+    let p = pkts();
+    let odd: Vec<Pkt> = p.iter().skip(1).step_by(2).cloned().collect();
+    let even: Vec<Pkt> = p.iter().step_by(2).cloned().collect();
+    let readers = vec![
+        CaptureReader::from_bytes(pcap(&odd, false, false)).unwrap(),
+        CaptureReader::from_bytes(pcapng(&even)).unwrap(),
+    ];
+    let mut m = MergedReader::new(readers);
+    let mut seen = Vec::new();
+    while let Some(r) = m.next_record() {
+        let (file, rec) = r.unwrap();
+        seen.push((file, rec.ts_ns, rec.frame));
+    }
+    let expect: Vec<_> = p.iter().enumerate().map(|(i, p)| ((i + 1) % 2, p.ts_ns, i as u64 + 1)).collect();
+    assert_eq!(seen, expect);
+}
