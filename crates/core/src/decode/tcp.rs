@@ -240,7 +240,7 @@ mod tests {
         h.extend_from_slice(&[1, 3, 3, 7]);
         h.extend_from_slice(&[4, 2]);
         h.extend_from_slice(&[8, 10, 0, 0, 0, 5, 0, 0, 0, 6]);
-        h.extend_from_slice(&[0, 0]); // END + padding to 44 bytes
+        // 20 + 4 + 4 + 4 + 2 + 10 = 44 bytes = data offset 11.
         assert_eq!(h.len(), 44);
         h
     }

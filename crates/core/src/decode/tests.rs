@@ -1,1 +1,124 @@
 use super::*;
+use crate::testutil::{Pkt, flag};
+
+fn ip4(len: u16) -> Vec<u8> {
+    Pkt {
+        ts_ns: 0,
+        src: [192, 0, 2, 1],
+        dst: [192, 0, 2, 2],
+        sport: 1234,
+        dport: 80,
+        seq: 42,
+        ack: 7,
+        flags: flag::ACK | flag::PSH,
+        win: 100,
+        len,
+        opts: vec![],
+        snap: None,
+    }
+    .ipv4()
+    .0
+}
+
+/// Hand-assembled IPv6 packet with a hop-by-hop and a destination-options header before TCP.
+fn ip6_with_ext(payload: u16) -> Vec<u8> {
+    let tcp = &ip4(payload)[20..];
+    let mut p = vec![0x60, 0, 0, 0];
+    let plen = (8 + 8 + tcp.len()) as u16;
+    p.extend_from_slice(&plen.to_be_bytes());
+    p.push(0); // next: hop-by-hop
+    p.push(64);
+    p.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    p.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    p.extend_from_slice(&[60, 0, 1, 4, 0, 0, 0, 0]); // HBH → dest opts, PadN
+    p.extend_from_slice(&[6, 0, 1, 4, 0, 0, 0, 0]); // dest opts → TCP
+    p.extend_from_slice(tcp);
+    p
+}
+
+fn check(link: u32, frame: &[u8], payload: u32) {
+    let seg = decode(link, frame, frame.len() as u32).unwrap_or_else(|e| panic!("link {link}: {e:?}"));
+    assert_eq!((seg.sport, seg.dport, seg.seq.0, seg.ack.0, seg.payload_len), (1234, 80, 42, 7, payload), "link {link}");
+}
+
+#[test]
+fn every_link_type_reaches_the_same_segment() {
+    let ip = ip4(10);
+    let eth = |ty: &[u8]| [&[0u8; 12][..], ty, &ip].concat();
+    check(link::linktype::ETHERNET, &eth(&[0x08, 0x00]), 10);
+    // 802.1ad outer + 802.1Q inner tag.
+    check(link::linktype::ETHERNET, &eth(&[0x88, 0xa8, 0, 5, 0x81, 0x00, 0, 6, 0x08, 0x00]), 10);
+    // Two MPLS labels, bottom of stack on the second.
+    check(link::linktype::ETHERNET, &eth(&[0x88, 0x47, 0, 1, 0x00, 64, 0, 2, 0x01, 64]), 10);
+    check(link::linktype::LINUX_SLL, &[&[0u8; 14][..], &[0x08, 0x00], &ip].concat(), 10);
+    check(link::linktype::LINUX_SLL2, &[&[0x08, 0x00][..], &[0u8; 18], &ip].concat(), 10);
+    check(link::linktype::NULL, &[&[2, 0, 0, 0][..], &ip].concat(), 10);
+    check(link::linktype::NULL, &[&[0, 0, 0, 2][..], &ip].concat(), 10);
+    check(link::linktype::LOOP, &[&[0, 0, 0, 2][..], &ip].concat(), 10);
+    check(link::linktype::PPP, &[&[0x00, 0x21][..], &ip].concat(), 10); // ns-3 style
+    check(link::linktype::PPP, &[&[0xff, 0x03, 0x00, 0x21][..], &ip].concat(), 10);
+    check(link::linktype::RAW, &ip, 10);
+    check(link::linktype::IPV4, &ip, 10);
+    let fddi = [&[0x50][..], &[0u8; 12], &[0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00], &ip].concat();
+    check(link::linktype::FDDI, &fddi, 10);
+    let v6 = ip6_with_ext(10);
+    check(link::linktype::RAW, &v6, 10);
+    check(link::linktype::ETHERNET, &[&[0u8; 12][..], &[0x86, 0xdd], &v6].concat(), 10);
+    check(link::linktype::NULL, &[&[30, 0, 0, 0][..], &v6].concat(), 10); // AF_INET6 on Darwin
+}
+
+#[test]
+fn unknown_and_non_tcp_frames_are_skipped_with_a_reason() {
+    assert_eq!(decode(147, &[0; 40], 40).unwrap_err(), Skip::UnknownLinkType(147));
+    let arp = [&[0u8; 12][..], &[0x08, 0x06], &[0u8; 28]].concat();
+    assert_eq!(decode(1, &arp, arp.len() as u32).unwrap_err(), Skip::NotIp { protocol: 0x0806 });
+    let mut udp = ip4(10);
+    udp[9] = 17;
+    assert_eq!(decode(101, &udp, udp.len() as u32).unwrap_err(), Skip::NotTcp { protocol: 17 });
+}
+
+#[test]
+fn only_the_first_fragment_carries_tcp() {
+    let mut first = ip4(10);
+    first[6] = 0x20; // MF, offset 0
+    assert!(decode(101, &first, first.len() as u32).is_ok());
+    let mut later = ip4(10);
+    later[6] = 0x00;
+    later[7] = 0x10; // offset 16 × 8
+    assert_eq!(decode(101, &later, later.len() as u32).unwrap_err(), Skip::Fragment);
+}
+
+#[test]
+fn payload_length_comes_from_the_ip_header_when_the_snaplen_cut_it() {
+    let full = ip4(1000);
+    let seg = decode(101, &full[..60], full.len() as u32).unwrap();
+    assert_eq!((seg.payload_len, seg.payload.len(), seg.truncated_bytes()), (1000, 20, 980));
+    assert!(seg.anomalies.contains(Anomaly::TruncatedPayload));
+}
+
+#[test]
+fn an_ip_length_of_zero_takes_the_wire_length() {
+    // TSO / BIG TCP: total length 0, the frame holds 20 + 20 + 3000 bytes.
+    let mut p = ip4(3000);
+    p[2] = 0;
+    p[3] = 0;
+    let seg = decode(101, &p, p.len() as u32).unwrap();
+    assert_eq!(seg.payload_len, 3000);
+    assert!(seg.anomalies.contains(Anomaly::IpLengthZero));
+}
+
+#[test]
+fn every_truncation_of_a_frame_is_handled() {
+    let frame = [&[0u8; 12][..], &[0x81, 0x00, 0, 5, 0x08, 0x00], &ip4(10)].concat();
+    let wire = frame.len() as u32;
+    for cut in 0..frame.len() {
+        match decode(1, &frame[..cut], wire) {
+            Ok(seg) => {
+                assert!(cut >= 18 + 20 + 20, "decoded at {cut}");
+                assert_eq!(seg.payload_len, 10);
+            }
+            Err(Skip::Truncated { .. }) => assert!(cut < 18 + 20 + 20, "failed at {cut}"),
+            Err(e) => panic!("cut {cut}: {e:?}"),
+        }
+    }
+}
