@@ -139,20 +139,17 @@ pub enum Anomaly {
     BadOption = 4,
     /// A window scale shift above 14, used as 14 (RFC 7323 §2.3).
     WindowScaleAbove14 = 5,
-    /// The TCP data offset points past the IP payload.
-    HeaderPastPayload = 6,
 }
 
 impl Anomaly {
     /// All kinds, in bit order.
-    pub const ALL: [Anomaly; 7] = [
+    pub const ALL: [Anomaly; 6] = [
         Anomaly::TruncatedPayload,
         Anomaly::TruncatedOptions,
         Anomaly::IpLengthZero,
         Anomaly::IpLengthExceedsFrame,
         Anomaly::BadOption,
         Anomaly::WindowScaleAbove14,
-        Anomaly::HeaderPastPayload,
     ];
     /// Stable name, for counters and JSON.
     pub fn name(self) -> &'static str {
@@ -163,7 +160,6 @@ impl Anomaly {
             Anomaly::IpLengthExceedsFrame => "ip_length_exceeds_frame",
             Anomaly::BadOption => "bad_tcp_option",
             Anomaly::WindowScaleAbove14 => "window_scale_above_14",
-            Anomaly::HeaderPastPayload => "tcp_header_past_payload",
         }
     }
 }
@@ -277,7 +273,8 @@ pub fn decode(link_type: u32, frame: &[u8], orig_len: u32) -> Result<Segment<'_>
         anomalies.insert(Anomaly::WindowScaleAbove14);
     }
     if hdr.header_len > tcp_len {
-        anomalies.insert(Anomaly::HeaderPastPayload);
+        // The header claims to be longer than the IP packet: nothing in it can be trusted.
+        return Err(Skip::Malformed { layer: "TCP header", what: "data offset past the end of the IP packet" });
     }
     let payload_len = tcp_len.saturating_sub(hdr.header_len);
     let captured = &payload.payload[hdr.header_len.min(payload.payload.len())..];

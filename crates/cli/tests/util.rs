@@ -1,0 +1,73 @@
+//! A small harness: run the real `tcpscope` binary, find the shared traces, write temp files.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub fn tcpscope() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tcpscope"))
+}
+
+/// Runs tcpscope with `args`, returns the output.
+pub fn run(args: &[&str]) -> Output {
+    tcpscope().args(args).stdin(Stdio::null()).output().expect("run tcpscope")
+}
+
+/// Runs `tcpscope <args> --json` and parses stdout.
+pub fn json(args: &[&str]) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let out = run(&a);
+    assert!(out.status.success(), "tcpscope {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+/// `../shared/traces/public` beside the repository, if present.
+pub fn public_traces() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/public");
+    p.is_dir().then_some(p)
+}
+
+/// Every capture file in the public trace folder (empty if absent).
+pub fn public_files() -> Vec<PathBuf> {
+    let Some(dir) = public_traces() else {
+        eprintln!("skipping: ../shared/traces/public is absent");
+        return vec![];
+    };
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pcap" || e == "pcapng"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The repository's own recorded traces.
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
+}
+
+/// A fresh temporary directory for one test.
+pub fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tcpscope-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Whether an external tool is installed.
+pub fn have(tool: &str) -> bool {
+    Command::new(tool).arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+}
+
+/// Sum of a direction field over all connections and both directions.
+pub fn total(doc: &serde_json::Value, field: &str) -> u64 {
+    doc["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["a2b"][field].as_u64().unwrap_or(0) + c["b2a"][field].as_u64().unwrap_or(0))
+        .sum()
+}
