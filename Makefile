@@ -1,0 +1,44 @@
+# tcpscope — the two newcomer commands are `make demo` and `make test`.
+
+CARGO ?= cargo
+BIN := target/release/tcpscope
+DEMO_TRACE := tests/data/loss-snd.pcap
+
+.PHONY: all build demo test deps bench fuzz clean
+
+all: build
+
+build:
+	$(CARGO) build --release
+
+# Runs the main job on a small trace the project recorded itself (see tests/data/README.md).
+demo: build
+	@echo '$$ tcpscope conns $(DEMO_TRACE)'
+	@$(BIN) conns $(DEMO_TRACE)
+	@echo
+	@echo '$$ tcpscope stats $(DEMO_TRACE)'
+	@$(BIN) stats $(DEMO_TRACE)
+
+# The peer tools are test oracles: install them on a fresh Debian machine if missing.
+deps:
+	@missing=""; \
+	for t in tcptrace:tcptrace tshark:tshark; do \
+	  command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t##*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "note:$$missing not installed and not root: oracle tests will be skipped"; \
+	  fi; \
+	fi
+
+test: deps
+	$(CARGO) test --workspace
+
+bench:
+	bench/run.sh
+
+clean:
+	$(CARGO) clean
