@@ -46,7 +46,7 @@ EOF
     read -r oo _ < <(tt "$f" "outoforder pkts")
     read -r zp _ < <(tt "$f" "zwnd probe pkts")
     read -r _ za < <(tt "$f" "zero win adv")
-    echo "  tcptrace $side: packets(a->b)=$pk rexmt_data_pkts=$rx outoforder=$oo zwnd_probe_pkts=$zp zero_win_adv(b->a)=${za:-n/a}"
+    echo "  tcptrace $side: packets=$pk rexmt_data_pkts=$rx outoforder=$oo zwnd_probe_pkts=$zp zero_win_adv(b->a)=${za:-n/a}"
     echo "  tshark   $side: retransmission=$(ts "$f" tcp.analysis.retransmission) fast_retransmission=$(ts "$f" tcp.analysis.fast_retransmission)" \
          "spurious=$(ts "$f" tcp.analysis.spurious_retransmission) out_of_order=$(ts "$f" tcp.analysis.out_of_order)" \
          "rexmit_or_ooo_with_data=$(ts "$f" '(tcp.analysis.retransmission || tcp.analysis.out_of_order) && tcp.len > 0')" \
@@ -55,5 +55,5 @@ EOF
          "keep_alive=$(ts "$f" tcp.analysis.keep_alive)"
   done
   echo "  tshark -z expert (snd):"
-  tshark -r "$name-snd.pcap" -q -z expert 2>/dev/null | awk '/^ +[0-9]+ +Sequence/ {sub(/^ +/, ""); print "    " $0}'
+  tshark -r "$name-snd.pcap" -q -z expert 2>/dev/null | awk '/^ +[0-9]+ +Sequence/ && !/Duplicate ACK \(#/ {sub(/^ +/, ""); print "    " $0}'
 done
