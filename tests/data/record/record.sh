@@ -203,8 +203,11 @@ run_scenario() {
   nsx "$NS_SND" nstat -asz >"$work/nstat-snd-before.txt"
   nsx "$NS_RCV" nstat -asz >"$work/nstat-rcv-before.txt"
   # shellcheck disable=SC2086
+  # in the background + wait, so that a signal to this script is handled at once
   timeout 120 $RT_APP ip netns exec "$NS_SND" "$PY" "$HERE/ttcp.py" send --dst $RCV_IP --port $PORT \
-      --src $SND_IP --sport $SPORT --bytes "$BYTES" --cc "$CC" $SEND_ARGS --result "$work/send.json"
+      --src $SND_IP --sport $SPORT --bytes "$BYTES" --cc "$CC" $SEND_ARGS --result "$work/send.json" &
+  local snd_pid=$!; PIDS+=("$snd_pid")
+  wait "$snd_pid"
   wait "$rcv_pid"
   nsx "$NS_SND" nstat -asz >"$work/nstat-snd-after.txt"
   nsx "$NS_RCV" nstat -asz >"$work/nstat-rcv-after.txt"
