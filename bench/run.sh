@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Benchmark tcpscope against tcptrace and tshark; see docs/performance.md.
+#
+#   bench/run.sh            (make bench)
+#
+# Environment: BENCH_RUNS (runs per command, default 5), BENCH_TSHARK_RUNS (default 1).
+# Inputs are generated into bench/out/ only if missing (the bulk recording needs root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=bench/out
+mkdir -p "$OUT" bench/results
+
+for t in tcptrace tshark tcpdump python3; do
+    command -v "$t" >/dev/null || echo "run.sh: $t not found (apt-get install -y tcptrace tshark tcpdump)" >&2
+done
+
+echo "run.sh: building tcpscope (release)" >&2
+cargo build --release -q -p tcpscope
+
+if [ ! -s "$OUT/bulk.pcap" ]; then
+    echo "run.sh: recording $OUT/bulk.pcap" >&2
+    bench/gen-bulk.sh "$OUT/bulk.pcap.tmp"
+    mv "$OUT/bulk.pcap.tmp" "$OUT/bulk.pcap"
+fi
+if [ ! -s "$OUT/many.pcap" ]; then
+    echo "run.sh: generating $OUT/many.pcap" >&2
+    python3 bench/gen-many.py "$OUT/many.pcap.tmp"
+    mv "$OUT/many.pcap.tmp" "$OUT/many.pcap"
+fi
+if [ ! -s "$OUT/mid.pcap" ]; then
+    # a mid-size input for the parallel-scaling run: the first 800k packets of the bulk trace
+    tcpdump -r "$OUT/bulk.pcap" -c 800000 -w "$OUT/mid.pcap.tmp" 2>/dev/null
+    mv "$OUT/mid.pcap.tmp" "$OUT/mid.pcap"
+fi
+
+python3 bench/measure.py --bin target/release/tcpscope --out "$OUT" --results bench/results
