@@ -17,7 +17,7 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
     match cli.command {
         Command::Conns(args) => {
             let an = analyse(&args)?;
-            let mut out = io::stdout().lock();
+            let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
             output::conns(&mut out, &an, &args)?;
             out.flush()?;
             Ok(status(&an))
@@ -25,7 +25,7 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
         Command::Stats(s) => {
             let args = s.common;
             let an = analyse(&args)?;
-            let mut out = io::stdout().lock();
+            let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
             output::stats(&mut out, &an, &args)?;
             out.flush()?;
             Ok(status(&an))

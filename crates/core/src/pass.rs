@@ -264,3 +264,4 @@ pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &dyn Fn(u
     }
     Analysis { files: summaries, conns: an.sink.conns }
 }
+

@@ -12,7 +12,7 @@
 use serde::Serialize;
 
 use crate::flow::{Endpoint, SplitReason};
-use crate::pass::{Analysis, FileSummary};
+use crate::pass::Analysis;
 use crate::stats::{ConnStats, DirStats, Summary};
 
 /// An endpoint.
@@ -30,64 +30,125 @@ impl From<Endpoint> for EndpointJson {
     }
 }
 
-/// One direction's statistics. Units are in the names; `null` means "not measurable".
-#[derive(Serialize)]
-#[allow(missing_docs)]
-pub struct DirJson {
-    pub packets: u64,
-    pub data_packets: u64,
-    pub pure_acks: u64,
-    pub payload_bytes: u64,
-    pub unique_bytes: u64,
-    pub rexmit_packets: u64,
-    pub rexmit_bytes: u64,
-    pub out_of_order_packets: u64,
-    pub dup_acks: u64,
-    pub triple_dup_acks: u64,
-    pub syn: u64,
-    pub fin: u64,
-    pub rst: u64,
-    pub mss: Option<u16>,
-    pub window_scale: Option<u8>,
-    pub window_scale_option: Option<u8>,
-    pub sack_permitted: bool,
-    pub timestamps: bool,
-    pub sack_packets: u64,
-    pub sack_blocks: u64,
-    pub dsacks: u64,
-    pub zero_window_adverts: u64,
-    pub zero_window_probes: u64,
-    pub zero_window_probe_bytes: u64,
-    pub keepalives: u64,
-    pub window_shrinks: u64,
-    pub window_min_bytes: Option<u64>,
-    pub window_avg_bytes: Option<f64>,
-    pub window_max_bytes: Option<u64>,
-    pub rtt_samples: u64,
-    pub rtt_min_ms: Option<f64>,
-    pub rtt_avg_ms: Option<f64>,
-    pub rtt_max_ms: Option<f64>,
-    pub rtt_stdev_ms: Option<f64>,
-    pub rtt_ts_samples: u64,
-    pub rtt_ts_min_ms: Option<f64>,
-    pub rtt_ts_avg_ms: Option<f64>,
-    pub rtt_ts_max_ms: Option<f64>,
-    pub rtt_ts_stdev_ms: Option<f64>,
-    pub karn_discards: u64,
-    pub post_loss_acks: u64,
-    pub max_in_flight_bytes: u64,
-    pub throughput_bps: Option<f64>,
-    pub goodput_bps: Option<f64>,
-    pub acked_bytes: u64,
-    pub holes: u64,
-    pub acked_unseen_bytes: u64,
-    pub truncated_packets: u64,
-    pub truncated_bytes: u64,
-    pub first_time: Option<f64>,
-    pub last_time: Option<f64>,
-    pub data_time_s: f64,
-    pub max_idle_s: f64,
-    pub analysis_partial: bool,
+/// A value of one field, for printers that lay fields out themselves (the text table).
+#[derive(Clone, Copy, Debug)]
+pub enum Cell {
+    /// An integer.
+    Int(u64),
+    /// A float.
+    Float(f64),
+    /// A flag.
+    Bool(bool),
+    /// Not measurable.
+    Null,
+}
+
+impl From<u64> for Cell {
+    fn from(v: u64) -> Cell {
+        Cell::Int(v)
+    }
+}
+impl From<f64> for Cell {
+    fn from(v: f64) -> Cell {
+        Cell::Float(v)
+    }
+}
+impl From<bool> for Cell {
+    fn from(v: bool) -> Cell {
+        Cell::Bool(v)
+    }
+}
+impl<T: Into<Cell>> From<Option<T>> for Cell {
+    fn from(v: Option<T>) -> Cell {
+        v.map_or(Cell::Null, Into::into)
+    }
+}
+impl From<u16> for Cell {
+    fn from(v: u16) -> Cell {
+        Cell::Int(v as u64)
+    }
+}
+impl From<u8> for Cell {
+    fn from(v: u8) -> Cell {
+        Cell::Int(v as u64)
+    }
+}
+
+/// Declares [`DirJson`] once: the serialized struct and the same fields as [`Cell`]s, in order.
+macro_rules! dir_json {
+    ($($name:ident: $ty:ty,)*) => {
+        /// One direction's statistics. Units are in the names; `null` means "not measurable".
+        /// Field order is the order of the JSON, the CSV columns and the `stats` table.
+        #[derive(Serialize)]
+        #[allow(missing_docs)]
+        pub struct DirJson {
+            $(pub $name: $ty,)*
+        }
+
+        impl DirJson {
+            /// Every field with its name, in order.
+            pub fn cells(&self) -> Vec<(&'static str, Cell)> {
+                vec![$((stringify!($name), Cell::from(self.$name)),)*]
+            }
+        }
+    };
+}
+
+dir_json! {
+    packets: u64,
+    data_packets: u64,
+    pure_acks: u64,
+    payload_bytes: u64,
+    unique_bytes: u64,
+    rexmit_packets: u64,
+    rexmit_bytes: u64,
+    out_of_order_packets: u64,
+    dup_acks: u64,
+    triple_dup_acks: u64,
+    syn: u64,
+    fin: u64,
+    rst: u64,
+    mss: Option<u16>,
+    window_scale: Option<u8>,
+    window_scale_option: Option<u8>,
+    sack_permitted: bool,
+    timestamps: bool,
+    sack_packets: u64,
+    sack_blocks: u64,
+    dsacks: u64,
+    zero_window_adverts: u64,
+    zero_window_probes: u64,
+    zero_window_probe_bytes: u64,
+    keepalives: u64,
+    window_shrinks: u64,
+    window_min_bytes: Option<u64>,
+    window_avg_bytes: Option<f64>,
+    window_max_bytes: Option<u64>,
+    rtt_samples: u64,
+    rtt_min_ms: Option<f64>,
+    rtt_avg_ms: Option<f64>,
+    rtt_max_ms: Option<f64>,
+    rtt_stdev_ms: Option<f64>,
+    rtt_ts_samples: u64,
+    rtt_ts_min_ms: Option<f64>,
+    rtt_ts_avg_ms: Option<f64>,
+    rtt_ts_max_ms: Option<f64>,
+    rtt_ts_stdev_ms: Option<f64>,
+    karn_discards: u64,
+    post_loss_acks: u64,
+    max_in_flight_bytes: u64,
+    throughput_bps: Option<f64>,
+    goodput_bps: Option<f64>,
+    acked_bytes: u64,
+    holes: u64,
+    acked_unseen_bytes: u64,
+    truncated_packets: u64,
+    truncated_bytes: u64,
+    first_time: Option<f64>,
+    last_time: Option<f64>,
+    data_time_s: f64,
+    max_idle_s: f64,
+    analysis_partial: bool,
 }
 
 fn secs(ns: u64) -> f64 {
@@ -213,27 +274,42 @@ impl ConnJson {
     }
 }
 
-/// The whole document.
-#[derive(Serialize)]
-pub struct Document<'a> {
-    /// Per input file.
-    pub files: &'a [FileSummary],
-    /// Connections.
-    pub connections: Vec<ConnJson>,
+/// The whole document, serialized lazily: connections are converted one at a time while
+/// writing, so printing 200,000 connections needs no second copy of them.
+pub struct Document<'a, F: Fn(usize) -> bool> {
+    /// The analysis.
+    pub an: &'a Analysis,
+    /// Which connection ids (1-based) to include.
+    pub selected: F,
 }
 
-/// Builds the document for connections `ids` (global, 1-based) of an analysis whose first
-/// connection has global id `first_id`.
-pub fn document<'a>(an: &'a Analysis, selected: impl Fn(usize) -> bool) -> Document<'a> {
-    let connections = an
-        .conns
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| selected(i + 1))
-        .map(|(i, c)| {
-            let file = an.files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
+impl<F: Fn(usize) -> bool> Document<'_, F> {
+    /// The selected connections as JSON views, in id order.
+    pub fn connections(&self) -> impl Iterator<Item = ConnJson> + '_ {
+        self.an.conns.iter().enumerate().filter(|(i, _)| (self.selected)(i + 1)).map(|(i, c)| {
+            let file = self.an.files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
             ConnJson::new(c, i + 1, file)
         })
-        .collect();
-    Document { files: &an.files, connections }
+    }
+}
+
+impl<F: Fn(usize) -> bool> Serialize for Document<'_, F> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        struct Lazy<'b, G: Fn(usize) -> bool>(&'b Document<'b, G>);
+        impl<G: Fn(usize) -> bool> Serialize for Lazy<'_, G> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.connections())
+            }
+        }
+        let mut st = s.serialize_struct("Document", 2)?;
+        st.serialize_field("files", &self.an.files)?;
+        st.serialize_field("connections", &Lazy(self))?;
+        st.end()
+    }
+}
+
+/// The document for the connections whose id (1-based) passes `selected`.
+pub fn document<F: Fn(usize) -> bool>(an: &Analysis, selected: F) -> Document<'_, F> {
+    Document { an, selected }
 }
