@@ -15,7 +15,7 @@
 //! - [`pass`] drives all of this over one file, or several merged in time order.
 //! - [`export`] writes the results as JSON and CSV.
 #![deny(missing_docs)]
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod analysis;
 pub mod capture;

@@ -43,14 +43,17 @@ impl Default for Settings {
     }
 }
 
-/// One transmission awaiting its acknowledgment.
+/// A range of sequence space sent and not yet cumulatively acknowledged.
 #[derive(Clone, Copy, Debug)]
 struct Sent {
     start: SeqOff,
     end: SeqOff,
+    /// When (and in which frame) the range was first sent: the RTT sample's start.
     ts_ns: u64,
     frame: u64,
-    /// This range (or part of it) was sent more than once: ambiguous for RTT (Karn).
+    /// When any of it was last sent: an ACK covering it after a later range is "post-loss".
+    last_ts_ns: u64,
+    /// Some of it was sent more than once: ambiguous for RTT (Karn).
     ambiguous: bool,
 }
 
@@ -75,10 +78,9 @@ struct Half {
     snd_una: Option<SeqOff>,
     /// Bytes above `snd_una` the peer reported in SACK blocks (RFC 6675 scoreboard).
     sacked: RangeSet,
-    /// Transmissions not yet cumulatively acknowledged, in send order.
+    /// Ranges sent and not yet cumulatively acknowledged, sorted by sequence and disjoint: new
+    /// data is pushed at the back, a retransmission marks the ranges it repeats.
     unacked: VecDeque<Sent>,
-    /// Whether `unacked` is also in sequence order (no retransmission below the highest pending).
-    unacked_sorted: bool,
     /// TSvals sent, first occurrence each, awaiting the peer's echo: (TSval, time, frame).
     ts_pending: VecDeque<(u32, u64, u64)>,
     /// Options from this endpoint's SYN.
@@ -271,21 +273,28 @@ impl Connection {
                 me.fin_off = Some(end - 1);
             }
             // Remember the transmission for RTT sampling.
-            if is_rexmit {
-                for s in me.unacked.iter_mut().filter(|s| s.start < end && start < s.end) {
+            let sent = Sent { start, end, ts_ns, frame, last_ts_ns: ts_ns, ambiguous: is_rexmit };
+            if me.unacked.back().is_none_or(|b| b.end <= start) {
+                if me.unacked.len() >= MAX_UNACKED {
+                    me.unacked.pop_front();
+                    partial(me, 2, "unacked segments", &at, sink);
+                }
+                me.unacked.push_back(sent);
+            } else {
+                // Below the highest range: mark what it repeats; a range it alone covers (a hole
+                // fill) is inserted in order.
+                let first = me.unacked.partition_point(|s| s.end <= start);
+                let mut i = first;
+                while let Some(s) = me.unacked.get_mut(i).filter(|s| s.start < end) {
                     s.ambiguous = true;
+                    s.last_ts_ns = ts_ns;
+                    i += 1;
+                }
+                if i == first && me.snd_una.is_none_or(|una| end > una) {
+                    let start = me.snd_una.map_or(start, |una| start.max(una));
+                    me.unacked.insert(first, Sent { start, ..sent });
                 }
             }
-            if me.unacked.back().is_some_and(|b| start < b.start) {
-                me.unacked_sorted = false;
-            } else if me.unacked.is_empty() {
-                me.unacked_sorted = true;
-            }
-            if me.unacked.len() >= MAX_UNACKED {
-                me.unacked.pop_front();
-                partial(me, 2, "unacked segments", &at, sink);
-            }
-            me.unacked.push_back(Sent { start, end, ts_ns, frame, ambiguous: is_rexmit });
         }
         if flags.fin() {
             me.fin_seen = true;
@@ -466,38 +475,22 @@ fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
     // RTT (RFC 6298 §3 Karn's rule, tcptrace's exact-match rule): the ACK must end exactly on a
     // transmission that was never repeated, and no earlier transmission it covers may have
     // been sent after it.
+    // `unacked` is in sequence order, so everything this ACK covers is at the front.
     let mut candidate: Option<Sent> = None;
     let mut latest_other = 0u64;
-    if h.unacked_sorted {
-        while let Some(s) = h.unacked.front().copied().filter(|s| s.end <= a) {
-            h.unacked.pop_front();
-            if let Some(c) = candidate.replace(s) {
-                latest_other = latest_other.max(c.ts_ns);
-            }
+    while let Some(s) = h.unacked.front().copied().filter(|s| s.end <= a) {
+        h.unacked.pop_front();
+        if let Some(c) = candidate.replace(s) {
+            latest_other = latest_other.max(c.last_ts_ns);
         }
-        if candidate.is_some_and(|c| c.end != a) {
-            candidate = None;
-        }
-    } else {
-        h.unacked.retain(|s| {
-            if s.end > a {
-                return true;
-            }
-            if s.end == a && candidate.is_none() {
-                candidate = Some(*s);
-            } else {
-                latest_other = latest_other.max(s.ts_ns);
-            }
-            false
-        });
+    }
+    if candidate.is_some_and(|c| c.end != a) {
+        candidate = None;
     }
     if let Some(front) = h.unacked.front_mut() {
         if front.start < a {
             front.start = a;
         }
-    }
-    if h.unacked.is_empty() {
-        h.unacked_sorted = true;
     }
     if let Some(c) = candidate {
         if c.ambiguous {

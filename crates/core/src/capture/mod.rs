@@ -5,7 +5,7 @@
 //! yields [`Record`]s: a timestamp converted once to nanoseconds, the captured bytes, the
 //! original length and the link type. Block decoding is pcap-parser's; this module adds what an
 //! analyser needs around it: byte offsets for every error, a clean end told apart from a cut-off
-//! last record, memory-mapped plain files (no copy) and bounded buffers for streams.
+//! last record, and one bounded buffer whatever the file size.
 //!
 //! ```no_run
 //! use tcpscope_core::capture::CaptureReader;
@@ -20,7 +20,7 @@ mod merge;
 pub use merge::MergedReader;
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use pcap_parser::pcapng::{self, Block};
@@ -124,18 +124,14 @@ pub enum Format {
     Pcapng,
 }
 
-/// Where the bytes come from.
-enum Source {
-    /// A memory-mapped plain file: the whole file is one buffer, nothing is copied.
-    Mapped(memmap2::Mmap),
-    /// A stream (pipe, decompressor): a bounded window `buf[start..end]` refilled on demand.
-    Stream {
-        reader: Box<dyn Read + Send>,
-        buf: Vec<u8>,
-        start: usize,
-        end: usize,
-        eof: bool,
-    },
+/// Where the bytes come from: a file, pipe or decompressor, read into a bounded window
+/// `buf[start..end]` that is refilled on demand.
+struct Source {
+    reader: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
 }
 
 /// pcapng interface description, as much of it as timestamps and decoding need.
@@ -158,7 +154,7 @@ enum Framing {
 /// Streaming reader over one capture file.
 ///
 /// Invariant: `pos` is the offset, in the decompressed file, of the first byte not yet
-/// consumed; for a [`Source::Stream`] it corresponds to `buf[start]`.
+/// consumed; it corresponds to `source.buf[source.start]`.
 pub struct CaptureReader {
     source: Source,
     framing: Framing,
@@ -174,7 +170,7 @@ pub struct CaptureReader {
     pub unknown_interface: u64,
 }
 
-const STREAM_CHUNK: usize = 1 << 20;
+const STREAM_CHUNK: usize = 1 << 16;
 /// Largest record accepted (pcapng blocks included); larger lengths are corruption.
 const MAX_RECORD: usize = 1 << 30;
 
@@ -185,18 +181,15 @@ impl CaptureReader {
         if path.as_os_str() == "-" {
             return Self::from_reader(Box::new(io::stdin()));
         }
-        let file = File::open(path).map_err(|source| CaptureError::Io { offset: 0, source })?;
+        let mut file = File::open(path).map_err(|source| CaptureError::Io { offset: 0, source })?;
         let mut magic = [0u8; 4];
         let n = read_up_to(&file, &mut magic).map_err(|source| CaptureError::Io { offset: 0, source })?;
-        if compression_of(&magic[..n]) == Compression::None && n == 4 {
-            // SAFETY: the map is read-only; a capture being appended to only grows, and one
-            // truncated under us is an accepted hazard of mmap that every pcap tool shares.
-            #[allow(unsafe_code)]
-            if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
-                return Self::with_source(Source::Mapped(map), Compression::None);
-            }
+        file.seek(SeekFrom::Start(0)).map_err(|source| CaptureError::Io { offset: 0, source })?;
+        if compression_of(&magic[..n]) == Compression::None {
+            // Plain file: read straight into the record buffer (no second buffer, no mmap:
+            // memory stays at one chunk whatever the file size).
+            return Self::with_source(Self::stream(Box::new(file)), Compression::None);
         }
-        let file = File::open(path).map_err(|source| CaptureError::Io { offset: 0, source })?;
         Self::from_reader(Box::new(file))
     }
 
@@ -213,9 +206,11 @@ impl CaptureReader {
                     .map_err(|source| CaptureError::Io { offset: 0, source })?,
             ),
         };
-        let source =
-            Source::Stream { reader: inner, buf: vec![0; STREAM_CHUNK], start: 0, end: 0, eof: false };
-        Self::with_source(source, compression)
+        Self::with_source(Self::stream(inner), compression)
+    }
+
+    fn stream(reader: Box<dyn Read + Send>) -> Source {
+        Source { reader, buf: vec![0; STREAM_CHUNK], start: 0, end: 0, eof: false }
     }
 
     /// Reads from bytes in memory (tests, fuzzing).
@@ -450,47 +445,31 @@ impl CaptureReader {
     }
 
     fn buffer(&self) -> &[u8] {
-        match &self.source {
-            Source::Mapped(m) => m,
-            Source::Stream { buf, .. } => buf,
-        }
+        &self.source.buf
     }
 
     fn window_start(&self) -> usize {
-        match &self.source {
-            Source::Mapped(_) => self.pos as usize,
-            Source::Stream { start, .. } => *start,
-        }
+        self.source.start
     }
 
     fn window(&self) -> &[u8] {
-        match &self.source {
-            Source::Mapped(m) => &m[(self.pos as usize).min(m.len())..],
-            Source::Stream { buf, start, end, .. } => &buf[*start..*end],
-        }
+        &self.source.buf[self.source.start..self.source.end]
     }
 
     fn at_eof(&self) -> bool {
-        match &self.source {
-            Source::Mapped(_) => true,
-            Source::Stream { eof, .. } => *eof,
-        }
+        self.source.eof
     }
 
     fn consume(&mut self, n: usize) {
         self.pos += n as u64;
-        if let Source::Stream { start, .. } = &mut self.source {
-            *start += n;
-        }
+        self.source.start += n;
     }
 
     /// Makes the window at least `want` bytes long, unless the stream ends first. Grows the
     /// buffer only as far as the largest record requires.
     fn fill(&mut self, want: usize) -> Result<(), CaptureError> {
         let pos = self.pos;
-        let Source::Stream { reader, buf, start, end, eof } = &mut self.source else {
-            return Ok(());
-        };
+        let Source { reader, buf, start, end, eof } = &mut self.source;
         if *end - *start >= want || *eof {
             return Ok(());
         }
