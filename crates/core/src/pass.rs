@@ -176,7 +176,7 @@ pub struct Analysis {
     /// One summary per input file.
     pub files: Vec<FileSummary>,
     /// Connection statistics, in order of first appearance.
-    pub conns: Vec<ConnStats>,
+    pub conns: Vec<Box<ConnStats>>,
 }
 
 impl Analysis {

@@ -237,14 +237,14 @@ impl ConnStats {
 /// The [`Sink`] that builds [`ConnStats`] for every connection.
 #[derive(Default)]
 pub struct StatsSink {
-    /// Connections, by index.
-    pub conns: Vec<ConnStats>,
+    /// Connections, by index (boxed: growing the list moves pointers, not 1 KB records).
+    pub conns: Vec<Box<ConnStats>>,
 }
 
 impl Sink for StatsSink {
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
         debug_assert_eq!(conn, self.conns.len());
-        self.conns.push(ConnStats { idx: conn, info: *info, dir: Default::default(), max_idle_ns: 0 });
+        self.conns.push(Box::new(ConnStats { idx: conn, info: *info, dir: Default::default(), max_idle_ns: 0 }));
     }
 
     fn segment(&mut self, s: &SegmentInfo) {

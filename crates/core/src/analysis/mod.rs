@@ -72,17 +72,11 @@ struct Half {
     /// Highest offset sent + 1 (SYN and FIN count), i.e. Wireshark's `nextseq`. Invariant: every
     /// byte below it has been seen unless it is in `holes`.
     snd_max: Option<SeqOff>,
-    /// Bytes below `snd_max` never seen in the capture (and not yet acknowledged).
-    holes: RangeSet,
+    /// What is outstanding (holes, SACKed ranges, unacknowledged ranges, TSvals awaiting their
+    /// echo); allocated while any is non-empty, so an idle connection carries none of it.
+    out: Option<Box<Outstanding>>,
     /// Highest cumulative ACK the peer sent for this data (RFC 9293 SND.UNA at the capture point).
     snd_una: Option<SeqOff>,
-    /// Bytes above `snd_una` the peer reported in SACK blocks (RFC 6675 scoreboard).
-    sacked: RangeSet,
-    /// Ranges sent and not yet cumulatively acknowledged, sorted by sequence and disjoint: new
-    /// data is pushed at the back, a retransmission marks the ranges it repeats.
-    unacked: VecDeque<Sent>,
-    /// TSvals sent, first occurrence each, awaiting the peer's echo: (TSval, time, frame).
-    ts_pending: VecDeque<(u32, u64, u64)>,
     /// Options from this endpoint's SYN.
     syn_wscale: Option<u8>,
     syn_seen: bool,
@@ -107,7 +101,32 @@ struct Half {
     partial: u8,
 }
 
+/// The parts of a [`Half`] that grow with unacknowledged data.
+#[derive(Default, Debug)]
+struct Outstanding {
+    /// Bytes below `snd_max` never seen in the capture (and not yet acknowledged).
+    holes: RangeSet,
+    /// Bytes above `snd_una` the peer reported in SACK blocks (RFC 6675 scoreboard).
+    sacked: RangeSet,
+    /// Ranges sent and not yet cumulatively acknowledged, sorted by sequence and disjoint: new
+    /// data is pushed at the back, a retransmission marks the ranges it repeats.
+    unacked: VecDeque<Sent>,
+    /// TSvals sent, first occurrence each, awaiting the peer's echo: (TSval, time, frame).
+    ts_pending: VecDeque<(u32, u64, u64)>,
+}
+
+impl Outstanding {
+    fn is_empty(&self) -> bool {
+        self.holes.is_empty() && self.sacked.is_empty() && self.unacked.is_empty() && self.ts_pending.is_empty()
+    }
+}
+
 impl Half {
+    /// The outstanding state, allocated on first use.
+    fn out(&mut self) -> &mut Outstanding {
+        self.out.get_or_insert_default()
+    }
+
     /// This endpoint's unwrapper, created with `base` as offset 0 if it does not exist yet.
     fn unwrapper(&mut self, base: SeqNum) -> &mut Unwrapper {
         self.unwrap.get_or_insert_with(|| Unwrapper::new(base))
@@ -186,8 +205,7 @@ impl Connection {
                 if me.unwrap.is_some_and(|u| u.base() != base) {
                     // Offsets taken before the SYN (e.g. from an injected RST) used another base.
                     me.snd_max = None;
-                    me.holes = RangeSet::default();
-                    me.unacked.clear();
+                    me.out = None;
                 }
                 me.unwrap = Some(Unwrapper::new(base));
             }
@@ -245,8 +263,8 @@ impl Connection {
             };
             let pay_start = start + syn;
             let pay_end = pay_start + len as i64;
-            let seen_all = seen(start, end, &me.holes);
-            let seen_pay = seen(pay_start, pay_end, &me.holes) as u32;
+            let seen_all = seen(start, end, &me.out().holes);
+            let seen_pay = seen(pay_start, pay_end, &me.out().holes) as u32;
             let hole_fill = start < snd_max && (end - start) as u64 > seen_all;
             // Conservation: each payload byte is new or seen before (or part of a probe).
             rexmit_bytes = seen_pay;
@@ -263,36 +281,36 @@ impl Connection {
             let accepted_probe = me.probe_end.take().is_some_and(|p| p >= start && snd_max < start);
             if start > snd_max && !accepted_probe {
                 sink.event(&at, &Event::Hole { from: snd_max, to: start });
-                if !me.holes.insert(snd_max, start) {
+                if !me.out().holes.insert(snd_max, start) {
                     partial(me, 1, "holes", &at, sink);
                 }
             }
-            me.holes.remove(start, end);
+            me.out().holes.remove(start, end);
             me.snd_max = Some(snd_max.max(end));
             if flags.fin() {
                 me.fin_off = Some(end - 1);
             }
             // Remember the transmission for RTT sampling.
             let sent = Sent { start, end, ts_ns, frame, last_ts_ns: ts_ns, ambiguous: is_rexmit };
-            if me.unacked.back().is_none_or(|b| b.end <= start) {
-                if me.unacked.len() >= MAX_UNACKED {
-                    me.unacked.pop_front();
+            if me.out().unacked.back().is_none_or(|b| b.end <= start) {
+                if me.out().unacked.len() >= MAX_UNACKED {
+                    me.out().unacked.pop_front();
                     partial(me, 2, "unacked segments", &at, sink);
                 }
-                me.unacked.push_back(sent);
+                me.out().unacked.push_back(sent);
             } else {
                 // Below the highest range: mark what it repeats; a range it alone covers (a hole
                 // fill) is inserted in order.
-                let first = me.unacked.partition_point(|s| s.end <= start);
+                let first = me.out().unacked.partition_point(|s| s.end <= start);
                 let mut i = first;
-                while let Some(s) = me.unacked.get_mut(i).filter(|s| s.start < end) {
+                while let Some(s) = me.out().unacked.get_mut(i).filter(|s| s.start < end) {
                     s.ambiguous = true;
                     s.last_ts_ns = ts_ns;
                     i += 1;
                 }
                 if i == first && me.snd_una.is_none_or(|una| end > una) {
                     let start = me.snd_una.map_or(start, |una| start.max(una));
-                    me.unacked.insert(first, Sent { start, ..sent });
+                    me.out().unacked.insert(first, Sent { start, ..sent });
                 }
             }
         }
@@ -322,7 +340,7 @@ impl Connection {
                     && (r <= a || blocks.get(1).is_some_and(|&(l2, r2)| u.off(l2) <= l && r <= u.off(r2)));
                 if dsack {
                     sink.event(&at, &Event::Dsack { from: l, to: r });
-                } else if r > a && !peer.sacked.insert(l.max(a), r) {
+                } else if r > a && !peer.out().sacked.insert(l.max(a), r) {
                     partial(peer, 4, "SACK scoreboard", &at, sink);
                 }
             }
@@ -370,31 +388,31 @@ impl Connection {
         // Timestamps: RTT from the echo (RFC 7323 §4.3), measured for the peer's data.
         if let Some((tsval, tsecr)) = seg.options.timestamps {
             if flags.ack() && tsecr != 0 {
-                while let Some(&(v, t, f)) = peer.ts_pending.front() {
+                while let Some(&(v, t, f)) = peer.out().ts_pending.front() {
                     let d = SeqNum(v).diff(SeqNum(tsecr));
                     if d > 0 {
                         break;
                     }
-                    peer.ts_pending.pop_front();
+                    peer.out().ts_pending.pop_front();
                     if d == 0 {
                         let rat = At { dir: dir.rev(), ..at };
                         sink.event(&rat, &Event::RttSample { rtt_ns: ts_ns.saturating_sub(t), kind: RttKind::Timestamp, sent_frame: f });
                     }
                 }
             }
-            let newer = me.ts_pending.back().is_none_or(|&(v, _, _)| SeqNum(tsval).diff(SeqNum(v)) > 0);
+            let newer = me.out().ts_pending.back().is_none_or(|&(v, _, _)| SeqNum(tsval).diff(SeqNum(v)) > 0);
             if newer {
-                if me.ts_pending.len() >= MAX_TS_PENDING {
-                    me.ts_pending.pop_front();
+                if me.out().ts_pending.len() >= MAX_TS_PENDING {
+                    me.out().ts_pending.pop_front();
                 }
-                me.ts_pending.push_back((tsval, ts_ns, frame));
+                me.out().ts_pending.push_back((tsval, ts_ns, frame));
             }
         }
 
         // Bytes in flight after a data segment (SACK-aware: RFC 6675's "pipe" without loss
         // marking): highest sent - cumulatively acked - SACKed above it.
         let in_flight = match (len > 0, me.snd_una, me.snd_max) {
-            (true, Some(una), Some(max)) if max > una => Some((max - una) as u64 - me.sacked.overlap(una, max)),
+            (true, Some(una), Some(max)) if max > una => Some((max - una) as u64 - me.out().sacked.overlap(una, max)),
             (true, Some(_), Some(_)) => Some(0),
             _ => None,
         };
@@ -404,6 +422,19 @@ impl Connection {
         me.last_was_probe = probe || keepalive;
         self.last_ts_ns = ts_ns;
         self.packets += 1;
+        // Free what is no longer outstanding. Once both sides have closed, TSvals still awaiting
+        // an echo never get one.
+        let closed = self.closed();
+        for h in &mut self.half {
+            if let Some(o) = &mut h.out {
+                if closed && o.unacked.is_empty() {
+                    o.ts_pending.clear();
+                }
+                if o.is_empty() {
+                    h.out = None;
+                }
+            }
+        }
 
         sink.segment(&SegmentInfo {
             at,
@@ -450,7 +481,7 @@ fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
     }
     let data_dir = At { dir: at.dir.rev(), ..*at };
     // Acknowledged but never captured: holes below a, and anything above the highest byte seen.
-    let mut unseen = h.holes.remove_below(a);
+    let mut unseen = h.out().holes.remove_below(a);
     if let Some(max) = h.snd_max {
         let from = h.snd_una.unwrap_or(max).max(max);
         if a > from {
@@ -470,7 +501,7 @@ fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
         }
     }
     h.snd_una = Some(a);
-    h.sacked.remove_below(a);
+    h.out().sacked.remove_below(a);
 
     // RTT (RFC 6298 §3 Karn's rule, tcptrace's exact-match rule): the ACK must end exactly on a
     // transmission that was never repeated, and no earlier transmission it covers may have
@@ -478,8 +509,8 @@ fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
     // `unacked` is in sequence order, so everything this ACK covers is at the front.
     let mut candidate: Option<Sent> = None;
     let mut latest_other = 0u64;
-    while let Some(s) = h.unacked.front().copied().filter(|s| s.end <= a) {
-        h.unacked.pop_front();
+    while let Some(s) = h.out().unacked.front().copied().filter(|s| s.end <= a) {
+        h.out().unacked.pop_front();
         if let Some(c) = candidate.replace(s) {
             latest_other = latest_other.max(c.last_ts_ns);
         }
@@ -487,7 +518,7 @@ fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
     if candidate.is_some_and(|c| c.end != a) {
         candidate = None;
     }
-    if let Some(front) = h.unacked.front_mut() {
+    if let Some(front) = h.out().unacked.front_mut() {
         if front.start < a {
             front.start = a;
         }
