@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::analysis::{ConnIdx, Connection, Settings, Sink};
 use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record};
-use crate::decode::{self, Anomaly, Skip};
+use crate::decode::{self, Skip};
 use crate::flow::{FlowKey, FlowTable};
 use crate::stats::{ConnStats, StatsSink};
 
@@ -22,8 +22,10 @@ use crate::stats::{ConnStats, StatsSink};
 pub const EVICT_CLOSED_NS: u64 = 120 * 1_000_000_000;
 /// Any connection silent this long is evicted.
 pub const EVICT_IDLE_NS: u64 = 3600 * 1_000_000_000;
-/// Packets between two eviction sweeps.
-const SWEEP_EVERY: u64 = 1 << 16;
+/// Trace time between two eviction sweeps (a sweep visits every live connection).
+const SWEEP_EVERY_NS: u64 = 10 * 1_000_000_000;
+/// Packets between two progress reports.
+const PROGRESS_EVERY: u64 = 1 << 16;
 
 /// What a file contained and how reading it ended.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -73,6 +75,7 @@ pub struct Analyzer<S: Sink> {
     /// Counters of the current file.
     pub summary: FileSummary,
     now_ns: u64,
+    last_sweep_ns: u64,
 }
 
 impl<S: Sink> Analyzer<S> {
@@ -88,6 +91,7 @@ impl<S: Sink> Analyzer<S> {
             file: 0,
             summary: FileSummary::default(),
             now_ns: 0,
+            last_sweep_ns: 0,
         }
     }
 
@@ -124,7 +128,6 @@ impl<S: Sink> Analyzer<S> {
         for a in seg.anomalies.iter() {
             *sum.anomalies.entry(a.name()).or_default() += 1;
         }
-        let _ = Anomaly::ALL;
         self.now_ns = self.now_ns.max(rec.ts_ns);
 
         let found = self.flows.lookup(&seg).and_then(|(idx, dir)| {
@@ -148,7 +151,8 @@ impl<S: Sink> Analyzer<S> {
         if let Some(conn) = self.conns[idx].as_deref_mut() {
             conn.on_segment(&seg, dir, rec.frame, rec.ts_ns, &self.settings, &mut self.sink);
         }
-        if self.summary.tcp_packets % SWEEP_EVERY == 0 {
+        if self.now_ns.saturating_sub(self.last_sweep_ns) > SWEEP_EVERY_NS {
+            self.last_sweep_ns = self.now_ns;
             self.sweep();
         }
     }
@@ -204,7 +208,7 @@ pub fn analyze_file(path: &Path, file: usize, settings: Settings, progress: &dyn
                 match reader.next_record() {
                     Ok(Some(rec)) => {
                         an.record(&rec);
-                        if rec.frame % SWEEP_EVERY == 0 {
+                        if rec.frame % PROGRESS_EVERY == 0 {
                             progress(reader.position());
                         }
                     }
@@ -252,7 +256,7 @@ pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &dyn Fn(u
                 an.record(&rec);
                 summaries[f] = std::mem::take(&mut an.summary);
                 n += 1;
-                if n % SWEEP_EVERY == 0 {
+                if n % PROGRESS_EVERY == 0 {
                     progress(merged.readers().iter().map(|r| r.position()).sum());
                 }
             }
