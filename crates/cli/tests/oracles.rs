@@ -47,8 +47,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("zeek__http_206_example_b.pcap", "unique_bytes", "overlapping resends around 47 zero-window probes: tcptrace's range list merges differently"),
     ("zeek__http_206_example_b.pcap", "rexmit_packets", "same: we count 89 (+0 OOO), tcptrace 65 (+26 OOO); tshark 56 + 52 OOO"),
     ("zeek__http_206_example_b.pcap", "out_of_order_packets", "same"),
-    ("tcptrace__first_seg_ooo.pcap", "out_of_order_packets", "the first data segment arrives after the second: it fills a hole, tcptrace does not count a hole before its first data"),
-    ("tcptrace__single_byte_rexmit.pcap", "out_of_order_packets", "same rule for the first hole"),
     ("zeek__tcp_reassembly.pcap", "out_of_order_packets", "segments missing from the capture then seen: hole fills"),
     ("zeek__tcp_reassembly.pcap", "rtt_samples", "one valid sample after a hole fill that tcptrace skips"),
     ("tcptrace__discard_solaris.pcap", "rtt_samples", "after fast retransmits tcptrace drops valid samples, e.g. conn 4 frame 1291 acked exactly by 1296 (sent once, nothing covered sent later)"),

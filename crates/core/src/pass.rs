@@ -49,6 +49,9 @@ pub struct FileSummary {
     pub unknown_link_types: BTreeMap<u32, u64>,
     /// Decoded segments with an anomaly, by kind.
     pub anomalies: BTreeMap<&'static str, u64>,
+    /// Segments carrying TCP options other than MSS, window scale, SACK and timestamps, by
+    /// option kind (e.g. 30 MPTCP, 34 TCP Fast Open, 172 AccECN); kinds ≥ 63 are counted as 63.
+    pub other_tcp_options: BTreeMap<u8, u64>,
     /// Records with an out-of-range timestamp fraction.
     pub bad_timestamps: u64,
     /// First and last record time (ns since the epoch).
@@ -127,6 +130,12 @@ impl<S: Sink> Analyzer<S> {
         sum.tcp_packets += 1;
         for a in seg.anomalies.iter() {
             *sum.anomalies.entry(a.name()).or_default() += 1;
+        }
+        let mut kinds = seg.options.other_kinds;
+        while kinds != 0 {
+            let k = kinds.trailing_zeros() as u8;
+            *sum.other_tcp_options.entry(k).or_default() += 1;
+            kinds &= kinds - 1;
         }
         self.now_ns = self.now_ns.max(rec.ts_ns);
 

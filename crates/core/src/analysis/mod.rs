@@ -274,7 +274,7 @@ impl Connection {
                 if is_rexmit {
                     sink.event(&at, &Event::Retransmission { seq_off: start, bytes: seen_pay });
                 }
-                if hole_fill && end <= snd_max {
+                if hole_fill && end < snd_max {
                     sink.event(&at, &Event::OutOfOrder { seq_off: start });
                 }
             }
