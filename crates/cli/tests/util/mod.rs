@@ -57,9 +57,12 @@ pub fn tempdir(name: &str) -> PathBuf {
     d
 }
 
-/// Whether an external tool is installed.
+/// Whether an external tool is installed. In CI (`CI` set) a missing oracle is a failure, not a
+/// skip: `make test` installs them, so their absence means the oracle tests did not run.
 pub fn have(tool: &str) -> bool {
-    Command::new(tool).arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+    let found = Command::new(tool).arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    assert!(found || std::env::var_os("CI").is_none(), "{tool} is missing in CI: `make test` should have installed it");
+    found
 }
 
 /// Sum of a direction field over all connections and both directions.
