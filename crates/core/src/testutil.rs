@@ -3,6 +3,18 @@
 //! Fields are chosen by the caller, so a test's expected numbers come from the script, not from
 //! the code under test.
 
+/// A seeded xorshift generator: `next(m)` is a number below `m`. Deterministic, so a failing
+/// random test fails the same way every time.
+pub fn rng(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut x = seed.max(1);
+    move |m| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    }
+}
+
 /// One TCP/IPv4 packet, described by its header fields.
 #[derive(Clone, Debug)]
 pub struct Pkt {

@@ -111,13 +111,7 @@ mod tests {
 
     #[test]
     fn matches_a_bitmap_on_random_operations() {
-        let mut rng = 0x2545F4914F6CDD1Du64;
-        let mut next = |m: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % m
-        };
+        let mut next = crate::testutil::rng(0x2545F4914F6CDD1Du64);
         for _ in 0..200 {
             let mut set = RangeSet::default();
             let mut truth = vec![false; 64];

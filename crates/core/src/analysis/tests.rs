@@ -335,13 +335,7 @@ fn sequence_numbers_wrap_without_losing_count() {
 /// the same unique and retransmitted byte counts as a naive "have I seen this byte" set.
 #[test]
 fn retransmitted_bytes_match_a_naive_byte_set() {
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = |m: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % m
-    };
+    let mut next = crate::testutil::rng(0x9E37_79B9_7F4A_7C15u64);
     for _ in 0..300 {
         let mut c = Conv::default();
         c.handshake();
