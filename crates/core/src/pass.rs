@@ -171,7 +171,8 @@ impl<S: Sink> Analyzer<S> {
         let now = self.now_ns;
         let (conns, flows, keys) = (&mut self.conns, &mut self.flows, &self.keys);
         self.live.retain(|&idx| {
-            let Some(c) = conns[idx].as_deref() else { return false };
+            let Some(c) = conns[idx].as_deref_mut() else { return false };
+            c.release();
             let silent = now.saturating_sub(c.last_ts_ns());
             let evict = silent > EVICT_IDLE_NS || (c.closed() && silent > EVICT_CLOSED_NS);
             if evict {

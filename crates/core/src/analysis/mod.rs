@@ -153,6 +153,24 @@ impl Connection {
         self.half.iter().any(|h| h.rst_seen) || self.half.iter().all(|h| h.fin_seen)
     }
 
+    /// Frees the outstanding state that holds nothing (an idle connection then carries none).
+    /// Once both sides have closed, TSvals still awaiting an echo will never get one. Called
+    /// when the connection closes and by the engine's periodic sweep, not per packet: a bulk
+    /// transfer empties and refills its TSval queue on every ACK.
+    pub fn release(&mut self) {
+        let closed = self.closed();
+        for h in &mut self.half {
+            if let Some(o) = &mut h.out {
+                if closed && o.unacked.is_empty() {
+                    o.ts_pending.clear();
+                }
+                if o.is_empty() {
+                    h.out = None;
+                }
+            }
+        }
+    }
+
     /// Time of the last packet.
     pub fn last_ts_ns(&self) -> u64 {
         self.last_ts_ns
@@ -422,18 +440,8 @@ impl Connection {
         me.last_was_probe = probe || keepalive;
         self.last_ts_ns = ts_ns;
         self.packets += 1;
-        // Free what is no longer outstanding. Once both sides have closed, TSvals still awaiting
-        // an echo never get one.
-        let closed = self.closed();
-        for h in &mut self.half {
-            if let Some(o) = &mut h.out {
-                if closed && o.unacked.is_empty() {
-                    o.ts_pending.clear();
-                }
-                if o.is_empty() {
-                    h.out = None;
-                }
-            }
+        if self.closed() {
+            self.release();
         }
 
         sink.segment(&SegmentInfo {

@@ -75,15 +75,26 @@ pub enum SplitReason {
 #[derive(Default)]
 pub struct FlowTable {
     map: HashMap<FlowKey, (ConnIdx, Endpoint), BuildHasherDefault<FxHasher>>,
+    /// The last lookup's answer for each direction of its 4-tuple: consecutive packets mostly
+    /// belong to one connection, and comparing addresses is cheaper than hashing them.
+    recent: [Option<(Endpoint, Endpoint, ConnIdx, Dir)>; 2],
 }
 
 impl FlowTable {
     /// The current connection of the segment's 4-tuple and the segment's direction in it.
-    pub fn lookup(&self, seg: &Segment<'_>) -> Option<(ConnIdx, Dir)> {
+    pub fn lookup(&mut self, seg: &Segment<'_>) -> Option<(ConnIdx, Dir)> {
+        let src = Endpoint { addr: seg.src, port: seg.sport };
+        let dst = Endpoint { addr: seg.dst, port: seg.dport };
+        for &(s, d, idx, dir) in self.recent.iter().flatten() {
+            if s == src && d == dst {
+                return Some((idx, dir));
+            }
+        }
         let (key, _) = FlowKey::of(seg);
         let &(idx, a) = self.map.get(&key)?;
-        let from_a = a.addr == seg.src && a.port == seg.sport;
-        Some((idx, if from_a { Dir::AtoB } else { Dir::BtoA }))
+        let dir = if a == src { Dir::AtoB } else { Dir::BtoA };
+        self.recent = [Some((src, dst, idx, dir)), Some((dst, src, idx, dir.rev()))];
+        Some((idx, dir))
     }
 
     /// Makes `idx` the current connection of the segment's 4-tuple, with endpoint a chosen from
@@ -96,6 +107,7 @@ impl FlowTable {
         let syn_ack = seg.flags.syn() && seg.flags.ack();
         let (a, b, dir) = if syn_ack { (dst, src, Dir::BtoA) } else { (src, dst, Dir::AtoB) };
         self.map.insert(key, (idx, a));
+        self.recent = [Some((src, dst, idx, dir)), Some((dst, src, idx, dir.rev()))];
         (ConnInfo { a, b, file, reuse }, dir)
     }
 
@@ -103,6 +115,7 @@ impl FlowTable {
     pub fn remove_if(&mut self, seg_key: &FlowKey, idx: ConnIdx) {
         if self.map.get(seg_key).is_some_and(|&(i, _)| i == idx) {
             self.map.remove(seg_key);
+            self.recent = [None, None];
         }
     }
 
