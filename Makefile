@@ -37,8 +37,18 @@ deps:
 test: deps
 	$(CARGO) test --workspace
 
+# Needs root (the bulk input is recorded in network namespaces); see docs/performance.md.
 bench:
 	bench/run.sh
+
+# Each target runs FUZZ_SECONDS; see docs/fuzzing.md.
+FUZZ_SECONDS ?= 600
+
+fuzz:
+	fuzz/seed.sh
+	cd fuzz && for t in capture_reader decode pipeline; do \
+	  RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -timeout=10 || exit 1; \
+	done
 
 clean:
 	$(CARGO) clean
