@@ -18,6 +18,8 @@ pub enum Command {
     Conns(CommonArgs),
     /// Full per-connection, per-direction statistics (both directions side by side).
     Stats(StatsArgs),
+    /// Draw a plot of one connection: the time-sequence plot (tsg) as SVG or xplot (.xpl).
+    Plot(PlotArgs),
 }
 
 /// Input and output options shared by the commands.
@@ -56,4 +58,53 @@ pub struct CommonArgs {
 pub struct StatsArgs {
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// Direction of a connection, as in the JSON.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum DirArg {
+    /// Data from endpoint a (the SYN's sender) to b, acks from b.
+    A2b,
+    /// Data from b to a, acks from a.
+    B2a,
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// Capture file (pcap, pcapng; plain, .gz or .zst).
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// Connection id (as `tcpscope conns` shows it).
+    #[arg(short = 'c', long = "conn", value_name = "ID")]
+    pub conn: usize,
+    /// Direction whose data is plotted (the acks come from the other one).
+    #[arg(long, value_enum, default_value = "a2b")]
+    pub dir: DirArg,
+    /// Output file; `.xpl` writes xplot, anything else SVG. Default `tsg-ID-DIR.svg`.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Start time, seconds since the connection's first packet.
+    #[arg(long, value_name = "T")]
+    pub from: Option<f64>,
+    /// End time, seconds since the connection's first packet.
+    #[arg(long, value_name = "T")]
+    pub to: Option<f64>,
+    /// Lowest relative sequence number shown (first payload byte = 0).
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    pub seq_from: Option<i64>,
+    /// Highest relative sequence number shown.
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    pub seq_to: Option<i64>,
+    /// SVG width in pixels.
+    #[arg(long, value_name = "PX", default_value_t = 1200, value_parser = clap::value_parser!(u32).range(200..=20000))]
+    pub width: u32,
+    /// SVG height in pixels.
+    #[arg(long, value_name = "PX", default_value_t = 750, value_parser = clap::value_parser!(u32).range(150..=20000))]
+    pub height: u32,
+    /// Plot title (default: connection, direction and endpoints).
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Window scale to assume when the handshake was not captured (0-14).
+    #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u8).range(0..=14))]
+    pub wscale: Option<u8>,
 }

@@ -4,6 +4,7 @@
 
 mod args;
 mod output;
+mod plot;
 mod run;
 
 use std::io::{self, Write};

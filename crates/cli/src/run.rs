@@ -30,6 +30,7 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
             out.flush()?;
             Ok(status(&an))
         }
+        Command::Plot(args) => crate::plot::plot(&args),
     }
 }
 

@@ -12,6 +12,8 @@
 //! - [`analysis`] runs the per-direction sender/receiver state machines and emits
 //!   [`analysis::Event`]s to a sink.
 //! - [`stats`] folds events into per-connection, per-direction statistics.
+//! - [`series`] folds segments and events into plot series; [`plot`] turns them into drawing
+//!   primitives and renders them as SVG or xplot.
 //! - [`pass`] drives all of this over one file, or several merged in time order.
 //! - [`export`] writes the results as JSON and CSV.
 #![deny(missing_docs)]
@@ -24,6 +26,8 @@ pub mod export;
 pub mod flow;
 pub mod pass;
 pub mod seq;
+pub mod plot;
+pub mod series;
 pub mod stats;
 #[doc(hidden)]
 pub mod testutil;

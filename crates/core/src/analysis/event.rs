@@ -157,6 +157,15 @@ pub enum Event {
         /// End of it.
         to: SeqOff,
     },
+    /// A SACK block (RFC 2018) other than a D-SACK, as the packet reported it, in the peer's
+    /// sequence space; the event's direction and frame are the acknowledging packet's. One event
+    /// per block, in the order carried. Used by plots (tcptrace draws these as purple bars).
+    Sack {
+        /// Left edge (first SACKed offset).
+        from: SeqOff,
+        /// Right edge (offset after the last SACKed byte).
+        to: SeqOff,
+    },
     /// A window advertisement of zero (not on SYN or RST).
     ZeroWindow,
     /// A segment sent while the peer's window was zero: payload, or the 0-byte probe Linux

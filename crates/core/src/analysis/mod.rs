@@ -358,7 +358,10 @@ impl Connection {
                     && (r <= a || blocks.get(1).is_some_and(|&(l2, r2)| u.off(l2) <= l && r <= u.off(r2)));
                 if dsack {
                     sink.event(&at, &Event::Dsack { from: l, to: r });
-                } else if r > a && !peer.out().sacked.insert(l.max(a), r) {
+                    continue;
+                }
+                sink.event(&at, &Event::Sack { from: l, to: r });
+                if r > a && !peer.out().sacked.insert(l.max(a), r) {
                     partial(peer, 4, "SACK scoreboard", &at, sink);
                 }
             }

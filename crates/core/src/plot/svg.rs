@@ -1,0 +1,222 @@
+//! SVG output: a [`Figure`] as standalone SVG text, written directly.
+//!
+//! Layout: title on top, the plot area with axes, tick labels and a light grid, the legend in
+//! the plot's upper left corner (where a time-sequence plot is normally empty), remarks under the
+//! x axis. Every [`Mark`](super::Mark) is one `<g>` whose `class` is the mark's class, with
+//! `data-frame` (and `data-count` for aggregates), so tools and tests can find marks by kind.
+//! Arrowheads, ticks and symbols have a fixed size in pixels; everything is clipped to the plot
+//! area.
+
+use std::fmt::Write as _;
+
+use super::{Anchor, Color, Figure, Sample, Shape, Way};
+
+const LEFT: f64 = 84.0;
+const RIGHT: f64 = 24.0;
+const TOP: f64 = 40.0;
+const BOTTOM: f64 = 64.0;
+/// Half the width of an arrowhead, px.
+const ARROW_W: f64 = 3.0;
+/// Height of an arrowhead, px.
+const ARROW_H: f64 = 5.0;
+/// Length of a tick, px.
+const TICK: f64 = 5.0;
+/// Half the size of a diamond or box, px.
+const SYM: f64 = 3.5;
+
+/// Width of the plot area of an SVG `width` pixels wide: the number of pixel columns, for
+/// [`super::tsg::TsgView::columns`].
+pub fn columns(width: u32) -> u32 {
+    (width as f64 - LEFT - RIGHT).max(1.0) as u32
+}
+
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Renders `fig` as an SVG document of `width` × `height` pixels.
+pub fn render(fig: &Figure, width: u32, height: u32) -> String {
+    let (w, h) = (width as f64, height as f64);
+    let pw = (w - LEFT - RIGHT).max(1.0);
+    let ph = (h - TOP - BOTTOM).max(1.0);
+    let (x0, x1, y0, y1) = (fig.x.min, fig.x.max, fig.y.min, fig.y.max);
+    let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
+    let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
+    let mut o = String::with_capacity(256 + fig.marks.len() * 160);
+    // Writing to a String cannot fail; the results are ignored below for that reason.
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(o, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
+    let _ = writeln!(o, r#"<clipPath id="area"><rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}"/></clipPath>"#);
+    let _ = writeln!(o, r#"<text class="title" x="{:.1}" y="22" text-anchor="middle" font-size="14">{}</text>"#, w / 2.0, esc(&fig.title));
+
+    // Axes: frame, grid, ticks, labels.
+    let _ = writeln!(o, r##"<g class="axes" stroke="#888888" fill="none">"##);
+    let _ = writeln!(o, r#"<rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}"/>"#);
+    for (v, _) in &fig.x.ticks {
+        let x = sx(*v);
+        let _ = writeln!(o, r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#eeeeee"/>"##, TOP + ph);
+        let _ = writeln!(o, r#"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}"/>"#, TOP + ph, TOP + ph + 5.0);
+    }
+    for (v, _) in &fig.y.ticks {
+        let y = sy(*v);
+        let _ = writeln!(o, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#eeeeee"/>"##, LEFT + pw);
+        let _ = writeln!(o, r#"<line x1="{:.1}" y1="{y:.1}" x2="{LEFT}" y2="{y:.1}"/>"#, LEFT - 5.0);
+    }
+    let _ = writeln!(o, "</g>");
+    let _ = writeln!(o, r##"<g class="labels" fill="#333333">"##);
+    for (v, label) in &fig.x.ticks {
+        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, sx(*v), TOP + ph + 17.0, esc(label));
+    }
+    for (v, label) in &fig.y.ticks {
+        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#, LEFT - 8.0, sy(*v) + 4.0, esc(label));
+    }
+    let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, LEFT + pw / 2.0, TOP + ph + 34.0, esc(&fig.x.label));
+    let _ = writeln!(
+        o,
+        r#"<text x="14" y="{:.1}" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text>"#,
+        TOP + ph / 2.0,
+        TOP + ph / 2.0,
+        esc(&fig.y.label)
+    );
+    for (i, r) in fig.remarks.iter().enumerate() {
+        let _ = writeln!(o, r#"<text class="remark" x="{LEFT}" y="{:.1}" font-size="10">{}</text>"#, TOP + ph + 50.0 + 12.0 * i as f64, esc(r));
+    }
+    let _ = writeln!(o, "</g>");
+
+    // Marks.
+    let _ = writeln!(o, r#"<g class="marks" clip-path="url(#area)" stroke-width="1" fill="none">"#);
+    for m in &fig.marks {
+        let _ = write!(o, r#"<g class="{}""#, m.class);
+        if let Some(f) = m.frame {
+            let _ = write!(o, r#" data-frame="{f}""#);
+        }
+        if m.count != 1 || m.class == "seg agg" {
+            let _ = write!(o, r#" data-count="{}""#, m.count);
+        }
+        o.push('>');
+        for p in &m.prims {
+            prim(&mut o, &p.shape, p.color, &sx, &sy);
+        }
+        o.push_str("</g>\n");
+    }
+    let _ = writeln!(o, "</g>");
+
+    legend(&mut o, fig);
+    o.push_str("</svg>\n");
+    o
+}
+
+/// One primitive in pixel space.
+fn prim(o: &mut String, shape: &Shape, color: Color, sx: &dyn Fn(f64) -> f64, sy: &dyn Fn(f64) -> f64) {
+    let c = color.svg();
+    match shape {
+        Shape::Line { x1, y1, x2, y2 } => {
+            let _ = write!(o, r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}"/>"#, sx(*x1), sy(*y1), sx(*x2), sy(*y2));
+        }
+        Shape::Arrow { x, y, way } => {
+            let (px, py) = (sx(*x), sy(*y));
+            // Tip at the point; the head opens away from the way it points.
+            let back = if *way == Way::Up { ARROW_H } else { -ARROW_H };
+            let _ = write!(
+                o,
+                r#"<path class="arrow" d="M{:.1} {:.1}L{px:.1} {py:.1}L{:.1} {:.1}" stroke="{c}"/>"#,
+                px - ARROW_W,
+                py + back,
+                px + ARROW_W,
+                py + back
+            );
+        }
+        Shape::Tick { x, y, way } => {
+            let (px, py) = (sx(*x), sy(*y));
+            let (dx, dy) = match way {
+                Way::Up => (0.0, -TICK),
+                Way::Down => (0.0, TICK),
+                Way::Horizontal => (TICK / 2.0, 0.0),
+            };
+            let (ax, ay) = if *way == Way::Horizontal { (px - dx, py) } else { (px, py) };
+            let _ = write!(o, r#"<line class="tick" x1="{ax:.1}" y1="{ay:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}"/>"#, px + dx, py + dy);
+        }
+        Shape::Diamond { x, y } => {
+            let (px, py) = (sx(*x), sy(*y));
+            let _ = write!(
+                o,
+                r#"<path d="M{px:.1} {:.1}L{:.1} {py:.1}L{px:.1} {:.1}L{:.1} {py:.1}Z" stroke="{c}"/>"#,
+                py - SYM,
+                px + SYM,
+                py + SYM,
+                px - SYM
+            );
+        }
+        Shape::Box { x, y } => {
+            let _ = write!(o, r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" stroke="{c}"/>"#, sx(*x) - SYM, sy(*y) - SYM, 2.0 * SYM, 2.0 * SYM);
+        }
+        Shape::Text { x, y, anchor, text } => {
+            let (px, py) = (sx(*x), sy(*y));
+            let (tx, ty, ta) = match anchor {
+                Anchor::Above => (px, py - ARROW_H - 2.0, "middle"),
+                Anchor::Below => (px, py + ARROW_H + 11.0, "middle"),
+                Anchor::Left => (px - 4.0, py + 4.0, "end"),
+                Anchor::Right => (px + 4.0, py + 4.0, "start"),
+                Anchor::Center => (px, py + 4.0, "middle"),
+            };
+            let _ = write!(o, r#"<text x="{tx:.1}" y="{ty:.1}" text-anchor="{ta}" fill="{c}" stroke="none" font-size="10">{}</text>"#, esc(text));
+        }
+    }
+}
+
+fn legend(o: &mut String, fig: &Figure) {
+    let row = 15.0;
+    let bw = 12.0 + 30.0 + 7.0 * fig.legend.iter().map(|e| e.text.chars().count()).max().unwrap_or(0) as f64;
+    let bh = 8.0 + row * fig.legend.len() as f64;
+    let (lx, ly) = (LEFT + 8.0, TOP + 8.0);
+    let _ = writeln!(o, r##"<g class="legend" fill="none"><rect x="{lx:.1}" y="{ly:.1}" width="{bw:.1}" height="{bh:.1}" fill="#ffffff" fill-opacity="0.85" stroke="#cccccc"/>"##);
+    for (i, e) in fig.legend.iter().enumerate() {
+        let cy = ly + 4.0 + row * (i as f64 + 0.5);
+        let sx0 = lx + 8.0;
+        let c = e.color.svg();
+        match e.sample {
+            Sample::Segment | Sample::Bar => {
+                let _ = write!(o, r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}"/>"#, sx0 + 10.0, cy - 6.0, sx0 + 10.0, cy + 6.0);
+                if e.sample == Sample::Segment {
+                    let _ = write!(
+                        o,
+                        r#"<path d="M{:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}M{:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}" stroke="{c}"/>"#,
+                        sx0 + 7.0, cy - 3.0, sx0 + 10.0, cy - 6.0, sx0 + 13.0, cy - 3.0,
+                        sx0 + 7.0, cy + 3.0, sx0 + 10.0, cy + 6.0, sx0 + 13.0, cy + 3.0
+                    );
+                } else {
+                    let _ = write!(
+                        o,
+                        r#"<path d="M{:.1} {:.1}H{:.1}M{:.1} {:.1}H{:.1}" stroke="{c}"/>"#,
+                        sx0 + 7.5, cy - 6.0, sx0 + 12.5, sx0 + 7.5, cy + 6.0, sx0 + 12.5
+                    );
+                }
+            }
+            Sample::Step => {
+                let _ = write!(o, r#"<path d="M{sx0:.1} {:.1}H{:.1}V{:.1}H{:.1}" stroke="{c}"/>"#, cy + 4.0, sx0 + 10.0, cy - 4.0, sx0 + 20.0);
+            }
+            Sample::DownTick | Sample::UpTick => {
+                let d = if e.sample == Sample::DownTick { TICK } else { -TICK };
+                let _ = write!(o, r#"<path d="M{sx0:.1} {cy:.1}H{:.1}M{:.1} {cy:.1}V{:.1}" stroke="{c}"/>"#, sx0 + 20.0, sx0 + 10.0, cy + d);
+            }
+            Sample::Letter(s) => {
+                let _ = write!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="{c}" font-size="10">{}</text>"#, sx0 + 10.0, cy + 4.0, esc(s));
+            }
+        }
+        let _ = writeln!(o, r##"<text x="{:.1}" y="{:.1}" fill="#222222">{}</text>"##, sx0 + 28.0, cy + 4.0, esc(&e.text));
+    }
+    let _ = writeln!(o, "</g>");
+}

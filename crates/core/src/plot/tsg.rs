@@ -1,0 +1,340 @@
+//! The time-sequence plot (the thesis, ch. 2.4; tcptrace `-S`), from a [`Tsg`] series.
+//!
+//! Drawing, as the thesis describes it and with tcptrace's marks and colours:
+//!
+//! - each packet of the plotted direction with payload: a vertical line from its first payload
+//!   byte to the byte after its last, with an arrowhead at each end (`seg new`, foreground);
+//!   retransmissions red with an `R` (`seg rexmit`), out-of-order segments pink with an `O`
+//!   (`seg ooo`), zero-window probes orange with a `P` (`seg probe`); a packet without payload
+//!   is two arrowheads facing each other at its sequence number, an X (class suffix `zero`);
+//! - from each returning ACK: the ack line (green) and the window line (ack + window, yellow)
+//!   as over-and-up stair steps from the previous returning packet's point. An ACK that does not
+//!   advance the ack line gets a down tick (`ack dup`); a window edge equal to the previous
+//!   one an up tick (`win dup`); the others are `ack step` / `win step`;
+//! - SACK blocks purple bars with horizontal ticks at both edges (`sack`; D-SACK `dsack`, `D`);
+//! - notes (`note ...`): SYN (orange diamond), FIN (orange box), RST, URG, ECE/CWR, zero window
+//!   (`Z`), third duplicate ACK (`3`).
+//!
+//! **Aggregation.** With [`TsgView::columns`] set (the SVG's plot width in pixels) and more
+//! visible `new` segments than columns, the `new` segments (and zero-length packets) of each
+//! pixel column become one `seg agg` mark from their lowest to their highest sequence number,
+//! with their count and first frame. Retransmissions, out-of-order segments, probes, SACKs,
+//! ticks and notes are never aggregated, so none disappears when zoomed out.
+
+use super::{Anchor, Axis, Color, Figure, LegendEntry, Mark, Prim, Sample, Shape, Way};
+use crate::series::tsg::{DataSeg, NoteKind, SegKind, Tsg};
+
+/// Which part of the series to draw and how.
+#[derive(Clone, Debug, Default)]
+pub struct TsgView {
+    /// Start time, seconds since the connection's first packet (default 0).
+    pub from_s: Option<f64>,
+    /// End time (default: the connection's last packet).
+    pub to_s: Option<f64>,
+    /// Lowest relative sequence number shown (default: from the data).
+    pub seq_from: Option<i64>,
+    /// Highest relative sequence number shown.
+    pub seq_to: Option<i64>,
+    /// Pixel columns available: aggregate `new` segments beyond one per column (`None`: never).
+    pub columns: Option<u32>,
+    /// Title (default: endpoints, direction and connection id).
+    pub title: Option<String>,
+}
+
+/// An aggregate of one pixel column: lowest start, highest end, count, first frame.
+type Bucket = (i64, i64, u32, u64);
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn line(x1: f64, y1: f64, x2: f64, y2: f64, color: Color) -> Prim {
+    Prim { shape: Shape::Line { x1, y1, x2, y2 }, color }
+}
+
+fn at(shape: Shape, color: Color) -> Prim {
+    Prim { shape, color }
+}
+
+fn text(x: f64, y: f64, anchor: Anchor, s: &str, color: Color) -> Prim {
+    Prim { shape: Shape::Text { x, y, anchor, text: s.to_string() }, color }
+}
+
+/// Colour of a segment kind.
+pub fn seg_color(kind: SegKind) -> Color {
+    match kind {
+        SegKind::New => Color::Fg,
+        SegKind::Retransmission => Color::Red,
+        SegKind::OutOfOrder => Color::Pink,
+        SegKind::ZeroWindowProbe => Color::Orange,
+    }
+}
+
+fn seg_class(kind: SegKind, zero: bool) -> &'static str {
+    match (kind, zero) {
+        (SegKind::New, false) => "seg new",
+        (SegKind::New, true) => "seg new zero",
+        (SegKind::Retransmission, false) => "seg rexmit",
+        (SegKind::Retransmission, true) => "seg rexmit zero",
+        (SegKind::OutOfOrder, false) => "seg ooo",
+        (SegKind::OutOfOrder, true) => "seg ooo zero",
+        (SegKind::ZeroWindowProbe, false) => "seg probe",
+        (SegKind::ZeroWindowProbe, true) => "seg probe zero",
+    }
+}
+
+/// The marks of one segment: a line with an arrowhead at each end, or an X.
+fn segment_mark(s: &DataSeg) -> Mark {
+    let x = secs(s.t_ns);
+    let color = seg_color(s.kind);
+    let (lo, hi) = (s.payload_start() as f64, s.payload_end() as f64);
+    let mut prims = Vec::with_capacity(4);
+    if s.len > 0 {
+        prims.push(line(x, lo, x, hi, color));
+    }
+    prims.push(at(Shape::Arrow { x, y: lo, way: Way::Down }, color));
+    prims.push(at(Shape::Arrow { x, y: hi, way: Way::Up }, color));
+    match s.kind {
+        SegKind::Retransmission => prims.push(text(x, hi, Anchor::Above, "R", color)),
+        SegKind::OutOfOrder => prims.push(text(x, hi, Anchor::Above, "O", color)),
+        SegKind::ZeroWindowProbe => prims.push(text(x, lo, Anchor::Below, "P", color)),
+        SegKind::New => {}
+    }
+    Mark { class: seg_class(s.kind, s.len == 0), frame: Some(s.frame), count: 1, prims }
+}
+
+/// Builds the time-sequence figure of `tsg` as `view` asks.
+pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
+    let x0 = view.from_s.unwrap_or(0.0);
+    let x1 = view.to_s.unwrap_or(secs(tsg.last_ns)).max(x0);
+    let in_x = |t_ns: u64| {
+        let t = secs(t_ns);
+        t >= x0 && t <= x1
+    };
+    let (qlo, qhi) = (view.seq_from.unwrap_or(i64::MIN), view.seq_to.unwrap_or(i64::MAX));
+    let in_y = |lo: i64, hi: i64| hi >= qlo && lo <= qhi;
+
+    let segs: Vec<&DataSeg> =
+        tsg.segments.iter().filter(|s| in_x(s.t_ns) && in_y(s.payload_start().min(s.seq_off), s.end())).collect();
+
+    let mut marks = Vec::new();
+    // Extent of what is drawn, for the automatic y range.
+    let mut ylo = i64::MAX;
+    let mut yhi = i64::MIN;
+    let mut extend = |lo: i64, hi: i64| {
+        ylo = ylo.min(lo);
+        yhi = yhi.max(hi);
+    };
+
+    // --- Returning packets: ack line and window line, stair steps from the previous point ---
+    // The state at the left edge comes from the last point before it.
+    let first_vis = tsg.acks.partition_point(|p| secs(p.t_ns) < x0);
+    let mut prev = first_vis.checked_sub(1).map(|i| {
+        let p = &tsg.acks[i];
+        let max_ack = tsg.acks[..=i].iter().map(|q| q.ack_off).max().unwrap_or(p.ack_off);
+        (x0, max_ack, p.edge())
+    });
+    let mut win_marks = Vec::new();
+    let mut ack_marks = Vec::new();
+    for p in tsg.acks[first_vis..].iter().take_while(|p| secs(p.t_ns) <= x1) {
+        let x = secs(p.t_ns);
+        let edge = p.edge();
+        let Some((px, pack, pedge)) = prev else {
+            // The first ACK of the connection starts both lines.
+            extend(p.ack_off, p.ack_off);
+            prev = Some((x, p.ack_off, edge));
+            continue;
+        };
+        let ack = pack.max(p.ack_off);
+        if in_y(pack.min(ack), ack) || in_y(p.ack_off, p.ack_off) {
+            extend(pack.min(p.ack_off), ack);
+            let g = Color::Green;
+            let mut prims = vec![line(px, pack as f64, x, pack as f64, g)];
+            let class = if p.advances {
+                prims.push(line(x, pack as f64, x, ack as f64, g));
+                "ack step"
+            } else {
+                prims.push(at(Shape::Tick { x, y: p.ack_off as f64, way: Way::Down }, g));
+                "ack dup"
+            };
+            ack_marks.push(Mark { class, frame: Some(p.frame), count: 1, prims });
+        }
+        if in_y(pedge.min(edge), pedge.max(edge)) {
+            extend(pedge.min(edge), pedge.max(edge));
+            let c = Color::Yellow;
+            let mut prims = vec![line(px, pedge as f64, x, pedge as f64, c)];
+            let class = if p.edge_repeats {
+                prims.push(at(Shape::Tick { x, y: edge as f64, way: Way::Up }, c));
+                "win dup"
+            } else {
+                prims.push(line(x, pedge as f64, x, edge as f64, c));
+                "win step"
+            };
+            win_marks.push(Mark { class, frame: Some(p.frame), count: 1, prims });
+        }
+        prev = Some((x, ack, edge));
+    }
+    marks.append(&mut win_marks);
+    marks.append(&mut ack_marks);
+
+    // --- SACK blocks ---
+    for b in tsg.sacks.iter().filter(|b| in_x(b.t_ns) && in_y(b.from, b.to)) {
+        let x = secs(b.t_ns);
+        let c = Color::Purple;
+        let (l, r) = (b.from as f64, b.to as f64);
+        let mut prims = vec![
+            line(x, l, x, r, c),
+            at(Shape::Tick { x, y: l, way: Way::Horizontal }, c),
+            at(Shape::Tick { x, y: r, way: Way::Horizontal }, c),
+        ];
+        if b.dsack {
+            prims.push(text(x, r, Anchor::Right, "D", c));
+        }
+        marks.push(Mark { class: if b.dsack { "dsack" } else { "sack" }, frame: Some(b.frame), count: 1, prims });
+    }
+
+    // --- Data segments, aggregated per pixel column if there are too many ---
+    for s in &segs {
+        extend(s.seq_off.min(s.payload_start()), s.end());
+    }
+    let plain = |s: &&&DataSeg| s.kind == SegKind::New;
+    let n_plain = segs.iter().filter(|s| s.kind == SegKind::New).count();
+    let mut remarks = Vec::new();
+    match view.columns {
+        Some(cols) if cols > 0 && n_plain > cols as usize => {
+            let cols = cols as usize;
+            // Per column: lowest start, highest end, count, first frame.
+            let mut buckets: Vec<Option<Bucket>> = vec![None; cols];
+            for s in segs.iter().filter(plain) {
+                let t = secs(s.t_ns);
+                let c = (((t - x0) / (x1 - x0).max(f64::MIN_POSITIVE)) * cols as f64) as usize;
+                let c = c.min(cols - 1);
+                let b = buckets[c].get_or_insert((s.payload_start(), s.payload_end(), 0, s.frame));
+                b.0 = b.0.min(s.payload_start());
+                b.1 = b.1.max(s.payload_end());
+                b.2 += 1;
+            }
+            for (c, b) in buckets.iter().enumerate() {
+                let Some((lo, hi, n, frame)) = *b else { continue };
+                let x = x0 + (c as f64 + 0.5) / cols as f64 * (x1 - x0);
+                let (lo, hi) = (lo as f64, hi as f64);
+                let prims = vec![
+                    line(x, lo, x, hi, Color::Fg),
+                    at(Shape::Arrow { x, y: lo, way: Way::Down }, Color::Fg),
+                    at(Shape::Arrow { x, y: hi, way: Way::Up }, Color::Fg),
+                ];
+                marks.push(Mark { class: "seg agg", frame: Some(frame), count: n, prims });
+            }
+            remarks.push(format!(
+                "{n_plain} new segments drawn as one mark per pixel column ({cols} columns); retransmissions, out-of-order segments, probes, SACKs, ticks and notes are drawn individually"
+            ));
+            for s in segs.iter().filter(|s| s.kind != SegKind::New) {
+                marks.push(segment_mark(s));
+            }
+        }
+        _ => {
+            // New data first, so retransmissions are drawn on top.
+            for s in segs.iter().filter(plain) {
+                marks.push(segment_mark(s));
+            }
+            for s in segs.iter().filter(|s| s.kind != SegKind::New) {
+                marks.push(segment_mark(s));
+            }
+        }
+    }
+
+    // --- Notes ---
+    for n in tsg.notes.iter().filter(|n| in_x(n.t_ns) && in_y(n.y, n.y)) {
+        let (x, y) = (secs(n.t_ns), n.y as f64);
+        let (class, color, mut prims) = match n.kind {
+            NoteKind::Syn { .. } => ("note syn", Color::Orange, vec![at(Shape::Diamond { x, y }, Color::Orange)]),
+            NoteKind::Fin { .. } => ("note fin", Color::Orange, vec![at(Shape::Box { x, y }, Color::Orange)]),
+            NoteKind::RstOut | NoteKind::RstIn => ("note rst", Color::Magenta, vec![]),
+            NoteKind::Urg => ("note urg", Color::Red, vec![]),
+            NoteKind::Ece | NoteKind::Cwr => ("note ecn", Color::Yellow, vec![at(Shape::Diamond { x, y }, Color::Yellow)]),
+            NoteKind::ZeroWindow => ("note zwin", Color::Magenta, vec![]),
+            NoteKind::TripleDupAck => ("note dup3", Color::Green, vec![]),
+        };
+        let anchor = match n.kind {
+            NoteKind::TripleDupAck => Anchor::Below,
+            NoteKind::Fin { .. } | NoteKind::RstIn => Anchor::Right,
+            _ => Anchor::Above,
+        };
+        prims.push(text(x, y, anchor, n.kind.label(), color));
+        marks.push(Mark { class, frame: Some(n.frame), count: 1, prims });
+    }
+
+    // --- Axes ---
+    if ylo > yhi {
+        (ylo, yhi) = (0, 1);
+    }
+    let (y0, y1) = match (view.seq_from, view.seq_to) {
+        (Some(a), Some(b)) => (a as f64, b as f64),
+        (a, b) => {
+            let pad = ((yhi - ylo) as f64 * 0.03).max(1.0);
+            (a.map_or(ylo as f64 - pad, |v| v as f64), b.map_or(yhi as f64 + pad, |v| v as f64))
+        }
+    };
+    let x = Axis::new("time (s since the connection's first packet)", x0, x1, 8);
+    let y = Axis::new("relative sequence number (bytes, first payload byte = 0)", y0, y1, 8);
+
+    let title = view.title.clone().unwrap_or_else(|| {
+        let (from, to) = match tsg.dir {
+            crate::analysis::Dir::AtoB => (tsg.info.a, tsg.info.b),
+            crate::analysis::Dir::BtoA => (tsg.info.b, tsg.info.a),
+        };
+        format!("connection {} {}: {from} → {to} (time-sequence)", tsg.conn + 1, tsg.dir.name())
+    });
+    let legend = legend(&marks);
+    Figure { title, x, y, marks, legend, remarks }
+}
+
+/// Legend entries for the classes present (the basic ones always).
+fn legend(marks: &[Mark]) -> Vec<LegendEntry> {
+    let has = |p: &str| marks.iter().any(|m| m.class.starts_with(p));
+    let mut v = Vec::new();
+    let mut add = |color, sample, text: &str| v.push(LegendEntry { color, sample, text: text.to_string() });
+    add(Color::Fg, Sample::Segment, "data segment (seq .. seq+len)");
+    if has("seg rexmit") {
+        add(Color::Red, Sample::Segment, "retransmission (R)");
+    }
+    if has("seg ooo") {
+        add(Color::Pink, Sample::Segment, "out of order (O)");
+    }
+    if has("seg probe") {
+        add(Color::Orange, Sample::Segment, "zero-window probe (P)");
+    }
+    add(Color::Green, Sample::Step, "ack line");
+    if has("ack dup") {
+        add(Color::Green, Sample::DownTick, "ack repeated");
+    }
+    add(Color::Yellow, Sample::Step, "window line (ack + window)");
+    if has("win dup") {
+        add(Color::Yellow, Sample::UpTick, "window edge repeated");
+    }
+    if has("sack") || has("dsack") {
+        add(Color::Purple, Sample::Bar, "SACK block (D: D-SACK)");
+    }
+    if has("note syn") || has("note fin") {
+        add(Color::Orange, Sample::Letter("SYN"), "SYN / FIN");
+    }
+    if has("note rst") {
+        add(Color::Magenta, Sample::Letter("RST"), "reset");
+    }
+    if has("note zwin") {
+        add(Color::Magenta, Sample::Letter("Z"), "zero window");
+    }
+    if has("note dup3") {
+        add(Color::Green, Sample::Letter("3"), "third duplicate ACK");
+    }
+    if has("note ecn") {
+        add(Color::Yellow, Sample::Letter("ECE"), "ECN echo / CWR");
+    }
+    if has("note urg") {
+        add(Color::Red, Sample::Letter("U"), "urgent");
+    }
+    if has("seg agg") {
+        add(Color::Fg, Sample::Segment, "new segments of one pixel column");
+    }
+    v
+}
