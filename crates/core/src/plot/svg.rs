@@ -4,7 +4,8 @@
 //! the plot's upper left corner (where a time-sequence plot is normally empty), remarks under the
 //! x axis. Every [`Mark`](super::Mark) is one `<g>` whose `class` is the mark's class, with
 //! `data-frame` (and `data-count` for aggregates), so tools and tests can find marks by kind.
-//! Arrowheads, ticks and symbols have a fixed size in pixels; everything is clipped to the plot
+//! Arrowheads (shrunk on segments shorter than three head heights), ticks and symbols have a
+//! fixed size in pixels; everything is clipped to the plot
 //! area.
 
 use std::fmt::Write as _;
@@ -107,8 +108,15 @@ pub fn render(fig: &Figure, width: u32, height: u32) -> String {
             let _ = write!(o, r#" data-count="{}""#, m.count);
         }
         o.push('>');
+        // Arrowheads of a short segment shrink with it (down to 2 px), so that a column of
+        // back-to-back segments still reads as lines with heads, not as a stack of X's.
+        let seg_px = m.prims.iter().find_map(|p| match p.shape {
+            Shape::Line { x1, y1, x2, y2 } if x1 == x2 && y1 != y2 => Some((sy(y1) - sy(y2)).abs()),
+            _ => None,
+        });
+        let head = seg_px.map_or(ARROW_H, |l| (l / 3.0).clamp(2.0, ARROW_H));
         for p in &m.prims {
-            prim(&mut o, &p.shape, p.color, &sx, &sy);
+            prim(&mut o, &p.shape, p.color, head, &sx, &sy);
         }
         o.push_str("</g>\n");
     }
@@ -120,7 +128,7 @@ pub fn render(fig: &Figure, width: u32, height: u32) -> String {
 }
 
 /// One primitive in pixel space.
-fn prim(o: &mut String, shape: &Shape, color: Color, sx: &dyn Fn(f64) -> f64, sy: &dyn Fn(f64) -> f64) {
+fn prim(o: &mut String, shape: &Shape, color: Color, head: f64, sx: &dyn Fn(f64) -> f64, sy: &dyn Fn(f64) -> f64) {
     let c = color.svg();
     match shape {
         Shape::Line { x1, y1, x2, y2 } => {
@@ -129,13 +137,14 @@ fn prim(o: &mut String, shape: &Shape, color: Color, sx: &dyn Fn(f64) -> f64, sy
         Shape::Arrow { x, y, way } => {
             let (px, py) = (sx(*x), sy(*y));
             // Tip at the point; the head opens away from the way it points.
-            let back = if *way == Way::Up { ARROW_H } else { -ARROW_H };
+            let back = if *way == Way::Up { head } else { -head };
+            let half = ARROW_W * head / ARROW_H;
             let _ = write!(
                 o,
                 r#"<path class="arrow" d="M{:.1} {:.1}L{px:.1} {py:.1}L{:.1} {:.1}" stroke="{c}"/>"#,
-                px - ARROW_W,
+                px - half,
                 py + back,
-                px + ARROW_W,
+                px + half,
                 py + back
             );
         }
