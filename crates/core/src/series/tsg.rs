@@ -392,3 +392,30 @@ pub fn from_file(
     };
     Ok((an.sink.finish(), err))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Settings;
+
+    /// The recorded zero-window scenario: the truth file counts 119 zero-window ACKs and 61
+    /// probes (kernel TcpExtTCPWinProbe 61); the series must carry one note per zero window and
+    /// one probe segment per probe, as the statistics count them.
+    #[test]
+    fn zerowin_trace_has_one_probe_segment_and_one_z_per_zero_window() {
+        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/zerowin-snd.pcap"));
+        let (tsg, err) = from_file(path, 0, Dir::AtoB, Settings::default()).unwrap();
+        assert!(err.is_none());
+        let tsg = tsg.unwrap();
+        let probes = tsg.segments.iter().filter(|s| s.kind == SegKind::ZeroWindowProbe).count();
+        let zwin = tsg.notes.iter().filter(|n| n.kind == NoteKind::ZeroWindow).count();
+        assert_eq!((probes, zwin), (61, 119));
+        let stats = crate::pass::analyze_file(path, 0, Settings::default(), &|_| {});
+        let d = &stats.conns[0].dir;
+        assert_eq!(d[0].zero_window_probes as usize, probes);
+        assert_eq!(d[1].zero_window_adverts as usize, zwin);
+        // Every returning ACK is a point; each after the first either advances or repeats.
+        assert!(tsg.acks.iter().skip(1).all(|p| p.advances != p.repeats));
+        assert!(!tsg.acks[0].advances && !tsg.acks[0].repeats);
+    }
+}
