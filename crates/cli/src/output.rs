@@ -236,7 +236,7 @@ fn fixed(buf: &mut String, f: f64, d: u32) -> std::fmt::Result {
 mod tests {
     #[test]
     fn fixed_matches_std_formatting() {
-        for &f in &[0.0, 0.5, 1.25, -3.14159, 1795306570.849758, 123.0004999, -0.0004, 65.887654, 1e17] {
+        for &f in &[0.0, 0.5, 1.25, -7.125, 1795306570.849758, 123.0004999, -0.0004, 65.887654, 1e17] {
             for d in [1u32, 3, 6] {
                 let mut s = String::new();
                 super::fixed(&mut s, f, d).unwrap();

@@ -40,7 +40,7 @@ fn status(an: &Analysis) -> ExitCode {
 }
 
 fn settings(args: &CommonArgs) -> io::Result<Settings> {
-    if !(args.idle_split > 0.0) {
+    if args.idle_split.is_nan() || args.idle_split <= 0.0 {
         return Err(io::Error::other("--idle-split must be a positive number of seconds"));
     }
     Ok(Settings { idle_split_ns: (args.idle_split * 1e9) as u64, assume_wscale: args.wscale })

@@ -98,7 +98,7 @@ fn per_direction_counts_agree_with_tcptrace() {
             let list = ours.get_mut(&k).unwrap_or_else(|| panic!("{name}: no connection {k:?}"));
             let c = list.remove(0);
             let a_is_a = c["a"]["addr"].as_str().unwrap().parse::<IpAddr>().unwrap() == r["host_a"].parse::<IpAddr>().unwrap()
-                && c["a"]["port"].to_string() == r["port_a"];
+                && c["a"]["port"].as_u64() == r["port_a"].parse::<u64>().ok();
             for (tdir, udir) in [("a2b", if a_is_a { "a2b" } else { "b2a" }), ("b2a", if a_is_a { "b2a" } else { "a2b" })] {
                 for (tf, uf) in SHARED_WITH_TCPTRACE {
                     let theirs: f64 = r[&format!("{tf}_{tdir}")].parse().unwrap();

@@ -266,7 +266,7 @@ pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &dyn Fn(u
                 an.record(&rec);
                 summaries[f] = std::mem::take(&mut an.summary);
                 n += 1;
-                if n % PROGRESS_EVERY == 0 {
+                if n.is_multiple_of(PROGRESS_EVERY) {
                     progress(merged.readers().iter().map(|r| r.position()).sum());
                 }
             }

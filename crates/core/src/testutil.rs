@@ -94,7 +94,7 @@ impl Pkt {
     /// The raw IPv4 packet (LINKTYPE_RAW), and the original (wire) length.
     pub fn ipv4(&self) -> (Vec<u8>, u32) {
         let mut opts = self.opts.clone();
-        while opts.len() % 4 != 0 {
+        while !opts.len().is_multiple_of(4) {
             opts.push(0);
         }
         let tcp_len = 20 + opts.len();
@@ -150,7 +150,7 @@ pub fn pcap(pkts: &[Pkt], nanos: bool, big_endian: bool) -> Vec<u8> {
 pub fn pcapng(pkts: &[Pkt]) -> Vec<u8> {
     fn block(f: &mut Vec<u8>, kind: u32, body: &[u8]) {
         let mut body = body.to_vec();
-        while body.len() % 4 != 0 {
+        while !body.len().is_multiple_of(4) {
             body.push(0);
         }
         let len = 12 + body.len() as u32;

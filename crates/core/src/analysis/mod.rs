@@ -395,11 +395,10 @@ impl Connection {
             }
             if let (Some(a), Some(_)) = (ack_off, shift) {
                 let edge = a + win_bytes as i64;
-                if let Some((last_a, last_edge)) = me.last_edge {
-                    if a >= last_a && edge < last_edge {
+                if let Some((last_a, last_edge)) = me.last_edge
+                    && a >= last_a && edge < last_edge {
                         sink.event(&at, &Event::WindowShrink { by: (last_edge - edge) as u64 });
                     }
-                }
                 if me.last_edge.is_none_or(|(last_a, _)| a >= last_a) {
                     me.last_edge = Some((a, edge));
                 }
@@ -530,11 +529,10 @@ fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
     if candidate.is_some_and(|c| c.end != a) {
         candidate = None;
     }
-    if let Some(front) = h.out().unacked.front_mut() {
-        if front.start < a {
+    if let Some(front) = h.out().unacked.front_mut()
+        && front.start < a {
             front.start = a;
         }
-    }
     if let Some(c) = candidate {
         if c.ambiguous {
             sink.event(&data_dir, &Event::KarnDiscard);

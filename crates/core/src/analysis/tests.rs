@@ -43,6 +43,7 @@ struct Conv {
 }
 
 impl Conv {
+    #[allow(clippy::too_many_arguments)] // one argument per header field the script sets
     fn pkt(&mut self, from_a: bool, ms: f64, flags: u8, seq: u32, ack: u32, len: u16, win: u16, opts: Vec<u8>) -> &mut Self {
         let (src, dst, sport, dport, isn, peer_isn) =
             if from_a { (A, B, 40000, 80, ISN_A, ISN_B) } else { (B, A, 80, 40000, ISN_B, ISN_A) };

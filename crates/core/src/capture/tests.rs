@@ -22,8 +22,11 @@ fn pkts() -> Vec<Pkt> {
         .collect()
 }
 
-/// (ts_ns, data, orig_len, link_type, frame) of every record.
-fn read_all(bytes: Vec<u8>) -> (Vec<(u64, Vec<u8>, u32, u32, u64)>, Option<CaptureError>) {
+/// (ts_ns, data, orig_len, link_type, frame) of one record.
+type Rec = (u64, Vec<u8>, u32, u32, u64);
+
+/// Every record, and the error that ended the file if any.
+fn read_all(bytes: Vec<u8>) -> (Vec<Rec>, Option<CaptureError>) {
     let mut r = CaptureReader::from_bytes(bytes).unwrap();
     let mut out = Vec::new();
     loop {

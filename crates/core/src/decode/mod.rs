@@ -219,11 +219,10 @@ pub fn decode(link_type: u32, frame: &[u8], orig_len: u32) -> Result<Segment<'_>
             let h = v6.header();
             if v6.is_payload_fragmented() && v6.extensions().first_header().is_some() {
                 // etherparse reports a fragment header; only offset 0 carries the TCP header.
-                if let Some(off) = v6_fragment_offset(v6) {
-                    if off != 0 {
+                if let Some(off) = v6_fragment_offset(v6)
+                    && off != 0 {
                         return Err(Skip::Fragment);
                     }
-                }
             }
             let claimed = (h.payload_length() != 0).then_some(h.payload_length() as usize + 40);
             (

@@ -206,7 +206,7 @@ fn parse_options(mut b: &[u8]) -> TcpOptions {
             (kind::MSS, 4) => o.mss = Some(u16::from_be_bytes([v[0], v[1]])),
             (kind::WSCALE, 3) => o.wscale = Some(v[0]),
             (kind::SACK_PERMITTED, 2) => o.sack_permitted = true,
-            (kind::SACK, _) if (len - 2) % 8 == 0 => {
+            (kind::SACK, _) if (len - 2).is_multiple_of(8) => {
                 o.sack_present = true;
                 if len == 2 {
                     o.malformed = true; // a SACK option with no block
