@@ -180,3 +180,23 @@ fn a_closed_pipe_is_a_clean_exit() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn the_two_thread_file_pass_equals_the_single_thread_one() {
+    // `--merge` with one file runs decode and analysis in one thread, record by record; the
+    // default runs them in two threads with batches. Every number must be the same.
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pcap"))
+        .collect();
+    files.extend(public_files().into_iter().filter(|p| p.metadata().map(|m| m.len() < 8 << 20).unwrap_or(false)));
+    assert!(!files.is_empty());
+    for f in files {
+        let f = f.to_str().unwrap();
+        let threaded = json(&["stats", f]);
+        let single = json(&["stats", "--merge", f]);
+        assert_eq!(threaded["connections"], single["connections"], "{f}");
+        assert_eq!(threaded["files"], single["files"], "{f}");
+    }
+}

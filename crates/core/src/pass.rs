@@ -1,8 +1,9 @@
 //! One streaming pass over a trace: capture → decode → flow → analysis → sink.
 //!
-//! [`Analyzer`] is the engine for any [`Sink`]; [`analyze_file`] and [`analyze_merged`] run it
-//! with the statistics sink over files and report what each file contained, including why
-//! frames were skipped and where reading stopped.
+//! [`Analyzer`] is the engine for any [`Sink`]; [`analyze_file`] (reading and decoding in one
+//! thread, analysis in another) and [`analyze_merged`] (several files in time order, one
+//! thread) run it with the statistics sink over files and report what each file contained,
+//! including why frames were skipped and where reading stopped.
 //!
 //! Memory: the analyzer keeps state per *live* connection. A connection closed (FIN both ways
 //! or RST) and silent for [`EVICT_CLOSED_NS`], or silent for [`EVICT_IDLE_NS`], has its
@@ -11,10 +12,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use crate::analysis::{ConnIdx, Connection, Settings, Sink};
 use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record};
-use crate::decode::{self, Skip};
+use crate::decode::{self, Segment, Skip};
 use crate::flow::{FlowKey, FlowTable};
 use crate::stats::{ConnStats, StatsSink};
 
@@ -108,47 +110,27 @@ impl<S: Sink> Analyzer<S> {
         self.live.len()
     }
 
-    /// Processes one record.
+    /// Processes one record: counts it in [`Analyzer::summary`], decodes it, analyses it.
     pub fn record(&mut self, rec: &Record<'_>) {
-        let sum = &mut self.summary;
-        sum.packets += 1;
-        sum.captured_bytes += rec.data.len() as u64;
-        if sum.first_ts_ns == 0 {
-            sum.first_ts_ns = rec.ts_ns;
+        if let Some(seg) = count_and_decode(&mut self.summary, rec) {
+            self.segment(&seg, rec.frame, rec.ts_ns);
         }
-        sum.last_ts_ns = sum.last_ts_ns.max(rec.ts_ns);
-        let seg = match decode::decode(rec.link_type, rec.data, rec.orig_len) {
-            Ok(seg) => seg,
-            Err(skip) => {
-                *sum.skipped.entry(skip.name()).or_default() += 1;
-                if let Skip::UnknownLinkType(lt) = skip {
-                    *sum.unknown_link_types.entry(lt).or_default() += 1;
-                }
-                return;
-            }
-        };
-        sum.tcp_packets += 1;
-        for a in seg.anomalies.iter() {
-            *sum.anomalies.entry(a.name()).or_default() += 1;
-        }
-        let mut kinds = seg.options.other_kinds;
-        while kinds != 0 {
-            let k = kinds.trailing_zeros() as u8;
-            *sum.other_tcp_options.entry(k).or_default() += 1;
-            kinds &= kinds - 1;
-        }
-        self.now_ns = self.now_ns.max(rec.ts_ns);
+    }
 
-        let found = self.flows.lookup(&seg).and_then(|(idx, dir)| {
+    /// Analyses one decoded segment (frame number and time from its record).
+    pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) {
+        self.now_ns = self.now_ns.max(ts_ns);
+
+        let found = self.flows.lookup(seg).and_then(|(idx, dir)| {
             let conn = self.conns[idx].as_deref()?;
-            Some((idx, dir, conn.splits_on(&seg, dir, rec.ts_ns, &self.settings)))
+            Some((idx, dir, conn.splits_on(seg, dir, ts_ns, &self.settings)))
         });
         let (idx, dir) = match found {
             Some((idx, dir, None)) => (idx, dir),
             other => {
                 let reuse = other.and_then(|(_, _, reason)| reason);
                 let idx = self.conns.len();
-                let (info, dir) = self.flows.insert(&seg, idx, self.file, reuse);
+                let (info, dir) = self.flows.insert(seg, idx, self.file, reuse);
                 self.conns.push(Some(Box::new(Connection::new(idx))));
                 self.keys.push(FlowKey::between(info.a, info.b));
                 self.live.push(idx);
@@ -158,7 +140,7 @@ impl<S: Sink> Analyzer<S> {
         };
         // The lookup above guarantees the state exists: evicted connections leave the table.
         if let Some(conn) = self.conns[idx].as_deref_mut() {
-            conn.on_segment(&seg, dir, rec.frame, rec.ts_ns, &self.settings, &mut self.sink);
+            conn.on_segment(seg, dir, frame, ts_ns, &self.settings, &mut self.sink);
         }
         if self.now_ns.saturating_sub(self.last_sweep_ns) > SWEEP_EVERY_NS {
             self.last_sweep_ns = self.now_ns;
@@ -184,6 +166,38 @@ impl<S: Sink> Analyzer<S> {
     }
 }
 
+/// Counts a record in the file's summary and decodes it; `None` when it carries no TCP segment
+/// (the reason is counted).
+fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>) -> Option<Segment<'a>> {
+    sum.packets += 1;
+    sum.captured_bytes += rec.data.len() as u64;
+    if sum.first_ts_ns == 0 {
+        sum.first_ts_ns = rec.ts_ns;
+    }
+    sum.last_ts_ns = sum.last_ts_ns.max(rec.ts_ns);
+    let seg = match decode::decode(rec.link_type, rec.data, rec.orig_len) {
+        Ok(seg) => seg,
+        Err(skip) => {
+            *sum.skipped.entry(skip.name()).or_default() += 1;
+            if let Skip::UnknownLinkType(lt) = skip {
+                *sum.unknown_link_types.entry(lt).or_default() += 1;
+            }
+            return None;
+        }
+    };
+    sum.tcp_packets += 1;
+    for a in seg.anomalies.iter() {
+        *sum.anomalies.entry(a.name()).or_default() += 1;
+    }
+    let mut kinds = seg.options.other_kinds;
+    while kinds != 0 {
+        let k = kinds.trailing_zeros() as u8;
+        *sum.other_tcp_options.entry(k).or_default() += 1;
+        kinds &= kinds - 1;
+    }
+    Some(seg)
+}
+
 /// The result of analysing one file (or several merged).
 #[derive(Debug, Default)]
 pub struct Analysis {
@@ -205,40 +219,82 @@ fn record_error(sum: &mut FileSummary, e: &CaptureError) {
     sum.error_offset = Some(e.offset());
 }
 
+/// Segments handed from the reading thread to the analysing thread at a time.
+const BATCH: usize = 4096;
+
+/// A decoded segment with its frame number and time, detached from the capture buffer.
+struct Decoded {
+    seg: Segment<'static>,
+    frame: u64,
+    ts_ns: u64,
+}
+
 /// Analyses one file. `progress` is called now and then with the bytes consumed so far.
-pub fn analyze_file(path: &Path, file: usize, settings: Settings, progress: &dyn Fn(u64)) -> Analysis {
+///
+/// Two threads: one reads and decodes records, the other runs flow and analysis on batches of
+/// decoded segments, so a single large file uses two cores. The answer is the same as feeding
+/// every record to [`Analyzer::record`] in order (a test checks it).
+pub fn analyze_file(path: &Path, file: usize, settings: Settings, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
+    let mut summary = FileSummary { path: path.to_path_buf(), ..Default::default() };
+    let mut reader = match CaptureReader::open(path) {
+        Ok(r) => r,
+        Err(e) => {
+            record_error(&mut summary, &e);
+            return Analysis { files: vec![summary], conns: Vec::new() };
+        }
+    };
+    summary.format = Some(reader.format());
+    summary.compression = Some(reader.compression());
     let mut an = Analyzer::new(settings, StatsSink::default());
     an.set_file(file);
-    an.summary.path = path.to_path_buf();
-    match CaptureReader::open(path) {
-        Ok(mut reader) => {
-            an.summary.format = Some(reader.format());
-            an.summary.compression = Some(reader.compression());
+    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
+    let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
+    let summary = std::thread::scope(|scope| {
+        let reading = scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
             loop {
                 match reader.next_record() {
                     Ok(Some(rec)) => {
-                        an.record(&rec);
+                        if let Some(seg) = count_and_decode(&mut summary, &rec) {
+                            batch.push(Decoded { seg: seg.detach(), frame: rec.frame, ts_ns: rec.ts_ns });
+                        }
+                        if batch.len() == BATCH {
+                            let next = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                            if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
+                                break;
+                            }
+                        }
                         if rec.frame % PROGRESS_EVERY == 0 {
                             progress(reader.position());
                         }
                     }
                     Ok(None) => break,
                     Err(e) => {
-                        record_error(&mut an.summary, &e);
+                        record_error(&mut summary, &e);
                         break;
                     }
                 }
             }
-            an.summary.bad_timestamps = reader.bad_timestamps;
+            let _ = full_tx.send(batch);
+            summary.bad_timestamps = reader.bad_timestamps;
             progress(reader.position());
+            summary
+        });
+        for mut batch in full_rx {
+            for d in &batch {
+                an.segment(&d.seg, d.frame, d.ts_ns);
+            }
+            batch.clear();
+            let _ = empty_tx.send(batch);
         }
-        Err(e) => record_error(&mut an.summary, &e),
-    }
-    Analysis { files: vec![an.summary], conns: an.sink.conns }
+        // A panic while reading is a bug in tcpscope: let it surface as one.
+        reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+    });
+    Analysis { files: vec![summary], conns: an.sink.conns }
 }
 
 /// Analyses several files as one trace in time order (pieces of one capture).
-pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &dyn Fn(u64)) -> Analysis {
+pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
     let mut summaries: Vec<FileSummary> =
         paths.iter().map(|p| FileSummary { path: p.clone(), ..Default::default() }).collect();
     let mut readers = Vec::new();
@@ -261,10 +317,10 @@ pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &dyn Fn(u
         match item {
             Ok((r, rec)) => {
                 let f = reader_file[r];
-                an.summary = std::mem::take(&mut summaries[f]);
-                an.set_file(f);
-                an.record(&rec);
-                summaries[f] = std::mem::take(&mut an.summary);
+                if let Some(seg) = count_and_decode(&mut summaries[f], &rec) {
+                    an.set_file(f);
+                    an.segment(&seg, rec.frame, rec.ts_ns);
+                }
                 n += 1;
                 if n.is_multiple_of(PROGRESS_EVERY) {
                     progress(merged.readers().iter().map(|r| r.position()).sum());

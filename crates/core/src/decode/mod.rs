@@ -53,8 +53,11 @@ pub struct Segment<'a> {
     /// Payload length according to the IP header (or the wire length when the IP length field is
     /// 0, as in TSO/BIG TCP captures).
     pub payload_len: u32,
-    /// The captured part of the payload (shorter than `payload_len` when truncated).
+    /// The captured part of the payload (shorter than `payload_len` when truncated; empty after
+    /// [`Segment::detach`]).
     pub payload: &'a [u8],
+    /// Payload bytes missing from the capture: `payload_len - payload.len()` as decoded.
+    pub truncated: u32,
     /// IPv4 identification (0 for IPv6).
     pub ip_id: u16,
     /// TTL or hop limit.
@@ -68,7 +71,13 @@ pub struct Segment<'a> {
 impl Segment<'_> {
     /// Payload bytes missing from the capture.
     pub fn truncated_bytes(&self) -> u32 {
-        self.payload_len.saturating_sub(self.payload.len() as u32)
+        self.truncated
+    }
+
+    /// The same segment without its payload bytes, free of the frame's lifetime: what the
+    /// analysis needs, to hand to another thread.
+    pub fn detach(&self) -> Segment<'static> {
+        Segment { payload: &[], ..*self }
     }
 }
 
@@ -293,6 +302,7 @@ pub fn decode(link_type: u32, frame: &[u8], orig_len: u32) -> Result<Segment<'_>
         options: hdr.options,
         payload_len: payload_len as u32,
         payload: captured,
+        truncated: (payload_len - captured.len()) as u32,
         ip_id,
         ttl,
         ecn,
