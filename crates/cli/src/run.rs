@@ -57,13 +57,16 @@ fn analyse(args: &CommonArgs) -> io::Result<Analysis> {
         let last = AtomicU64::new(0);
         pass::analyze_merged(&args.traces, settings, &|pos| report(pos - last.swap(pos, Ordering::Relaxed)))
     } else {
+        // One file: read and analyse in two threads. Several: one thread per file.
+        let pipelined = args.traces.len() == 1;
         let parts: Vec<Analysis> = args
             .traces
             .par_iter()
             .enumerate()
             .map(|(i, path)| {
                 let last = AtomicU64::new(0);
-                pass::analyze_file(path, i, settings, &|pos| report(pos.saturating_sub(last.swap(pos, Ordering::Relaxed))))
+                let report = |pos: u64| report(pos.saturating_sub(last.swap(pos, Ordering::Relaxed)));
+                pass::analyze_file(path, i, settings, pipelined, &report)
             })
             .collect();
         let mut all = Analysis::default();

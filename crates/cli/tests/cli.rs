@@ -183,8 +183,8 @@ fn a_closed_pipe_is_a_clean_exit() {
 
 #[test]
 fn the_two_thread_file_pass_equals_the_single_thread_one() {
-    // `--merge` with one file runs decode and analysis in one thread, record by record; the
-    // default runs them in two threads with batches. Every number must be the same.
+    // One file alone runs decode and analysis in two threads with batches; `--merge` with one
+    // file, and each of several files, run them in one thread. Every number must be the same.
     let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(data_dir())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -198,5 +198,10 @@ fn the_two_thread_file_pass_equals_the_single_thread_one() {
         let single = json(&["stats", "--merge", f]);
         assert_eq!(threaded["connections"], single["connections"], "{f}");
         assert_eq!(threaded["files"], single["files"], "{f}");
+        // Two files at once: each analysed in one thread, the same numbers again.
+        let both = json(&["stats", f, f]);
+        let n = threaded["connections"].as_array().unwrap().len();
+        let first: Vec<serde_json::Value> = both["connections"].as_array().unwrap()[..n].to_vec();
+        assert_eq!(serde_json::Value::Array(first), threaded["connections"], "{f}");
     }
 }

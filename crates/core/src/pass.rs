@@ -231,10 +231,11 @@ struct Decoded {
 
 /// Analyses one file. `progress` is called now and then with the bytes consumed so far.
 ///
-/// Two threads: one reads and decodes records, the other runs flow and analysis on batches of
-/// decoded segments, so a single large file uses two cores. The answer is the same as feeding
-/// every record to [`Analyzer::record`] in order (a test checks it).
-pub fn analyze_file(path: &Path, file: usize, settings: Settings, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
+/// With `pipelined`, two threads: one reads and decodes records, the other runs flow and
+/// analysis on batches of decoded segments, so a single large file uses two cores (use it when
+/// the file is alone; several files are better spread over the cores one thread each). The
+/// answer is the same either way (a test checks it).
+pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: bool, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
     let mut summary = FileSummary { path: path.to_path_buf(), ..Default::default() };
     let mut reader = match CaptureReader::open(path) {
         Ok(r) => r,
@@ -247,6 +248,27 @@ pub fn analyze_file(path: &Path, file: usize, settings: Settings, progress: &(dy
     summary.compression = Some(reader.compression());
     let mut an = Analyzer::new(settings, StatsSink::default());
     an.set_file(file);
+    if !pipelined {
+        an.summary = summary;
+        loop {
+            match reader.next_record() {
+                Ok(Some(rec)) => {
+                    an.record(&rec);
+                    if rec.frame % PROGRESS_EVERY == 0 {
+                        progress(reader.position());
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    record_error(&mut an.summary, &e);
+                    break;
+                }
+            }
+        }
+        an.summary.bad_timestamps = reader.bad_timestamps;
+        progress(reader.position());
+        return Analysis { files: vec![an.summary], conns: an.sink.conns };
+    }
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
     let summary = std::thread::scope(|scope| {
