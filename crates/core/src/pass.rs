@@ -16,7 +16,7 @@ use std::sync::mpsc;
 
 use crate::analysis::{ConnIdx, Connection, Settings, Sink};
 use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record};
-use crate::decode::{self, Segment, Skip};
+use crate::decode::{self, Anomaly, Segment, Skip};
 use crate::flow::{FlowKey, FlowTable};
 use crate::stats::{ConnStats, StatsSink};
 
@@ -49,8 +49,11 @@ pub struct FileSummary {
     pub skipped: BTreeMap<&'static str, u64>,
     /// Records of link types tcpscope does not decode, by LINKTYPE value.
     pub unknown_link_types: BTreeMap<u32, u64>,
-    /// Decoded segments with an anomaly, by kind.
+    /// Decoded segments with an anomaly, by kind (filled from `anomaly_counts` by `finish`).
     pub anomalies: BTreeMap<&'static str, u64>,
+    /// Per-packet counting goes here (an array, not a map lookup per packet).
+    #[serde(skip)]
+    anomaly_counts: [u64; Anomaly::ALL.len()],
     /// Segments carrying TCP options other than MSS, window scale, SACK and timestamps, by
     /// option kind (e.g. 30 MPTCP, 34 TCP Fast Open, 172 AccECN); kinds ≥ 63 are counted as 63.
     pub other_tcp_options: BTreeMap<u8, u64>,
@@ -186,8 +189,10 @@ fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>) -> Option<Segme
         }
     };
     sum.tcp_packets += 1;
-    for a in seg.anomalies.iter() {
-        *sum.anomalies.entry(a.name()).or_default() += 1;
+    if seg.anomalies.0 != 0 {
+        for a in seg.anomalies.iter() {
+            sum.anomaly_counts[a as usize] += 1;
+        }
     }
     let mut kinds = seg.options.other_kinds;
     while kinds != 0 {
@@ -196,6 +201,19 @@ fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>) -> Option<Segme
         kinds &= kinds - 1;
     }
     Some(seg)
+}
+
+impl FileSummary {
+    /// Moves the per-packet counters into the reported maps; call once, at the end of the file.
+    pub fn finish(mut self) -> Self {
+        for a in Anomaly::ALL {
+            let n = std::mem::take(&mut self.anomaly_counts[a as usize]);
+            if n > 0 {
+                *self.anomalies.entry(a.name()).or_default() += n;
+            }
+        }
+        self
+    }
 }
 
 /// The result of analysing one file (or several merged).
@@ -267,7 +285,7 @@ pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: boo
         }
         an.summary.bad_timestamps = reader.bad_timestamps;
         progress(reader.position());
-        return Analysis { files: vec![an.summary], conns: an.sink.conns };
+        return Analysis { files: vec![an.summary.finish()], conns: an.sink.conns };
     }
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
@@ -312,7 +330,7 @@ pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: boo
         // A panic while reading is a bug in tcpscope: let it surface as one.
         reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
-    Analysis { files: vec![summary], conns: an.sink.conns }
+    Analysis { files: vec![summary.finish()], conns: an.sink.conns }
 }
 
 /// Analyses several files as one trace in time order (pieces of one capture).
@@ -354,6 +372,6 @@ pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(
     for (r, reader) in merged.readers().iter().enumerate() {
         summaries[reader_file[r]].bad_timestamps = reader.bad_timestamps;
     }
-    Analysis { files: summaries, conns: an.sink.conns }
+    Analysis { files: summaries.into_iter().map(FileSummary::finish).collect(), conns: an.sink.conns }
 }
 
