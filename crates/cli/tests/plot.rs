@@ -472,3 +472,34 @@ fn narrow_svg_aggregates_new_segments_but_keeps_every_retransmission() {
     assert_eq!(n, truth.data - truth.rexmit + zero_len as usize);
     assert!(svg.contains("drawn as one mark per pixel column"));
 }
+
+#[test]
+fn very_narrow_svg_draws_returning_packets_per_column_and_loses_none() {
+    // 200 px wide: ~130 columns for 590 returning packets (more than 4 per column), so the ack
+    // and window lines become one step per column; their counts add up to every returning
+    // packet (the first one included: its column starts the lines), and no retransmission or
+    // D-SACK is merged.
+    let f = data_dir().join("loss-snd.pcap");
+    let d = tempdir("plot-agg-acks");
+    let out = d.join("a.svg");
+    let svg = plot(&["plot", f.to_str().unwrap(), "-c", "1", "--width", "200", "-o", out.to_str().unwrap()]);
+    let counted = |class: &str| -> usize {
+        svg_groups(&svg, class)
+            .iter()
+            .map(|g| match g.find(r#"data-count=""#) {
+                Some(i) => g[i + 12..i + 12 + g[i + 12..].find('"').unwrap()].parse::<usize>().unwrap(),
+                None => 1,
+            })
+            .sum()
+    };
+    let m = svg_marks(&svg);
+    let truth = loss_truth(f64::MIN, f64::MAX);
+    assert_eq!(count(&m, "ack step"), 0);
+    assert_eq!(count(&m, "ack dup"), 0);
+    let cols = svg_groups(&svg, "ack step agg").len();
+    assert!(cols > 0 && cols <= 200, "{cols}");
+    assert_eq!(counted("ack step agg"), truth.ack_steps + truth.ack_repeats + 1);
+    assert_eq!(counted("ack dup agg"), truth.ack_repeats);
+    assert_eq!(count(&m, "seg rexmit"), truth.rexmit);
+    assert!(svg.contains("returning packets drawn per pixel column"));
+}

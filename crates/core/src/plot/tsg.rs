@@ -18,8 +18,11 @@
 //! **Aggregation.** With [`TsgView::columns`] set (the SVG's plot width in pixels) and more
 //! visible `new` segments than columns, the `new` segments (and zero-length packets) of each
 //! pixel column become one `seg agg` mark from their lowest to their highest sequence number,
-//! with their count and first frame. Retransmissions, out-of-order segments, probes, SACKs,
-//! ticks and notes are never aggregated, so none disappears when zoomed out.
+//! with their count and first frame. When returning packets (or plain SACK blocks) outnumber
+//! the columns [`AGGREGATE_FACTOR`] to 1, the ack and window lines step once per column and the
+//! column's repeats become one tick (`ack dup agg`, `win dup agg`), SACK blocks one bar per
+//! column (`sack agg`). Retransmissions, out-of-order segments, probes, D-SACKs and notes are
+//! never aggregated, so none disappears when zoomed out.
 
 use super::{Anchor, Axis, Color, Figure, LegendEntry, Mark, Prim, Sample, Shape, Way};
 use crate::series::tsg::{DataSeg, NoteKind, SegKind, Tsg};
@@ -40,6 +43,9 @@ pub struct TsgView {
     /// Title (default: endpoints, direction and connection id).
     pub title: Option<String>,
 }
+
+/// Returning packets (or SACK blocks) per pixel column beyond which they are drawn per column.
+const AGGREGATE_FACTOR: usize = 4;
 
 /// An aggregate of one pixel column: lowest start, highest end, count, first frame.
 type Bucket = (i64, i64, u32, u64);
@@ -134,9 +140,54 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
         let max_ack = tsg.acks[..=i].iter().map(|q| q.ack_off).max().unwrap_or(p.ack_off);
         (x0, max_ack, p.edge())
     });
+    let mut remarks = Vec::new();
     let mut win_marks = Vec::new();
     let mut ack_marks = Vec::new();
-    for p in tsg.acks[first_vis..].iter().take_while(|p| secs(p.t_ns) <= x1) {
+    let visible = &tsg.acks[first_vis..first_vis + tsg.acks[first_vis..].partition_point(|p| secs(p.t_ns) <= x1)];
+    // Column of a time when there are many more returning packets than pixel columns.
+    let ack_cols = view.columns.filter(|&c| c > 0 && visible.len() > AGGREGATE_FACTOR * c as usize).map(|c| c as usize);
+    let column = |t: f64, cols: usize| ((((t - x0) / (x1 - x0).max(f64::MIN_POSITIVE)) * cols as f64) as usize).min(cols - 1);
+    if let Some(cols) = ack_cols {
+        // One stair step per pixel column for each line, ending at the column's last value, and
+        // one tick per column standing for all the repeats in it.
+        let mut i = 0;
+        while i < visible.len() {
+            let c = column(secs(visible[i].t_ns), cols);
+            let j = i + visible[i..].partition_point(|p| column(secs(p.t_ns), cols) == c);
+            let col = &visible[i..j];
+            let x = x0 + (c as f64 + 0.5) / cols as f64 * (x1 - x0);
+            let last = &col[col.len() - 1];
+            let ack = col.iter().map(|p| p.ack_off).max().unwrap_or(last.ack_off);
+            let edge = last.edge();
+            let repeats = col.iter().filter(|p| p.repeats).count() as u32;
+            let edge_repeats = col.iter().filter(|p| p.edge_repeats).count() as u32;
+            let (px, pack, pedge) = prev.unwrap_or((x, ack, edge));
+            let ack = pack.max(ack);
+            if in_y(pack.min(ack), ack) {
+                extend(pack, ack);
+                let g = Color::Green;
+                let prims = vec![line(px, pack as f64, x, pack as f64, g), line(x, pack as f64, x, ack as f64, g)];
+                ack_marks.push(Mark { class: "ack step agg", frame: Some(col[0].frame), count: (j - i) as u32, prims });
+                if repeats > 0 {
+                    let prims = vec![at(Shape::Tick { x, y: ack as f64, way: Way::Down }, g)];
+                    ack_marks.push(Mark { class: "ack dup agg", frame: Some(col[0].frame), count: repeats, prims });
+                }
+            }
+            if in_y(pedge.min(edge), pedge.max(edge)) {
+                extend(pedge.min(edge), pedge.max(edge));
+                let y = Color::Yellow;
+                let prims = vec![line(px, pedge as f64, x, pedge as f64, y), line(x, pedge as f64, x, edge as f64, y)];
+                win_marks.push(Mark { class: "win step agg", frame: Some(col[0].frame), count: (j - i) as u32, prims });
+                if edge_repeats > 0 {
+                    let prims = vec![at(Shape::Tick { x, y: edge as f64, way: Way::Up }, y)];
+                    win_marks.push(Mark { class: "win dup agg", frame: Some(col[0].frame), count: edge_repeats, prims });
+                }
+            }
+            prev = Some((x, ack, edge));
+            i = j;
+        }
+    }
+    for p in visible.iter().filter(|_| ack_cols.is_none()) {
         let x = secs(p.t_ns);
         let edge = p.edge();
         let Some((px, pack, pedge)) = prev else {
@@ -177,10 +228,22 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     marks.append(&mut win_marks);
     marks.append(&mut ack_marks);
 
-    // --- SACK blocks ---
-    for b in tsg.sacks.iter().filter(|b| in_x(b.t_ns) && in_y(b.from, b.to)) {
-        let x = secs(b.t_ns);
+    // --- SACK blocks (D-SACKs always one by one; plain ones per column when too many) ---
+    let sacks: Vec<_> = tsg.sacks.iter().filter(|b| in_x(b.t_ns) && in_y(b.from, b.to)).collect();
+    let n_sack = sacks.iter().filter(|b| !b.dsack).count();
+    let sack_cols = view.columns.filter(|&c| c > 0 && n_sack > AGGREGATE_FACTOR * c as usize).map(|c| c as usize);
+    let mut sack_buckets: Vec<Option<Bucket>> = vec![None; sack_cols.unwrap_or(0)];
+    for b in sacks {
         let c = Color::Purple;
+        if let (Some(cols), false) = (sack_cols, b.dsack) {
+            let k = column(secs(b.t_ns), cols);
+            let e = sack_buckets[k].get_or_insert((b.from, b.to, 0, b.frame));
+            e.0 = e.0.min(b.from);
+            e.1 = e.1.max(b.to);
+            e.2 += 1;
+            continue;
+        }
+        let x = secs(b.t_ns);
         let (l, r) = (b.from as f64, b.to as f64);
         let mut prims = vec![
             line(x, l, x, r, c),
@@ -192,6 +255,24 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
         }
         marks.push(Mark { class: if b.dsack { "dsack" } else { "sack" }, frame: Some(b.frame), count: 1, prims });
     }
+    let n_cols = sack_buckets.len();
+    for (k, e) in sack_buckets.into_iter().enumerate() {
+        let Some((lo, hi, n, frame)) = e else { continue };
+        let x = x0 + (k as f64 + 0.5) / n_cols as f64 * (x1 - x0);
+        let c = Color::Purple;
+        let prims = vec![
+            line(x, lo as f64, x, hi as f64, c),
+            at(Shape::Tick { x, y: lo as f64, way: Way::Horizontal }, c),
+            at(Shape::Tick { x, y: hi as f64, way: Way::Horizontal }, c),
+        ];
+        marks.push(Mark { class: "sack agg", frame: Some(frame), count: n, prims });
+    }
+    if ack_cols.is_some() || sack_cols.is_some() {
+        remarks.push(format!(
+            "returning packets drawn per pixel column: {} ACKs, {n_sack} SACK blocks",
+            visible.len()
+        ));
+    }
 
     // --- Data segments, aggregated per pixel column if there are too many ---
     for s in &segs {
@@ -199,7 +280,6 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     }
     let plain = |s: &&&DataSeg| s.kind == SegKind::New;
     let n_plain = segs.iter().filter(|s| s.kind == SegKind::New).count();
-    let mut remarks = Vec::new();
     match view.columns {
         Some(cols) if cols > 0 && n_plain > cols as usize => {
             let cols = cols as usize;
