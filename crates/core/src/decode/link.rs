@@ -6,7 +6,7 @@
 
 use super::Skip;
 
-/// LINKTYPE_* values (https://www.tcpdump.org/linktypes.html) that tcpscope decodes.
+/// LINKTYPE_* values (<https://www.tcpdump.org/linktypes.html>) that tcpscope decodes.
 pub mod linktype {
     /// BSD loopback: 4-byte address family in the capturing host's byte order.
     pub const NULL: u32 = 0;

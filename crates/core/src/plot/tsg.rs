@@ -19,7 +19,7 @@
 //! visible `new` segments than columns, the `new` segments (and zero-length packets) of each
 //! pixel column become one `seg agg` mark from their lowest to their highest sequence number,
 //! with their count and first frame. When returning packets (or plain SACK blocks) outnumber
-//! the columns [`AGGREGATE_FACTOR`] to 1, the ack and window lines step once per column and the
+//! the columns 4 to 1 (`AGGREGATE_FACTOR`), the ack and window lines step once per column and the
 //! column's repeats become one tick (`ack dup agg`, `win dup agg`), SACK blocks one bar per
 //! column (`sack agg`). Retransmissions, out-of-order segments, probes, D-SACKs and notes are
 //! never aggregated, so none disappears when zoomed out.
