@@ -60,6 +60,15 @@ pub struct StatsArgs {
     pub common: CommonArgs,
 }
 
+/// Plot kind.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum KindArg {
+    /// Time-sequence plot.
+    Tsg,
+    /// RTT samples over time.
+    Rtt,
+}
+
 /// Direction of a connection, as in the JSON.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum DirArg {
@@ -80,7 +89,10 @@ pub struct PlotArgs {
     /// Direction whose data is plotted (the acks come from the other one).
     #[arg(long, value_enum, default_value = "a2b")]
     pub dir: DirArg,
-    /// Output file; `.xpl` writes xplot, anything else SVG. Default `tsg-ID-DIR.svg`.
+    /// What to plot: `tsg` time-sequence (thesis ch. 2), `rtt` round-trip time samples.
+    #[arg(short = 'k', long, value_enum, default_value = "tsg")]
+    pub kind: KindArg,
+    /// Output file; `.xpl` writes xplot, anything else SVG. Default `KIND-ID-DIR.svg`.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Start time, seconds since the connection's first packet.

@@ -503,3 +503,30 @@ fn very_narrow_svg_draws_returning_packets_per_column_and_loses_none() {
     assert_eq!(count(&m, "seg rexmit"), truth.rexmit);
     assert!(svg.contains("returning packets drawn per pixel column"));
 }
+
+#[test]
+fn rtt_plot_has_one_mark_per_sample_of_each_kind() {
+    // Every Karn and timestamp sample of a's data in loss-snd.pcap, as `stats` counts them, in
+    // the SVG and in the .xpl; the samples lie on the recorded 2 × 10 ms path (truth file).
+    let f = data_dir().join("loss-snd.pcap");
+    let f = f.to_str().unwrap();
+    let d = tempdir("plot-rtt");
+    let doc = json(&["stats", f]);
+    let a2b = &doc["connections"][0]["a2b"];
+    let (karn, ts) = (a2b["rtt_samples"].as_u64().unwrap() as usize, a2b["rtt_ts_samples"].as_u64().unwrap() as usize);
+    assert!(karn > 100 && ts > 10);
+    let svg = plot(&["plot", f, "-c", "1", "--kind", "rtt", "-o", d.join("r.svg").to_str().unwrap()]);
+    let m = svg_marks(&svg);
+    assert_eq!((count(&m, "rtt karn"), count(&m, "rtt ts")), (karn, ts));
+    let xpl = plot(&["plot", f, "-c", "1", "-k", "rtt", "-o", d.join("r.xpl").to_str().unwrap()]);
+    let diamonds: Vec<f64> =
+        xpl.lines().filter(|l| l.starts_with("diamond ")).map(|l| l.split(' ').nth(2).unwrap().parse().unwrap()).collect();
+    assert_eq!(diamonds.len(), karn);
+    assert_eq!(xpl.lines().filter(|l| l.starts_with("box ")).count(), ts);
+    let min = diamonds.iter().cloned().fold(f64::MAX, f64::min);
+    assert!((19.0..25.0).contains(&min), "fastest Karn sample {min} ms on a 20 ms path");
+    // Clipping keeps only the samples in the window.
+    let clipped = plot(&["plot", f, "-c", "1", "-k", "rtt", "--from", "0.5", "--to", "1.0", "-o", d.join("c.xpl").to_str().unwrap()]);
+    let xs: Vec<f64> = clipped.lines().filter(|l| l.starts_with("diamond ")).map(|l| l.split(' ').nth(1).unwrap().parse().unwrap()).collect();
+    assert!(!xs.is_empty() && xs.len() < karn && xs.iter().all(|x| (0.5..=1.0).contains(x)));
+}

@@ -12,6 +12,7 @@
 //! down and horizontal ticks, diamonds, boxes and text placed above, below, left, right or
 //! centred on a point. The SVG renderer sizes arrowheads and ticks in pixels, as xplot does.
 
+pub mod rtt;
 pub mod svg;
 pub mod tsg;
 pub mod xplot;

@@ -5,6 +5,7 @@
 //! analysis' offsets: the first payload byte is 0). It never sees packets. The
 //! [`crate::plot`] module turns a series into drawing primitives.
 //!
+//! - [`rtt::RttSink`] collects the RTT samples of one connection and direction.
 //! - [`tsg::TsgSink`] collects the time-sequence series of one connection and direction
 //!   ([`tsg::Tsg`]): data segments, the ack and window lines from the returning packets, SACK
 //!   blocks and notable flags.
@@ -25,4 +26,5 @@
 //! assert_eq!(tsg.segments.iter().filter(|s| s.len > 0).count(), 737);
 //! ```
 
+pub mod rtt;
 pub mod tsg;
