@@ -31,6 +31,17 @@ fn svg_groups<'a>(svg: &'a str, class: &str) -> Vec<&'a str> {
     svg.match_indices(&pat).map(|(i, _)| &svg[i..i + svg[i..].find("</g>").unwrap()]).collect()
 }
 
+/// Packets the marks of a class stand for: their `data-count`, or 1 for a mark without one.
+fn counted(svg: &str, class: &str) -> usize {
+    svg_groups(svg, class)
+        .iter()
+        .map(|g| match g.find(r#"data-count=""#) {
+            Some(i) => g[i + 12..i + 12 + g[i + 12..].find('"').unwrap()].parse::<usize>().unwrap(),
+            None => 1,
+        })
+        .sum()
+}
+
 fn count(m: &BTreeMap<String, usize>, class: &str) -> usize {
     m.get(class).copied().unwrap_or(0)
 }
@@ -459,13 +470,7 @@ fn narrow_svg_aggregates_new_segments_but_keeps_every_retransmission() {
     // packets plus the zero-length ones (SYN, pure ACKs), which are folded in with them.
     let aggs = svg_groups(&svg, "seg agg");
     assert!(!aggs.is_empty() && aggs.len() <= 300);
-    let n: usize = aggs
-        .iter()
-        .map(|g| {
-            let i = g.find(r#"data-count=""#).unwrap() + 12;
-            g[i..i + g[i..].find('"').unwrap()].parse::<usize>().unwrap()
-        })
-        .sum();
+    let n = counted(&svg, "seg agg");
     let doc = json(&["stats", f.to_str().unwrap()]);
     let a2b = &doc["connections"][0]["a2b"];
     let zero_len = a2b["packets"].as_u64().unwrap() - a2b["data_packets"].as_u64().unwrap();
@@ -483,23 +488,14 @@ fn very_narrow_svg_draws_returning_packets_per_column_and_loses_none() {
     let d = tempdir("plot-agg-acks");
     let out = d.join("a.svg");
     let svg = plot(&["plot", f.to_str().unwrap(), "-c", "1", "--width", "200", "-o", out.to_str().unwrap()]);
-    let counted = |class: &str| -> usize {
-        svg_groups(&svg, class)
-            .iter()
-            .map(|g| match g.find(r#"data-count=""#) {
-                Some(i) => g[i + 12..i + 12 + g[i + 12..].find('"').unwrap()].parse::<usize>().unwrap(),
-                None => 1,
-            })
-            .sum()
-    };
     let m = svg_marks(&svg);
     let truth = loss_truth(f64::MIN, f64::MAX);
     assert_eq!(count(&m, "ack step"), 0);
     assert_eq!(count(&m, "ack dup"), 0);
     let cols = svg_groups(&svg, "ack step agg").len();
     assert!(cols > 0 && cols <= 200, "{cols}");
-    assert_eq!(counted("ack step agg"), truth.ack_steps + truth.ack_repeats + 1);
-    assert_eq!(counted("ack dup agg"), truth.ack_repeats);
+    assert_eq!(counted(&svg, "ack step agg"), truth.ack_steps + truth.ack_repeats + 1);
+    assert_eq!(counted(&svg, "ack dup agg"), truth.ack_repeats);
     assert_eq!(count(&m, "seg rexmit"), truth.rexmit);
     assert!(svg.contains("returning packets drawn per pixel column"));
 }

@@ -58,6 +58,16 @@ fn line(x1: f64, y1: f64, x2: f64, y2: f64, color: Color) -> Prim {
     Prim { shape: Shape::Line { x1, y1, x2, y2 }, color }
 }
 
+/// A SACK block: a purple bar with a serif at each end, as tcptrace draws it.
+fn sack_bar(x: f64, from: i64, to: i64) -> Vec<Prim> {
+    let (c, l, r) = (Color::Purple, from as f64, to as f64);
+    vec![
+        line(x, l, x, r, c),
+        at(Shape::Tick { x, y: l, way: Way::Horizontal }, c),
+        at(Shape::Tick { x, y: r, way: Way::Horizontal }, c),
+    ]
+}
+
 fn at(shape: Shape, color: Color) -> Prim {
     Prim { shape, color }
 }
@@ -244,14 +254,9 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
             continue;
         }
         let x = secs(b.t_ns);
-        let (l, r) = (b.from as f64, b.to as f64);
-        let mut prims = vec![
-            line(x, l, x, r, c),
-            at(Shape::Tick { x, y: l, way: Way::Horizontal }, c),
-            at(Shape::Tick { x, y: r, way: Way::Horizontal }, c),
-        ];
+        let mut prims = sack_bar(x, b.from, b.to);
         if b.dsack {
-            prims.push(text(x, r, Anchor::Right, "D", c));
+            prims.push(text(x, b.to as f64, Anchor::Right, "D", c));
         }
         marks.push(Mark { class: if b.dsack { "dsack" } else { "sack" }, frame: Some(b.frame), count: 1, prims });
     }
@@ -259,13 +264,7 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     for (k, e) in sack_buckets.into_iter().enumerate() {
         let Some((lo, hi, n, frame)) = e else { continue };
         let x = x0 + (k as f64 + 0.5) / n_cols as f64 * (x1 - x0);
-        let c = Color::Purple;
-        let prims = vec![
-            line(x, lo as f64, x, hi as f64, c),
-            at(Shape::Tick { x, y: lo as f64, way: Way::Horizontal }, c),
-            at(Shape::Tick { x, y: hi as f64, way: Way::Horizontal }, c),
-        ];
-        marks.push(Mark { class: "sack agg", frame: Some(frame), count: n, prims });
+        marks.push(Mark { class: "sack agg", frame: Some(frame), count: n, prims: sack_bar(x, lo, hi) });
     }
     if ack_cols.is_some() || sack_cols.is_some() {
         remarks.push(format!(

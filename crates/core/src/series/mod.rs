@@ -28,3 +28,22 @@
 
 pub mod rtt;
 pub mod tsg;
+
+/// Runs the analysis over a file with `sink` and returns the sink, with the error that ended
+/// reading early, if any (the sink holds everything read before it).
+pub fn run_file<S: crate::analysis::Sink>(
+    path: &std::path::Path,
+    settings: crate::analysis::Settings,
+    sink: S,
+) -> Result<(S, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
+    let mut reader = crate::capture::CaptureReader::open(path)?;
+    let mut an = crate::pass::Analyzer::new(settings, sink);
+    let err = loop {
+        match reader.next_record() {
+            Ok(Some(rec)) => an.record(&rec),
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    Ok((an.sink, err))
+}

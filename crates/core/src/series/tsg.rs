@@ -381,16 +381,8 @@ pub fn from_file(
     dir: Dir,
     settings: crate::analysis::Settings,
 ) -> Result<(Option<Tsg>, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
-    let mut reader = crate::capture::CaptureReader::open(path)?;
-    let mut an = crate::pass::Analyzer::new(settings, TsgSink::new(conn, dir));
-    let err = loop {
-        match reader.next_record() {
-            Ok(Some(rec)) => an.record(&rec),
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        }
-    };
-    Ok((an.sink.finish(), err))
+    let (sink, err) = super::run_file(path, settings, TsgSink::new(conn, dir))?;
+    Ok((sink.finish(), err))
 }
 
 #[cfg(test)]
