@@ -237,6 +237,41 @@ fn record_error(sum: &mut FileSummary, e: &CaptureError) {
     sum.error_offset = Some(e.offset());
 }
 
+/// Reads a file to its end (or its first error, recorded in `sum`): counts every record in
+/// `sum`, decodes it, and hands each TCP segment with its frame number and time to `each`,
+/// which returns false to stop. Reports progress now and then. Returns the error, if any.
+pub fn read_segments(
+    reader: &mut CaptureReader,
+    sum: &mut FileSummary,
+    progress: &(dyn Fn(u64) + Sync),
+    mut each: impl FnMut(&Segment<'_>, u64, u64) -> bool,
+) -> Option<CaptureError> {
+    let mut error = None;
+    loop {
+        match reader.next_record() {
+            Ok(Some(rec)) => {
+                if let Some(seg) = count_and_decode(sum, &rec)
+                    && !each(&seg, rec.frame, rec.ts_ns)
+                {
+                    break;
+                }
+                if rec.frame % PROGRESS_EVERY == 0 {
+                    progress(reader.position());
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                record_error(sum, &e);
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    sum.bad_timestamps = reader.bad_timestamps;
+    progress(reader.position());
+    error
+}
+
 /// Segments handed from the reading thread to the analysing thread at a time.
 const BATCH: usize = 4096;
 
@@ -267,57 +302,26 @@ pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: boo
     let mut an = Analyzer::new(settings, StatsSink::default());
     an.set_file(file);
     if !pipelined {
-        an.summary = summary;
-        loop {
-            match reader.next_record() {
-                Ok(Some(rec)) => {
-                    an.record(&rec);
-                    if rec.frame % PROGRESS_EVERY == 0 {
-                        progress(reader.position());
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    record_error(&mut an.summary, &e);
-                    break;
-                }
-            }
-        }
-        an.summary.bad_timestamps = reader.bad_timestamps;
-        progress(reader.position());
-        return Analysis { files: vec![an.summary.finish()], conns: an.sink.conns };
+        let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
+            an.segment(seg, frame, ts_ns);
+            true
+        });
+        return Analysis { files: vec![summary.finish()], conns: an.sink.conns };
     }
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
     let summary = std::thread::scope(|scope| {
         let reading = scope.spawn(move || {
             let mut batch = Vec::with_capacity(BATCH);
-            loop {
-                match reader.next_record() {
-                    Ok(Some(rec)) => {
-                        if let Some(seg) = count_and_decode(&mut summary, &rec) {
-                            batch.push(Decoded { seg: seg.detach(), frame: rec.frame, ts_ns: rec.ts_ns });
-                        }
-                        if batch.len() == BATCH {
-                            let next = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                            if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
-                                break;
-                            }
-                        }
-                        if rec.frame % PROGRESS_EVERY == 0 {
-                            progress(reader.position());
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        record_error(&mut summary, &e);
-                        break;
-                    }
+            let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
+                batch.push(Decoded { seg: seg.detach(), frame, ts_ns });
+                if batch.len() < BATCH {
+                    return true;
                 }
-            }
+                let next = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                full_tx.send(std::mem::replace(&mut batch, next)).is_ok()
+            });
             let _ = full_tx.send(batch);
-            summary.bad_timestamps = reader.bad_timestamps;
-            progress(reader.position());
             summary
         });
         for mut batch in full_rx {

@@ -38,12 +38,10 @@ pub fn run_file<S: crate::analysis::Sink>(
 ) -> Result<(S, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
     let mut reader = crate::capture::CaptureReader::open(path)?;
     let mut an = crate::pass::Analyzer::new(settings, sink);
-    let err = loop {
-        match reader.next_record() {
-            Ok(Some(rec)) => an.record(&rec),
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        }
-    };
+    let mut sum = crate::pass::FileSummary::default();
+    let err = crate::pass::read_segments(&mut reader, &mut sum, &|_| {}, |seg, frame, ts_ns| {
+        an.segment(seg, frame, ts_ns);
+        true
+    });
     Ok((an.sink, err))
 }
