@@ -5,6 +5,7 @@
 mod args;
 mod output;
 mod plot;
+mod print;
 mod run;
 
 use std::io::{self, Write};

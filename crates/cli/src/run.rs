@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use tcpscope_core::analysis::Settings;
+use tcpscope_core::capture::{TraceSet, time};
 use tcpscope_core::pass::{self, Analysis};
 
 use crate::args::{Cli, Command, CommonArgs};
@@ -31,6 +32,9 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
             Ok(status(&an))
         }
         Command::Plot(args) => crate::plot::plot(&args),
+        Command::Print(p) => crate::print::print(&p.common),
+        #[cfg(feature = "capture")]
+        Command::Capture(a) => crate::print::capture(&a),
     }
 }
 
@@ -39,7 +43,7 @@ fn status(an: &Analysis) -> ExitCode {
     if an.nothing_read() { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }
 
-fn settings(args: &CommonArgs) -> io::Result<Settings> {
+pub(crate) fn settings(args: &CommonArgs) -> io::Result<Settings> {
     if args.idle_split.is_nan() || args.idle_split <= 0.0 {
         return Err(io::Error::other("--idle-split must be a positive number of seconds"));
     }
@@ -53,7 +57,10 @@ fn analyse(args: &CommonArgs) -> io::Result<Analysis> {
     let total: u64 = args.traces.iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum();
     let progress = Progress::new(total, args.quiet);
     let report = |n: u64| progress.add(n);
-    let an = if args.merge {
+    let windowed = args.window().is_set() || args.traces.iter().any(|p| p.is_dir());
+    let an = if windowed {
+        analyse_sets(args, settings)?
+    } else if args.merge {
         let last = AtomicU64::new(0);
         pass::analyze_merged(&args.traces, settings, &|pos| report(pos - last.swap(pos, Ordering::Relaxed)))
     } else {
@@ -117,4 +124,44 @@ impl Progress {
     fn finish(&self) {
         self.bar.finish_and_clear();
     }
+}
+
+/// With a time window or a directory: each TRACE (a file or a ring directory) is one trace set,
+/// or all of them one with `--merge`; only the window's packets are read.
+fn analyse_sets(args: &CommonArgs, settings: Settings) -> io::Result<Analysis> {
+    let groups: Vec<Vec<std::path::PathBuf>> =
+        if args.merge { vec![args.traces.clone()] } else { args.traces.iter().map(|p| vec![p.clone()]).collect() };
+    let tz = time::local_zone();
+    let mut all = Analysis::default();
+    for g in groups {
+        let set = open_set(&g)?;
+        let (from, to) = window(args, &set, &tz)?;
+        let mut an = pass::analyze_set(&set, from, to, settings, &|_| {}, |_, _, _, _| true);
+        for c in &mut an.conns {
+            c.info.file += all.files.len();
+        }
+        all.files.extend(an.files);
+        all.conns.extend(an.conns);
+    }
+    Ok(all)
+}
+
+/// Opens a trace set and reports ignored indexes on stderr.
+pub(crate) fn open_set(paths: &[std::path::PathBuf]) -> io::Result<TraceSet> {
+    let set = TraceSet::open(paths).map_err(io::Error::other)?;
+    let mut err = io::stderr().lock();
+    for w in &set.warnings {
+        writeln!(err, "tcpscope: {w}")?;
+    }
+    Ok(set)
+}
+
+/// The window `[from, to)` of the arguments for this set.
+pub(crate) fn window(args: &CommonArgs, set: &TraceSet, tz: &jiff::tz::TimeZone) -> io::Result<(u64, u64)> {
+    let start = set.start_ns().unwrap_or(0);
+    let (from, to) = args.window().resolve(start, tz).map_err(io::Error::other)?;
+    if from >= to {
+        return Err(io::Error::other(format!("empty time window: it ends before it starts ({} >= {})", time::clock(from, tz), time::clock(to, tz))));
+    }
+    Ok((from, to))
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::analysis::{ConnIdx, Connection, Settings, Sink};
-use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record};
+use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record, SetReader, TraceSet};
 use crate::decode::{self, Anomaly, Segment, Skip};
 use crate::flow::{FlowKey, FlowTable};
 use crate::stats::{ConnStats, StatsSink};
@@ -120,8 +120,9 @@ impl<S: Sink> Analyzer<S> {
         }
     }
 
-    /// Analyses one decoded segment (frame number and time from its record).
-    pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) {
+    /// Analyses one decoded segment (frame number and time from its record); returns the index
+    /// of its connection (0-based; ids are this plus one).
+    pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
         self.now_ns = self.now_ns.max(ts_ns);
 
         let found = self.flows.lookup(seg).and_then(|(idx, dir)| {
@@ -149,6 +150,7 @@ impl<S: Sink> Analyzer<S> {
             self.last_sweep_ns = self.now_ns;
             self.sweep();
         }
+        idx
     }
 
     /// Drops the analysis state of connections that are finished or long silent.
@@ -379,3 +381,72 @@ pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(
     Analysis { files: summaries.into_iter().map(FileSummary::finish).collect(), conns: an.sink.conns }
 }
 
+
+/// Analyses the packets of a trace set with `from <= ts_ns < to` as one trace in time order
+/// (see [`crate::capture::set`]). Each file read appears in [`Analysis::files`] with the counts
+/// of its packets *in the window*; files outside the window are not read and not listed
+/// (unreadable ones are, with their error). Frame numbers in events are those within each
+/// packet's file, so they can be checked with tshark on that file.
+///
+/// `each` sees every TCP segment with its file (index into `set.files`), record and connection
+/// index; returning false stops the pass.
+pub fn analyze_set(
+    set: &TraceSet,
+    from: u64,
+    to: u64,
+    settings: Settings,
+    progress: &(dyn Fn(u64) + Sync),
+    mut each: impl FnMut(usize, &Record<'_>, &Segment<'_>, ConnIdx) -> bool,
+) -> Analysis {
+    let mut summaries: Vec<Option<FileSummary>> = set.files.iter().map(|_| None).collect();
+    fn summary<'a>(summaries: &'a mut [Option<FileSummary>], set: &TraceSet, f: usize) -> &'a mut FileSummary {
+        summaries[f].get_or_insert_with(|| FileSummary { path: set.files[f].path.clone(), ..Default::default() })
+    }
+    for (f, file) in set.files.iter().enumerate() {
+        if let Some(e) = &file.error {
+            summary(&mut summaries, set, f).error = Some(e.clone());
+        }
+    }
+    let mut reader = SetReader::new(set, from, to);
+    let mut an = Analyzer::new(settings, StatsSink::default());
+    let mut n = 0u64;
+    let mut bytes = 0u64;
+    while let Some(item) = reader.next() {
+        match item {
+            Ok((f, rec)) => {
+                let sum = summary(&mut summaries, set, f);
+                if let Some(seg) = count_and_decode(sum, &rec) {
+                    an.set_file(f);
+                    let idx = an.segment(&seg, rec.frame, rec.ts_ns);
+                    if !each(f, &rec, &seg, idx) {
+                        break;
+                    }
+                }
+                n += 1;
+                bytes += rec.data.len() as u64 + 16;
+                if n.is_multiple_of(PROGRESS_EVERY) {
+                    progress(bytes);
+                }
+            }
+            Err((f, e)) => record_error(summary(&mut summaries, set, f), &e),
+        }
+    }
+    progress(bytes);
+    for &(f, format, compression) in &reader.opened {
+        let sum = summary(&mut summaries, set, f);
+        sum.format = Some(format);
+        sum.compression = Some(compression);
+    }
+    // Connections name their file by its place in `files`, which lists only the files read.
+    let mut place = vec![0; summaries.len()];
+    let mut n = 0;
+    for (f, s) in summaries.iter().enumerate() {
+        place[f] = n;
+        n += s.is_some() as usize;
+    }
+    let mut conns = an.sink.conns;
+    for c in &mut conns {
+        c.info.file = place[c.info.file];
+    }
+    Analysis { files: summaries.into_iter().flatten().map(FileSummary::finish).collect(), conns }
+}

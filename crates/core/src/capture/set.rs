@@ -31,7 +31,7 @@ use std::io;
 use std::path::PathBuf;
 
 use super::index::{EVERY_BYTES, EVERY_PKTS, SIDECAR_SUFFIX};
-use super::{CaptureError, CaptureReader, FileError, Index, Record};
+use super::{CaptureError, CaptureReader, Compression, FileError, Format, Index, Record};
 
 /// Why a trace set could not be opened or read.
 #[derive(Debug, thiserror::Error)]
@@ -97,8 +97,27 @@ fn is_capture_name(name: &str) -> bool {
     !(name.starts_with('.') || name.ends_with(SIDECAR_SUFFIX) || name.ends_with(".tmp"))
 }
 
+/// Whether a file in a directory may be a capture: empty (just created by a capture), or
+/// starting with a pcap, pcapng, gzip or zstd magic number. Other files in a directory (notes,
+/// checksums) are not part of the trace; a file named on the command line always is.
+fn looks_like_capture(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    let n = match std::fs::File::open(path).and_then(|mut f| f.read(&mut magic)) {
+        Ok(n) => n,
+        Err(_) => return true, // let the reader report it
+    };
+    let m = &magic[..n];
+    n == 0
+        || m.starts_with(&[0x1f, 0x8b])
+        || m == [0x28, 0xb5, 0x2f, 0xfd]
+        || m == [0x0a, 0x0d, 0x0d, 0x0a]
+        || matches!(m, [0xd4, 0xc3, 0xb2, 0xa1] | [0xa1, 0xb2, 0xc3, 0xd4] | [0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d] | [0x34, 0xcd, 0xb2, 0xa1] | [0xa1, 0xb2, 0xcd, 0x34])
+}
+
 impl TraceSet {
-    /// Opens directories (every capture file in them) and files as one set.
+    /// Opens directories (every capture file in them, in name order before sorting by time)
+    /// and files as one set.
     pub fn open(paths: &[PathBuf]) -> Result<TraceSet, SetError> {
         let mut list = Vec::new();
         for p in paths {
@@ -111,7 +130,7 @@ impl TraceSet {
                 for e in std::fs::read_dir(p).map_err(dir_err)? {
                     let e = e.map_err(dir_err)?;
                     let name = e.file_name().to_string_lossy().into_owned();
-                    if is_capture_name(&name) && e.file_type().map(|t| t.is_file()).unwrap_or(false) {
+                    if is_capture_name(&name) && e.file_type().map(|t| t.is_file()).unwrap_or(false) && looks_like_capture(&e.path()) {
                         names.push(e.path());
                     }
                 }
@@ -455,8 +474,8 @@ pub struct SetReader<'s> {
     active: Vec<Active>,
     current: Owned,
     errors: VecDeque<(usize, CaptureError)>,
-    /// Files opened (in order), for their summaries.
-    pub opened: Vec<usize>,
+    /// Files opened (in order) with their format and compression, for their summaries.
+    pub opened: Vec<(usize, Format, Compression)>,
 }
 
 impl<'s> SetReader<'s> {
@@ -476,11 +495,11 @@ impl<'s> SetReader<'s> {
     /// its first packet in the window.
     fn open(&mut self, i: usize) {
         let f = &self.set.files[i];
-        self.opened.push(i);
         let mut reader = match CaptureReader::open(&f.path) {
             Ok(r) => r,
             Err(e) => return self.errors.push_back((i, e)),
         };
+        self.opened.push((i, reader.format(), reader.compression()));
         let mut sorted = false;
         if let Some(idx) = &f.index {
             sorted = idx.sorted;
