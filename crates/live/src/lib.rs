@@ -26,7 +26,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use std::os::fd::AsFd;
+
 use bytesize::ByteSize;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use tcpscope_core::capture::index::CaptureCounters;
 use tcpscope_core::capture::{Format, Index};
 
@@ -261,7 +264,9 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
         .timeout(100)
         .open()
         .map_err(|e| pcap_err(iface, &format!("opening interface {iface}"), e))?;
-    let mut cap = cap;
+    // Non-blocking, with our own poll: on Linux a blocking read may never return without
+    // traffic (TPACKET_V3) and is restarted after a signal, so the stop flag would go unseen.
+    let mut cap = cap.setnonblock().map_err(|e| pcap_err(iface, &format!("setting {iface} non-blocking"), e))?;
     if let Some(f) = &args.filter {
         cap.filter(f, true).map_err(|e| pcap_err(iface, &format!("filter {f:?}"), e))?;
     }
@@ -317,7 +322,11 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
                 total_pkts += 1;
                 packet_written = true;
             }
-            Err(pcap::Error::TimeoutExpired) => {}
+            Err(pcap::Error::TimeoutExpired) => {
+                // Nothing buffered: wait for the next block of packets, a signal, or 100 ms.
+                let mut fds = [PollFd::new(cap.as_fd(), PollFlags::POLLIN)];
+                let _ = poll(&mut fds, PollTimeout::from(100u8));
+            }
             Err(pcap::Error::NoMorePackets) => break Ok(()),
             Err(e) => break Err(pcap_err(iface, &format!("reading from {iface}"), e)),
         }
@@ -374,6 +383,12 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
     if let Some(f) = current.take() {
         close(f, &counters, &file_start)?;
         files_closed += 1;
+    }
+    // The last index added a few bytes: leave the ring within its budget.
+    if let Ok((deleted, _)) = ring::enforce(&cfg.dir, cfg.budget, None) {
+        for d in deleted {
+            log!("deleted {} (oldest, over budget)", d.display());
+        }
     }
     log!(
         "stopped: {total_pkts} packets in {files_closed} files; libpcap received {}, dropped {} (buffer full) and {} (interface)",

@@ -430,7 +430,11 @@ impl Cursor {
         let mut found = if n_start == 0 {
             self.forward_from(0, 0)?.map(|(f, r)| (f, r.ts_ns))
         } else {
-            let f = n_start - 1;
+            let mut f = n_start - 1;
+            // Earlier files may end exactly at the time (equal times across a boundary).
+            while f > 0 && self.blocks(f - 1)? > 0 && self.set.ensure_index(f - 1)?.last_ts_ns >= ts_ns {
+                f -= 1;
+            }
             let b = self.set.ensure_index(f)?.block_before(ts_ns);
             self.forward_from(f, b)?.map(|(f, r)| (f, r.ts_ns))
         };

@@ -312,3 +312,20 @@ fn a_directory_without_captures_is_an_error() {
     assert!(e.to_string().contains("no capture files"), "{e}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn equal_times_across_a_file_boundary_seek_to_the_earlier_file() {
+    // Fast links put several packets in one µs; a rotation can fall between them.
+    let dir = tempdir("equal");
+    let t = T0 + 5000;
+    let one: Vec<Pkt> = vec![pkt(T0, 1), pkt(t, 2), pkt(t, 3)];
+    let two: Vec<Pkt> = vec![pkt(t, 4), pkt(t + 1000, 5)];
+    std::fs::write(dir.join("1.pcap"), pcap(&one, false, false)).unwrap();
+    std::fs::write(dir.join("2.pcap"), pcap(&two, false, false)).unwrap();
+    let mut c = cursor(&dir);
+    let got = c.seek(t).unwrap().map(|(_, r)| seq_of(&r));
+    assert_eq!(got, Some(2));
+    let got: Vec<u32> = std::iter::from_fn(|| c.next().unwrap().map(|(_, r)| seq_of(&r))).collect();
+    assert_eq!(got, [3, 4, 5]);
+    let _ = std::fs::remove_dir_all(dir);
+}
