@@ -18,6 +18,9 @@ pub enum Command {
     Conns(CommonArgs),
     /// Full per-connection, per-direction statistics (both directions side by side).
     Stats(StatsArgs),
+    /// Rank connections by trouble and say why: out-of-sequence classes, what limited each
+    /// connection, burstiness, a verdict (boring connections hidden; see docs/screening.md).
+    Screen(ScreenArgs),
     /// Draw a plot of one connection: the time-sequence plot (tsg) as SVG or xplot (.xpl).
     Plot(PlotArgs),
 }
@@ -119,4 +122,22 @@ pub struct PlotArgs {
     /// Window scale to assume when the handshake was not captured (0-14).
     #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u8).range(0..=14))]
     pub wscale: Option<u8>,
+}
+
+#[derive(Args, Debug)]
+pub struct ScreenArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Rules file (TOML): what counts as boring, the classifier's constants (docs/screening.md).
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Only the N most troubled connections.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Show boring connections too.
+    #[arg(long)]
+    pub all: bool,
+    /// Text output: list every classified segment with its evidence.
+    #[arg(long)]
+    pub events: bool,
 }
