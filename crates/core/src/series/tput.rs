@@ -28,6 +28,9 @@ pub struct DataPoint {
     pub bytes: u32,
     /// Payload bytes not sent before (goodput).
     pub new_bytes: u32,
+    /// Whether it carried sequence bytes seen before ([`SegmentInfo::is_rexmit`]). A
+    /// zero-window probe's byte is neither new nor retransmitted.
+    pub rexmit: bool,
 }
 
 /// A rate at a time.
@@ -163,7 +166,7 @@ impl Sink for TputSink {
         }
         let t_ns = self.base.segment(s);
         if s.at.dir == self.base.dir && s.len > 0 {
-            self.points.push(DataPoint { t_ns, frame: s.at.frame, bytes: s.len, new_bytes: s.new_bytes });
+            self.points.push(DataPoint { t_ns, frame: s.at.frame, bytes: s.len, new_bytes: s.new_bytes, rexmit: s.is_rexmit });
         }
     }
     fn event(&mut self, at: &At, _ev: &Event) {
@@ -196,7 +199,7 @@ mod tests {
             dir: Dir::AtoB,
             info,
             last_ns: pts.last().map_or(0, |p| p.0),
-            points: pts.iter().enumerate().map(|(i, &(t_ns, bytes, new_bytes))| DataPoint { t_ns, frame: i as u64 + 1, bytes, new_bytes }).collect(),
+            points: pts.iter().enumerate().map(|(i, &(t_ns, bytes, new_bytes))| DataPoint { t_ns, frame: i as u64 + 1, bytes, new_bytes, rexmit: new_bytes < bytes }).collect(),
         }
     }
 
