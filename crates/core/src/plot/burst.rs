@@ -46,7 +46,6 @@ fn range(series: &BurstSeries) -> (f64, f64) {
 
 /// The distribution (figures 4.1, 4.2).
 pub fn burst(series: &BurstSeries, view: &View) -> Figure {
-    let (lo, hi) = range(series);
     let bins = series.histogram(BINS_PER_DECADE);
     let ymax = bins.iter().map(|b| b.bytes).max().unwrap_or(0) as f64;
     let marks = bins
