@@ -563,3 +563,6 @@ fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
     format!("{arrow}: {}", parts.join("; "))
 }
 
+
+#[cfg(test)]
+mod tests;
