@@ -7,6 +7,7 @@ mod output;
 mod plot;
 mod print;
 mod run;
+mod screen;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -291,24 +291,37 @@ struct Decoded {
 /// the file is alone; several files are better spread over the cores one thread each). The
 /// answer is the same either way (a test checks it).
 pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: bool, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
+    let (summary, sink) = analyze_file_with(path, file, settings, pipelined, progress, StatsSink::default());
+    Analysis { files: vec![summary], conns: sink.conns }
+}
+
+/// [`analyze_file`] with any sink: returns the file's summary and the sink.
+pub fn analyze_file_with<S: Sink>(
+    path: &Path,
+    file: usize,
+    settings: Settings,
+    pipelined: bool,
+    progress: &(dyn Fn(u64) + Sync),
+    sink: S,
+) -> (FileSummary, S) {
     let mut summary = FileSummary { path: path.to_path_buf(), ..Default::default() };
     let mut reader = match CaptureReader::open(path) {
         Ok(r) => r,
         Err(e) => {
             record_error(&mut summary, &e);
-            return Analysis { files: vec![summary], conns: Vec::new() };
+            return (summary, sink);
         }
     };
     summary.format = Some(reader.format());
     summary.compression = Some(reader.compression());
-    let mut an = Analyzer::new(settings, StatsSink::default());
+    let mut an = Analyzer::new(settings, sink);
     an.set_file(file);
     if !pipelined {
         let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
             an.segment(seg, frame, ts_ns);
             true
         });
-        return Analysis { files: vec![summary.finish()], conns: an.sink.conns };
+        return (summary.finish(), an.sink);
     }
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
@@ -336,11 +349,17 @@ pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: boo
         // A panic while reading is a bug in tcpscope: let it surface as one.
         reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
-    Analysis { files: vec![summary.finish()], conns: an.sink.conns }
+    (summary.finish(), an.sink)
 }
 
 /// Analyses several files as one trace in time order (pieces of one capture).
 pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
+    let (files, sink) = analyze_merged_with(paths, settings, progress, StatsSink::default());
+    Analysis { files, conns: sink.conns }
+}
+
+/// [`analyze_merged`] with any sink: returns the files' summaries and the sink.
+pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64) + Sync), sink: S) -> (Vec<FileSummary>, S) {
     let mut summaries: Vec<FileSummary> =
         paths.iter().map(|p| FileSummary { path: p.clone(), ..Default::default() }).collect();
     let mut readers = Vec::new();
@@ -357,7 +376,7 @@ pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(
         }
     }
     let mut merged = MergedReader::new(readers);
-    let mut an = Analyzer::new(settings, StatsSink::default());
+    let mut an = Analyzer::new(settings, sink);
     let mut n = 0u64;
     while let Some(item) = merged.next_record() {
         match item {
@@ -378,7 +397,7 @@ pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(
     for (r, reader) in merged.readers().iter().enumerate() {
         summaries[reader_file[r]].bad_timestamps = reader.bad_timestamps;
     }
-    Analysis { files: summaries.into_iter().map(FileSummary::finish).collect(), conns: an.sink.conns }
+    (summaries.into_iter().map(FileSummary::finish).collect(), an.sink)
 }
 
 
@@ -396,27 +415,51 @@ pub fn analyze_set(
     to: u64,
     settings: Settings,
     progress: &(dyn Fn(u64) + Sync),
-    mut each: impl FnMut(usize, &Record<'_>, &Segment<'_>, ConnIdx) -> bool,
+    each: impl FnMut(usize, &Record<'_>, &Segment<'_>, ConnIdx) -> bool,
 ) -> Analysis {
-    let mut summaries: Vec<Option<FileSummary>> = set.files.iter().map(|_| None).collect();
-    fn summary<'a>(summaries: &'a mut [Option<FileSummary>], set: &TraceSet, f: usize) -> &'a mut FileSummary {
-        summaries[f].get_or_insert_with(|| FileSummary { path: set.files[f].path.clone(), ..Default::default() })
+    let (files, sink) = analyze_set_with(set, from, to, 0, settings, progress, StatsSink::default(), each);
+    Analysis { files, conns: sink.conns }
+}
+
+/// [`analyze_set`] with any sink: returns the summaries of the files read and the sink.
+/// Connections name their file by its place in the returned summaries plus `file_base` (the
+/// number of files listed before this set's, when several sets are reported together).
+#[allow(clippy::too_many_arguments)]
+pub fn analyze_set_with<S: Sink>(
+    set: &TraceSet,
+    from: u64,
+    to: u64,
+    file_base: usize,
+    settings: Settings,
+    progress: &(dyn Fn(u64) + Sync),
+    sink: S,
+    mut each: impl FnMut(usize, &Record<'_>, &Segment<'_>, ConnIdx) -> bool,
+) -> (Vec<FileSummary>, S) {
+    // Summaries in the order files are first touched; `place[f]` is file f's position.
+    let mut summaries: Vec<FileSummary> = Vec::new();
+    let mut place: Vec<Option<usize>> = vec![None; set.files.len()];
+    fn summary<'a>(summaries: &'a mut Vec<FileSummary>, place: &mut [Option<usize>], set: &TraceSet, f: usize) -> (usize, &'a mut FileSummary) {
+        let p = *place[f].get_or_insert_with(|| {
+            summaries.push(FileSummary { path: set.files[f].path.clone(), ..Default::default() });
+            summaries.len() - 1
+        });
+        (p, &mut summaries[p])
     }
     for (f, file) in set.files.iter().enumerate() {
         if let Some(e) = &file.error {
-            summary(&mut summaries, set, f).error = Some(e.clone());
+            summary(&mut summaries, &mut place, set, f).1.error = Some(e.clone());
         }
     }
     let mut reader = SetReader::new(set, from, to);
-    let mut an = Analyzer::new(settings, StatsSink::default());
+    let mut an = Analyzer::new(settings, sink);
     let mut n = 0u64;
     let mut bytes = 0u64;
     while let Some(item) = reader.next() {
         match item {
             Ok((f, rec)) => {
-                let sum = summary(&mut summaries, set, f);
+                let (p, sum) = summary(&mut summaries, &mut place, set, f);
                 if let Some(seg) = count_and_decode(sum, &rec) {
-                    an.set_file(f);
+                    an.set_file(file_base + p);
                     let idx = an.segment(&seg, rec.frame, rec.ts_ns);
                     if !each(f, &rec, &seg, idx) {
                         break;
@@ -428,25 +471,15 @@ pub fn analyze_set(
                     progress(bytes);
                 }
             }
-            Err((f, e)) => record_error(summary(&mut summaries, set, f), &e),
+            Err((f, e)) => record_error(summary(&mut summaries, &mut place, set, f).1, &e),
         }
     }
     progress(bytes);
     for &(f, format, compression) in &reader.opened {
-        let sum = summary(&mut summaries, set, f);
-        sum.format = Some(format);
-        sum.compression = Some(compression);
+        if let Some(p) = place[f] {
+            summaries[p].format = Some(format);
+            summaries[p].compression = Some(compression);
+        }
     }
-    // Connections name their file by its place in `files`, which lists only the files read.
-    let mut place = vec![0; summaries.len()];
-    let mut n = 0;
-    for (f, s) in summaries.iter().enumerate() {
-        place[f] = n;
-        n += s.is_some() as usize;
-    }
-    let mut conns = an.sink.conns;
-    for c in &mut conns {
-        c.info.file = place[c.info.file];
-    }
-    Analysis { files: summaries.into_iter().flatten().map(FileSummary::finish).collect(), conns }
+    (summaries.into_iter().map(FileSummary::finish).collect(), an.sink)
 }
