@@ -81,10 +81,14 @@ impl<W: Write> Out<W> {
         match self {
             Out::Text(w) => line.write_text(w, &time::clock(line.ts_ns, tz)),
             Out::Json(w) => {
-                serde_json::to_writer(&mut *w, line).map_err(io::Error::other)?;
+                serde_json::to_writer(&mut *w, line).map_err(io::Error::from)?;
                 w.write_all(b"\n")
             }
-            Out::Csv(w) => w.serialize(line).map_err(io::Error::other),
+            Out::Csv(w) => w.serialize(line).map_err(|e| match e.kind() {
+                // Keep the kind: a closed pipe (`| head`) is a clean exit.
+                csv::ErrorKind::Io(io) => io::Error::new(io.kind(), io.to_string()),
+                _ => io::Error::other(e),
+            }),
         }
     }
 
