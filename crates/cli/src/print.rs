@@ -28,7 +28,7 @@ pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
     let mut out = if args.json {
         Out::Json(buf)
     } else if args.csv {
-        Out::Csv(csv::Writer::from_writer(buf))
+        Out::Csv(Box::new(csv::Writer::from_writer(buf)))
     } else {
         let mut buf = buf;
         buf.write_all(PacketLine::TEXT_HEADER.as_bytes())?;
@@ -73,7 +73,7 @@ pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
 enum Out<W: Write> {
     Text(W),
     Json(W),
-    Csv(csv::Writer<W>),
+    Csv(Box<csv::Writer<W>>),
 }
 
 impl<W: Write> Out<W> {

@@ -351,7 +351,7 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
             files_closed += 1;
         }
         // Budget and drops: after each rotation, and once a second.
-        if due_size || due_time || (!packet_written || total_pkts % 256 == 0) && last_check.elapsed() >= Duration::from_secs(1) {
+        if due_size || due_time || (!packet_written || total_pkts.is_multiple_of(256)) && last_check.elapsed() >= Duration::from_secs(1) {
             last_check = Instant::now();
             if let Ok(s) = cap.stats() {
                 counters.update(s);

@@ -178,7 +178,7 @@ fn cursor_with_sidecar_indexes() {
         assert!(idx.sorted && idx.seekable);
         idx.save(&path).unwrap();
     }
-    let set = TraceSet::open(&[dir.clone()]).unwrap();
+    let set = TraceSet::open(std::slice::from_ref(&dir)).unwrap();
     assert!(set.files.iter().all(|f| f.sidecar), "sidecars used");
     assert!(set.warnings.is_empty());
     exercise(&dir, &truth);
@@ -195,7 +195,7 @@ fn stale_or_corrupt_index_is_ignored_with_a_warning() {
     stale.file_bytes -= 10;
     stale.save(&a).unwrap();
     std::fs::write(Index::sidecar(&dir.join("d.pcap")), b"{\"tcpscope_index\": 1, \"blocks\": [").unwrap();
-    let set = TraceSet::open(&[dir.clone()]).unwrap();
+    let set = TraceSet::open(std::slice::from_ref(&dir)).unwrap();
     assert_eq!(set.warnings.len(), 2, "{:?}", set.warnings);
     assert!(set.warnings.iter().any(|w| w.contains("a.pcap.idx.json: stale index")), "{:?}", set.warnings);
     assert!(set.warnings.iter().any(|w| w.contains("d.pcap.idx.json: not a valid tcpscope index")), "{:?}", set.warnings);
@@ -236,7 +236,7 @@ fn reader_window_matches_a_filter() {
     for name in ["d.pcap", "a.pcap"] {
         Index::build(&dir.join(name), 50, 1 << 20).unwrap().0.save(&dir.join(name)).unwrap();
     }
-    let set = TraceSet::open(&[dir.clone()]).unwrap();
+    let set = TraceSet::open(std::slice::from_ref(&dir)).unwrap();
     let mut next = rng(3);
     let (lo, hi) = (truth[0].ts_ns - 1000, truth.last().unwrap().ts_ns + 1000);
     for k in 0..40 {
@@ -269,7 +269,7 @@ fn reader_merges_files_that_overlap_in_time() {
     // Two captures of the same period (two capture points): interleaved times.
     let dir = tempdir("overlap");
     let mut truth = Vec::new();
-    let mut files = vec![Vec::new(), Vec::new()];
+    let mut files = [Vec::new(), Vec::new()];
     for i in 0..3000u32 {
         let ts = T0 + i as u64 * 1000 + if i % 2 == 0 { 0 } else { 500 };
         files[(i % 2) as usize].push(pkt(ts, i));
@@ -308,7 +308,7 @@ fn a_file_cut_inside_a_record_is_read_up_to_the_cut() {
 fn a_directory_without_captures_is_an_error() {
     let dir = tempdir("empty");
     std::fs::write(dir.join("x.pcap.idx.json"), b"{}").unwrap();
-    let e = TraceSet::open(&[dir.clone()]).unwrap_err();
+    let e = TraceSet::open(std::slice::from_ref(&dir)).unwrap_err();
     assert!(e.to_string().contains("no capture files"), "{e}");
     let _ = std::fs::remove_dir_all(dir);
 }

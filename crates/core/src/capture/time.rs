@@ -53,7 +53,7 @@ fn err(what: &'static str, input: &str, why: impl std::fmt::Display) -> TimeErro
 pub fn parse_duration(s: &str) -> Result<u64, TimeError> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>() {
-        if !secs.is_finite() || secs < 0.0 || secs > 1e10 {
+        if !secs.is_finite() || !(0.0..=1e10).contains(&secs) {
             return Err(err("duration", s, "must be a non-negative number of seconds"));
         }
         return Ok((secs * 1e9).round() as u64);
