@@ -478,7 +478,7 @@ fn narrow_svg_aggregates_new_segments_but_keeps_every_retransmission() {
     let a2b = &doc["connections"][0]["a2b"];
     let zero_len = a2b["packets"].as_u64().unwrap() - a2b["data_packets"].as_u64().unwrap();
     assert_eq!(n, truth.data - truth.rexmit + zero_len as usize);
-    assert!(svg.contains("drawn as one mark per pixel column"));
+    assert!(svg.contains("new segments drawn per pixel column"));
 }
 
 #[test]
@@ -735,4 +735,31 @@ fn large_connection_gives_bounded_files_and_keeps_every_retransmission() {
         let bound = if big.1 == "svg" { 800_000 } else { 2_000_000 };
         assert!(big.2 <= (2 * small.2 + 200 * 50).max(bound), "{} {}: {} bytes for 10× the packets vs {}", big.0, big.1, big.2, small.2);
     }
+}
+
+/// A million packets: every kind renders in about two seconds (release build:
+/// `cargo test --release -p tcpscope --test plot -- --ignored`), to a bounded file.
+#[test]
+#[ignore = "timing; run in release"]
+fn million_packets_render_in_about_two_seconds() {
+    let d = tempdir("plot-million");
+    let (bytes, rex) = bulk(660_000);
+    let f = d.join("m.pcap");
+    std::fs::write(&f, bytes).unwrap();
+    let f = f.to_str().unwrap();
+    for kind in ["tsg", "rtt", "tput", "flight", "ssize", "burst", "burst-cdf", "dupack"] {
+        for ext in ["svg", "xpl", "png"] {
+            let out = d.join(format!("{kind}.{ext}"));
+            let t = std::time::Instant::now();
+            let o = run(&["plot", f, "-c", "1", "-k", kind, "-o", out.to_str().unwrap()]);
+            let secs = t.elapsed().as_secs_f64();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let size = std::fs::metadata(&out).unwrap().len();
+            eprintln!("{kind:>9} {ext}: {secs:.2} s, {size} bytes");
+            assert!(secs < 3.0, "{kind} {ext}: {secs:.2} s");
+            assert!(size < 3_000_000, "{kind} {ext}: {size} bytes");
+        }
+    }
+    let svg = std::fs::read_to_string(d.join("tsg.svg")).unwrap();
+    assert_eq!(count(&svg_marks(&svg), "seg rexmit"), rex);
 }

@@ -78,7 +78,9 @@ fn panel(o: &mut String, fig: &Figure, width: u32, height: u32, id: usize) {
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
     let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
     let _ = writeln!(o, r#"<clipPath id="area{id}"><rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}"/></clipPath>"#);
-    let _ = writeln!(o, r#"<text class="title" x="{:.1}" y="22" text-anchor="middle" font-size="14">{}</text>"#, w / 2.0, esc(&fig.title));
+    // A long title on a narrow panel gets a smaller font rather than run into its neighbour.
+    let title_px = (1.8 * w / fig.title.chars().count().max(1) as f64).clamp(9.0, 14.0);
+    let _ = writeln!(o, r#"<text class="title" x="{:.1}" y="22" text-anchor="middle" font-size="{title_px:.1}">{}</text>"#, w / 2.0, esc(&fig.title));
 
     // Axes: frame, grid, ticks, labels.
     let _ = writeln!(o, r##"<g class="axes" stroke="#888888" fill="none">"##);
