@@ -18,6 +18,9 @@ pub enum Command {
     Conns(CommonArgs),
     /// Full per-connection, per-direction statistics (both directions side by side).
     Stats(StatsArgs),
+    /// Rank connections by trouble and say why: out-of-sequence classes, what limited each
+    /// connection, burstiness, a verdict (boring connections hidden; see docs/screening.md).
+    Screen(ScreenArgs),
     /// Draw a plot of one connection (or several on one scale) as SVG, PNG or xplot (.xpl).
     Plot(PlotArgs),
 }
@@ -143,4 +146,22 @@ pub struct PlotArgs {
     /// With --with: one file per connection (FILE-1.svg, FILE-2.svg, ...) instead of one image.
     #[arg(long, requires = "with")]
     pub separate: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ScreenArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Rules file (TOML): what counts as boring, the classifier's constants (docs/screening.md).
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Only the N most troubled connections.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Show boring connections too.
+    #[arg(long)]
+    pub all: bool,
+    /// Text output: list every classified segment with its evidence.
+    #[arg(long)]
+    pub events: bool,
 }

@@ -104,7 +104,7 @@ impl Sink for DupackSink {
             Event::DupAck { n, ack_off } if at.dir != self.base.dir => {
                 self.dupacks.push(DupAckPoint { t_ns, frame: at.frame, ack_off, n })
             }
-            Event::Retransmission { seq_off, bytes } if at.dir == self.base.dir => {
+            Event::Retransmission { seq_off, bytes, .. } if at.dir == self.base.dir => {
                 self.rexmits.push(RexmitPoint { t_ns, frame: at.frame, seq_off, bytes })
             }
             _ => {}
