@@ -763,3 +763,43 @@ fn million_packets_render_in_about_two_seconds() {
     let svg = std::fs::read_to_string(d.join("tsg.svg")).unwrap();
     assert_eq!(count(&svg_marks(&svg), "seg rexmit"), rex);
 }
+
+/// Public traces (skipped when `../shared` is absent): tcptrace's D-SACK bulk transfer and two
+/// connections of its Solaris discard trace. Every kind renders; retransmissions and duplicate
+/// ACKs are drawn exactly as many times as `stats` counts them.
+#[test]
+fn public_traces_render_every_kind_with_every_event() {
+    let Some(dir) = public_traces() else {
+        eprintln!("skipping: ../shared/traces/public is absent");
+        return;
+    };
+    let d = tempdir("plot-public");
+    let mut events = 0;
+    for (file, id) in [("tcptrace__dsack.pcap", 1), ("tcptrace__discard_solaris.pcap", 3), ("tcptrace__discard_solaris.pcap", 4)] {
+        let f = dir.join(file);
+        if !f.exists() {
+            eprintln!("skipping {file}: absent");
+            continue;
+        }
+        let f = f.to_str().unwrap();
+        let ids = id.to_string();
+        let st = json(&["stats", f, "-c", &ids]);
+        let c = &st["connections"][0];
+        let rex = c["a2b"]["rexmit_packets"].as_u64().unwrap() as usize;
+        let dups = c["b2a"]["dup_acks"].as_u64().unwrap() as usize;
+        events += rex + dups;
+        for kind in ["tsg", "rtt", "tput", "flight", "ssize", "burst", "burst-cdf", "dupack"] {
+            let out = d.join(format!("{kind}-{id}.svg"));
+            let svg = plot(&["plot", f, "-c", &ids, "-k", kind, "-o", out.to_str().unwrap()]);
+            let m = svg_marks(&svg);
+            assert!(!m.is_empty(), "{file} {kind}: no marks");
+            match kind {
+                "tsg" => assert_eq!(count(&m, "seg rexmit") + count(&m, "seg rexmit zero"), rex, "{file} {kind}"),
+                "dupack" => assert_eq!((counted(&svg, "dupack bin"), counted(&svg, "rexmit bin")), (dups, rex), "{file}"),
+                _ => {}
+            }
+        }
+    }
+    // These traces have retransmissions and duplicate ACKs: the counts above were not all 0 = 0.
+    assert!(events > 100, "{events}");
+}
