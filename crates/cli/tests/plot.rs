@@ -743,7 +743,7 @@ fn large_connection_gives_bounded_files_and_keeps_every_retransmission() {
 #[ignore = "timing; run in release"]
 fn million_packets_render_in_about_two_seconds() {
     let d = tempdir("plot-million");
-    let (bytes, rex) = bulk(660_000);
+    let (bytes, rex) = bulk(670_000);
     let f = d.join("m.pcap");
     std::fs::write(&f, bytes).unwrap();
     let f = f.to_str().unwrap();
