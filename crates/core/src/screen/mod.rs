@@ -389,22 +389,6 @@ fn pair(side: &mut [Side; 2], dir: Dir) -> (&mut Side, &mut Side) {
     }
 }
 
-/// Lets two sinks see the same pass (e.g. statistics and screening).
-impl<A: Sink, B: Sink> Sink for (A, B) {
-    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
-        self.0.connection(conn, info);
-        self.1.connection(conn, info);
-    }
-    fn segment(&mut self, s: &SegmentInfo) {
-        self.0.segment(s);
-        self.1.segment(s);
-    }
-    fn event(&mut self, at: &At, ev: &Event) {
-        self.0.event(at, ev);
-        self.1.event(at, ev);
-    }
-}
-
 /// Turns the live state into the result: limits, severity, boring, verdict.
 fn conclude(idx: ConnIdx, c: Conn, rules: &Rules) -> ConnScreen {
     let life_ns = c.last_ns.saturating_sub(c.first_ns);
@@ -579,3 +563,6 @@ fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
     format!("{arrow}: {}", parts.join("; "))
 }
 
+
+#[cfg(test)]
+mod tests;
