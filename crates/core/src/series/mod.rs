@@ -21,7 +21,7 @@
 //! Every series struct is plain data (`Vec`s of `Copy` points) with the connection, the
 //! direction, the endpoints and the time of the last packet. Each module has a `from_file` that
 //! runs one pass over a capture; to fill several series in one pass, combine sinks in a tuple
-//! (`(TputSink, (RttSink, FlightSink))` is a [`crate::analysis::Sink`], see `screen`).
+//! (`(TputSink, (RttSink, FlightSink))` is a [`crate::analysis::Sink`]).
 //!
 //! ```
 //! use tcpscope_core::analysis::{Dir, Settings};
@@ -47,8 +47,24 @@ pub mod ssize;
 pub mod tput;
 pub mod tsg;
 
-use crate::analysis::{ConnIdx, Dir, SegmentInfo};
+use crate::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Sink};
 use crate::flow::ConnInfo;
+
+/// Two sinks fed from one pass (nest tuples for more).
+impl<A: Sink, B: Sink> Sink for (A, B) {
+    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
+        self.0.connection(conn, info);
+        self.1.connection(conn, info);
+    }
+    fn segment(&mut self, seg: &SegmentInfo) {
+        self.0.segment(seg);
+        self.1.segment(seg);
+    }
+    fn event(&mut self, at: &At, ev: &Event) {
+        self.0.event(at, ev);
+        self.1.event(at, ev);
+    }
+}
 
 /// What every series sink tracks: which connection and direction, its endpoints, and the clock
 /// (time 0 is the connection's first packet, either direction).
@@ -85,7 +101,7 @@ impl Base {
 
 /// Feeds hand-built packets (frames numbered from 1) to `sink`.
 #[cfg(test)]
-pub(crate) fn run_pkts<S: crate::analysis::Sink>(pkts: &[crate::testutil::Pkt], settings: crate::analysis::Settings, sink: S) -> S {
+pub(crate) fn run_pkts<S: Sink>(pkts: &[crate::testutil::Pkt], settings: crate::analysis::Settings, sink: S) -> S {
     let mut an = crate::pass::Analyzer::new(settings, sink);
     for (i, p) in pkts.iter().enumerate() {
         let (data, orig) = p.ipv4();
