@@ -133,7 +133,8 @@ pub enum DirArg {
 
 #[derive(Args, Debug)]
 pub struct PlotArgs {
-    /// Capture file (pcap, pcapng; plain, .gz or .zst).
+    /// Capture file (pcap, pcapng; plain, .gz or .zst), or a directory (a capture ring, read
+    /// whole as one trace in time order).
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// Connection id (as `tcpscope conns` shows it).

@@ -197,3 +197,20 @@ fn bad_times_and_empty_windows_are_clear_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no connection 9"));
 }
+
+#[test]
+fn plot_reads_a_ring_directory_like_the_whole_file() {
+    let dir = util::tempdir("plot-ring");
+    let ring = dir.join("ring");
+    std::fs::create_dir_all(&ring).unwrap();
+    assert!(split(&trace(), &ring, 250) >= 3);
+    let (a, b) = (dir.join("ring.xpl"), dir.join("file.xpl"));
+    for (input, out) in [(ring.as_path(), &a), (trace().as_path(), &b)] {
+        let o = util::run(&["plot", input.to_str().unwrap(), "-c", "1", "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let (x, y) = (std::fs::read_to_string(&a).unwrap(), std::fs::read_to_string(&b).unwrap());
+    assert!(x.lines().count() > 1000);
+    assert_eq!(x, y);
+    let _ = std::fs::remove_dir_all(dir);
+}
