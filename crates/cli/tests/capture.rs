@@ -389,3 +389,39 @@ fn capture_without_privilege_says_what_it_needs() {
     assert!(stderr.contains("needs root or the CAP_NET_RAW capability"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_file_left_by_a_killed_capture_is_indexed_when_the_capture_restarts() {
+    let Some(ns) = Netns::new("kill") else { return };
+    let dir = util::tempdir("capture-kill");
+    let mut cap = Capture::start(&ns, &dir, &["--file-size", "1MiB"]);
+    transfer(&ns, 500, 100);
+    // The capture hands what it wrote to the kernel once a second.
+    std::thread::sleep(Duration::from_millis(1500));
+    cap.child.kill().unwrap();
+    cap.child.wait().unwrap();
+    let files = ring_files(&dir);
+    assert_eq!(files.len(), 1);
+    let f = &files[0];
+    assert!(!Index::sidecar(f).exists(), "killed: no index written");
+    // What a reader finds in it, up to a record cut by the kill if any.
+    let mut r = CaptureReader::open(f).unwrap();
+    let mut n = 0u64;
+    loop {
+        match r.next_record() {
+            Ok(Some(_)) => n += 1,
+            Ok(None) | Err(tcpscope_core::capture::CaptureError::Truncated { .. }) => break,
+            Err(e) => panic!("{}: {e}", f.display()),
+        }
+    }
+    assert!(n > 1000, "flushed within a second: {n} packets on disk");
+    let again = Capture::start(&ns, &dir, &[]);
+    let (status, log) = again.stop();
+    assert!(status.success());
+    let name = f.display().to_string();
+    assert!(log.iter().any(|l| l.contains(&format!("indexed {name} left by an earlier run ({n} packets)"))), "{log:?}");
+    let size = std::fs::metadata(f).unwrap().len();
+    let idx = Index::load(f, size).unwrap().expect("index written at restart");
+    assert_eq!(idx.packets, n);
+    let _ = std::fs::remove_dir_all(dir);
+}

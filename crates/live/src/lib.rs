@@ -228,6 +228,13 @@ macro_rules! log {
     ($($t:tt)*) => { eprintln!("tcpscope capture: {}", format_args!($($t)*)) };
 }
 
+fn remove_empty(path: &Path) {
+    match ring::delete(path) {
+        Ok(()) => log!("deleted {}: left by an earlier run without a packet", path.display()),
+        Err(e) => log!("{}: {e}", path.display()),
+    }
+}
+
 /// Indexes ring files left without an index (a previous run killed without notice).
 fn index_leftovers(dir: &Path) {
     let Ok(files) = ring::list(dir) else { return };
@@ -237,6 +244,9 @@ fn index_leftovers(dir: &Path) {
             continue;
         }
         match Index::build(&e.path, tcpscope_core::capture::index::EVERY_PKTS, tcpscope_core::capture::index::EVERY_BYTES) {
+            // Killed before its first packet reached the disk: nothing to keep.
+            Ok((idx, _)) if idx.packets == 0 => remove_empty(&e.path),
+            Err(tcpscope_core::capture::CaptureError::Truncated { offset: 0, .. }) => remove_empty(&e.path),
             Ok((idx, _)) => match idx.save(&e.path) {
                 Ok(()) => log!("indexed {} left by an earlier run ({} packets)", e.path.display(), idx.packets),
                 Err(err) => log!("{}: cannot write index: {err}", e.path.display()),
@@ -271,13 +281,13 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
         cap.filter(f, true).map_err(|e| pcap_err(iface, &format!("filter {f:?}"), e))?;
     }
     let link_type = cap.get_datalink().0;
+    index_leftovers(&cfg.dir);
     log!(
         "capturing on {iface} (link type {link_type}, snaplen {}) into {}, files of {}",
         args.snaplen,
         cfg.dir.display(),
         args.file_size
     );
-    index_leftovers(&cfg.dir);
 
     let mut counters = Counters::default();
     let mut file_start = Counters::default();
@@ -355,6 +365,11 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
             last_check = Instant::now();
             if let Ok(s) = cap.stats() {
                 counters.update(s);
+            }
+            if let Some(f) = current.as_mut()
+                && let Err(e) = f.flush()
+            {
+                break Err(LiveError::Io { path: f.path.clone(), source: e });
             }
             let dropped = counters.dropped + counters.if_dropped;
             if dropped > reported_drops {

@@ -115,6 +115,13 @@ impl RingFile {
         Ok(())
     }
 
+    /// Hands buffered records to the kernel, so readers of the ring see them (called once a
+    /// second: the newest packets are at most a second away from analysis, and from disk after a
+    /// crash).
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
     /// Packets written.
     pub fn packets(&self) -> u64 {
         self.frames
