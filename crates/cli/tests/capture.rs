@@ -425,3 +425,25 @@ fn a_file_left_by_a_killed_capture_is_indexed_when_the_capture_restarts() {
     assert_eq!(idx.packets, n);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn rotate_every_closes_an_idle_file_on_time() {
+    let Some(ns) = Netns::new("time") else { return };
+    let dir = util::tempdir("capture-time");
+    let cap = Capture::start(&ns, &dir, &["--rotate-every", "300ms"]);
+    transfer(&ns, 50, 100);
+    // No traffic now: the file must still be closed and indexed about 300 ms after it opened.
+    let t = Instant::now();
+    while !cap.lines().iter().any(|l| l.contains("closed ")) {
+        assert!(t.elapsed() < Duration::from_secs(3), "not closed on time: {:?}", cap.lines());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let files = ring_files(&dir);
+    assert_eq!(files.len(), 1);
+    check_indexes(&files);
+    let (status, log) = cap.stop();
+    assert!(status.success());
+    // Idle: no new, empty file was started.
+    assert_eq!(log.iter().filter(|l| l.contains("opened ")).count(), 1, "{log:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
