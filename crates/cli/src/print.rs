@@ -54,6 +54,9 @@ pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
         return Err(e);
     }
     out.flush()?;
+    if an.files.is_empty() {
+        crate::run::empty_window_note(&set, from, to, &tz)?;
+    }
     let mut err = io::stderr().lock();
     for f in &an.files {
         if let Some(e) = &f.error {

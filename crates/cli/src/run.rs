@@ -143,6 +143,9 @@ fn analyse_sets<S: Sink>(args: &CommonArgs, settings: Settings, make: &impl Fn()
         let set = open_set(&g)?;
         let (from, to) = window(args, &set, &tz)?;
         let (f, sink) = pass::analyze_set_with(&set, from, to, files.len(), settings, &|_| {}, make(), |_, _, _, _| true);
+        if f.is_empty() {
+            empty_window_note(&set, from, to, &tz)?;
+        }
         files.extend(f);
         sinks.push(sink);
     }
@@ -171,4 +174,11 @@ pub(crate) fn window(args: &CommonArgs, set: &TraceSet, tz: &jiff::tz::TimeZone)
         )));
     }
     Ok((from, to))
+}
+
+/// Says on stderr that a window held no packet, and where the trace is.
+pub(crate) fn empty_window_note(set: &TraceSet, from: u64, to: u64, tz: &jiff::tz::TimeZone) -> io::Result<()> {
+    let start = set.start_ns().map_or("no packets at all".to_string(), |s| format!("its first packet is at {}", time::clock(s, tz)));
+    let end = if to == u64::MAX { "the end".to_string() } else { time::clock(to, tz) };
+    writeln!(io::stderr(), "tcpscope: no packets from {} to {end} ({start})", time::clock(from, tz))
 }

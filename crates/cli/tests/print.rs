@@ -193,6 +193,11 @@ fn bad_times_and_empty_windows_are_clear_errors() {
     let out = util::run(&["conns", empty.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no capture files"));
+    // A window with no packet: nothing read (exit 1), and where the trace is.
+    let out = util::tcpscope().env("TZ", "UTC").args(["conns", t, "--from", "00:16:00", "--for", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("no packets from 00:16:00.000000 to 00:16:01.000000 (its first packet is at 00:16:10.849758)"), "{e}");
     let out = util::run(&["print", t, "-c", "9"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no connection 9"));
