@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use super::rules::Classify;
-use super::{AckBehaviour, Burstiness, DirScreen, Limits, OosClass, OosCounts, OosEvent};
+use super::{AckBehaviour, BurstCount, Burstiness, DirScreen, Limits, OosClass, OosCounts, OosEvent};
 use crate::analysis::{At, SegmentInfo};
 use crate::seq::SeqOff;
 use crate::stats::Summary;
@@ -24,6 +24,8 @@ const RATE_BINS_PER_DECADE: f64 = 8.0;
 const RATE_BINS: usize = 72;
 /// A delayed-ACK wait shorter than this is not counted as one.
 const DELAYED_ACK_MIN_NS: u64 = 20_000_000;
+/// Nor longer than this (RFC 9293 §3.8.6.3: an ACK must not be delayed more than 0.5 s).
+const DELAYED_ACK_MAX_NS: u64 = 500_000_000;
 
 /// A gap in the sequence space and when it opened.
 #[derive(Clone, Copy, Debug)]
@@ -425,11 +427,12 @@ impl Side {
                     if self.mss > 0 && adv > 2 * self.mss as i64 {
                         self.stretch_acks += 1;
                     }
-                    // A delayed ACK: it covers the last segment sent, arrives 20 ms or more
-                    // after it beyond the quickest such answer seen, and no data came since.
-                    if self.hi.is_some_and(|hi| a >= hi) && self.last_data_ns > 0 {
+                    // A delayed ACK: a pure ACK covering the last segment sent that comes
+                    // 20 ms or more later than the quickest answer seen (a data reply is the
+                    // application's timing), and within the 500 ms RFC 9293 §3.8.6.3 allows.
+                    if s.len == 0 && self.hi.is_some_and(|hi| a >= hi) && self.last_data_ns > 0 {
                         let wait = t.saturating_sub(self.last_data_ns).saturating_sub(self.rtt.min);
-                        if wait >= DELAYED_ACK_MIN_NS {
+                        if (DELAYED_ACK_MIN_NS..=DELAYED_ACK_MAX_NS).contains(&wait) {
                             self.delayed.add(wait);
                         }
                     }
@@ -488,7 +491,10 @@ impl Side {
             burstiness: Burstiness {
                 average_bps,
                 bursty_fraction,
-                bursts: (2..=BURST_MAX_LEN).filter(|&n| counts[n as usize][0] > 0).map(|n| [n, counts[n as usize][0], counts[n as usize][1]]).collect(),
+                bursts: (2..=BURST_MAX_LEN)
+                    .filter(|&n| counts[n as usize][0] > 0)
+                    .map(|n| BurstCount { packets: n, count: counts[n as usize][0], with_loss: counts[n as usize][1] })
+                    .collect(),
             },
             acks: AckBehaviour {
                 acks_per_data_segment: (self.data_packets > 0).then(|| self.acks as f64 / self.data_packets as f64),
