@@ -22,6 +22,7 @@
 //! | `seekable` | whether every interface block comes before the first packet, so a reader may start at any entry |
 //! | `blocks` | `[ts_ns, frame, offset]` of the first record of each block: its time, its 1-based frame number in the file, and the byte offset of its record header (in the decompressed file). The first entry is the first packet; a new block starts every `every_pkts` packets or once `every_bytes` bytes of file have passed, whichever is first. |
 //! | `every_pkts`, `every_bytes` | those two limits |
+//! | `ranges` | `[min_ts_ns, max_ts_ns]` of each block, in the order of `blocks`: with them a window is found by seeking even in a file whose times go back now and then (packets timestamped on several CPUs) |
 //! | `capture` | optional, written by `tcpscope capture`: `{"received": n, "dropped": n, "if_dropped": n}`, libpcap's counters over this file's lifetime (packets the kernel received for the filter, dropped for lack of buffer space, dropped by the interface) |
 
 use std::io;
@@ -73,6 +74,9 @@ pub struct Index {
     pub every_bytes: u64,
     /// `(ts_ns, frame, offset)` of each block's first record.
     pub blocks: Vec<(u64, u64, u64)>,
+    /// `(min_ts_ns, max_ts_ns)` of each block (empty in an index that lacks them).
+    #[serde(default)]
+    pub ranges: Vec<(u64, u64)>,
     /// libpcap's counters while the file was written, if written by `tcpscope capture`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture: Option<CaptureCounters>,
@@ -103,6 +107,7 @@ impl IndexBuilder {
                 every_pkts: every_pkts.max(1),
                 every_bytes: every_bytes.max(1),
                 blocks: Vec::new(),
+                ranges: Vec::new(),
                 capture: None,
             },
             block_offset: 0,
@@ -119,7 +124,11 @@ impl IndexBuilder {
         };
         if new_block {
             i.blocks.push((ts_ns, frame, offset));
+            i.ranges.push((ts_ns, ts_ns));
             self.block_offset = offset;
+        } else if let Some(r) = i.ranges.last_mut() {
+            r.0 = r.0.min(ts_ns);
+            r.1 = r.1.max(ts_ns);
         }
         if i.packets == 0 {
             i.first_ts_ns = ts_ns;
@@ -251,6 +260,32 @@ impl Index {
     /// first record at or after `ts_ns` starts), assuming sorted times.
     pub fn block_before(&self, ts_ns: u64) -> usize {
         self.blocks.partition_point(|&(t, _, _)| t < ts_ns).saturating_sub(1)
+    }
+
+    /// The block where reading for a window starting at `from_ns` must start: the first block
+    /// holding a packet at or after it (all earlier blocks are wholly before it). Without
+    /// `ranges`, [`Index::block_before`] for a sorted file, else the first block.
+    pub fn start_block(&self, from_ns: u64) -> usize {
+        if self.ranges.len() == self.blocks.len() && !self.blocks.is_empty() {
+            return self.ranges.iter().position(|&(_, max)| max >= from_ns).unwrap_or(self.blocks.len() - 1);
+        }
+        if self.sorted { self.block_before(from_ns) } else { 0 }
+    }
+
+    /// The first frame from which no packet is before `to_ns`: reading for a window ending at
+    /// `to_ns` can stop there (`u64::MAX` when unknown).
+    pub fn stop_frame(&self, to_ns: u64) -> u64 {
+        if self.ranges.len() != self.blocks.len() {
+            return u64::MAX;
+        }
+        let mut stop = u64::MAX;
+        for (b, &(min, _)) in self.ranges.iter().enumerate().rev() {
+            if min < to_ns {
+                break;
+            }
+            stop = self.blocks[b].1;
+        }
+        stop
     }
 
     /// Frame numbers `[first, end)` of block `b`.

@@ -8,9 +8,10 @@
 //!   boundaries. It holds one block of one file in memory (an index block: ≤ 1024 packets or
 //!   ≈ 1 MiB); a file without an index is indexed in memory the first time the cursor enters it.
 //! - [`SetReader`] streams the packets of a time window `[from, to)` in time order, for the
-//!   analysis pass: each file starts at the index block before `from` (or at its beginning
-//!   without an index), files are opened only when the merge reaches their first packet, so a
-//!   ring costs one open file and files that overlap in time are merged packet by packet.
+//!   analysis pass: with an index, each file is read from its first block holding a packet at
+//!   or after `from` to the last block holding one before `to` (without, from its beginning to
+//!   its end); files are opened only when the merge reaches their first packet, so a ring costs
+//!   one open file and files that overlap in time are merged packet by packet.
 //!
 //! The cursor visits files in order of their first packet and each file in record order: that
 //! is time order when the files do not overlap in time and each file's times never decrease
@@ -465,6 +466,8 @@ struct Active {
     head: Owned,
     /// Stop at the first packet at or after the window's end (times known to never decrease).
     sorted: bool,
+    /// No packet of the window at or after this frame (from the index's block ranges).
+    stop_frame: u64,
 }
 
 /// Streams the packets of a window `[from, to)` of a [`TraceSet`] in time order (see the
@@ -480,6 +483,8 @@ pub struct SetReader<'s> {
     errors: VecDeque<(usize, CaptureError)>,
     /// Files opened (in order) with their format and compression, for their summaries.
     pub opened: Vec<(usize, Format, Compression)>,
+    /// Records read from the files, in the window or not (what the indexes saved shows here).
+    pub records_read: u64,
 }
 
 impl<'s> SetReader<'s> {
@@ -488,11 +493,14 @@ impl<'s> SetReader<'s> {
         let pending = (0..set.files.len())
             .filter(|&i| {
                 let f = &set.files[i];
-                let Some(first) = f.first_ts_ns else { return false };
+                let Some(mut first) = f.first_ts_ns else { return false };
+                if let Some(idx) = &f.index {
+                    first = idx.ranges.iter().map(|r| r.0).min().unwrap_or(first);
+                }
                 first < to && f.last_ts_ns().is_none_or(|last| last >= from)
             })
             .collect();
-        SetReader { set, from, to, pending, active: Vec::new(), current: Owned::default(), errors: VecDeque::new(), opened: Vec::new() }
+        SetReader { set, from, to, pending, active: Vec::new(), current: Owned::default(), errors: VecDeque::new(), opened: Vec::new(), records_read: 0 }
     }
 
     /// Opens file `i` at the index block before the window (or at its start) and reads up to
@@ -504,17 +512,18 @@ impl<'s> SetReader<'s> {
             Err(e) => return self.errors.push_back((i, e)),
         };
         self.opened.push((i, reader.format(), reader.compression()));
-        let mut sorted = false;
+        let (mut sorted, mut stop_frame) = (false, u64::MAX);
         if let Some(idx) = &f.index {
             sorted = idx.sorted;
-            if idx.sorted && idx.seekable && !idx.blocks.is_empty() {
-                let (_, frame, offset) = idx.blocks[idx.block_before(self.from)];
+            stop_frame = idx.stop_frame(self.to);
+            if idx.seekable && !idx.blocks.is_empty() {
+                let (_, frame, offset) = idx.blocks[idx.start_block(self.from)];
                 if let Err(e) = reader.seek_to(offset, frame) {
                     return self.errors.push_back((i, e));
                 }
             }
         }
-        let mut a = Active { file: i, reader, head: Owned::default(), sorted };
+        let mut a = Active { file: i, reader, head: Owned::default(), sorted, stop_frame };
         if self.advance(&mut a) {
             self.active.push(a);
         }
@@ -525,6 +534,10 @@ impl<'s> SetReader<'s> {
         loop {
             match a.reader.next_record() {
                 Ok(Some(rec)) => {
+                    self.records_read += 1;
+                    if rec.frame >= a.stop_frame {
+                        return false;
+                    }
                     if rec.ts_ns >= self.to {
                         if a.sorted {
                             return false;

@@ -329,3 +329,41 @@ fn equal_times_across_a_file_boundary_seek_to_the_earlier_file() {
     assert_eq!(got, [3, 4, 5]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn reader_seeks_with_the_index_even_when_times_go_back() {
+    // Packets timestamped on several CPUs: every 10th packet swapped with the next one.
+    let dir = tempdir("unsorted");
+    let mut ts: Vec<u64> = (0..5000u64).map(|i| T0 + i * 1000).collect();
+    for i in (0..4990).step_by(10) {
+        ts.swap(i, i + 1);
+    }
+    let pkts: Vec<Pkt> = ts.iter().enumerate().map(|(i, &t)| pkt(t, i as u32)).collect();
+    let path = dir.join("u.pcap");
+    std::fs::write(&path, pcap(&pkts, false, false)).unwrap();
+    let (from, to) = (T0 + 2500 * 1000 + 1, T0 + 2700 * 1000 + 1);
+    // The slow definition: the file in order, filtered.
+    let want: Vec<u64> = ts.iter().copied().filter(|&t| t >= from && t < to).collect();
+    assert_eq!(want.len(), 200);
+    for indexed in [false, true] {
+        if indexed {
+            let (idx, _) = Index::build(&path, 100, 1 << 20).unwrap();
+            assert!(!idx.sorted);
+            idx.save(&path).unwrap();
+        }
+        let set = TraceSet::open(std::slice::from_ref(&path)).unwrap();
+        let mut r = SetReader::new(&set, from, to);
+        let mut got = Vec::new();
+        while let Some(item) = r.next() {
+            got.push(item.unwrap().1.ts_ns);
+        }
+        assert_eq!(got, want, "indexed {indexed}");
+        if indexed {
+            // At most a block before the window and a block after it.
+            assert!(r.records_read <= 200 + 2 * 100 + 1, "read {} records", r.records_read);
+        } else {
+            assert_eq!(r.records_read, 5000);
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
