@@ -436,7 +436,7 @@ impl Cursor {
             while f > 0 && self.blocks(f - 1)? > 0 && self.set.ensure_index(f - 1)?.last_ts_ns >= ts_ns {
                 f -= 1;
             }
-            let b = self.set.ensure_index(f)?.block_before(ts_ns);
+            let b = self.set.ensure_index(f)?.start_block(ts_ns);
             self.forward_from(f, b)?.map(|(f, r)| (f, r.ts_ns))
         };
         while let Some((_, t)) = found {
