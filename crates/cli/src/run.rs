@@ -63,12 +63,12 @@ fn analyse(args: &CommonArgs) -> io::Result<Analysis> {
 /// offset; the results of what was read stand. Sinks come back in file order.
 pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sync) -> io::Result<(Vec<FileSummary>, Vec<S>)> {
     let settings = settings(args)?;
-    let total: u64 = args.traces.iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum();
+    let total: u64 = args.traces.iter().map(|p| input_bytes(p)).sum();
     let progress = Progress::new(total, args.quiet);
     let report = |n: u64| progress.add(n);
     let windowed = args.window().is_set() || args.traces.iter().any(|p| p.is_dir());
     let (files, sinks) = if windowed {
-        analyse_sets(args, settings, &make)?
+        analyse_sets(args, settings, &make, &report)?
     } else if args.merge {
         let last = AtomicU64::new(0);
         let (files, sink) =
@@ -134,7 +134,12 @@ impl Progress {
 
 /// With a time window or a directory: each TRACE (a file or a ring directory) is one trace set,
 /// or all of them one with `--merge`; only the window's packets are read (docs/capture.md).
-fn analyse_sets<S: Sink>(args: &CommonArgs, settings: Settings, make: &impl Fn() -> S) -> io::Result<(Vec<FileSummary>, Vec<S>)> {
+fn analyse_sets<S: Sink>(
+    args: &CommonArgs,
+    settings: Settings,
+    make: &impl Fn() -> S,
+    report: &(dyn Fn(u64) + Sync),
+) -> io::Result<(Vec<FileSummary>, Vec<S>)> {
     let groups: Vec<Vec<std::path::PathBuf>> =
         if args.merge { vec![args.traces.clone()] } else { args.traces.iter().map(|p| vec![p.clone()]).collect() };
     let tz = time::local_zone();
@@ -142,7 +147,9 @@ fn analyse_sets<S: Sink>(args: &CommonArgs, settings: Settings, make: &impl Fn()
     for g in groups {
         let set = open_set(&g)?;
         let (from, to) = window(args, &set, &tz)?;
-        let (f, sink) = pass::analyze_set_with(&set, from, to, files.len(), settings, &|_| {}, make(), |_, _, _, _| true);
+        let last = AtomicU64::new(0);
+        let progress = |pos: u64| report(pos.saturating_sub(last.swap(pos, Ordering::Relaxed)));
+        let (f, sink) = pass::analyze_set_with(&set, from, to, files.len(), settings, &progress, make(), |_, _, _, _| true);
         if f.is_empty() {
             empty_window_note(&set, from, to, &tz)?;
         }
@@ -181,4 +188,13 @@ pub(crate) fn empty_window_note(set: &TraceSet, from: u64, to: u64, tz: &jiff::t
     let start = set.start_ns().map_or("no packets at all".to_string(), |s| format!("its first packet is at {}", time::clock(s, tz)));
     let end = if to == u64::MAX { "the end".to_string() } else { time::clock(to, tz) };
     writeln!(io::stderr(), "tcpscope: no packets from {} to {end} ({start})", time::clock(from, tz))
+}
+
+/// Bytes of an input, for the progress bar: a file's size, or the sum of a directory's files.
+fn input_bytes(p: &std::path::Path) -> u64 {
+    let len = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    match std::fs::read_dir(p) {
+        Ok(entries) => entries.filter_map(|e| e.ok()).map(|e| len(&e.path())).sum(),
+        Err(_) => len(p),
+    }
 }
