@@ -36,7 +36,7 @@ pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
     };
     let mut failed: Option<io::Error> = None;
     let wanted = |id: usize| args.conn.is_empty() || args.conn.contains(&id);
-    let an = pass::analyze_set(&set, from, to, settings, &|_| {}, |f, rec, seg, idx| {
+    let an = pass::analyze_set(&set, from, to, settings, &|_, _| {}, |f, rec, seg, idx| {
         let id = idx + 1;
         if !wanted(id) {
             return true;

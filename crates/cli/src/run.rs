@@ -65,14 +65,11 @@ pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sy
     let settings = settings(args)?;
     let total: u64 = args.traces.iter().map(|p| input_bytes(p)).sum();
     let progress = Progress::new(total, args.quiet);
-    let report = |n: u64| progress.add(n);
     let windowed = args.window().is_set() || args.traces.iter().any(|p| p.is_dir());
     let (files, sinks) = if windowed {
-        analyse_sets(args, settings, &make, &report)?
+        analyse_sets(args, settings, &make, &progress)?
     } else if args.merge {
-        let last = AtomicU64::new(0);
-        let (files, sink) =
-            pass::analyze_merged_with(&args.traces, settings, &|pos| report(pos - last.swap(pos, Ordering::Relaxed)), make());
+        let (files, sink) = pass::analyze_merged_with(&args.traces, settings, &progress.reader(), make());
         (files, vec![sink])
     } else {
         // One file: read and analyse in two threads. Several: one thread per file.
@@ -81,11 +78,7 @@ pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sy
             .traces
             .par_iter()
             .enumerate()
-            .map(|(i, path)| {
-                let last = AtomicU64::new(0);
-                let report = |pos: u64| report(pos.saturating_sub(last.swap(pos, Ordering::Relaxed)));
-                pass::analyze_file_with(path, i, settings, pipelined, &report, make())
-            })
+            .map(|(i, path)| pass::analyze_file_with(path, i, settings, pipelined, &progress.reader(), make()))
             .collect();
         parts.into_iter().unzip()
     };
@@ -103,25 +96,38 @@ pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sy
 }
 
 /// A progress bar on stderr, shown only on a terminal and only once the work has taken more
-/// than a second.
+/// than a second: bytes read of the total, and packets per second.
 struct Progress {
     bar: ProgressBar,
     start: Instant,
     shown: std::sync::atomic::AtomicBool,
     enabled: bool,
+    packets: AtomicU64,
 }
 
 impl Progress {
     fn new(total: u64, quiet: bool) -> Self {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})")
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({msg}, {bytes_per_sec}, {eta})")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        Progress { bar, start: Instant::now(), shown: false.into(), enabled: !quiet && io::stderr().is_terminal() }
+        let enabled = !quiet && io::stderr().is_terminal();
+        Progress { bar, start: Instant::now(), shown: false.into(), enabled, packets: AtomicU64::new(0) }
     }
-    fn add(&self, n: u64) {
-        self.bar.inc(n);
+    /// A progress callback for one reader, which reports its absolute position (bytes,
+    /// packets): turned into increments of the shared bar.
+    fn reader(&self) -> impl Fn(u64, u64) + Sync + '_ {
+        let (bytes, packets) = (AtomicU64::new(0), AtomicU64::new(0));
+        move |b, p| self.add(b.saturating_sub(bytes.swap(b, Ordering::Relaxed)), p.saturating_sub(packets.swap(p, Ordering::Relaxed)))
+    }
+    fn add(&self, bytes: u64, packets: u64) {
+        self.bar.inc(bytes);
+        let total = self.packets.fetch_add(packets, Ordering::Relaxed) + packets;
+        let secs = self.start.elapsed().as_secs_f64();
+        if self.enabled && secs > 0.0 {
+            self.bar.set_message(format!("{:.2} M packets/s", total as f64 / secs / 1e6));
+        }
         if self.enabled && !self.shown.load(Ordering::Relaxed) && self.start.elapsed() > Duration::from_secs(1) {
             self.shown.store(true, Ordering::Relaxed);
             self.bar.set_draw_target(ProgressDrawTarget::stderr());
@@ -138,7 +144,7 @@ fn analyse_sets<S: Sink>(
     args: &CommonArgs,
     settings: Settings,
     make: &impl Fn() -> S,
-    report: &(dyn Fn(u64) + Sync),
+    progress: &Progress,
 ) -> io::Result<(Vec<FileSummary>, Vec<S>)> {
     let groups: Vec<Vec<std::path::PathBuf>> =
         if args.merge { vec![args.traces.clone()] } else { args.traces.iter().map(|p| vec![p.clone()]).collect() };
@@ -147,9 +153,7 @@ fn analyse_sets<S: Sink>(
     for g in groups {
         let set = open_set(&g)?;
         let (from, to) = window(args, &set, &tz)?;
-        let last = AtomicU64::new(0);
-        let progress = |pos: u64| report(pos.saturating_sub(last.swap(pos, Ordering::Relaxed)));
-        let (f, sink) = pass::analyze_set_with(&set, from, to, files.len(), settings, &progress, make(), |_, _, _, _| true);
+        let (f, sink) = pass::analyze_set_with(&set, from, to, files.len(), settings, &progress.reader(), make(), |_, _, _, _| true);
         if f.is_empty() {
             empty_window_note(&set, from, to, &tz)?;
         }

@@ -245,7 +245,7 @@ fn record_error(sum: &mut FileSummary, e: &CaptureError) {
 pub fn read_segments(
     reader: &mut CaptureReader,
     sum: &mut FileSummary,
-    progress: &(dyn Fn(u64) + Sync),
+    progress: &(dyn Fn(u64, u64) + Sync),
     mut each: impl FnMut(&Segment<'_>, u64, u64) -> bool,
 ) -> Option<CaptureError> {
     let mut error = None;
@@ -258,7 +258,7 @@ pub fn read_segments(
                     break;
                 }
                 if rec.frame % PROGRESS_EVERY == 0 {
-                    progress(reader.position());
+                    progress(reader.position(), sum.packets);
                 }
             }
             Ok(None) => break,
@@ -270,7 +270,7 @@ pub fn read_segments(
         }
     }
     sum.bad_timestamps = reader.bad_timestamps;
-    progress(reader.position());
+    progress(reader.position(), sum.packets);
     error
 }
 
@@ -290,7 +290,7 @@ struct Decoded {
 /// analysis on batches of decoded segments, so a single large file uses two cores (use it when
 /// the file is alone; several files are better spread over the cores one thread each). The
 /// answer is the same either way (a test checks it).
-pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: bool, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
+pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: bool, progress: &(dyn Fn(u64, u64) + Sync)) -> Analysis {
     let (summary, sink) = analyze_file_with(path, file, settings, pipelined, progress, StatsSink::default());
     Analysis { files: vec![summary], conns: sink.conns }
 }
@@ -301,7 +301,7 @@ pub fn analyze_file_with<S: Sink>(
     file: usize,
     settings: Settings,
     pipelined: bool,
-    progress: &(dyn Fn(u64) + Sync),
+    progress: &(dyn Fn(u64, u64) + Sync),
     sink: S,
 ) -> (FileSummary, S) {
     let mut summary = FileSummary { path: path.to_path_buf(), ..Default::default() };
@@ -353,13 +353,13 @@ pub fn analyze_file_with<S: Sink>(
 }
 
 /// Analyses several files as one trace in time order (pieces of one capture).
-pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
+pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64, u64) + Sync)) -> Analysis {
     let (files, sink) = analyze_merged_with(paths, settings, progress, StatsSink::default());
     Analysis { files, conns: sink.conns }
 }
 
 /// [`analyze_merged`] with any sink: returns the files' summaries and the sink.
-pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64) + Sync), sink: S) -> (Vec<FileSummary>, S) {
+pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64, u64) + Sync), sink: S) -> (Vec<FileSummary>, S) {
     let mut summaries: Vec<FileSummary> =
         paths.iter().map(|p| FileSummary { path: p.clone(), ..Default::default() }).collect();
     let mut readers = Vec::new();
@@ -388,7 +388,7 @@ pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progr
                 }
                 n += 1;
                 if n.is_multiple_of(PROGRESS_EVERY) {
-                    progress(merged.readers().iter().map(|r| r.position()).sum());
+                    progress(merged.readers().iter().map(|r| r.position()).sum(), n);
                 }
             }
             Err((r, e)) => record_error(&mut summaries[reader_file[r]], &e),
@@ -414,7 +414,7 @@ pub fn analyze_set(
     from: u64,
     to: u64,
     settings: Settings,
-    progress: &(dyn Fn(u64) + Sync),
+    progress: &(dyn Fn(u64, u64) + Sync),
     each: impl FnMut(usize, &Record<'_>, &Segment<'_>, ConnIdx) -> bool,
 ) -> Analysis {
     let (files, sink) = analyze_set_with(set, from, to, 0, settings, progress, StatsSink::default(), each);
@@ -431,7 +431,7 @@ pub fn analyze_set_with<S: Sink>(
     to: u64,
     file_base: usize,
     settings: Settings,
-    progress: &(dyn Fn(u64) + Sync),
+    progress: &(dyn Fn(u64, u64) + Sync),
     sink: S,
     mut each: impl FnMut(usize, &Record<'_>, &Segment<'_>, ConnIdx) -> bool,
 ) -> (Vec<FileSummary>, S) {
@@ -468,13 +468,13 @@ pub fn analyze_set_with<S: Sink>(
                 n += 1;
                 bytes += rec.data.len() as u64 + 16;
                 if n.is_multiple_of(PROGRESS_EVERY) {
-                    progress(bytes);
+                    progress(bytes, n);
                 }
             }
             Err((f, e)) => record_error(summary(&mut summaries, &mut place, set, f).1, &e),
         }
     }
-    progress(bytes);
+    progress(bytes, n);
     for &(f, format, compression) in &reader.opened {
         if let Some(p) = place[f] {
             summaries[p].format = Some(format);

@@ -409,7 +409,7 @@ mod tests {
         let probes = tsg.segments.iter().filter(|s| s.kind == SegKind::ZeroWindowProbe).count();
         let zwin = tsg.notes.iter().filter(|n| n.kind == NoteKind::ZeroWindow).count();
         assert_eq!((probes, zwin), (61, 119));
-        let stats = crate::pass::analyze_file(path, 0, Settings::default(), false, &|_| {});
+        let stats = crate::pass::analyze_file(path, 0, Settings::default(), false, &|_, _| {});
         let d = &stats.conns[0].dir;
         assert_eq!(d[0].zero_window_probes as usize, probes);
         assert_eq!(d[1].zero_window_adverts as usize, zwin);
