@@ -151,12 +151,13 @@ pub struct PlotArgs {
     /// Default `KIND-ID-DIR.svg`.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Start time, seconds since the connection's first packet.
-    #[arg(long, value_name = "T")]
-    pub from: Option<f64>,
-    /// End time, seconds since the connection's first packet.
-    #[arg(long, value_name = "T")]
-    pub to: Option<f64>,
+    /// Start time: seconds since the connection's first packet (`1.5`, `+1.5`), or an absolute
+    /// time as `conns --from` takes it (`12:06:05.2`, `2026-11-22T12:06:05Z`, `@EPOCH`).
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
+    pub from: Option<String>,
+    /// End time (same forms as --from).
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
+    pub to: Option<String>,
     /// Lowest relative sequence number shown (first payload byte = 0).
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub seq_from: Option<i64>,
