@@ -6,6 +6,7 @@ mod args;
 mod output;
 mod plot;
 mod run;
+mod view;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -31,6 +31,8 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
             Ok(status(&an))
         }
         Command::Plot(args) => crate::plot::plot(&args),
+        Command::View(args) => crate::view::view(&args),
+        Command::Report(args) => crate::view::report(&args),
     }
 }
 

@@ -1,0 +1,183 @@
+//! What the viewer keeps in memory: the statistics of every connection of the traces named on
+//! the command line (one pass at start), and, for each connection the user opened, its series
+//! from one more pass over its file (kept, so every zoom is answered from memory).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tcpscope_core::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Settings, Sink};
+use tcpscope_core::flow::ConnInfo;
+use tcpscope_core::pass::{self, Analysis};
+use tcpscope_core::series::rtt::{RttSeries, RttSink};
+use tcpscope_core::series::tsg::{Tsg, TsgSink};
+
+/// One packet of the connection as a packet listing shows it (both directions).
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    /// 1-based frame number in its file.
+    pub frame: u64,
+    /// Time since the connection's first packet, ns.
+    pub t_ns: u64,
+    /// Direction.
+    pub dir: Dir,
+    /// TCP flags.
+    pub flags: u16,
+    /// Relative sequence number (first payload byte 0).
+    pub seq_off: i64,
+    /// Relative ack (in the peer's sequence space), if ACK is set.
+    pub ack_off: Option<i64>,
+    /// Advertised window, bytes.
+    pub win_bytes: u64,
+    /// Payload length.
+    pub len: u32,
+    /// Bytes in flight in this direction after it, as the analysis computed them.
+    pub in_flight: Option<u64>,
+}
+
+/// An event of the connection, with the frame that triggered it.
+#[derive(Clone, Copy, Debug)]
+pub struct EventAt {
+    /// 1-based frame number.
+    pub frame: u64,
+    /// Capture time, ns since the epoch (made relative when shown).
+    pub ts_ns: u64,
+    /// Direction the event belongs to.
+    pub dir: Dir,
+    /// The event.
+    pub ev: Event,
+}
+
+/// Everything the viewer draws for one connection.
+pub struct Detail {
+    /// Time-sequence series, a→b and b→a.
+    pub tsg: [Tsg; 2],
+    /// RTT samples of each direction's data.
+    pub rtt: [RttSeries; 2],
+    /// Every packet, in trace order.
+    pub packets: Vec<Packet>,
+    /// Every event, in trace order.
+    pub events: Vec<EventAt>,
+    /// The read error that ended the pass early, if any.
+    pub error: Option<String>,
+}
+
+impl Detail {
+    /// Time 0 of the plots, ns since the epoch.
+    pub fn t0_ns(&self) -> u64 {
+        self.tsg[0].t0_ns
+    }
+    /// Time of the connection's last packet, relative.
+    pub fn last_ns(&self) -> u64 {
+        self.tsg[0].last_ns.max(self.tsg[1].last_ns)
+    }
+}
+
+/// Forwards the analysis to the series sinks and keeps the packets and events of one
+/// connection.
+struct DetailSink {
+    conn: ConnIdx,
+    tsg: [TsgSink; 2],
+    rtt: [RttSink; 2],
+    t0: Option<u64>,
+    packets: Vec<Packet>,
+    events: Vec<EventAt>,
+}
+
+impl Sink for DetailSink {
+    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
+        self.tsg.iter_mut().for_each(|s| s.connection(conn, info));
+        self.rtt.iter_mut().for_each(|s| s.connection(conn, info));
+    }
+    fn segment(&mut self, s: &SegmentInfo) {
+        self.tsg.iter_mut().for_each(|k| k.segment(s));
+        self.rtt.iter_mut().for_each(|k| k.segment(s));
+        if s.at.conn != self.conn {
+            return;
+        }
+        let t0 = *self.t0.get_or_insert(s.at.ts_ns);
+        self.packets.push(Packet {
+            frame: s.at.frame,
+            t_ns: s.at.ts_ns.saturating_sub(t0),
+            dir: s.at.dir,
+            flags: s.flags.0,
+            seq_off: s.seq_off,
+            ack_off: s.ack_off,
+            win_bytes: s.win_bytes,
+            len: s.len,
+            in_flight: s.in_flight,
+        });
+    }
+    fn event(&mut self, at: &At, ev: &Event) {
+        self.tsg.iter_mut().for_each(|k| k.event(at, ev));
+        self.rtt.iter_mut().for_each(|k| k.event(at, ev));
+        if at.conn == self.conn {
+            self.events.push(EventAt { frame: at.frame, ts_ns: at.ts_ns, dir: at.dir, ev: *ev });
+        }
+    }
+}
+
+/// The traces named on the command line, their connections, and the details computed so far.
+pub struct Traces {
+    /// The files, in command-line order (the API names them by index, never by path).
+    pub paths: Vec<PathBuf>,
+    /// Analysis settings (window scale assumption, idle split).
+    pub settings: Settings,
+    /// Statistics of every connection, ids in order of the files then of first appearance.
+    pub an: Analysis,
+    /// Global index of each file's first connection.
+    base: Vec<usize>,
+    details: Mutex<HashMap<usize, Arc<OnceLock<Result<Arc<Detail>, String>>>>>,
+}
+
+impl Traces {
+    /// Analyses each file (one pass each) and keeps the connection statistics.
+    pub fn load(paths: Vec<PathBuf>, settings: Settings) -> Traces {
+        let mut an = Analysis::default();
+        let mut base = Vec::with_capacity(paths.len());
+        let pipelined = paths.len() == 1;
+        for (i, p) in paths.iter().enumerate() {
+            let part = pass::analyze_file(p, i, settings, pipelined, &|_| {});
+            base.push(an.conns.len());
+            an.files.extend(part.files);
+            an.conns.extend(part.conns);
+        }
+        Traces { paths, settings, an, base, details: Mutex::new(HashMap::new()) }
+    }
+
+    /// The detail of connection `id` (1-based), from memory or from one pass over its file.
+    /// Concurrent requests for the same connection wait for one pass.
+    pub fn detail(&self, id: usize) -> Result<Arc<Detail>, String> {
+        let c = self.an.conns.get(id.wrapping_sub(1)).ok_or_else(|| format!("no connection {id}"))?;
+        let file = c.info.file;
+        let cell = {
+            let mut m = self.details.lock().map_err(|_| "detail cache poisoned".to_string())?;
+            m.entry(id).or_default().clone()
+        };
+        cell.get_or_init(|| {
+            let local = id - 1 - self.base[file];
+            let sink = DetailSink {
+                conn: local,
+                tsg: [TsgSink::new(local, Dir::AtoB), TsgSink::new(local, Dir::BtoA)],
+                rtt: [RttSink::new(local, Dir::AtoB), RttSink::new(local, Dir::BtoA)],
+                t0: None,
+                packets: Vec::new(),
+                events: Vec::new(),
+            };
+            let path = &self.paths[file];
+            let (sink, err) = tcpscope_core::series::run_file(path, self.settings, sink)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let [ta, tb] = sink.tsg;
+            let [ra, rb] = sink.rtt;
+            let missing = || format!("connection {id} not found on a second pass over {}", path.display());
+            Ok(Arc::new(Detail {
+                tsg: [ta.finish().ok_or_else(missing)?, tb.finish().ok_or_else(missing)?],
+                rtt: [ra.finish().ok_or_else(missing)?, rb.finish().ok_or_else(missing)?],
+                packets: sink.packets,
+                events: sink.events,
+                error: err.map(|e| e.to_string()),
+            }))
+        })
+        .clone()
+    }
+}
