@@ -17,7 +17,7 @@ fn main() {
             if s.success() { Ok(()) } else { Err(format!("npm {} failed ({s})", args.join(" "))) }
         })
     };
-    let built = run(&["ci", "--no-audit", "--no-fund"]).and_then(|_| run(&["run", "build"]));
+    let built = run(&["install", "--no-audit", "--no-fund"]).and_then(|_| run(&["run", "build"]));
     if let Err(e) = built {
         eprintln!(
             "error: the viewer's assets ({}) are missing and building them failed: {e}.\n\

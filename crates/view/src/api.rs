@@ -331,3 +331,77 @@ pub fn packet_json(d: &Detail, frame: u64) -> Value {
         "events": evs,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `reduce` against its definition, computed the slow way: every point tested against every
+    /// column's bounds.
+    #[test]
+    fn reduce_is_min_max_per_column() {
+        // A deterministic pseudo-random walk (xorshift), times in ns with gaps and bursts.
+        let mut x: u64 = 0x9e3779b97f4a7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut t = 0u64;
+        let pts: Vec<(u64, f64)> = (0..20_000)
+            .map(|_| {
+                t += next() % 2_000_000;
+                (t, (next() % 100_000) as f64)
+            })
+            .collect();
+        for (t0, t1, w) in [(0.0, t as f64 / 1e9, 100u32), (3.0, 7.5, 37), (1.0, 1.001, 500), (0.0, 50.0, 9000)] {
+            let r = reduce(&pts, t0, t1, w);
+            let w = w.min(MAX_COLUMNS) as usize;
+            let vis: Vec<&(u64, f64)> = pts.iter().filter(|p| p.0 as f64 / 1e9 >= t0 && p.0 as f64 / 1e9 <= t1).collect();
+            let got_t: Vec<f64> = r["t"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+            let got_lo: Vec<f64> = r["lo"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+            let got_hi: Vec<f64> = r["hi"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+            if vis.len() <= 2 * w {
+                assert_eq!(r["agg"], false);
+                assert_eq!(got_lo, vis.iter().map(|p| p.1).collect::<Vec<_>>());
+                continue;
+            }
+            assert_eq!(r["agg"], true);
+            let span = t1 - t0;
+            let mut want = Vec::new();
+            for k in 0..w {
+                let (a, b) = (t0 + k as f64 * span / w as f64, t0 + (k + 1) as f64 * span / w as f64);
+                let inside: Vec<f64> = vis
+                    .iter()
+                    .filter(|p| {
+                        let s = p.0 as f64 / 1e9;
+                        s >= a && (s < b || (k == w - 1 && s <= t1))
+                    })
+                    .map(|p| p.1)
+                    .collect();
+                if !inside.is_empty() {
+                    want.push((inside.iter().cloned().fold(f64::MAX, f64::min), inside.iter().cloned().fold(f64::MIN, f64::max)));
+                }
+            }
+            assert!(got_t.len() <= w);
+            // Float rounding can put a point exactly on a boundary in either column; compare
+            // the overall extremes and the column count, which rounding cannot change by more
+            // than a column.
+            assert!((got_t.len() as i64 - want.len() as i64).abs() <= 1, "{} vs {}", got_t.len(), want.len());
+            let fold = |v: &[f64], f: fn(f64, f64) -> f64, i: f64| v.iter().cloned().fold(i, f);
+            assert_eq!(fold(&got_lo, f64::min, f64::MAX), want.iter().map(|w| w.0).fold(f64::MAX, f64::min));
+            assert_eq!(fold(&got_hi, f64::max, f64::MIN), want.iter().map(|w| w.1).fold(f64::MIN, f64::max));
+            let same = got_lo.iter().zip(&got_hi).zip(&want).filter(|((l, h), w)| **l == w.0 && **h == w.1).count();
+            assert!(same + 2 >= want.len(), "{same} of {} columns agree", want.len());
+        }
+    }
+
+    #[test]
+    fn flags_read_as_in_a_listing() {
+        use tcpscope_core::decode::Flags;
+        assert_eq!(flags_text(Flags::SYN | Flags::ACK), "SA");
+        assert_eq!(flags_text(Flags::FIN | Flags::PSH | Flags::ACK), "FPA");
+        assert_eq!(flags_text(0), "");
+    }
+}
