@@ -79,8 +79,14 @@ bench: bench-view
 	bench/run.sh
 
 # Zoom latency and frame time of the viewer on a five-million-packet connection.
-bench-view: build browser-deps
-	cd web && TCPSCOPE_BIN=$(CURDIR)/$(BIN) node bench/zoom.mjs
+VIEW_TRACE := bench/out/view-5m.pcap
+
+$(VIEW_TRACE):
+	mkdir -p bench/out
+	$(CARGO) run --release -p tcpscope-view --example bigtrace -- $@ 5000000
+
+bench-view: build browser-deps $(VIEW_TRACE)
+	cd web && TCPSCOPE_BIN=$(CURDIR)/$(BIN) BIGTRACE=$(CURDIR)/$(VIEW_TRACE) node bench/zoom.mjs
 
 # Each target runs FUZZ_SECONDS; see docs/fuzzing.md.
 FUZZ_SECONDS ?= 600

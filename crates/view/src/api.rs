@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use tcpscope_core::analysis::{Dir, Event, RttKind};
 use tcpscope_core::export::json::ConnJson;
 use tcpscope_core::plot::tsg::{TsgView, tsg};
-use tcpscope_core::plot::{Anchor, Figure, Sample, Shape, Way};
+use tcpscope_core::plot::{Anchor, Figure, Mark, Prim, Sample, Shape, Way};
 
-use crate::data::{Detail, Traces};
+use crate::data::{Detail, Line, Traces};
 
 /// Most events listed for one connection (the rest are counted: the list is for jumping to
 /// places, and a multi-million-packet connection can have millions of duplicate ACKs).
@@ -97,33 +97,105 @@ fn anchor(a: Anchor) -> &'static str {
     }
 }
 
-/// A figure as compact JSON: each mark `{c: class, f: frame, n: count, p: [prim...]}`, each
-/// primitive an array `[op, colour, numbers..., extra]` (see docs/viewer.md).
-pub fn figure_json(f: &Figure) -> Value {
-    let marks: Vec<Value> = f
-        .marks
-        .iter()
-        .map(|m| {
-            let prims: Vec<Value> = m
-                .prims
-                .iter()
-                .map(|p| {
-                    let c = p.color.svg();
-                    match &p.shape {
-                        Shape::Line { x1, y1, x2, y2 } => json!(["l", c, x1, y1, x2, y2]),
-                        Shape::Arrow { x, y, way: w } => json!(["a", c, x, y, way(*w)]),
-                        Shape::Tick { x, y, way: w } => json!(["t", c, x, y, way(*w)]),
-                        Shape::Diamond { x, y } => json!(["d", c, x, y]),
-                        Shape::Box { x, y } => json!(["b", c, x, y]),
-                        Shape::Text { x, y, anchor: a, text } => json!(["x", c, x, y, anchor(*a), text]),
-                    }
-                })
-                .collect();
-            json!({ "c": m.class, "f": m.frame, "n": m.count, "p": prims })
-        })
-        .collect();
-    let legend: Vec<Value> = f
-        .legend
+/// A number of a primitive: integral values (sequence numbers) are written as integers.
+struct Num(f64);
+
+impl Serialize for Num {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.fract() == 0.0 && self.0.abs() < 9.0e15 { s.serialize_i64(self.0 as i64) } else { s.serialize_f64(self.0) }
+    }
+}
+
+/// A primitive as an array `[op, colour, numbers..., extra]`.
+struct PrimOut<'a>(&'a Prim);
+
+impl Serialize for PrimOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let c = self.0.color.svg();
+        let mut q = s.serialize_seq(None)?;
+        match &self.0.shape {
+            Shape::Line { x1, y1, x2, y2 } => {
+                q.serialize_element("l")?;
+                q.serialize_element(c)?;
+                for v in [x1, y1, x2, y2] {
+                    q.serialize_element(&Num(*v))?;
+                }
+            }
+            Shape::Arrow { x, y, way: w } | Shape::Tick { x, y, way: w } => {
+                q.serialize_element(if matches!(self.0.shape, Shape::Arrow { .. }) { "a" } else { "t" })?;
+                q.serialize_element(c)?;
+                q.serialize_element(&Num(*x))?;
+                q.serialize_element(&Num(*y))?;
+                q.serialize_element(way(*w))?;
+            }
+            Shape::Diamond { x, y } | Shape::Box { x, y } => {
+                q.serialize_element(if matches!(self.0.shape, Shape::Diamond { .. }) { "d" } else { "b" })?;
+                q.serialize_element(c)?;
+                q.serialize_element(&Num(*x))?;
+                q.serialize_element(&Num(*y))?;
+            }
+            Shape::Text { x, y, anchor: a, text } => {
+                q.serialize_element("x")?;
+                q.serialize_element(c)?;
+                q.serialize_element(&Num(*x))?;
+                q.serialize_element(&Num(*y))?;
+                q.serialize_element(anchor(*a))?;
+                q.serialize_element(text)?;
+            }
+        }
+        q.end()
+    }
+}
+
+/// A mark as `{c: class, f: frame, n: count, p: [prim...]}`.
+struct MarkOut<'a>(&'a Mark);
+
+impl Serialize for MarkOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let m = self.0;
+        let mut o = s.serialize_map(Some(4))?;
+        o.serialize_entry("c", m.class)?;
+        o.serialize_entry("f", &m.frame)?;
+        o.serialize_entry("n", &m.count)?;
+        o.serialize_entry("p", &Seq(m.prims.iter().map(PrimOut)))?;
+        o.end()
+    }
+}
+
+/// Serializes an iterator as a JSON array, without collecting it.
+struct Seq<I>(I);
+
+impl<I: Iterator<Item = T> + Clone, T: Serialize> Serialize for Seq<I> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.clone())
+    }
+}
+
+/// A time-sequence figure as the API sends it (written straight from the [`Figure`]: a zoomed
+/// out answer has thousands of marks, and building a `serde_json::Value` of them first would
+/// cost more than computing them).
+#[derive(Serialize)]
+pub struct FigureOut<'a> {
+    title: &'a str,
+    x: [f64; 2],
+    y: [f64; 2],
+    #[serde(serialize_with = "marks_out")]
+    marks: &'a [Mark],
+    legend: Vec<Value>,
+    remarks: &'a [String],
+    dir: &'static str,
+    last: f64,
+    error: Option<&'a str>,
+}
+
+fn marks_out<S: serde::Serializer>(m: &&[Mark], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(m.iter().map(MarkOut))
+}
+
+fn legend_json(f: &Figure) -> Vec<Value> {
+    f.legend
         .iter()
         .map(|l| {
             let sample = match l.sample {
@@ -136,20 +208,12 @@ pub fn figure_json(f: &Figure) -> Value {
             };
             json!({ "color": l.color.svg(), "sample": sample, "text": l.text })
         })
-        .collect();
-    json!({
-        "title": f.title,
-        "x": [f.x.min, f.x.max],
-        "y": [f.y.min, f.y.max],
-        "marks": marks,
-        "legend": legend,
-        "remarks": f.remarks,
-    })
+        .collect()
 }
 
-/// The time-sequence figure of one direction for a viewport.
-pub fn tsg_json(d: &Detail, dir: Dir, v: &Viewport) -> Value {
-    let series = &d.tsg[dir.idx()];
+/// The time-sequence figure of one direction for a viewport (serialize it with
+/// [`figure_out`]).
+pub fn tsg_figure(d: &Detail, dir: Dir, v: &Viewport) -> Figure {
     let view = TsgView {
         from_s: v.t0,
         to_s: v.t1,
@@ -158,68 +222,92 @@ pub fn tsg_json(d: &Detail, dir: Dir, v: &Viewport) -> Value {
         columns: Some(v.w.clamp(1, MAX_COLUMNS)),
         title: None,
     };
-    let f = tsg(series, &view);
-    let mut out = figure_json(&f);
-    out["dir"] = json!(dir_of(dir));
-    out["last"] = json!(d.last_ns() as f64 / 1e9);
-    out["error"] = json!(d.error);
-    out
+    tsg(&d.tsg[dir.idx()], &view)
 }
 
-/// Points `(t_ns, value)` in time order, reduced for `w` pixel columns over `[t0, t1]` s:
-/// every point when there are at most 2·w of them, else per column the lowest and highest
-/// value (so a spike never vanishes) at the column's centre.
+/// The answer of `api/tsg` for a figure.
+pub fn figure_out<'a>(d: &'a Detail, dir: Dir, f: &'a Figure) -> FigureOut<'a> {
+    FigureOut {
+        title: &f.title,
+        x: [f.x.min, f.x.max],
+        y: [f.y.min, f.y.max],
+        marks: &f.marks,
+        legend: legend_json(f),
+        remarks: &f.remarks,
+        dir: dir_of(dir),
+        last: d.last_ns() as f64 / 1e9,
+        error: d.error.as_deref(),
+    }
+}
+
+/// The time-sequence figure of one direction for a viewport, as a JSON value (for the report).
+pub fn tsg_json(d: &Detail, dir: Dir, v: &Viewport) -> Value {
+    let f = tsg_figure(d, dir, v);
+    serde_json::to_value(figure_out(d, dir, &f)).unwrap_or(Value::Null)
+}
+
+/// Index of the first point at or after `t` seconds.
+fn first_at<T>(pts: &[(u64, T)], t: f64) -> usize {
+    pts.partition_point(|p| (p.0 as f64 / 1e9) < t)
+}
+
+/// Index after the last point at or before `t` seconds.
+fn after<T>(pts: &[(u64, T)], t: f64) -> usize {
+    pts.partition_point(|p| (p.0 as f64 / 1e9) <= t)
+}
+
+/// A series reduced for `w` pixel columns over `[t0, t1]` s: every point when there are at
+/// most 2·w of them, else per column the lowest and highest value (so a spike never vanishes)
+/// at the column's centre.
 ///
 /// Definition (the test oracle): column k of w covers `[t0 + k·(t1−t0)/w, t0 + (k+1)·(t1−t0)/w)`,
-/// the last column includes `t1`; `lo[k]`/`hi[k]` are the min/max of the values in it.
-pub fn reduce(points: &[(u64, f64)], t0: f64, t1: f64, w: u32) -> Value {
-    let lo_i = points.partition_point(|p| (p.0 as f64 / 1e9) < t0);
-    let hi_i = lo_i + points[lo_i..].partition_point(|p| (p.0 as f64 / 1e9) <= t1);
-    let vis = &points[lo_i..hi_i];
+/// the last column includes `t1`; `lo[k]`/`hi[k]` are the min/max of the values in it. Each
+/// column costs two binary searches and a [`Line::min_max`], whatever the number of points.
+pub fn reduce(line: &Line, t0: f64, t1: f64, w: u32) -> Value {
+    let pts = &line.pts;
+    let (i0, i1) = (first_at(pts, t0), after(pts, t1));
     let w = w.clamp(1, MAX_COLUMNS) as usize;
-    if vis.len() <= 2 * w {
+    if i1 <= i0 + 2 * w {
+        let vis = &pts[i0..i1.max(i0)];
         let t: Vec<f64> = vis.iter().map(|p| p.0 as f64 / 1e9).collect();
         let v: Vec<f64> = vis.iter().map(|p| p.1).collect();
         return json!({ "t": t, "lo": v, "hi": v, "agg": false });
     }
-    let span = (t1 - t0).max(f64::MIN_POSITIVE);
-    let mut cols: Vec<Option<(f64, f64)>> = vec![None; w];
-    for p in vis {
-        let k = ((((p.0 as f64 / 1e9) - t0) / span * w as f64) as usize).min(w - 1);
-        let e = cols[k].get_or_insert((p.1, p.1));
-        e.0 = e.0.min(p.1);
-        e.1 = e.1.max(p.1);
-    }
+    let span = t1 - t0;
     let (mut t, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
-    for (k, c) in cols.iter().enumerate() {
-        if let Some((a, b)) = c {
+    let mut i = i0;
+    for k in 0..w {
+        let j = if k + 1 == w { i1 } else { i + first_at(&pts[i..i1], t0 + (k + 1) as f64 * span / w as f64) };
+        if j > i {
+            let (a, b) = line.min_max(i, j);
             t.push(t0 + (k as f64 + 0.5) / w as f64 * span);
-            lo.push(*a);
-            hi.push(*b);
+            lo.push(a);
+            hi.push(b);
         }
+        i = j;
     }
     json!({ "t": t, "lo": lo, "hi": hi, "agg": true })
 }
 
-/// Payload bits per second sent in `[t0, t1]`, per pixel column: the bytes of the segments
-/// whose time falls in a column, divided by the column's duration (retransmissions included,
-/// as on the wire). Replaced by the core throughput series once it exists.
+/// Payload bits per second sent in `[t0, t1]`, per group of four pixel columns (a readable
+/// rate): the bytes of the segments whose time falls in a group, divided by its duration
+/// (retransmissions included, as on the wire). To be replaced by the core throughput series
+/// once it exists.
 fn throughput(d: &Detail, dir: Dir, t0: f64, t1: f64, w: u32) -> Value {
-    let segs = &d.tsg[dir.idx()].segments;
-    let w = w.clamp(1, MAX_COLUMNS) as usize;
-    // Few columns for a readable rate: one per 4 pixels.
-    let cols = (w / 4).max(1);
+    let sent = &d.lines[dir.idx()].sent;
+    let cols = (w.clamp(1, MAX_COLUMNS) as usize / 4).max(1);
     let span = (t1 - t0).max(f64::MIN_POSITIVE);
-    let lo_i = segs.partition_point(|s| (s.t_ns as f64 / 1e9) < t0);
-    let hi_i = lo_i + segs[lo_i..].partition_point(|s| (s.t_ns as f64 / 1e9) <= t1);
-    let mut bytes = vec![0u64; cols];
-    for s in &segs[lo_i..hi_i] {
-        let k = ((((s.t_ns as f64 / 1e9) - t0) / span * cols as f64) as usize).min(cols - 1);
-        bytes[k] += s.len as u64;
-    }
     let dt = span / cols as f64;
-    let t: Vec<f64> = (0..cols).map(|k| t0 + (k as f64 + 0.5) * dt).collect();
-    let v: Vec<f64> = bytes.iter().map(|b| *b as f64 * 8.0 / dt).collect();
+    // Bytes sent before time t (exclusive) or up to it (inclusive, for the last group).
+    let upto = |i: usize| if i == 0 { 0 } else { sent[i - 1].1 };
+    let (mut t, mut v) = (Vec::with_capacity(cols), Vec::with_capacity(cols));
+    let mut prev = upto(first_at(sent, t0));
+    for k in 0..cols {
+        let end = if k + 1 == cols { upto(after(sent, t1)) } else { upto(first_at(sent, t0 + (k + 1) as f64 * dt)) };
+        t.push(t0 + (k as f64 + 0.5) * dt);
+        v.push((end - prev) as f64 * 8.0 / dt);
+        prev = end;
+    }
     json!({ "t": t, "lo": v, "hi": v, "agg": true })
 }
 
@@ -228,23 +316,14 @@ fn throughput(d: &Detail, dir: Dir, t0: f64, t1: f64, w: u32) -> Value {
 pub fn panels_json(d: &Detail, dir: Dir, v: &Viewport) -> Value {
     let t0 = v.t0.unwrap_or(0.0);
     let t1 = v.t1.unwrap_or(d.last_ns() as f64 / 1e9).max(t0);
-    let rtt_pts: Vec<(u64, f64)> = d.rtt[dir.idx()].points.iter().map(|p| (p.t_ns, p.rtt_ns as f64 / 1e6)).collect();
-    let karn: Vec<(u64, f64)> = d.rtt[dir.idx()]
-        .points
-        .iter()
-        .filter(|p| p.kind == RttKind::Karn)
-        .map(|p| (p.t_ns, p.rtt_ns as f64 / 1e6))
-        .collect();
-    let flight: Vec<(u64, f64)> =
-        d.packets.iter().filter(|p| p.dir == dir).filter_map(|p| p.in_flight.map(|f| (p.t_ns, f as f64))).collect();
-    let win: Vec<(u64, f64)> = d.tsg[dir.idx()].acks.iter().map(|a| (a.t_ns, a.win_bytes as f64)).collect();
+    let l = &d.lines[dir.idx()];
     json!({
         "t": [t0, t1],
         "tput_bps": throughput(d, dir, t0, t1, v.w),
-        "rtt_ms": reduce(&rtt_pts, t0, t1, v.w),
-        "rtt_karn_ms": reduce(&karn, t0, t1, v.w),
-        "flight_bytes": reduce(&flight, t0, t1, v.w),
-        "window_bytes": reduce(&win, t0, t1, v.w),
+        "rtt_ms": reduce(&l.rtt_ms, t0, t1, v.w),
+        "rtt_karn_ms": reduce(&l.rtt_karn_ms, t0, t1, v.w),
+        "flight_bytes": reduce(&l.flight_bytes, t0, t1, v.w),
+        "window_bytes": reduce(&l.window_bytes, t0, t1, v.w),
     })
 }
 
@@ -355,8 +434,14 @@ mod tests {
                 (t, (next() % 100_000) as f64)
             })
             .collect();
+        let line = crate::data::Line::new(pts.clone());
+        // Min/max of index ranges against a plain fold, across block boundaries.
+        for (i, j) in [(0, 1), (0, 64), (3, 64), (63, 65), (10, 1000), (64, 128), (65, 19_999), (0, 20_000)] {
+            let want = pts[i..j].iter().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
+            assert_eq!(line.min_max(i, j), want, "{i}..{j}");
+        }
         for (t0, t1, w) in [(0.0, t as f64 / 1e9, 100u32), (3.0, 7.5, 37), (1.0, 1.001, 500), (0.0, 50.0, 9000)] {
-            let r = reduce(&pts, t0, t1, w);
+            let r = reduce(&line, t0, t1, w);
             let w = w.min(MAX_COLUMNS) as usize;
             let vis: Vec<&(u64, f64)> = pts.iter().filter(|p| p.0 as f64 / 1e9 >= t0 && p.0 as f64 / 1e9 <= t1).collect();
             let got_t: Vec<f64> = r["t"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();

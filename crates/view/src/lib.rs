@@ -22,7 +22,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use serde_json::Value;
 use tcpscope_core::analysis::Dir;
 use tiny_http::{Header, Method, Request, Response};
 
@@ -140,7 +139,7 @@ fn send(req: Request, status: u16, ctype: &str, body: Vec<u8>) -> io::Result<()>
     req.respond(resp)
 }
 
-fn send_json(req: Request, status: u16, v: &Value) -> io::Result<()> {
+fn send_json(req: Request, status: u16, v: &impl serde::Serialize) -> io::Result<()> {
     send(req, status, "application/json", serde_json::to_vec(v).unwrap_or_default())
 }
 
@@ -202,11 +201,15 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
         }
         "/api/conns" => send_json(req, 200, &api::conns(t)),
         "/api/tsg" | "/api/panels" | "/api/events" | "/api/packet" => {
-            let built = (|| -> Result<Value, (u16, String)> {
+            let built = (|| -> Result<Vec<u8>, (u16, String)> {
                 let id: usize = q.num("conn").map_err(|e| (400, e))?.ok_or((400, "conn missing".to_string()))?;
                 let d = t.detail(id).map_err(|e| (404, e))?;
-                Ok(match route {
-                    "/api/tsg" => api::tsg_json(&d, q.dir().map_err(|e| (400, e))?, &q.viewport().map_err(|e| (400, e))?),
+                let v = match route {
+                    "/api/tsg" => {
+                        let dir = q.dir().map_err(|e| (400, e))?;
+                        let f = api::tsg_figure(&d, dir, &q.viewport().map_err(|e| (400, e))?);
+                        return serde_json::to_vec(&api::figure_out(&d, dir, &f)).map_err(|e| (500, e.to_string()));
+                    }
                     "/api/panels" => {
                         api::panels_json(&d, q.dir().map_err(|e| (400, e))?, &q.viewport().map_err(|e| (400, e))?)
                     }
@@ -215,10 +218,11 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                         let frame: u64 = q.num("frame").map_err(|e| (400, e))?.ok_or((400, "frame missing".to_string()))?;
                         api::packet_json(&d, frame)
                     }
-                })
+                };
+                serde_json::to_vec(&v).map_err(|e| (500, e.to_string()))
             })();
             match built {
-                Ok(v) => send_json(req, 200, &v),
+                Ok(body) => send(req, 200, "application/json", body),
                 Err((status, msg)) => error(req, status, &msg),
             }
         }

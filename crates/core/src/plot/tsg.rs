@@ -130,8 +130,17 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     let (qlo, qhi) = (view.seq_from.unwrap_or(i64::MIN), view.seq_to.unwrap_or(i64::MAX));
     let in_y = |lo: i64, hi: i64| hi >= qlo && lo <= qhi;
 
+    // Packets are in trace order, normally also time order: then the visible ones are found by
+    // binary search (a zoomed-in view of a huge connection costs what it shows), else by a scan.
+    let all = &tsg.segments[..];
+    let candidates = if all.is_sorted_by_key(|s| s.t_ns) {
+        let lo = all.partition_point(|s| secs(s.t_ns) < x0);
+        &all[lo..lo + all[lo..].partition_point(|s| secs(s.t_ns) <= x1)]
+    } else {
+        all
+    };
     let segs: Vec<&DataSeg> =
-        tsg.segments.iter().filter(|s| in_x(s.t_ns) && in_y(s.payload_start().min(s.seq_off), s.end())).collect();
+        candidates.iter().filter(|s| in_x(s.t_ns) && in_y(s.payload_start().min(s.seq_off), s.end())).collect();
 
     let mut marks = Vec::new();
     // Extent of what is drawn, for the automatic y range.
