@@ -67,7 +67,13 @@ struct Ctx {
     prefix: String,
     /// Host header values accepted (loopback only; `None`: any, the token protects).
     hosts: Option<Vec<String>>,
+    /// The last answers, newest last: stepping back out through the zoom history asks for
+    /// views seen before, and a zoomed-out figure of millions of packets is the costly one.
+    recent: std::sync::Mutex<std::collections::VecDeque<(String, Arc<Vec<u8>>)>>,
 }
+
+/// Answers kept in [`Ctx::recent`].
+const RECENT: usize = 64;
 
 impl Server {
     /// Binds and starts answering on background threads.
@@ -90,7 +96,7 @@ impl Server {
         };
         let url = format!("http://{shown}{prefix}/");
         let server = Arc::new(server);
-        let ctx = Arc::new(Ctx { traces, prefix, hosts });
+        let ctx = Arc::new(Ctx { traces, prefix, hosts, recent: Default::default() });
         let workers = (0..WORKERS)
             .map(|_| {
                 let (server, ctx) = (server.clone(), ctx.clone());
@@ -201,6 +207,11 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
         }
         "/api/conns" => send_json(req, 200, &api::conns(t)),
         "/api/tsg" | "/api/panels" | "/api/events" | "/api/packet" => {
+            let key = format!("{route}?{query}");
+            let hit = ctx.recent.lock().ok().and_then(|r| r.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()));
+            if let Some(body) = hit {
+                return send(req, 200, "application/json", body.to_vec());
+            }
             let built = (|| -> Result<Vec<u8>, (u16, String)> {
                 let id: usize = q.num("conn").map_err(|e| (400, e))?.ok_or((400, "conn missing".to_string()))?;
                 let d = t.detail(id).map_err(|e| (404, e))?;
@@ -222,7 +233,15 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                 serde_json::to_vec(&v).map_err(|e| (500, e.to_string()))
             })();
             match built {
-                Ok(body) => send(req, 200, "application/json", body),
+                Ok(body) => {
+                    if let Ok(mut r) = ctx.recent.lock() {
+                        if r.len() == RECENT {
+                            r.pop_front();
+                        }
+                        r.push_back((key, Arc::new(body.clone())));
+                    }
+                    send(req, 200, "application/json", body)
+                }
                 Err((status, msg)) => error(req, status, &msg),
             }
         }

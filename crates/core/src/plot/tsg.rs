@@ -133,7 +133,7 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     // Packets are in trace order, normally also time order: then the visible ones are found by
     // binary search (a zoomed-in view of a huge connection costs what it shows), else by a scan.
     let all = &tsg.segments[..];
-    let candidates = if all.is_sorted_by_key(|s| s.t_ns) {
+    let candidates = if tsg.segments_time_ordered {
         let lo = all.partition_point(|s| secs(s.t_ns) < x0);
         &all[lo..lo + all[lo..].partition_point(|s| secs(s.t_ns) <= x1)]
     } else {
@@ -156,7 +156,9 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     let first_vis = tsg.acks.partition_point(|p| secs(p.t_ns) < x0);
     let mut prev = first_vis.checked_sub(1).map(|i| {
         let p = &tsg.acks[i];
-        let max_ack = tsg.acks[..=i].iter().map(|q| q.ack_off).max().unwrap_or(p.ack_off);
+        // The highest ack so far is that of the last point that advanced the line (each one is
+        // above all before it), or the first point's if none did: a short walk back, not a scan.
+        let max_ack = tsg.acks[..=i].iter().rev().find(|q| q.advances).unwrap_or(&tsg.acks[0]).ack_off;
         (x0, max_ack, p.edge())
     });
     let mut remarks = Vec::new();
@@ -425,4 +427,36 @@ fn legend(marks: &[Mark]) -> Vec<LegendEntry> {
         add(Color::Fg, Sample::Segment, "new segments of one pixel column");
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{Dir, Settings};
+
+    /// The binary search for the visible segments and the walk back for the highest ack give
+    /// the figure the plain scans give (the same series, marked as not time-ordered, takes the
+    /// scan), at every zoom.
+    #[test]
+    fn fast_paths_draw_what_the_scans_draw() {
+        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
+        let (fast, _) = crate::series::tsg::from_file(path, 0, Dir::AtoB, Settings::default()).unwrap();
+        let fast = fast.unwrap();
+        assert!(fast.segments_time_ordered);
+        let mut slow = fast.clone();
+        slow.segments_time_ordered = false;
+        let key = |f: &Figure| f.marks.iter().map(|m| format!("{} {:?} {} {:?}", m.class, m.frame, m.count, m.prims)).collect::<Vec<_>>();
+        for (from, to, columns) in [(None, None, None), (Some(0.08), Some(0.09), Some(800)), (Some(0.5), Some(1.2), Some(60)), (Some(1.0), None, Some(3000))] {
+            let view = TsgView { from_s: from, to_s: to, columns, ..Default::default() };
+            let (a, b) = (tsg(&fast, &view), tsg(&slow, &view));
+            assert_eq!(key(&a), key(&b), "{from:?}..{to:?}");
+            // The slow definition of the highest ack before the left edge.
+            if let Some(x0) = from {
+                let before: Vec<_> = fast.acks.iter().filter(|p| secs(p.t_ns) < x0).collect();
+                let want = before.iter().map(|p| p.ack_off).max();
+                let walk = before.iter().rev().find(|q| q.advances).map(|q| q.ack_off).or(before.first().map(|p| p.ack_off));
+                assert_eq!(walk, want);
+            }
+        }
+    }
 }
