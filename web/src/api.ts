@@ -35,6 +35,9 @@ export interface Series {
 export interface Panels {
   t: [number, number];
   tput_bps: Series;
+  goodput_bps: Series;
+  window_scaled: boolean;
+  cwnd_bytes: Series;
   rtt_ms: Series;
   rtt_karn_ms: Series;
   flight_bytes: Series;

@@ -140,6 +140,18 @@ function trace(path: Path2D, f: Frame, p: (number | string)[], head: number) {
     path.closePath();
   } else if (op === "b") {
     path.rect(px - SYM, py - SYM, 2 * SYM, 2 * SYM);
+  } else if (op === "o") {
+    path.moveTo(px + 1.5, py);
+    path.arc(px, py, 1.5, 0, 2 * Math.PI);
+  } else if (op === "p") {
+    for (let i = 2; i + 1 < p.length; i += 2) {
+      const [x, y] = [sx(f, p[i] as number), sy(f, p[i + 1] as number)];
+      if (i === 2) path.moveTo(x, y);
+      else path.lineTo(x, y);
+    }
+  } else if (op === "r") {
+    const x2 = sx(f, p[4] as number), y2 = sy(f, p[5] as number);
+    path.rect(Math.min(px, x2), Math.min(py, y2), Math.abs(x2 - px), Math.abs(y2 - py));
   }
 }
 
@@ -253,7 +265,8 @@ export function si(v: number): string {
 export function drawPanel(ctx: CanvasRenderingContext2D, x0: number, x1: number, w: number, h: number, title: string, lines: PanelLine[]) {
   let ymax = 0;
   for (const l of lines) for (let i = 0; i < l.s.t.length; i++) if (l.s.t[i] >= x0 && l.s.t[i] <= x1) ymax = Math.max(ymax, l.s.hi[i]);
-  const f: Frame = { x0, x1, y0: 0, y1: ymax > 0 ? ymax * 1.08 : 1, w, h };
+  // Headroom above the highest value for the title row.
+  const f: Frame = { x0, x1, y0: 0, y1: ymax > 0 ? ymax * 1.3 : 1, w, h };
   axes(ctx, f, "", false, (l) => si(Number(l)));
   ctx.save();
   clip(ctx, f);

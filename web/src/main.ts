@@ -27,7 +27,9 @@ interface State {
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
-const state: State = { ids: [], dir: "a2b", view: {}, sort: "id", desc: false, filter: "", boring: false };
+// Worst first, as `tcpscope screen` ranks them.
+const DEFAULT_SORT = "severity";
+const state: State = { ids: [], dir: "a2b", view: {}, sort: DEFAULT_SORT, desc: true, filter: "", boring: false };
 let history: View[] = [];
 let conns: Conn[] = [];
 let events: EventRow[] = [];
@@ -46,8 +48,10 @@ function writeUrl() {
   const v = state.view;
   if (v.t0 !== undefined && v.t1 !== undefined) q.set("t", `${v.t0},${v.t1}`);
   if (v.s0 !== undefined && v.s1 !== undefined) q.set("s", `${Math.floor(v.s0)},${Math.ceil(v.s1)}`);
-  if (state.sort !== "id") q.set("sort", state.sort);
-  if (state.desc) q.set("desc", "1");
+  if (state.sort !== DEFAULT_SORT || !state.desc) {
+    q.set("sort", state.sort);
+    q.set("desc", state.desc ? "1" : "0");
+  }
   if (state.filter) q.set("q", state.filter);
   if (state.boring) q.set("boring", "1");
   const hash = "#" + q.toString();
@@ -67,8 +71,8 @@ function readUrl() {
   state.view = {};
   if (t.length === 2 && t[1] > t[0]) Object.assign(state.view, { t0: t[0], t1: t[1] });
   if (s.length === 2 && s[1] > s[0]) Object.assign(state.view, { s0: s[0], s1: s[1] });
-  state.sort = q.get("sort") ?? "id";
-  state.desc = q.get("desc") === "1";
+  state.sort = q.get("sort") ?? DEFAULT_SORT;
+  state.desc = q.get("sort") === null || q.get("desc") === "1";
   state.filter = q.get("q") ?? "";
   state.boring = q.get("boring") === "1";
 }
@@ -105,8 +109,12 @@ const COLUMNS: { key: string; label: string; cell: (c: Conn) => string }[] = [
   { key: "a2b.rexmit_packets", label: "rexmit", cell: (c) => String(sum(c, "rexmit_packets")) },
   { key: "b2a.zero_window_adverts", label: "zwin", cell: (c) => String(sum(c, "zero_window_adverts")) },
   { key: "a2b.rtt_avg_ms", label: "rtt ms", cell: (c) => (c.a2b.rtt_avg_ms === null ? "" : (c.a2b.rtt_avg_ms as number).toFixed(1)) },
-  { key: "severity", label: "verdict", cell: (c) => c.verdict ?? "" },
+  { key: "severity", label: "severity", cell: (c) => (c.severity === null ? "" : c.severity.toFixed(2)) },
+  { key: "verdict", label: "verdict", cell: (c) => c.verdict ?? "" },
 ];
+
+/** Text sort keys (ascending first); the rest are numbers (worst, i.e. largest, first). */
+const TEXT_KEYS = new Set(["id", "endpoints", "state", "verdict", "file"]);
 
 function visibleConns(): Conn[] {
   const f = state.filter.toLowerCase();
@@ -135,7 +143,7 @@ function renderList() {
     th.dataset.key = col.key;
     th.onclick = () => {
       if (state.sort === col.key) state.desc = !state.desc;
-      else [state.sort, state.desc] = [col.key, col.key !== "id" && col.key !== "endpoints" && col.key !== "state"];
+      else [state.sort, state.desc] = [col.key, !TEXT_KEYS.has(col.key)];
       changed({ list: true });
     };
     tr.append(th);
@@ -152,8 +160,10 @@ function renderList() {
     for (const col of COLUMNS) {
       const td = document.createElement("td");
       td.textContent = col.cell(c);
+      if (col.key === "verdict") td.title = td.textContent;
       r.append(td);
     }
+    if (c.boring) r.classList.add("boring");
     r.onclick = (e) => select(c.id, e.ctrlKey || e.metaKey || e.shiftKey);
     body.append(r);
   }
@@ -250,14 +260,18 @@ class ConnPlot {
     const pw = this.canvas.clientWidth;
     const [tp, rp, fp] = this.panels.map(prepare);
     if (p) {
-      drawPanel(tp, x0, x1, pw, this.panels[0].clientHeight, "throughput b/s", [{ s: p.tput_bps, color: "#2b6fd6", label: "payload sent" }]);
+      drawPanel(tp, x0, x1, pw, this.panels[0].clientHeight, "b/s", [
+        { s: p.tput_bps, color: "#f07800", label: "throughput" },
+        { s: p.goodput_bps, color: "#2b6fd6", label: "goodput (new bytes)" },
+      ]);
       drawPanel(rp, x0, x1, pw, this.panels[1].clientHeight, "RTT ms", [
         { s: p.rtt_ms, color: "#1a9a3a", label: "timestamp + Karn", dots: true },
         { s: p.rtt_karn_ms, color: "#e0181c", label: "Karn", dots: true },
       ]);
       drawPanel(fp, x0, x1, pw, this.panels[2].clientHeight, "bytes", [
         { s: p.flight_bytes, color: "#000000", label: "in flight" },
-        { s: p.window_bytes, color: "#c99a00", label: "advertised window" },
+        { s: p.window_bytes, color: "#c99a00", label: p.window_scaled ? "advertised window" : "advertised window (raw: scale unknown)" },
+        { s: p.cwnd_bytes, color: "#8a2be2", label: "cwnd estimate", dots: true },
       ]);
     }
     this.drawOverlay();
@@ -543,10 +557,11 @@ async function main() {
     return;
   }
   const sort = $("sort") as HTMLSelectElement;
-  const keys = ["id", "endpoints", ...(conns.length ? numericKeys(conns[0]) : []).filter((k) => k !== "id")];
+  const keys = ["id", "endpoints", "verdict", ...(conns.length ? numericKeys(conns[0]) : []).filter((k) => k !== "id")];
   sort.innerHTML = keys.map((k) => `<option>${k}</option>`).join("");
   sort.onchange = () => {
     state.sort = sort.value;
+    state.desc = !TEXT_KEYS.has(sort.value);
     changed({ list: true });
   };
   $("sort-dir").onclick = () => {

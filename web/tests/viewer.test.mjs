@@ -68,14 +68,22 @@ after(async () => {
 test("connection list, time-sequence plot, zoom, hover, history, compare", async () => {
   // Oracle for the list: the command-line listing of the same traces.
   const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
+  const screened = JSON.parse(execFileSync(bin, ["screen", "--json", "--all", ...TRACES])).connections;
   const pg = await page();
   await pg.goto(url);
   await pg.waitForSelector("#conns tbody tr");
+  // Boring connections hidden; the rest ranked as `screen` ranks them, with its verdicts.
+  const shown = screened.filter((c) => !c.boring);
+  assert.equal(await pg.locator("#conns tbody tr").count(), shown.length);
+  const ids = await pg.locator("#conns tbody tr").evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
+  assert.deepEqual(ids, shown.map((c) => c.id));
+  assert.equal(await pg.textContent(`#conns tbody tr[data-id="${shown[0].id}"] td:last-child`), shown[0].verdict);
+  await pg.check("#show-boring");
   assert.equal(await pg.locator("#conns tbody tr").count(), listed.length);
 
   // Sorting by retransmissions, worst first: the loss trace's connection comes first.
   await pg.selectOption("#sort", "a2b.rexmit_packets");
-  await pg.click("#sort-dir");
+  assert.equal(await pg.textContent("#sort-dir"), "▼");
   const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
   assert.equal(await pg.getAttribute("#conns tbody tr:first-child", "data-id"), String(worst.id));
   // The filter box.

@@ -18,7 +18,10 @@ pub enum Command {
     Conns(CommonArgs),
     /// Full per-connection, per-direction statistics (both directions side by side).
     Stats(StatsArgs),
-    /// Draw a plot of one connection: the time-sequence plot (tsg) as SVG or xplot (.xpl).
+    /// Rank connections by trouble and say why: out-of-sequence classes, what limited each
+    /// connection, burstiness, a verdict (boring connections hidden; see docs/screening.md).
+    Screen(ScreenArgs),
+    /// Draw a plot of one connection (or several on one scale) as SVG, PNG or xplot (.xpl).
     Plot(PlotArgs),
     /// Open the interactive viewer in the browser (a local web server; docs/viewer.md).
     View(ViewArgs),
@@ -72,6 +75,18 @@ pub enum KindArg {
     Tsg,
     /// RTT samples over time.
     Rtt,
+    /// Throughput and goodput over time (instantaneous and moving average).
+    Tput,
+    /// Bytes in flight, advertised window, congestion-window estimate.
+    Flight,
+    /// Segment size over time.
+    Ssize,
+    /// Burstiness: bytes over the instantaneous rate they were sent at (thesis ch. 4).
+    Burst,
+    /// Burstiness integrated: bytes sent at or below each rate.
+    BurstCdf,
+    /// Duplicate ACKs and retransmissions over time.
+    Dupack,
 }
 
 /// Direction of a connection, as in the JSON.
@@ -94,10 +109,12 @@ pub struct PlotArgs {
     /// Direction whose data is plotted (the acks come from the other one).
     #[arg(long, value_enum, default_value = "a2b")]
     pub dir: DirArg,
-    /// What to plot: `tsg` time-sequence (thesis ch. 2), `rtt` round-trip time samples.
+    /// What to plot (docs/plots.md): `tsg` time-sequence (thesis ch. 2), `rtt`, `tput`,
+    /// `flight`, `ssize`, `burst`, `burst-cdf` (thesis ch. 4), `dupack`.
     #[arg(short = 'k', long, value_enum, default_value = "tsg")]
     pub kind: KindArg,
-    /// Output file; `.xpl` writes xplot, anything else SVG. Default `KIND-ID-DIR.svg`.
+    /// Output file; `.xpl` writes xplot, `.png` a PNG image, anything else SVG.
+    /// Default `KIND-ID-DIR.svg`.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Start time, seconds since the connection's first packet.
@@ -124,6 +141,34 @@ pub struct PlotArgs {
     /// Window scale to assume when the handshake was not captured (0-14).
     #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u8).range(0..=14))]
     pub wscale: Option<u8>,
+    /// tput: moving-average window; dupack: counting interval (seconds).
+    #[arg(long, value_name = "SECONDS")]
+    pub window: Option<f64>,
+    /// Another connection to draw on the same scale, `TRACE:ID` or `TRACE:ID:DIR`
+    /// (repeatable); the plots go side by side into one image unless --separate.
+    #[arg(long = "with", value_name = "TRACE:ID[:DIR]")]
+    pub with: Vec<String>,
+    /// With --with: one file per connection (FILE-1.svg, FILE-2.svg, ...) instead of one image.
+    #[arg(long, requires = "with")]
+    pub separate: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ScreenArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Rules file (TOML): what counts as boring, the classifier's constants (docs/screening.md).
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Only the N most troubled connections.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Show boring connections too.
+    #[arg(long)]
+    pub all: bool,
+    /// Text output: list every classified segment with its evidence.
+    #[arg(long)]
+    pub events: bool,
 }
 
 /// Analysis options of `view` and `report`.

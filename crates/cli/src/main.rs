@@ -6,6 +6,7 @@ mod args;
 mod output;
 mod plot;
 mod run;
+mod screen;
 mod view;
 
 use std::io::{self, Write};

@@ -15,7 +15,7 @@ fn selected(args: &CommonArgs) -> impl Fn(usize) -> bool + '_ {
     move |id| args.conn.is_empty() || args.conn.contains(&id)
 }
 
-fn check_ids(an: &Analysis, args: &CommonArgs) -> io::Result<()> {
+pub(crate) fn check_ids(an: &Analysis, args: &CommonArgs) -> io::Result<()> {
     for &id in &args.conn {
         if id == 0 || id > an.conns.len() {
             return Err(io::Error::other(format!("no connection {id} (the input has {})", an.conns.len())));
@@ -24,12 +24,12 @@ fn check_ids(an: &Analysis, args: &CommonArgs) -> io::Result<()> {
     Ok(())
 }
 
-fn to_value<T: serde::Serialize>(v: &T) -> io::Result<Value> {
+pub(crate) fn to_value<T: serde::Serialize>(v: &T) -> io::Result<Value> {
     serde_json::to_value(v).map_err(io::Error::other)
 }
 
 /// Flattens nested objects into `a_b` keys, in order.
-fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
+pub(crate) fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
     match v {
         Value::Object(m) => {
             for (k, v) in m {
@@ -49,7 +49,7 @@ fn csv_field(v: &Value) -> String {
     }
 }
 
-fn write_csv<W: Write>(out: &mut W, rows: &[Vec<(String, Value)>]) -> io::Result<()> {
+pub(crate) fn write_csv<W: Write>(out: &mut W, rows: &[Vec<(String, Value)>]) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     if let Some(first) = rows.first() {
         w.write_record(first.iter().map(|(k, _)| k.as_str()))?;

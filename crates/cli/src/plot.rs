@@ -1,23 +1,77 @@
-//! `tcpscope plot`: check the flags, run the pass with the series sink, render, write.
+//! `tcpscope plot`: check the flags, run the pass with the series sink of the kind, build the
+//! figure, render (SVG, PNG through resvg, or xplot), write. Several connections (`--with`) are
+//! drawn on one scale.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use tcpscope_core::analysis::{Dir, Settings};
-use tcpscope_core::plot::{self, rtt::RttView, tsg::TsgView};
-use tcpscope_core::series::{rtt, tsg};
+use tcpscope_core::plot::{self, Figure, View, rtt::RttView, tsg::TsgView};
+use tcpscope_core::series::{burst, dupack, flight, rtt, ssize, tput, tsg};
 
 use crate::args::{DirArg, KindArg, PlotArgs};
+
+/// xplot files are aggregated at this many times the SVG's pixel columns: bounded, and still
+/// zoomable fourfold before the aggregation shows.
+const XPL_COLUMNS_FACTOR: u32 = 4;
+
+/// One connection to draw.
+struct Target {
+    trace: PathBuf,
+    conn: usize,
+    dir: Dir,
+}
+
+fn dir_of(d: DirArg) -> Dir {
+    match d {
+        DirArg::A2b => Dir::AtoB,
+        DirArg::B2a => Dir::BtoA,
+    }
+}
+
+/// Parses `TRACE:ID[:DIR]`, splitting at the last colons so that a path may contain colons.
+fn parse_with(s: &str, default_dir: Dir) -> io::Result<Target> {
+    let bad = || io::Error::other(format!("--with {s}: expected TRACE:ID or TRACE:ID:DIR (DIR a2b or b2a)"));
+    let (rest, last) = s.rsplit_once(':').ok_or_else(bad)?;
+    let (trace, id, dir) = match last {
+        "a2b" | "b2a" => {
+            let (trace, id) = rest.rsplit_once(':').ok_or_else(bad)?;
+            (trace, id, if last == "a2b" { Dir::AtoB } else { Dir::BtoA })
+        }
+        id => (rest, id, default_dir),
+    };
+    let conn: usize = id.parse().map_err(|_| bad())?;
+    if trace.is_empty() || conn == 0 {
+        return Err(bad());
+    }
+    Ok(Target { trace: PathBuf::from(trace), conn, dir })
+}
+
+fn kind_name(k: KindArg) -> &'static str {
+    match k {
+        KindArg::Tsg => "tsg",
+        KindArg::Rtt => "rtt",
+        KindArg::Tput => "tput",
+        KindArg::Flight => "flight",
+        KindArg::Ssize => "ssize",
+        KindArg::Burst => "burst",
+        KindArg::BurstCdf => "burst-cdf",
+        KindArg::Dupack => "dupack",
+    }
+}
 
 pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
     if args.conn == 0 {
         return Err(io::Error::other("connection ids start at 1 (see `tcpscope conns`)"));
     }
-    for v in [args.from, args.to].into_iter().flatten() {
+    for v in [args.from, args.to, args.window].into_iter().flatten() {
         if !v.is_finite() {
-            return Err(io::Error::other("--from/--to must be numbers of seconds"));
+            return Err(io::Error::other("--from/--to/--window must be numbers of seconds"));
         }
+    }
+    if args.window.is_some_and(|w| w <= 0.0) {
+        return Err(io::Error::other("--window must be above 0"));
     }
     if let (Some(a), Some(b)) = (args.from, args.to)
         && b <= a
@@ -29,59 +83,101 @@ pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
     {
         return Err(io::Error::other("--seq-to must be above --seq-from"));
     }
-    let dir = match args.dir {
-        DirArg::A2b => Dir::AtoB,
-        DirArg::B2a => Dir::BtoA,
-    };
-    let kind = match args.kind {
-        KindArg::Tsg => "tsg",
-        KindArg::Rtt => "rtt",
-    };
+    let dir = dir_of(args.dir);
+    let kind = kind_name(args.kind);
     let out = args.output.clone().unwrap_or_else(|| PathBuf::from(format!("{kind}-{}-{}.svg", args.conn, dir.name())));
-    let xpl = out.extension().is_some_and(|e| e.eq_ignore_ascii_case("xpl"));
-
-    let settings = Settings { assume_wscale: args.wscale, ..Settings::default() };
-    let fig = match args.kind {
-        KindArg::Tsg => {
-            let (series, err) = tsg::from_file(&args.trace, args.conn - 1, dir, settings).map_err(|e| file_error(args, e))?;
-            report(args, err)?;
-            let series = series.ok_or_else(|| no_conn(args))?;
-            let view = TsgView {
-                from_s: args.from,
-                to_s: args.to,
-                seq_from: args.seq_from,
-                seq_to: args.seq_to,
-                columns: (!xpl).then(|| plot::svg::columns(args.width)),
-                title: args.title.clone(),
-            };
-            plot::tsg::tsg(&series, &view)
+    let ext = out.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    let xpl = ext == "xpl";
+    let mut targets = vec![Target { trace: args.trace.clone(), conn: args.conn, dir }];
+    for w in &args.with {
+        targets.push(parse_with(w, dir)?);
+    }
+    let columns = plot::svg::columns(args.width) * if xpl { XPL_COLUMNS_FACTOR } else { 1 };
+    let mut figs = Vec::with_capacity(targets.len());
+    for t in &targets {
+        figs.push(figure(args, t, columns)?);
+    }
+    if figs.len() > 1 {
+        plot::share_scale(&mut figs);
+    }
+    if figs.len() > 1 && (args.separate || xpl) {
+        // xplot has one plot per file: compared plots are always separate files.
+        let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        for (i, fig) in figs.iter().enumerate() {
+            let name = if ext.is_empty() { format!("{stem}-{}", i + 1) } else { format!("{stem}-{}.{ext}", i + 1) };
+            write(&out.with_file_name(name), std::slice::from_ref(fig), args, &ext)?;
         }
-        KindArg::Rtt => {
-            let (series, err) = rtt::from_file(&args.trace, args.conn - 1, dir, settings).map_err(|e| file_error(args, e))?;
-            report(args, err)?;
-            let series = series.ok_or_else(|| no_conn(args))?;
-            let view = RttView { from_s: args.from, to_s: args.to, title: args.title.clone() };
-            plot::rtt::rtt(&series, &view)
-        }
-    };
-    let text = if xpl { plot::xplot::render(&fig) } else { plot::svg::render(&fig, args.width, args.height) };
-    std::fs::write(&out, text).map_err(|e| io::Error::other(format!("{}: {e}", out.display())))?;
-    writeln!(io::stderr(), "tcpscope: wrote {}", out.display())?;
+    } else {
+        write(&out, &figs, args, &ext)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-fn file_error(args: &PlotArgs, e: impl std::fmt::Display) -> io::Error {
-    io::Error::other(format!("{}: {e}", args.trace.display()))
+fn write(path: &Path, figs: &[Figure], args: &PlotArgs, ext: &str) -> io::Result<()> {
+    let bytes = match ext {
+        "xpl" => plot::xplot::render(&figs[0]).into_bytes(),
+        "png" => png(&plot::svg::render_row(figs, args.width, args.height))?,
+        _ => plot::svg::render_row(figs, args.width, args.height).into_bytes(),
+    };
+    std::fs::write(path, bytes).map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
+    writeln!(io::stderr(), "tcpscope: wrote {}", path.display())
 }
 
-fn no_conn(args: &PlotArgs) -> io::Error {
-    io::Error::other(format!("{}: no connection {}", args.trace.display(), args.conn))
-}
-
-/// A read error after some packets: said on stderr, the plot of what was read stands.
-fn report(args: &PlotArgs, err: Option<impl std::fmt::Display>) -> io::Result<()> {
-    if let Some(e) = err {
-        writeln!(io::stderr(), "tcpscope: {}: {e}", args.trace.display())?;
+/// Rasterises our SVG with resvg (text with the system's sans-serif font).
+fn png(svg: &str) -> io::Result<Vec<u8>> {
+    use resvg::{tiny_skia, usvg};
+    let mut opt = usvg::Options::default();
+    let db = opt.fontdb_mut();
+    db.load_system_fonts();
+    // fontdb's default sans-serif is Arial, rarely installed on Linux: use what is there.
+    let have = |name: &str| db.faces().any(|f| f.families.iter().any(|(n, _)| n == name));
+    if let Some(name) = ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica", "Noto Sans"].into_iter().find(|n| have(n)) {
+        db.set_sans_serif_family(name);
+    } else if db.is_empty() {
+        writeln!(io::stderr(), "tcpscope: no fonts found on this system: the PNG has no text")?;
     }
-    Ok(())
+    let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| io::Error::other(format!("rendering PNG: {e}")))?;
+    let size = tree.size().to_int_size();
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height()).ok_or_else(|| io::Error::other("rendering PNG: empty image"))?;
+    resvg::render(&tree, tiny_skia::Transform::identity(), &mut pixmap.as_mut());
+    pixmap.encode_png().map_err(|e| io::Error::other(format!("encoding PNG: {e}")))
+}
+
+/// Runs the pass for one connection and builds its figure.
+fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<Figure> {
+    let settings = Settings { assume_wscale: args.wscale, ..Settings::default() };
+    let file_error = |e: tcpscope_core::capture::CaptureError| io::Error::other(format!("{}: {e}", t.trace.display()));
+    let no_conn = || io::Error::other(format!("{}: no connection {}", t.trace.display(), t.conn));
+    let report = |err: Option<tcpscope_core::capture::CaptureError>| -> io::Result<()> {
+        if let Some(e) = err {
+            writeln!(io::stderr(), "tcpscope: {}: {e}", t.trace.display())?;
+        }
+        Ok(())
+    };
+    let view = View { from_s: args.from, to_s: args.to, title: args.title.clone(), columns: Some(columns), window_s: args.window };
+    let (path, c, d) = (t.trace.as_path(), t.conn - 1, t.dir);
+    macro_rules! series {
+        ($m:ident) => {{
+            let (s, err) = $m::from_file(path, c, d, settings).map_err(file_error)?;
+            report(err)?;
+            s.ok_or_else(no_conn)?
+        }};
+    }
+    Ok(match args.kind {
+        KindArg::Tsg => {
+            let s = series!(tsg);
+            let v = TsgView { from_s: args.from, to_s: args.to, seq_from: args.seq_from, seq_to: args.seq_to, columns: Some(columns), title: args.title.clone() };
+            plot::tsg::tsg(&s, &v)
+        }
+        KindArg::Rtt => {
+            let s = series!(rtt);
+            plot::rtt::rtt(&s, &RttView { from_s: args.from, to_s: args.to, title: args.title.clone(), columns: Some(columns) })
+        }
+        KindArg::Tput => plot::tput::tput(&series!(tput), &view),
+        KindArg::Flight => plot::flight::flight(&series!(flight), &view),
+        KindArg::Ssize => plot::ssize::ssize(&series!(ssize), &view),
+        KindArg::Burst => plot::burst::burst(&series!(burst), &view),
+        KindArg::BurstCdf => plot::burst::burst_cdf(&series!(burst), &view),
+        KindArg::Dupack => plot::dupack::dupack(&series!(dupack), &view),
+    })
 }

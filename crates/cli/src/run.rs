@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use tcpscope_core::analysis::Settings;
-use tcpscope_core::pass::{self, Analysis};
+use tcpscope_core::analysis::{Settings, Sink};
+use tcpscope_core::pass::{self, Analysis, FileSummary};
+use tcpscope_core::stats::StatsSink;
 
 use crate::args::{Cli, Command, CommonArgs};
 use crate::output;
@@ -30,6 +31,7 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
             out.flush()?;
             Ok(status(&an))
         }
+        Command::Screen(args) => crate::screen::screen(&args),
         Command::Plot(args) => crate::plot::plot(&args),
         Command::View(args) => crate::view::view(&args),
         Command::Report(args) => crate::view::report(&args),
@@ -37,50 +39,54 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
 }
 
 /// Exit 0 when something useful was read (errors were reported on stderr), 1 when nothing.
-fn status(an: &Analysis) -> ExitCode {
+pub fn status(an: &Analysis) -> ExitCode {
     if an.nothing_read() { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }
 
-fn settings(args: &CommonArgs) -> io::Result<Settings> {
+pub fn settings(args: &CommonArgs) -> io::Result<Settings> {
     if args.idle_split.is_nan() || args.idle_split <= 0.0 {
         return Err(io::Error::other("--idle-split must be a positive number of seconds"));
     }
     Ok(Settings { idle_split_ns: (args.idle_split * 1e9) as u64, assume_wscale: args.wscale })
 }
 
-/// Analyses the inputs: each file on its own (in parallel), or all merged. Errors reading a
-/// file are printed on stderr with the file and offset; the results of what was read stand.
+/// Analyses the inputs for statistics (see [`analyse_with`]).
 fn analyse(args: &CommonArgs) -> io::Result<Analysis> {
+    let (files, sinks) = analyse_with(args, StatsSink::default)?;
+    Ok(Analysis { files, conns: sinks.into_iter().flat_map(|s| s.conns).collect() })
+}
+
+/// Analyses the inputs with a sink from `make` per file: each file on its own (in parallel), or
+/// all merged (one sink). Errors reading a file are printed on stderr with the file and
+/// offset; the results of what was read stand. Sinks come back in file order.
+pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sync) -> io::Result<(Vec<FileSummary>, Vec<S>)> {
     let settings = settings(args)?;
     let total: u64 = args.traces.iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum();
     let progress = Progress::new(total, args.quiet);
     let report = |n: u64| progress.add(n);
-    let an = if args.merge {
+    let (files, sinks) = if args.merge {
         let last = AtomicU64::new(0);
-        pass::analyze_merged(&args.traces, settings, &|pos| report(pos - last.swap(pos, Ordering::Relaxed)))
+        let (files, sink) =
+            pass::analyze_merged_with(&args.traces, settings, &|pos| report(pos - last.swap(pos, Ordering::Relaxed)), make());
+        (files, vec![sink])
     } else {
         // One file: read and analyse in two threads. Several: one thread per file.
         let pipelined = args.traces.len() == 1;
-        let parts: Vec<Analysis> = args
+        let parts: Vec<(FileSummary, S)> = args
             .traces
             .par_iter()
             .enumerate()
             .map(|(i, path)| {
                 let last = AtomicU64::new(0);
                 let report = |pos: u64| report(pos.saturating_sub(last.swap(pos, Ordering::Relaxed)));
-                pass::analyze_file(path, i, settings, pipelined, &report)
+                pass::analyze_file_with(path, i, settings, pipelined, &report, make())
             })
             .collect();
-        let mut all = Analysis::default();
-        for p in parts {
-            all.files.extend(p.files);
-            all.conns.extend(p.conns);
-        }
-        all
+        parts.into_iter().unzip()
     };
     progress.finish();
     let mut err = io::stderr().lock();
-    for f in &an.files {
+    for f in &files {
         if let Some(e) = &f.error {
             writeln!(err, "tcpscope: {}: {e}", f.path.display())?;
         }
@@ -88,7 +94,7 @@ fn analyse(args: &CommonArgs) -> io::Result<Analysis> {
             writeln!(err, "tcpscope: {}: {n} packets of unsupported link type {lt} skipped", f.path.display())?;
         }
     }
-    Ok(an)
+    Ok((files, sinks))
 }
 
 /// A progress bar on stderr, shown only on a terminal and only once the work has taken more

@@ -263,8 +263,11 @@ fn scripted_svg_has_one_mark_per_segment_ack_repeat_and_sack() {
     assert_eq!(count(&m, "note fin"), 1);
     // The thesis' drawing: a segment with payload is one line and two arrowheads; a
     // zero-length one only the two arrowheads (an X); the retransmission is labelled R.
+    // Frame 4 has PSH: tcptrace tops it with a diamond instead of the up arrowhead.
     for g in svg_groups(&svg, "seg new") {
-        assert_eq!((g.matches("<line").count(), g.matches(r#"class="arrow""#).count()), (1, 2), "{g}");
+        let psh = g.contains(r#"data-frame="4""#) as usize;
+        let shape = (g.matches("<line").count(), g.matches(r#"class="arrow""#).count(), g.matches(r#"class="diamond""#).count());
+        assert_eq!(shape, (1, 2 - psh, psh), "{g}");
     }
     for g in svg_groups(&svg, "seg new zero") {
         assert_eq!((g.matches("<line").count(), g.matches(r#"class="arrow""#).count()), (0, 2), "{g}");
@@ -525,4 +528,211 @@ fn rtt_plot_has_one_mark_per_sample_of_each_kind() {
     let clipped = plot(&["plot", f, "-c", "1", "-k", "rtt", "--from", "0.5", "--to", "1.0", "-o", d.join("c.xpl").to_str().unwrap()]);
     let xs: Vec<f64> = clipped.lines().filter(|l| l.starts_with("diamond ")).map(|l| l.split(' ').nth(1).unwrap().parse().unwrap()).collect();
     assert!(!xs.is_empty() && xs.len() < karn && xs.iter().all(|x| (0.5..=1.0).contains(x)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The other kinds, comparing, PNG, and bounded output.
+
+/// The `data-frame` of every mark of one class.
+fn groups_with_frame(svg: &str, class: &str) -> Vec<u64> {
+    svg_groups(svg, class)
+        .iter()
+        .filter_map(|g| g.find(r#"data-frame=""#).map(|i| g[i + 12..i + 12 + g[i + 12..].find('"').unwrap()].parse().unwrap()))
+        .collect()
+}
+
+#[test]
+fn scripted_tput_ssize_dupack_and_burst_count_every_data_packet() {
+    let (d, f) = scripted_file("plot-kinds");
+    let svg = |kind: &str| plot(&["plot", &f, "-c", "1", "-k", kind, "-o", d.join(format!("{kind}.svg")).to_str().unwrap()]);
+    // 8 payload packets (frames 4 5 6 7 11 13 15 18): 7 have a previous data packet, so 7 rates;
+    // frame 11 carried retransmitted bytes.
+    let t = svg("tput");
+    let m = svg_marks(&t);
+    assert_eq!(count(&m, "tput inst") + count(&m, "tput inst over") + count(&m, "tput rexmit"), 7, "{m:?}");
+    assert_eq!(groups_with_frame(&t, "tput rexmit"), vec![11]);
+    assert_eq!((count(&m, "tput avg"), count(&m, "goodput avg")), (1, 1));
+    // Segment size: one mark per payload packet, retransmission and probe apart, the MSS line.
+    let s = svg("ssize");
+    let m = svg_marks(&s);
+    assert_eq!(count(&m, "ssize new"), 6, "{m:?}");
+    assert_eq!(groups_with_frame(&s, "ssize rexmit"), vec![11]);
+    assert_eq!(groups_with_frame(&s, "ssize probe"), vec![15]);
+    assert_eq!(count(&m, "mss"), 1);
+    assert!(s.contains("MSS announced by the receiver (1460)"));
+    // Dup ACKs (Wireshark's rule: frames 9 and 10) and the one retransmission, each counted once.
+    let k = svg("dupack");
+    assert_eq!((counted(&k, "dupack bin"), counted(&k, "rexmit bin")), (2, 1));
+    // Burstiness: the bytes with a rate are all payload bytes but the first packet's:
+    // 7 × 1000 + 1 (probe) − 1000.
+    let b = svg("burst");
+    let bins: usize = counted(&b, "burst bin");
+    assert_eq!(bins, 6001);
+    assert_eq!(count(&svg_marks(&b), "avg"), 1);
+    let c = svg("burst-cdf");
+    assert_eq!(count(&svg_marks(&c), "burst cdf"), 1);
+    assert!(c.contains("6001 bytes with a rate") && c.contains("first packet's 1000 bytes"), "remark");
+}
+
+#[test]
+fn every_kind_writes_xplot_in_the_grammar() {
+    let (d, f) = scripted_file("plot-kinds-xpl");
+    for kind in ["tsg", "rtt", "tput", "flight", "ssize", "burst", "burst-cdf", "dupack"] {
+        let text = plot(&["plot", &f, "-c", "1", "-k", kind, "-o", d.join(format!("{kind}.xpl")).to_str().unwrap()]);
+        let (cmds, labels) = parse_xpl(&text);
+        assert!(!cmds.is_empty() && labels.contains_key("title"), "{kind}");
+    }
+}
+
+/// The recorded loss scenario: dup ACKs and retransmissions as `stats` counts them; flight has
+/// one point per data packet with a flight value and a cwnd estimate per complete round.
+#[test]
+fn loss_trace_dupack_and_flight_agree_with_stats() {
+    let f = data_dir().join("loss-snd.pcap");
+    let f = f.to_str().unwrap();
+    let d = tempdir("plot-loss-kinds");
+    let st = json(&["stats", f, "-c", "1"]);
+    let c = &st["connections"][0];
+    let (a2b, b2a) = (&c["a2b"], &c["b2a"]);
+    let k = plot(&["plot", f, "-c", "1", "-k", "dupack", "-o", d.join("k.svg").to_str().unwrap()]);
+    assert_eq!(counted(&k, "dupack bin") as u64, b2a["dup_acks"].as_u64().unwrap());
+    assert_eq!(counted(&k, "rexmit bin") as u64, a2b["rexmit_packets"].as_u64().unwrap());
+    let fl = plot(&["plot", f, "-c", "1", "-k", "flight", "-o", d.join("f.svg").to_str().unwrap()]);
+    let m = svg_marks(&fl);
+    assert_eq!((count(&m, "flight"), count(&m, "rwnd")), (1, 1), "{m:?}");
+    let rounds = count(&m, "cwnd round");
+    assert!(rounds > 10, "{m:?}");
+    assert!(fl.contains(&format!("cwnd estimated for {rounds} round trips")));
+    // Rounds are about one RTT (20 ms path, truth file): in the .xpl (data coordinates) the
+    // rounds are the blue lines, as many as in the SVG, with a median length of 10-100 ms.
+    let (cmds, _) = parse_xpl(&plot(&["plot", f, "-c", "1", "-k", "flight", "-o", d.join("f.xpl").to_str().unwrap()]));
+    let mut lens: Vec<f64> = cmds.iter().filter(|c| c.name == "line" && c.color == "blue").map(|c| c.v[2] - c.v[0]).collect();
+    assert_eq!(lens.len(), rounds);
+    lens.sort_by(f64::total_cmp);
+    let median = lens[lens.len() / 2];
+    assert!((0.01..0.1).contains(&median), "median round {median} s");
+}
+
+#[test]
+fn with_draws_connections_on_one_scale_side_by_side_or_separately() {
+    let d = tempdir("plot-with");
+    let loss = data_dir().join("loss-snd.pcap");
+    let clean = data_dir().join("clean-snd.pcap");
+    let out = d.join("cmp.svg");
+    let with = format!("{}:1", clean.display());
+    let svg = plot(&["plot", loss.to_str().unwrap(), "-c", "1", "--with", &with, "--width", "600", "-o", out.to_str().unwrap()]);
+    assert!(svg.starts_with(r#"<svg xmlns="http://www.w3.org/2000/svg" width="1200""#), "{}", &svg[..120]);
+    let panels: Vec<&str> = svg.split(r#"<svg class="panel""#).skip(1).collect();
+    assert_eq!(panels.len(), 2);
+    // One scale: both panels carry the same tick labels.
+    let labels = |p: &str| -> String { p[p.find(r#"<g class="labels""#).unwrap()..].split("</g>").next().unwrap().to_string() };
+    let strip = |s: String| s.split("<text").filter(|t| !t.contains("remark")).map(|t| t.split('>').nth(1).unwrap_or("").to_string()).collect::<Vec<_>>();
+    assert_eq!(strip(labels(panels[0])), strip(labels(panels[1])));
+    // Each panel draws its own connection's segments.
+    assert!(panels[0].contains(r#"class="seg"#) && panels[1].contains(r#"class="seg"#));
+    // Separate files, and a bad --with.
+    let sep = d.join("sep.svg");
+    let o = run(&["plot", loss.to_str().unwrap(), "-c", "1", "-k", "tput", "--with", &with, "--separate", "-o", sep.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (a, b) = (std::fs::read_to_string(d.join("sep-1.svg")).unwrap(), std::fs::read_to_string(d.join("sep-2.svg")).unwrap());
+    let yl = |s: &str| s[s.find("rate (").unwrap()..].split(')').next().unwrap().to_string();
+    assert_eq!(yl(&a), yl(&b));
+    let o = run(&["plot", loss.to_str().unwrap(), "-c", "1", "--with", "nocolon", "-o", sep.to_str().unwrap()]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("TRACE:ID"));
+}
+
+#[test]
+fn png_output_is_a_png_of_the_requested_size() {
+    let (d, f) = scripted_file("plot-png");
+    let out = d.join("t.png");
+    let o = run(&["plot", &f, "-c", "1", "--width", "640", "--height", "400", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let png = std::fs::read(&out).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // IHDR: width and height, big-endian, at bytes 16..24.
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    assert_eq!((be(&png[16..20]), be(&png[20..24])), (640, 400));
+}
+
+/// A bulk transfer by script: `n` data segments of 1448 bytes 10 µs apart, an ACK every second
+/// segment; every 2000th segment is followed by three duplicate ACKs and its retransmission.
+/// Returns the pcap and the number of retransmissions.
+fn bulk(n: u32) -> (Vec<u8>, usize) {
+    let (a, b) = ([10, 3, 3, 1], [10, 3, 3, 2]);
+    let p = |us: u64, from_a: bool, flags: u8, seq: u32, ack: u32, len: u16| Pkt {
+        ts_ns: 1_700_000_000_000_000_000 + us * 1000,
+        src: if from_a { a } else { b },
+        dst: if from_a { b } else { a },
+        sport: if from_a { 40000 } else { 80 },
+        dport: if from_a { 80 } else { 40000 },
+        seq,
+        ack,
+        flags,
+        win: 65535,
+        len,
+        opts: vec![],
+        snap: None,
+    };
+    let (ia, ib) = (1000u32, 5000u32);
+    let mut v = vec![p(0, true, SYN, ia, 0, 0), p(100, false, SYN | ACK, ib, ia + 1, 0), p(200, true, ACK, ia + 1, ib + 1, 0)];
+    let mut rex = 0;
+    let mut us = 300;
+    for i in 0..n {
+        let seq = ia + 1 + i * 1448;
+        v.push(p(us, true, ACK, seq, ib + 1, 1448));
+        us += 10;
+        if i % 2000 == 1000 {
+            let ack = seq;
+            for _ in 0..3 {
+                v.push(p(us, false, ACK, ib + 1, ack, 0));
+                us += 2;
+            }
+            v.push(p(us, true, ACK, seq, ib + 1, 1448));
+            rex += 1;
+            us += 10;
+        } else if i % 2 == 1 {
+            v.push(p(us, false, ACK, ib + 1, seq + 1448, 0));
+        }
+    }
+    (pcap(&v, false, false), rex)
+}
+
+/// Output size does not grow with the trace: 150 000 packets give files about as large as
+/// 15 000, and every retransmission is still its own mark.
+#[test]
+fn large_connection_gives_bounded_files_and_keeps_every_retransmission() {
+    let d = tempdir("plot-bulk");
+    let mut sizes = Vec::new();
+    for n in [10_000u32, 100_000] {
+        let (bytes, rex) = bulk(n);
+        let f = d.join(format!("b{n}.pcap"));
+        std::fs::write(&f, bytes).unwrap();
+        let f = f.to_str().unwrap();
+        let mut row = Vec::new();
+        for kind in ["tsg", "rtt", "tput", "flight", "ssize", "burst", "burst-cdf", "dupack"] {
+            for ext in ["svg", "xpl"] {
+                let out = d.join(format!("{kind}-{n}.{ext}"));
+                let text = plot(&["plot", f, "-c", "1", "-k", kind, "-o", out.to_str().unwrap()]);
+                row.push((kind, ext, text.len()));
+                if ext == "svg" {
+                    let m = svg_marks(&text);
+                    match kind {
+                        "tsg" => assert_eq!(count(&m, "seg rexmit"), rex, "{m:?}"),
+                        "ssize" => assert_eq!(count(&m, "ssize rexmit"), rex),
+                        "tput" => assert_eq!(count(&m, "tput rexmit"), rex),
+                        "dupack" => assert_eq!((counted(&text, "dupack bin"), counted(&text, "rexmit bin")), (3 * rex, rex)),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        sizes.push(row);
+    }
+    for (small, big) in sizes[0].iter().zip(&sizes[1]) {
+        // Ten times the packets: the file may grow with the retransmissions it must keep
+        // (ten times as many) or up to its per-column bound, not with the segments: drawn one
+        // by one, 100 000 segments take more than 6 MB.
+        let bound = if big.1 == "svg" { 800_000 } else { 2_000_000 };
+        assert!(big.2 <= (2 * small.2 + 200 * 50).max(bound), "{} {}: {} bytes for 10× the packets vs {}", big.0, big.1, big.2, small.2);
+    }
 }

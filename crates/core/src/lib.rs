@@ -14,6 +14,8 @@
 //! - [`stats`] folds events into per-connection, per-direction statistics.
 //! - [`series`] folds segments and events into plot series; [`plot`] turns them into drawing
 //!   primitives and renders them as SVG or xplot.
+//! - [`screen`] classifies out-of-sequence segments, finds what limited each connection and
+//!   says what is wrong with it.
 //! - [`pass`] drives all of this over one file, or several merged in time order.
 //! - [`export`] writes the results as JSON and CSV.
 #![deny(missing_docs)]
@@ -27,6 +29,7 @@ pub mod flow;
 pub mod pass;
 pub mod seq;
 pub mod plot;
+pub mod screen;
 pub mod series;
 pub mod stats;
 #[doc(hidden)]

@@ -289,24 +289,37 @@ struct Decoded {
 /// the file is alone; several files are better spread over the cores one thread each). The
 /// answer is the same either way (a test checks it).
 pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: bool, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
+    let (summary, sink) = analyze_file_with(path, file, settings, pipelined, progress, StatsSink::default());
+    Analysis { files: vec![summary], conns: sink.conns }
+}
+
+/// [`analyze_file`] with any sink: returns the file's summary and the sink.
+pub fn analyze_file_with<S: Sink>(
+    path: &Path,
+    file: usize,
+    settings: Settings,
+    pipelined: bool,
+    progress: &(dyn Fn(u64) + Sync),
+    sink: S,
+) -> (FileSummary, S) {
     let mut summary = FileSummary { path: path.to_path_buf(), ..Default::default() };
     let mut reader = match CaptureReader::open(path) {
         Ok(r) => r,
         Err(e) => {
             record_error(&mut summary, &e);
-            return Analysis { files: vec![summary], conns: Vec::new() };
+            return (summary, sink);
         }
     };
     summary.format = Some(reader.format());
     summary.compression = Some(reader.compression());
-    let mut an = Analyzer::new(settings, StatsSink::default());
+    let mut an = Analyzer::new(settings, sink);
     an.set_file(file);
     if !pipelined {
         let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
             an.segment(seg, frame, ts_ns);
             true
         });
-        return Analysis { files: vec![summary.finish()], conns: an.sink.conns };
+        return (summary.finish(), an.sink);
     }
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
@@ -334,11 +347,17 @@ pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: boo
         // A panic while reading is a bug in tcpscope: let it surface as one.
         reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
-    Analysis { files: vec![summary.finish()], conns: an.sink.conns }
+    (summary.finish(), an.sink)
 }
 
 /// Analyses several files as one trace in time order (pieces of one capture).
 pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
+    let (files, sink) = analyze_merged_with(paths, settings, progress, StatsSink::default());
+    Analysis { files, conns: sink.conns }
+}
+
+/// [`analyze_merged`] with any sink: returns the files' summaries and the sink.
+pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64) + Sync), sink: S) -> (Vec<FileSummary>, S) {
     let mut summaries: Vec<FileSummary> =
         paths.iter().map(|p| FileSummary { path: p.clone(), ..Default::default() }).collect();
     let mut readers = Vec::new();
@@ -355,7 +374,7 @@ pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(
         }
     }
     let mut merged = MergedReader::new(readers);
-    let mut an = Analyzer::new(settings, StatsSink::default());
+    let mut an = Analyzer::new(settings, sink);
     let mut n = 0u64;
     while let Some(item) = merged.next_record() {
         match item {
@@ -376,6 +395,6 @@ pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(
     for (r, reader) in merged.readers().iter().enumerate() {
         summaries[reader_file[r]].bad_timestamps = reader.bad_timestamps;
     }
-    Analysis { files: summaries.into_iter().map(FileSummary::finish).collect(), conns: an.sink.conns }
+    (summaries.into_iter().map(FileSummary::finish).collect(), an.sink)
 }
 

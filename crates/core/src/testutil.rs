@@ -100,7 +100,10 @@ impl Pkt {
         let tcp_len = 20 + opts.len();
         let total = 20 + tcp_len + self.len as usize;
         let mut p = Vec::with_capacity(total);
-        p.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8, 0, 1, 0x40, 0, 64, 6, 0, 0]);
+        // A sender's IP ID changes from packet to packet (here with the time), so a resent
+        // segment differs from a copy the network duplicated.
+        let id = (self.ts_ns / 1000) as u16 | 1;
+        p.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8, (id >> 8) as u8, id as u8, 0x40, 0, 64, 6, 0, 0]);
         p.extend_from_slice(&self.src);
         p.extend_from_slice(&self.dst);
         p.extend_from_slice(&self.sport.to_be_bytes());

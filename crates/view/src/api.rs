@@ -30,11 +30,11 @@ pub struct ConnRow {
     /// The statistics, as `tcpscope stats --json` prints them.
     #[serde(flatten)]
     pub conn: ConnJson,
-    /// Screening verdict (`null` until the `screen` module is wired in).
+    /// Screening verdict, as `tcpscope screen` prints it (`null`: not screened).
     pub verdict: Option<String>,
-    /// Whether screening found nothing worth a look (`null`: not screened).
+    /// Whether the boring rules hold (`null`: not screened).
     pub boring: Option<bool>,
-    /// Screening severity, higher is worse (`null`: not screened).
+    /// Screening severity, 0 (fine) to 1 (very troubled) (`null`: not screened).
     pub severity: Option<f64>,
 }
 
@@ -47,7 +47,14 @@ pub fn conns(t: &Traces) -> Value {
         .enumerate()
         .map(|(i, c)| {
             let file = t.an.files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
-            ConnRow { trace: c.info.file, conn: ConnJson::new(c, i + 1, file), verdict: None, boring: None, severity: None }
+            let s = t.screens.get(i);
+            ConnRow {
+                trace: c.info.file,
+                conn: ConnJson::new(c, i + 1, file),
+                verdict: s.map(|s| s.verdict.clone()),
+                boring: s.map(|s| s.boring),
+                severity: s.map(|s| s.severity),
+            }
         })
         .collect();
     let traces: Vec<Value> = t
@@ -135,6 +142,27 @@ impl Serialize for PrimOut<'_> {
                 q.serialize_element(&Num(*x))?;
                 q.serialize_element(&Num(*y))?;
             }
+            Shape::Dot { x, y } => {
+                q.serialize_element("o")?;
+                q.serialize_element(c)?;
+                q.serialize_element(&Num(*x))?;
+                q.serialize_element(&Num(*y))?;
+            }
+            Shape::Polyline { pts } => {
+                q.serialize_element("p")?;
+                q.serialize_element(c)?;
+                for (x, y) in pts {
+                    q.serialize_element(&Num(*x))?;
+                    q.serialize_element(&Num(*y))?;
+                }
+            }
+            Shape::Rect { x1, y1, x2, y2 } => {
+                q.serialize_element("r")?;
+                q.serialize_element(c)?;
+                for v in [x1, y1, x2, y2] {
+                    q.serialize_element(&Num(*v))?;
+                }
+            }
             Shape::Text { x, y, anchor: a, text } => {
                 q.serialize_element("x")?;
                 q.serialize_element(c)?;
@@ -205,6 +233,9 @@ fn legend_json(f: &Figure) -> Vec<Value> {
                 Sample::UpTick => "utick".to_string(),
                 Sample::Bar => "bar".to_string(),
                 Sample::Letter(s) => format!("text:{s}"),
+                Sample::Line => "line".to_string(),
+                Sample::Dot => "dot".to_string(),
+                Sample::Fill => "fill".to_string(),
             };
             json!({ "color": l.color.svg(), "sample": sample, "text": l.text })
         })
@@ -214,13 +245,19 @@ fn legend_json(f: &Figure) -> Vec<Value> {
 /// The time-sequence figure of one direction for a viewport (serialize it with
 /// [`figure_out`]).
 pub fn tsg_figure(d: &Detail, dir: Dir, v: &Viewport) -> Figure {
+    let s = &d.tsg[dir.idx()];
+    let (from, to) = match dir {
+        Dir::AtoB => (s.info.a, s.info.b),
+        Dir::BtoA => (s.info.b, s.info.a),
+    };
     let view = TsgView {
         from_s: v.t0,
         to_s: v.t1,
         seq_from: v.s0,
         seq_to: v.s1,
         columns: Some(v.w.clamp(1, MAX_COLUMNS)),
-        title: None,
+        // The series knows its index within its file; the viewer numbers across files.
+        title: Some(format!("connection {} {}: {from} → {to}", d.id, dir.name())),
     };
     tsg(&d.tsg[dir.idx()], &view)
 }
@@ -289,26 +326,31 @@ pub fn reduce(line: &Line, t0: f64, t1: f64, w: u32) -> Value {
     json!({ "t": t, "lo": lo, "hi": hi, "agg": true })
 }
 
-/// Payload bits per second sent in `[t0, t1]`, per group of four pixel columns (a readable
-/// rate): the bytes of the segments whose time falls in a group, divided by its duration
-/// (retransmissions included, as on the wire). To be replaced by the core throughput series
-/// once it exists.
-fn throughput(d: &Detail, dir: Dir, t0: f64, t1: f64, w: u32) -> Value {
+/// Throughput and goodput (bits per second) over `[t0, t1]`, one value per group of four
+/// pixel columns (a readable rate): the core's moving average (`series::tput`: bits sent in
+/// `(t − window, t]` divided by the window) with the group as the window, at each group's end.
+/// The cumulated bytes make each value two binary searches, whatever the packets.
+fn throughput(d: &Detail, dir: Dir, t0: f64, t1: f64, w: u32) -> (Value, Value) {
     let sent = &d.lines[dir.idx()].sent;
     let cols = (w.clamp(1, MAX_COLUMNS) as usize / 4).max(1);
     let span = (t1 - t0).max(f64::MIN_POSITIVE);
     let dt = span / cols as f64;
-    // Bytes sent before time t (exclusive) or up to it (inclusive, for the last group).
-    let upto = |i: usize| if i == 0 { 0 } else { sent[i - 1].1 };
-    let (mut t, mut v) = (Vec::with_capacity(cols), Vec::with_capacity(cols));
-    let mut prev = upto(first_at(sent, t0));
+    // Bytes (all, new) sent up to and including time t.
+    let upto = |t: f64| match after(sent, t) {
+        0 => (0, 0),
+        i => sent[i - 1].1,
+    };
+    let (mut t, mut all, mut new) = (Vec::with_capacity(cols), Vec::with_capacity(cols), Vec::with_capacity(cols));
+    let mut prev = upto(t0);
     for k in 0..cols {
-        let end = if k + 1 == cols { upto(after(sent, t1)) } else { upto(first_at(sent, t0 + (k + 1) as f64 * dt)) };
-        t.push(t0 + (k as f64 + 0.5) * dt);
-        v.push((end - prev) as f64 * 8.0 / dt);
-        prev = end;
+        let end = t0 + (k + 1) as f64 * dt;
+        let now = upto(end);
+        t.push(end);
+        all.push((now.0 - prev.0) as f64 * 8.0 / dt);
+        new.push((now.1 - prev.1) as f64 * 8.0 / dt);
+        prev = now;
     }
-    json!({ "t": t, "lo": v, "hi": v, "agg": true })
+    (json!({ "t": t, "lo": all, "hi": all, "agg": false }), json!({ "t": t, "lo": new, "hi": new, "agg": false }))
 }
 
 /// The panels under the time-sequence plot, for the same time range: throughput, RTT, bytes in
@@ -317,9 +359,13 @@ pub fn panels_json(d: &Detail, dir: Dir, v: &Viewport) -> Value {
     let t0 = v.t0.unwrap_or(0.0);
     let t1 = v.t1.unwrap_or(d.last_ns() as f64 / 1e9).max(t0);
     let l = &d.lines[dir.idx()];
+    let (tput, goodput) = throughput(d, dir, t0, t1, v.w);
     json!({
         "t": [t0, t1],
-        "tput_bps": throughput(d, dir, t0, t1, v.w),
+        "tput_bps": tput,
+        "goodput_bps": goodput,
+        "window_scaled": l.window_scaled,
+        "cwnd_bytes": reduce(&l.cwnd_bytes, t0, t1, v.w),
         "rtt_ms": reduce(&l.rtt_ms, t0, t1, v.w),
         "rtt_karn_ms": reduce(&l.rtt_karn_ms, t0, t1, v.w),
         "flight_bytes": reduce(&l.flight_bytes, t0, t1, v.w),
@@ -340,7 +386,11 @@ pub fn flags_text(f: u16) -> String {
 /// An event's name and its values in words.
 pub fn event_text(ev: &Event) -> (&'static str, String) {
     match *ev {
-        Event::Retransmission { seq_off, bytes } => ("retransmission", format!("seq {seq_off}, {bytes} bytes")),
+        Event::Retransmission { seq_off, bytes, prev_sent, acked } => {
+            let prev = prev_sent.map_or(String::new(), |(_, frame)| format!(", sent before in frame {frame}"));
+            let acked = if acked { ", already acknowledged" } else { "" };
+            ("retransmission", format!("seq {seq_off}, {bytes} bytes{prev}{acked}"))
+        }
         Event::OutOfOrder { seq_off } => ("out_of_order", format!("seq {seq_off}")),
         Event::Hole { from, to } => ("hole", format!("{from}..{to} not captured")),
         Event::AckedUnseen { bytes } => ("acked_unseen", format!("{bytes} bytes")),

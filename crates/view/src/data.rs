@@ -9,7 +9,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tcpscope_core::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Settings, Sink};
 use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::{self, Analysis};
+use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
+use tcpscope_core::stats::StatsSink;
+use tcpscope_core::series::flight::{FlightSeries, FlightSink};
 use tcpscope_core::series::rtt::{RttSeries, RttSink};
+use tcpscope_core::series::tput::{TputSeries, TputSink};
 use tcpscope_core::series::tsg::{Tsg, TsgSink};
 
 /// One packet of the connection as a packet listing shows it (both directions).
@@ -50,6 +54,8 @@ pub struct EventAt {
 
 /// Everything the viewer draws for one connection.
 pub struct Detail {
+    /// The connection's id (1-based, across the files).
+    pub id: usize,
     /// Time-sequence series, a→b and b→a.
     pub tsg: [Tsg; 2],
     /// RTT samples of each direction's data.
@@ -102,43 +108,50 @@ impl Line {
     }
 }
 
-/// The series of the panels under one direction's time-sequence plot.
+/// The series of the panels under one direction's time-sequence plot, from the core series
+/// (`series::rtt`, `series::tput`, `series::flight`), indexed for zooming.
 #[derive(Default)]
 pub struct Lines {
     /// RTT samples (Karn and timestamp), ms.
     pub rtt_ms: Line,
     /// Karn samples only, ms.
     pub rtt_karn_ms: Line,
-    /// Bytes in flight after each data segment, as the analysis computed them.
+    /// Bytes in flight after each data packet.
     pub flight_bytes: Line,
     /// The window the other side advertised, bytes.
     pub window_bytes: Line,
-    /// Payload bytes sent, cumulated: `(t_ns, bytes sent up to and including this packet)`, by
-    /// time, so the bytes of any time range are one subtraction.
-    pub sent: Vec<(u64, u64)>,
+    /// The congestion-window estimate, one point at the end of each round it can be told.
+    pub cwnd_bytes: Line,
+    /// Whether the window scale was known (else windows are the raw field).
+    pub window_scaled: bool,
+    /// Payload bytes sent, cumulated: `(t_ns, all bytes, new bytes)` up to and including each
+    /// data packet, by time, so the bytes of any time range are one subtraction.
+    pub sent: Vec<(u64, (u64, u64))>,
 }
 
 impl Lines {
-    fn new(dir: Dir, tsg: &Tsg, rtt: &RttSeries, packets: &[Packet]) -> Lines {
+    fn new(rtt: &RttSeries, tput: &TputSeries, flight: &FlightSeries) -> Lines {
         use tcpscope_core::analysis::RttKind;
         let ms = |p: &tcpscope_core::series::rtt::RttPoint| (p.t_ns, p.rtt_ns as f64 / 1e6);
-        let mut sent: Vec<(u64, u64)> = tsg.segments.iter().map(|s| (s.t_ns, s.len as u64)).collect();
-        if !sent.is_sorted_by_key(|p| p.0) {
-            sent.sort_by_key(|p| p.0);
+        let bytes = |v: &[tcpscope_core::series::flight::BytesPoint]| Line::new(v.iter().map(|p| (p.t_ns, p.bytes as f64)).collect());
+        let mut pts: Vec<_> = tput.points.iter().map(|p| (p.t_ns, (p.bytes as u64, p.new_bytes as u64))).collect();
+        if !pts.is_sorted_by_key(|p| p.0) {
+            pts.sort_by_key(|p| p.0);
         }
-        let mut total = 0;
-        for p in &mut sent {
-            total += p.1;
-            p.1 = total;
+        let (mut all, mut new) = (0, 0);
+        for p in &mut pts {
+            all += p.1.0;
+            new += p.1.1;
+            p.1 = (all, new);
         }
         Lines {
             rtt_ms: Line::new(rtt.points.iter().map(ms).collect()),
             rtt_karn_ms: Line::new(rtt.points.iter().filter(|p| p.kind == RttKind::Karn).map(ms).collect()),
-            flight_bytes: Line::new(
-                packets.iter().filter(|p| p.dir == dir).filter_map(|p| p.in_flight.map(|f| (p.t_ns, f as f64))).collect(),
-            ),
-            window_bytes: Line::new(tsg.acks.iter().map(|a| (a.t_ns, a.win_bytes as f64)).collect()),
-            sent,
+            flight_bytes: bytes(&flight.flight),
+            window_bytes: bytes(&flight.rwnd),
+            cwnd_bytes: Line::new(flight.cwnd.iter().map(|r| (r.end_ns, r.bytes as f64)).collect()),
+            window_scaled: flight.rwnd_scaled,
+            sent: pts,
         }
     }
 }
@@ -160,6 +173,8 @@ struct DetailSink {
     conn: ConnIdx,
     tsg: [TsgSink; 2],
     rtt: [RttSink; 2],
+    tput: [TputSink; 2],
+    flight: [FlightSink; 2],
     t0: Option<u64>,
     packets: Vec<Packet>,
     events: Vec<EventAt>,
@@ -169,10 +184,14 @@ impl Sink for DetailSink {
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
         self.tsg.iter_mut().for_each(|s| s.connection(conn, info));
         self.rtt.iter_mut().for_each(|s| s.connection(conn, info));
+        self.tput.iter_mut().for_each(|s| s.connection(conn, info));
+        self.flight.iter_mut().for_each(|s| s.connection(conn, info));
     }
     fn segment(&mut self, s: &SegmentInfo) {
         self.tsg.iter_mut().for_each(|k| k.segment(s));
         self.rtt.iter_mut().for_each(|k| k.segment(s));
+        self.tput.iter_mut().for_each(|k| k.segment(s));
+        self.flight.iter_mut().for_each(|k| k.segment(s));
         if s.at.conn != self.conn {
             return;
         }
@@ -192,6 +211,8 @@ impl Sink for DetailSink {
     fn event(&mut self, at: &At, ev: &Event) {
         self.tsg.iter_mut().for_each(|k| k.event(at, ev));
         self.rtt.iter_mut().for_each(|k| k.event(at, ev));
+        self.tput.iter_mut().for_each(|k| k.event(at, ev));
+        self.flight.iter_mut().for_each(|k| k.event(at, ev));
         if at.conn == self.conn {
             self.events.push(EventAt { frame: at.frame, ts_ns: at.ts_ns, dir: at.dir, ev: *ev });
         }
@@ -206,24 +227,30 @@ pub struct Traces {
     pub settings: Settings,
     /// Statistics of every connection, ids in order of the files then of first appearance.
     pub an: Analysis,
+    /// Screening of every connection (`tcpscope screen` with the default rules), by id − 1.
+    pub screens: Vec<ConnScreen>,
     /// Global index of each file's first connection.
     base: Vec<usize>,
     details: Mutex<HashMap<usize, Arc<OnceLock<Result<Arc<Detail>, String>>>>>,
 }
 
 impl Traces {
-    /// Analyses each file (one pass each) and keeps the connection statistics.
+    /// Analyses each file (one pass each) and keeps the connection statistics and screening.
     pub fn load(paths: Vec<PathBuf>, settings: Settings) -> Traces {
         let mut an = Analysis::default();
+        let mut screens = Vec::new();
         let mut base = Vec::with_capacity(paths.len());
         let pipelined = paths.len() == 1;
+        let rules = Rules::default();
         for (i, p) in paths.iter().enumerate() {
-            let part = pass::analyze_file(p, i, settings, pipelined, &|_| {});
+            let sinks = (StatsSink::default(), ScreenSink::new(rules.clone()));
+            let (file, (stats, screen)) = pass::analyze_file_with(p, i, settings, pipelined, &|_| {}, sinks);
             base.push(an.conns.len());
-            an.files.extend(part.files);
-            an.conns.extend(part.conns);
+            an.files.push(file);
+            an.conns.extend(stats.conns);
+            screens.extend(screen.finish());
         }
-        Traces { paths, settings, an, base, details: Mutex::new(HashMap::new()) }
+        Traces { paths, settings, an, screens, base, details: Mutex::new(HashMap::new()) }
     }
 
     /// The detail of connection `id` (1-based), from memory or from one pass over its file.
@@ -241,6 +268,8 @@ impl Traces {
                 conn: local,
                 tsg: [TsgSink::new(local, Dir::AtoB), TsgSink::new(local, Dir::BtoA)],
                 rtt: [RttSink::new(local, Dir::AtoB), RttSink::new(local, Dir::BtoA)],
+                tput: [TputSink::new(local, Dir::AtoB), TputSink::new(local, Dir::BtoA)],
+                flight: [FlightSink::new(local, Dir::AtoB), FlightSink::new(local, Dir::BtoA)],
                 t0: None,
                 packets: Vec::new(),
                 events: Vec::new(),
@@ -250,11 +279,15 @@ impl Traces {
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             let [ta, tb] = sink.tsg;
             let [ra, rb] = sink.rtt;
+            let [pa, pb] = sink.tput;
+            let [fa, fb] = sink.flight;
             let missing = || format!("connection {id} not found on a second pass over {}", path.display());
             let tsg = [ta.finish().ok_or_else(missing)?, tb.finish().ok_or_else(missing)?];
             let rtt = [ra.finish().ok_or_else(missing)?, rb.finish().ok_or_else(missing)?];
-            let lines = [Dir::AtoB, Dir::BtoA].map(|d| Lines::new(d, &tsg[d.idx()], &rtt[d.idx()], &sink.packets));
-            Ok(Arc::new(Detail { tsg, rtt, packets: sink.packets, events: sink.events, error: err.map(|e| e.to_string()), lines }))
+            let tput = [pa.finish().ok_or_else(missing)?, pb.finish().ok_or_else(missing)?];
+            let flight = [fa.finish().ok_or_else(missing)?, fb.finish().ok_or_else(missing)?];
+            let lines = [Dir::AtoB, Dir::BtoA].map(|d| Lines::new(&rtt[d.idx()], &tput[d.idx()], &flight[d.idx()]));
+            Ok(Arc::new(Detail { id, tsg, rtt, packets: sink.packets, events: sink.events, error: err.map(|e| e.to_string()), lines }))
         })
         .clone()
     }

@@ -11,7 +11,6 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 use tcpscope_core::analysis::Dir;
-use tcpscope_core::stats::ConnStats;
 
 use crate::api::{self, Viewport};
 use crate::data::Traces;
@@ -19,20 +18,14 @@ use crate::data::Traces;
 /// Pixel columns the report's figures are computed for.
 pub const REPORT_COLUMNS: u32 = 4000;
 
-/// Trouble score until screening is wired in: retransmitted packets plus zero-window adverts,
-/// both directions (the interim rule).
-pub fn trouble(c: &ConnStats) -> u64 {
-    c.dir.iter().map(|d| d.rexmit_packets + d.zero_window_adverts).sum()
-}
-
-/// Ids (1-based) of the `n` most troubled connections, worst first; ties by id. Connections
-/// without trouble are left out unless nothing has any, then the first connection is taken so the
-/// report shows one plot.
+/// Ids (1-based) of the `n` most troubled connections as `tcpscope screen` ranks them: not
+/// boring, most severe first, ties by id. When every connection is boring, the most severe one
+/// is plotted so the report shows one plot.
 pub fn most_troubled(t: &Traces, n: usize) -> Vec<usize> {
-    let mut ids: Vec<(u64, usize)> = t.an.conns.iter().enumerate().map(|(i, c)| (trouble(c), i + 1)).collect();
-    ids.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let troubled: Vec<usize> = ids.iter().filter(|(s, _)| *s > 0).take(n).map(|x| x.1).collect();
-    if troubled.is_empty() { ids.iter().take(n.min(1)).map(|x| x.1).collect() } else { troubled }
+    let mut ids: Vec<(f64, bool, usize)> = t.screens.iter().enumerate().map(|(i, s)| (s.severity, s.boring, i + 1)).collect();
+    ids.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.2.cmp(&b.2)));
+    let troubled: Vec<usize> = ids.iter().filter(|x| !x.1).take(n).map(|x| x.2).collect();
+    if troubled.is_empty() { ids.iter().take(n.min(1)).map(|x| x.2).collect() } else { troubled }
 }
 
 /// The data the report page reads (`window.TCPSCOPE_REPORT`).
@@ -48,7 +41,7 @@ pub fn report_data(t: &Traces, ids: &[usize]) -> Result<Value, String> {
         details.insert(id.to_string(), json!({ "dirs": dirs, "events": api::events_json(&d) }));
     }
     let mut conns = api::conns(t);
-    conns["report"] = json!({ "columns": REPORT_COLUMNS, "plotted": ids, "rule": "most retransmitted packets + zero-window adverts" });
+    conns["report"] = json!({ "columns": REPORT_COLUMNS, "plotted": ids, "rule": "screen: not boring, most severe first" });
     conns["details"] = Value::Object(details);
     Ok(conns)
 }

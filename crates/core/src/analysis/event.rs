@@ -88,6 +88,12 @@ pub struct SegmentInfo {
     pub sack_blocks: u8,
     /// Whether it carried a TCP timestamps option.
     pub has_timestamps: bool,
+    /// Its TSval, when it carried timestamps.
+    pub tsval: Option<u32>,
+    /// IPv4 identification (0 for IPv6, which has none in the fixed header).
+    pub ip_id: u16,
+    /// TTL or hop limit.
+    pub ttl: u8,
     /// Options seen on it (for MSS / window scale / SACK-permitted reporting).
     pub mss: Option<u16>,
     /// Window scale option as sent (unclamped).
@@ -118,6 +124,12 @@ pub enum Event {
         seq_off: SeqOff,
         /// Retransmitted payload bytes.
         bytes: u32,
+        /// When the first repeated range was last sent before, and in which frame, while it is
+        /// still unacknowledged and remembered (`None` once acknowledged).
+        prev_sent: Option<(u64, u64)>,
+        /// Every sequence byte it carries was already acknowledged, cumulatively or by SACK:
+        /// the receiver had it, so the retransmission was not needed.
+        acked: bool,
     },
     /// A packet filled a hole below the highest sequence number seen (tcptrace `O`).
     OutOfOrder {

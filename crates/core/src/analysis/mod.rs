@@ -51,8 +51,10 @@ struct Sent {
     /// When (and in which frame) the range was first sent: the RTT sample's start.
     ts_ns: u64,
     frame: u64,
-    /// When any of it was last sent: an ACK covering it after a later range is "post-loss".
+    /// When (and in which frame) any of it was last sent: an ACK covering it after a later
+    /// range is "post-loss".
     last_ts_ns: u64,
+    last_frame: u64,
     /// Some of it was sent more than once: ambiguous for RTT (Karn).
     ambiguous: bool,
 }
@@ -290,7 +292,8 @@ impl Connection {
             if !keepalive {
                 is_rexmit = seen_all > 0;
                 if is_rexmit {
-                    sink.event(&at, &Event::Retransmission { seq_off: start, bytes: seen_pay });
+                    let (prev_sent, acked) = rexmit_evidence(me, start, end);
+                    sink.event(&at, &Event::Retransmission { seq_off: start, bytes: seen_pay, prev_sent, acked });
                 }
                 if hole_fill && end < snd_max {
                     sink.event(&at, &Event::OutOfOrder { seq_off: start });
@@ -309,7 +312,7 @@ impl Connection {
                 me.fin_off = Some(end - 1);
             }
             // Remember the transmission for RTT sampling.
-            let sent = Sent { start, end, ts_ns, frame, last_ts_ns: ts_ns, ambiguous: is_rexmit };
+            let sent = Sent { start, end, ts_ns, frame, last_ts_ns: ts_ns, last_frame: frame, ambiguous: is_rexmit };
             if me.out().unacked.back().is_none_or(|b| b.end <= start) {
                 if me.out().unacked.len() >= MAX_UNACKED {
                     me.out().unacked.pop_front();
@@ -324,6 +327,7 @@ impl Connection {
                 while let Some(s) = me.out().unacked.get_mut(i).filter(|s| s.start < end) {
                     s.ambiguous = true;
                     s.last_ts_ns = ts_ns;
+                    s.last_frame = frame;
                     i += 1;
                 }
                 if i == first && me.snd_una.is_none_or(|una| end > una) {
@@ -461,6 +465,9 @@ impl Connection {
             in_flight,
             sack_blocks: seg.options.sack_len,
             has_timestamps: seg.options.timestamps.is_some(),
+            tsval: seg.options.timestamps.map(|(v, _)| v),
+            ip_id: seg.ip_id,
+            ttl: seg.ttl,
             mss: seg.options.mss,
             wscale_opt: seg.options.wscale,
             sack_permitted: seg.options.sack_permitted,
@@ -475,6 +482,19 @@ fn split(half: &mut [Half; 2], dir: Dir) -> (&mut Half, &mut Half) {
         Dir::AtoB => (a, b),
         Dir::BtoA => (b, a),
     }
+}
+
+/// What the sender's state says about a retransmission of `[start, end)`: when the first
+/// repeated range was last sent (time, frame), and whether the receiver already had every byte
+/// (below the cumulative ACK or SACKed). Only called for retransmissions, off the common path.
+fn rexmit_evidence(h: &Half, start: SeqOff, end: SeqOff) -> (Option<(u64, u64)>, bool) {
+    let una = h.snd_una.unwrap_or(SeqOff::MIN);
+    let Some(o) = h.out.as_deref() else { return (None, end <= una) };
+    let i = o.unacked.partition_point(|s| s.end <= start);
+    let prev = o.unacked.get(i).filter(|s| s.start < end).map(|s| (s.last_ts_ns, s.last_frame));
+    let above = start.max(una);
+    let acked = end <= una || o.sacked.overlap(above, end) == (end - above) as u64;
+    (prev, acked)
 }
 
 fn partial<S: Sink>(h: &mut Half, bit: u8, what: &'static str, at: &At, sink: &mut S) {

@@ -12,8 +12,14 @@
 //! down and horizontal ticks, diamonds, boxes and text placed above, below, left, right or
 //! centred on a point. The SVG renderer sizes arrowheads and ticks in pixels, as xplot does.
 
+pub mod burst;
+pub mod chart;
+pub mod dupack;
+pub mod flight;
 pub mod rtt;
+pub mod ssize;
 pub mod svg;
+pub mod tput;
 pub mod tsg;
 pub mod xplot;
 
@@ -148,6 +154,29 @@ pub enum Shape {
         /// y.
         y: f64,
     },
+    /// A small filled dot (xplot `dot`).
+    Dot {
+        /// x.
+        x: f64,
+        /// y.
+        y: f64,
+    },
+    /// Connected straight lines through the points (xplot: one `line` per pair).
+    Polyline {
+        /// The points, in drawing order.
+        pts: Vec<(f64, f64)>,
+    },
+    /// A filled rectangle between two corners (a histogram bar; xplot: its outline).
+    Rect {
+        /// One corner's x.
+        x1: f64,
+        /// One corner's y.
+        y1: f64,
+        /// The other corner's x.
+        x2: f64,
+        /// The other corner's y.
+        y2: f64,
+    },
     /// Text near the point.
     Text {
         /// x.
@@ -184,6 +213,24 @@ pub struct Mark {
     pub prims: Vec<Prim>,
 }
 
+/// How an axis labels its ticks, kept so that plots compared on one scale can share a range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AxisStyle {
+    /// Plain numbers at round values.
+    Linear,
+    /// Values in base units (bits/s, bytes) labelled with a decimal prefix chosen from the
+    /// range (k, M, G); the title gets the prefixed unit.
+    Si {
+        /// The unit, e.g. `bit/s`.
+        unit: &'static str,
+    },
+    /// Values are log10 of the quantity; ticks at powers of ten, labelled with prefixes.
+    Log10 {
+        /// The unit of the quantity.
+        unit: &'static str,
+    },
+}
+
 /// An axis: range, tick positions with labels, and a title.
 #[derive(Clone, Debug)]
 pub struct Axis {
@@ -195,24 +242,69 @@ pub struct Axis {
     pub max: f64,
     /// Tick positions and their labels.
     pub ticks: Vec<(f64, String)>,
+    /// How ticks are labelled.
+    pub style: AxisStyle,
+    /// The title without the unit [`AxisStyle::Si`] adds.
+    pub name: String,
+}
+
+/// A decimal prefix for values up to `max`: (divisor, prefix).
+pub fn si_prefix(max: f64) -> (f64, &'static str) {
+    let m = max.abs();
+    [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")].into_iter().find(|(d, _)| m >= *d).unwrap_or((1.0, ""))
+}
+
+/// `v` with a decimal prefix and up to three significant digits, e.g. `12.5 M`.
+pub fn si(v: f64) -> String {
+    let (d, p) = si_prefix(v);
+    let x = v / d;
+    let s = if x.abs() >= 100.0 { format!("{x:.0}") } else if x.abs() >= 10.0 { format!("{x:.1}") } else { format!("{x:.2}") };
+    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+    format!("{s} {p}")
+}
+
+fn round_ticks(min: f64, max: f64, n: usize, div: f64) -> Vec<(f64, String)> {
+    let raw = (max - min) / div / n.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
+    let decimals = if step >= 1.0 { 0 } else { (-step.log10().floor()) as usize };
+    let mut ticks = Vec::new();
+    let mut k = (min / div / step).ceil();
+    while k * step <= max / div + step * 1e-9 {
+        let v = k * step;
+        let shown = if v.abs() < step * 1e-9 { 0.0 } else { v };
+        ticks.push((v * div, format!("{shown:.decimals$}")));
+        k += 1.0;
+    }
+    ticks
 }
 
 impl Axis {
     /// An axis over `[min, max]` with about `n` ticks at round values (1, 2 or 5 × 10^k).
     pub fn new(label: &str, min: f64, max: f64, n: usize) -> Axis {
+        Axis::styled(label, AxisStyle::Linear, min, max, n)
+    }
+
+    /// An axis of the given style (see [`AxisStyle`]) over `[min, max]` with about `n` ticks.
+    pub fn styled(name: &str, style: AxisStyle, min: f64, max: f64, n: usize) -> Axis {
         let (min, max) = if max > min { (min, max) } else { (min - 0.5, min + 0.5) };
-        let raw = (max - min) / n.max(1) as f64;
-        let mag = 10f64.powf(raw.log10().floor());
-        let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
-        let decimals = if step >= 1.0 { 0 } else { (-step.log10().floor()) as usize };
-        let mut ticks = Vec::new();
-        let mut v = (min / step).ceil() * step;
-        while v <= max + step * 1e-9 {
-            let shown = if v.abs() < step * 1e-9 { 0.0 } else { v };
-            ticks.push((v, format!("{shown:.decimals$}")));
-            v += step;
-        }
-        Axis { label: label.to_string(), min, max, ticks }
+        let (label, ticks) = match style {
+            AxisStyle::Linear => (name.to_string(), round_ticks(min, max, n, 1.0)),
+            AxisStyle::Si { unit } => {
+                let (d, p) = si_prefix(min.abs().max(max.abs()));
+                (format!("{name} ({p}{unit})"), round_ticks(min, max, n, d))
+            }
+            AxisStyle::Log10 { unit } => {
+                let ticks = (min.ceil() as i64..=max.floor() as i64).map(|e| (e as f64, si(10f64.powi(e as i32)))).collect();
+                (format!("{name} ({unit}, log scale)"), ticks)
+            }
+        };
+        Axis { label, min, max, ticks, style, name: name.to_string() }
+    }
+
+    /// The same axis over another range (for plots compared on one scale).
+    pub fn rescaled(&self, min: f64, max: f64) -> Axis {
+        Axis::styled(&self.name, self.style, min, max, self.ticks.len().clamp(4, 10))
     }
 }
 
@@ -231,6 +323,12 @@ pub enum Sample {
     Bar,
     /// A letter, the note's label.
     Letter(&'static str),
+    /// A line (a series drawn as a line).
+    Line,
+    /// A dot.
+    Dot,
+    /// A filled bar.
+    Fill,
 }
 
 /// One legend entry.
@@ -259,4 +357,43 @@ pub struct Figure {
     pub legend: Vec<LegendEntry>,
     /// Remarks printed under the plot (e.g. that segments were aggregated).
     pub remarks: Vec<String>,
+}
+
+/// Puts figures on one scale: every axis gets the union of their ranges (thesis figures 3.7
+/// and 3.8 compare two connections this way).
+pub fn share_scale(figs: &mut [Figure]) {
+    let union = |f: &dyn Fn(&Figure) -> &Axis| {
+        figs.iter().map(f).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), a| (lo.min(a.min), hi.max(a.max)))
+    };
+    let (x0, x1) = union(&|f| &f.x);
+    let (y0, y1) = union(&|f| &f.y);
+    for f in figs.iter_mut() {
+        f.x = f.x.rescaled(x0, x1);
+        f.y = f.y.rescaled(y0, y1);
+    }
+}
+
+/// What every plot kind's view has in common: the part of the data to show, the title, and
+/// how many pixel columns there are to aggregate into.
+#[derive(Clone, Debug, Default)]
+pub struct View {
+    /// Start, seconds since the connection's first packet (`None`: from the start).
+    pub from_s: Option<f64>,
+    /// End (`None`: to the last packet).
+    pub to_s: Option<f64>,
+    /// Title (`None`: connection, direction and endpoints).
+    pub title: Option<String>,
+    /// Pixel columns: more points than this are drawn per column (`None`: never aggregate).
+    pub columns: Option<u32>,
+    /// Moving-average window (tput) or counting interval (dupack), seconds.
+    pub window_s: Option<f64>,
+}
+
+/// Default title of a plot of one connection and direction.
+pub fn title(conn: usize, dir: crate::analysis::Dir, info: &crate::flow::ConnInfo, what: &str) -> String {
+    let (from, to) = match dir {
+        crate::analysis::Dir::AtoB => (info.a, info.b),
+        crate::analysis::Dir::BtoA => (info.b, info.a),
+    };
+    format!("connection {} {}: {from} → {to} ({what})", conn + 1, dir.name())
 }

@@ -2,7 +2,7 @@
 //! samples (green diamonds, class `rtt karn`) apart from timestamp-echo ones (blue boxes,
 //! class `rtt ts`), at the time the acknowledging packet was captured.
 
-use super::{Axis, Color, Figure, LegendEntry, Mark, Prim, Sample, Shape};
+use super::{Axis, Color, Figure, LegendEntry, Sample, Shape, chart};
 use crate::analysis::RttKind;
 use crate::series::rtt::RttSeries;
 
@@ -15,15 +15,16 @@ pub struct RttView {
     pub to_s: Option<f64>,
     /// Title (`None`: connection, direction and endpoints).
     pub title: Option<String>,
+    /// Pixel columns: more samples of a kind than this are drawn per column (min..max line).
+    pub columns: Option<u32>,
 }
 
 /// Builds the figure.
 pub fn rtt(series: &RttSeries, view: &RttView) -> Figure {
     let x0 = view.from_s.unwrap_or(0.0);
     let x1 = view.to_s.unwrap_or(series.last_ns as f64 / 1e9).max(x0);
-    let mut marks = Vec::new();
+    let (mut karn_pts, mut ts_pts) = (Vec::new(), Vec::new());
     let mut max_ms = 0f64;
-    let (mut karn, mut ts) = (0, 0);
     for p in &series.points {
         let x = p.t_ns as f64 / 1e9;
         if x < x0 || x > x1 {
@@ -31,18 +32,16 @@ pub fn rtt(series: &RttSeries, view: &RttView) -> Figure {
         }
         let y = p.rtt_ns as f64 / 1e6;
         max_ms = max_ms.max(y);
-        let (class, prim) = match p.kind {
-            RttKind::Karn => {
-                karn += 1;
-                ("rtt karn", Prim { shape: Shape::Diamond { x, y }, color: Color::Green })
-            }
-            RttKind::Timestamp => {
-                ts += 1;
-                ("rtt ts", Prim { shape: Shape::Box { x, y }, color: Color::Blue })
-            }
-        };
-        marks.push(Mark { class, frame: Some(p.frame), count: 1, prims: vec![prim] });
+        match p.kind {
+            RttKind::Karn => karn_pts.push((x, y, p.frame)),
+            RttKind::Timestamp => ts_pts.push((x, y, p.frame)),
+        }
     }
+    let (karn, ts) = (karn_pts.len(), ts_pts.len());
+    let diamond = |x, y| Shape::Diamond { x, y };
+    let square = |x, y| Shape::Box { x, y };
+    let mut marks = chart::dots(&ts_pts, Color::Blue, square, "rtt ts", "rtt ts agg", view.columns, x0, x1);
+    marks.extend(chart::dots(&karn_pts, Color::Green, diamond, "rtt karn", "rtt karn agg", view.columns, x0, x1));
     let mut legend = Vec::new();
     if karn > 0 {
         legend.push(LegendEntry { color: Color::Green, sample: Sample::Letter("◆"), text: "Karn sample (data → ACK)".into() });

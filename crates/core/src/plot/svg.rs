@@ -1,8 +1,9 @@
 //! SVG output: a [`Figure`] as standalone SVG text, written directly.
 //!
 //! Layout: title on top, the plot area with axes, tick labels and a light grid, the legend in
-//! the plot's upper left corner (where a time-sequence plot is normally empty), remarks under the
-//! x axis. Every [`Mark`](super::Mark) is one `<g>` whose `class` is the mark's class, with
+//! the corner of the plot area where it covers the fewest drawn points (upper left first, where
+//! a time-sequence plot is normally empty), remarks under the x axis. [`render_row`] puts
+//! several figures side by side in one document, each a nested `<svg class="panel">`. Every [`Mark`](super::Mark) is one `<g>` whose `class` is the mark's class, with
 //! `data-frame` (and `data-count` for aggregates), so tools and tests can find marks by kind.
 //! Arrowheads (shrunk on segments shorter than three head heights), ticks and symbols have a
 //! fixed size in pixels; everything is clipped to the plot
@@ -47,20 +48,36 @@ fn esc(s: &str) -> String {
 
 /// Renders `fig` as an SVG document of `width` × `height` pixels.
 pub fn render(fig: &Figure, width: u32, height: u32) -> String {
+    render_row(std::slice::from_ref(fig), width, height)
+}
+
+/// Renders figures side by side, each `width` × `height` pixels, in one SVG document.
+pub fn render_row(figs: &[Figure], width: u32, height: u32) -> String {
+    let total = width as usize * figs.len().max(1);
+    let mut o = String::with_capacity(1024 + figs.iter().map(|f| f.marks.len() * 160).sum::<usize>());
+    // Writing to a String cannot fail; the results are ignored below for that reason.
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="{height}" viewBox="0 0 {total} {height}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(o, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
+    for (i, fig) in figs.iter().enumerate() {
+        let _ = writeln!(o, r#"<svg class="panel" x="{}" y="0" width="{width}" height="{height}">"#, i as u64 * width as u64);
+        panel(&mut o, fig, width, height, i);
+        o.push_str("</svg>\n");
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+fn panel(o: &mut String, fig: &Figure, width: u32, height: u32, id: usize) {
     let (w, h) = (width as f64, height as f64);
     let pw = (w - LEFT - RIGHT).max(1.0);
     let ph = (h - TOP - BOTTOM).max(1.0);
     let (x0, x1, y0, y1) = (fig.x.min, fig.x.max, fig.y.min, fig.y.max);
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
     let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
-    let mut o = String::with_capacity(256 + fig.marks.len() * 160);
-    // Writing to a String cannot fail; the results are ignored below for that reason.
-    let _ = writeln!(
-        o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(o, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
-    let _ = writeln!(o, r#"<clipPath id="area"><rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}"/></clipPath>"#);
+    let _ = writeln!(o, r#"<clipPath id="area{id}"><rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}"/></clipPath>"#);
     let _ = writeln!(o, r#"<text class="title" x="{:.1}" y="22" text-anchor="middle" font-size="14">{}</text>"#, w / 2.0, esc(&fig.title));
 
     // Axes: frame, grid, ticks, labels.
@@ -98,7 +115,23 @@ pub fn render(fig: &Figure, width: u32, height: u32) -> String {
     let _ = writeln!(o, "</g>");
 
     // Marks.
-    let _ = writeln!(o, r#"<g class="marks" clip-path="url(#area)" stroke-width="1" fill="none">"#);
+    let _ = writeln!(o, r#"<g class="marks" clip-path="url(#area{id})" stroke-width="1" fill="none">"#);
+    let (bw, bh) = legend_size(fig);
+    // Candidate legend boxes: upper left, upper right, lower right, lower left.
+    let boxes = [
+        (LEFT + 8.0, TOP + 8.0),
+        (LEFT + pw - 8.0 - bw, TOP + 8.0),
+        (LEFT + pw - 8.0 - bw, TOP + ph - 8.0 - bh),
+        (LEFT + 8.0, TOP + ph - 8.0 - bh),
+    ];
+    let mut covered = [0usize; 4];
+    let mut hit = |x: f64, y: f64| {
+        for (k, (bx, by)) in boxes.iter().enumerate() {
+            if x >= *bx && x <= bx + bw && y >= *by && y <= by + bh {
+                covered[k] += 1;
+            }
+        }
+    };
     for m in &fig.marks {
         let _ = write!(o, r#"<g class="{}""#, m.class);
         if let Some(f) = m.frame {
@@ -116,15 +149,30 @@ pub fn render(fig: &Figure, width: u32, height: u32) -> String {
         });
         let head = seg_px.map_or(ARROW_H, |l| (l / 3.0).clamp(2.0, ARROW_H));
         for p in &m.prims {
-            prim(&mut o, &p.shape, p.color, head, &sx, &sy);
+            prim(o, &p.shape, p.color, head, &sx, &sy);
+            for (x, y) in points(&p.shape) {
+                hit(sx(x), sy(y));
+            }
         }
         o.push_str("</g>\n");
     }
     let _ = writeln!(o, "</g>");
 
-    legend(&mut o, fig);
-    o.push_str("</svg>\n");
-    o
+    let best = (0..4).min_by_key(|&k| covered[k]).unwrap_or(0);
+    legend(o, fig, boxes[best], bw, bh);
+}
+
+/// Points of a shape that tell whether the legend would hide it.
+fn points(shape: &Shape) -> Vec<(f64, f64)> {
+    match shape {
+        Shape::Line { x1, y1, x2, y2 } | Shape::Rect { x1, y1, x2, y2 } => {
+            vec![(*x1, *y1), ((x1 + x2) / 2.0, (y1 + y2) / 2.0), (*x2, *y2)]
+        }
+        Shape::Polyline { pts } => pts.clone(),
+        Shape::Arrow { x, y, .. } | Shape::Tick { x, y, .. } | Shape::Diamond { x, y } | Shape::Box { x, y } | Shape::Dot { x, y } | Shape::Text { x, y, .. } => {
+            vec![(*x, *y)]
+        }
+    }
 }
 
 /// One primitive in pixel space.
@@ -162,11 +210,32 @@ fn prim(o: &mut String, shape: &Shape, color: Color, head: f64, sx: &dyn Fn(f64)
             let (px, py) = (sx(*x), sy(*y));
             let _ = write!(
                 o,
-                r#"<path d="M{px:.1} {:.1}L{:.1} {py:.1}L{px:.1} {:.1}L{:.1} {py:.1}Z" stroke="{c}"/>"#,
+                r#"<path class="diamond" d="M{px:.1} {:.1}L{:.1} {py:.1}L{px:.1} {:.1}L{:.1} {py:.1}Z" stroke="{c}"/>"#,
                 py - SYM,
                 px + SYM,
                 py + SYM,
                 px - SYM
+            );
+        }
+        Shape::Dot { x, y } => {
+            let _ = write!(o, r#"<circle cx="{:.1}" cy="{:.1}" r="1.6" fill="{c}" stroke="none"/>"#, sx(*x), sy(*y));
+        }
+        Shape::Polyline { pts } => {
+            o.push_str(r#"<polyline points=""#);
+            for (i, (x, y)) in pts.iter().enumerate() {
+                let _ = write!(o, "{}{:.1},{:.1}", if i > 0 { " " } else { "" }, sx(*x), sy(*y));
+            }
+            let _ = write!(o, r#"" stroke="{c}" stroke-width="1.5" stroke-linejoin="round"/>"#);
+        }
+        Shape::Rect { x1, y1, x2, y2 } => {
+            let (ax, bx, ay, by) = (sx(*x1), sx(*x2), sy(*y1), sy(*y2));
+            let _ = write!(
+                o,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{c}" fill-opacity="0.55" stroke="{c}"/>"#,
+                ax.min(bx),
+                ay.min(by),
+                (bx - ax).abs(),
+                (by - ay).abs()
             );
         }
         Shape::Box { x, y } => {
@@ -186,11 +255,18 @@ fn prim(o: &mut String, shape: &Shape, color: Color, head: f64, sx: &dyn Fn(f64)
     }
 }
 
-fn legend(o: &mut String, fig: &Figure) {
-    let row = 15.0;
-    let bw = 12.0 + 30.0 + 7.0 * fig.legend.iter().map(|e| e.text.chars().count()).max().unwrap_or(0) as f64;
-    let bh = 8.0 + row * fig.legend.len() as f64;
-    let (lx, ly) = (LEFT + 8.0, TOP + 8.0);
+const ROW: f64 = 15.0;
+
+fn legend_size(fig: &Figure) -> (f64, f64) {
+    let bw = 12.0 + 30.0 + 6.5 * fig.legend.iter().map(|e| e.text.chars().count()).max().unwrap_or(0) as f64;
+    (bw, 8.0 + ROW * fig.legend.len() as f64)
+}
+
+fn legend(o: &mut String, fig: &Figure, (lx, ly): (f64, f64), bw: f64, bh: f64) {
+    if fig.legend.is_empty() {
+        return;
+    }
+    let row = ROW;
     let _ = writeln!(o, r##"<g class="legend" fill="none"><rect x="{lx:.1}" y="{ly:.1}" width="{bw:.1}" height="{bh:.1}" fill="#ffffff" fill-opacity="0.85" stroke="#cccccc"/>"##);
     for (i, e) in fig.legend.iter().enumerate() {
         let cy = ly + 4.0 + row * (i as f64 + 0.5);
@@ -220,6 +296,15 @@ fn legend(o: &mut String, fig: &Figure) {
             Sample::DownTick | Sample::UpTick => {
                 let d = if e.sample == Sample::DownTick { TICK } else { -TICK };
                 let _ = write!(o, r#"<path d="M{sx0:.1} {cy:.1}H{:.1}M{:.1} {cy:.1}V{:.1}" stroke="{c}"/>"#, sx0 + 20.0, sx0 + 10.0, cy + d);
+            }
+            Sample::Line => {
+                let _ = write!(o, r#"<path d="M{sx0:.1} {cy:.1}H{:.1}" stroke="{c}" stroke-width="1.5"/>"#, sx0 + 20.0);
+            }
+            Sample::Dot => {
+                let _ = write!(o, r#"<circle cx="{:.1}" cy="{cy:.1}" r="2" fill="{c}"/>"#, sx0 + 10.0);
+            }
+            Sample::Fill => {
+                let _ = write!(o, r#"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{c}" fill-opacity="0.55" stroke="{c}"/>"#, sx0 + 5.0, cy - 5.0);
             }
             Sample::Letter(s) => {
                 let _ = write!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="{c}" font-size="10">{}</text>"#, sx0 + 10.0, cy + 4.0, esc(s));

@@ -6,7 +6,9 @@
 //!   byte to the byte after its last, with an arrowhead at each end (`seg new`, foreground);
 //!   retransmissions red with an `R` (`seg rexmit`), out-of-order segments pink with an `O`
 //!   (`seg ooo`), zero-window probes orange with a `P` (`seg probe`); a packet without payload
-//!   is two arrowheads facing each other at its sequence number, an X (class suffix `zero`);
+//!   is two arrowheads facing each other at its sequence number, an X (class suffix `zero`); a
+//!   segment with PSH has a diamond instead of the upper arrowhead, as tcptrace draws it, when
+//!   segments are at least four pixel columns apart on average (zoomed in);
 //! - from each returning ACK: the ack line (green) and the window line (ack + window, yellow)
 //!   as over-and-up stair steps from the previous returning packet's point. An ACK that does not
 //!   advance the ack line gets a down tick (`ack dup`); a window edge equal to the previous
@@ -100,7 +102,7 @@ fn seg_class(kind: SegKind, zero: bool) -> &'static str {
 }
 
 /// The marks of one segment: a line with an arrowhead at each end, or an X.
-fn segment_mark(s: &DataSeg) -> Mark {
+fn segment_mark(s: &DataSeg, psh: bool) -> Mark {
     let x = secs(s.t_ns);
     let color = seg_color(s.kind);
     let (lo, hi) = (s.payload_start() as f64, s.payload_end() as f64);
@@ -109,7 +111,12 @@ fn segment_mark(s: &DataSeg) -> Mark {
         prims.push(line(x, lo, x, hi, color));
     }
     prims.push(at(Shape::Arrow { x, y: lo, way: Way::Down }, color));
-    prims.push(at(Shape::Arrow { x, y: hi, way: Way::Up }, color));
+    // tcptrace tops a pushed segment with a diamond instead of the up arrow.
+    if psh && s.flags.has(crate::decode::Flags::PSH) && s.len > 0 {
+        prims.push(at(Shape::Diamond { x, y: hi }, color));
+    } else {
+        prims.push(at(Shape::Arrow { x, y: hi, way: Way::Up }, color));
+    }
     match s.kind {
         SegKind::Retransmission => prims.push(text(x, hi, Anchor::Above, "R", color)),
         SegKind::OutOfOrder => prims.push(text(x, hi, Anchor::Above, "O", color)),
@@ -288,6 +295,9 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     for s in &segs {
         extend(s.seq_off.min(s.payload_start()), s.end());
     }
+    // PSH diamonds only where segments are at least 4 columns apart on average: on a dense
+    // plot (bulk senders set PSH on most segments) they would bury the segments.
+    let psh = view.columns.is_none_or(|c| segs.len() * 4 <= c as usize);
     let plain = |s: &&&DataSeg| s.kind == SegKind::New;
     let n_plain = segs.iter().filter(|s| s.kind == SegKind::New).count();
     match view.columns {
@@ -319,16 +329,16 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
                 "{n_plain} new segments drawn as one mark per pixel column ({cols} columns); retransmissions, out-of-order segments, probes, SACKs, ticks and notes are drawn individually"
             ));
             for s in segs.iter().filter(|s| s.kind != SegKind::New) {
-                marks.push(segment_mark(s));
+                marks.push(segment_mark(s, psh));
             }
         }
         _ => {
             // New data first, so retransmissions are drawn on top.
             for s in segs.iter().filter(plain) {
-                marks.push(segment_mark(s));
+                marks.push(segment_mark(s, psh));
             }
             for s in segs.iter().filter(|s| s.kind != SegKind::New) {
-                marks.push(segment_mark(s));
+                marks.push(segment_mark(s, psh));
             }
         }
     }
@@ -385,6 +395,9 @@ fn legend(marks: &[Mark]) -> Vec<LegendEntry> {
     let mut v = Vec::new();
     let mut add = |color, sample, text: &str| v.push(LegendEntry { color, sample, text: text.to_string() });
     add(Color::Fg, Sample::Segment, "data segment (seq .. seq+len)");
+    if marks.iter().any(|m| m.class.starts_with("seg") && m.prims.iter().any(|p| matches!(p.shape, Shape::Diamond { .. }))) {
+        add(Color::Fg, Sample::Letter("◇"), "PSH set (diamond on top)");
+    }
     if has("seg rexmit") {
         add(Color::Red, Sample::Segment, "retransmission (R)");
     }

@@ -7,7 +7,10 @@
 //! permanent colour), using tcptrace's names (`white` is the foreground). Commands: `line`,
 //! `uarrow`/`darrow`, `utick`/`dtick`/`htick`, `diamond`, `box`, and `atext`/`btext`/`ltext`/
 //! `rtext`/`ctext` with the text on the following line. The legend is written as `;` comments
-//! (xplot has none). Nothing is aggregated: xplot zooms.
+//! (xplot has none). `dot` and polylines (as `line` pairs) serve the other plot kinds; a
+//! histogram bar is its outline. The figure arrives aggregated as the caller chose (the CLI
+//! uses four times the SVG's pixel columns, so the file stays bounded and xplot can zoom in
+//! fourfold before it shows the aggregation).
 
 use std::fmt::Write as _;
 
@@ -52,6 +55,17 @@ pub fn render(fig: &Figure) -> String {
                 }
                 Shape::Diamond { x, y } => {
                     let _ = writeln!(o, "diamond {x} {y}");
+                }
+                Shape::Dot { x, y } => {
+                    let _ = writeln!(o, "dot {x} {y}");
+                }
+                Shape::Polyline { pts } => {
+                    for w in pts.windows(2) {
+                        let _ = writeln!(o, "line {} {} {} {}", w[0].0, w[0].1, w[1].0, w[1].1);
+                    }
+                }
+                Shape::Rect { x1, y1, x2, y2 } => {
+                    let _ = writeln!(o, "line {x1} {y1} {x1} {y2}\nline {x1} {y2} {x2} {y2}\nline {x2} {y2} {x2} {y1}");
                 }
                 Shape::Box { x, y } => {
                     let _ = writeln!(o, "box {x} {y}");

@@ -9,6 +9,19 @@
 //! - [`tsg::TsgSink`] collects the time-sequence series of one connection and direction
 //!   ([`tsg::Tsg`]): data segments, the ack and window lines from the returning packets, SACK
 //!   blocks and notable flags.
+//! - [`tput::TputSink`] the data packets of one direction, with their throughput and goodput
+//!   (instantaneous rates and moving averages).
+//! - [`flight::FlightSink`] bytes in flight, the peer's advertised window and a per-round
+//!   estimate of the congestion window.
+//! - [`ssize::SsizeSink`] the size of every data segment.
+//! - [`burst::BurstSink`] the sender's burstiness (the thesis, ch. 4): every data packet's
+//!   instantaneous rate, with the distribution of bytes over rates and its integral.
+//! - [`dupack::DupackSink`] duplicate ACKs and retransmissions of one direction's data.
+//!
+//! Every series struct is plain data (`Vec`s of `Copy` points) with the connection, the
+//! direction, the endpoints and the time of the last packet. Each module has a `from_file` that
+//! runs one pass over a capture; to fill several series in one pass, combine sinks in a tuple
+//! (`(TputSink, (RttSink, FlightSink))` is a [`crate::analysis::Sink`]).
 //!
 //! ```
 //! use tcpscope_core::analysis::{Dir, Settings};
@@ -26,8 +39,76 @@
 //! assert_eq!(tsg.segments.iter().filter(|s| s.len > 0).count(), 737);
 //! ```
 
+pub mod burst;
+pub mod dupack;
+pub mod flight;
 pub mod rtt;
+pub mod ssize;
+pub mod tput;
 pub mod tsg;
+
+use crate::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Sink};
+use crate::flow::ConnInfo;
+
+/// Two sinks fed from one pass (nest tuples for more).
+impl<A: Sink, B: Sink> Sink for (A, B) {
+    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
+        self.0.connection(conn, info);
+        self.1.connection(conn, info);
+    }
+    fn segment(&mut self, seg: &SegmentInfo) {
+        self.0.segment(seg);
+        self.1.segment(seg);
+    }
+    fn event(&mut self, at: &At, ev: &Event) {
+        self.0.event(at, ev);
+        self.1.event(at, ev);
+    }
+}
+
+/// What every series sink tracks: which connection and direction, its endpoints, and the clock
+/// (time 0 is the connection's first packet, either direction).
+#[derive(Clone, Debug)]
+pub(crate) struct Base {
+    pub conn: ConnIdx,
+    pub dir: Dir,
+    pub info: Option<ConnInfo>,
+    t0: Option<u64>,
+    pub last_ns: u64,
+}
+
+impl Base {
+    pub fn new(conn: ConnIdx, dir: Dir) -> Self {
+        Base { conn, dir, info: None, t0: None, last_ns: 0 }
+    }
+    pub fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
+        if conn == self.conn {
+            self.info = Some(*info);
+        }
+    }
+    /// Time since the connection's first packet. Events come before their packet's
+    /// [`SegmentInfo`], so the first call (event or segment) may set time 0.
+    pub fn rel(&mut self, ts_ns: u64) -> u64 {
+        ts_ns.saturating_sub(*self.t0.get_or_insert(ts_ns))
+    }
+    /// A segment of this connection (either direction): returns its relative time.
+    pub fn segment(&mut self, s: &SegmentInfo) -> u64 {
+        let t = self.rel(s.at.ts_ns);
+        self.last_ns = self.last_ns.max(t);
+        t
+    }
+}
+
+/// Feeds hand-built packets (frames numbered from 1) to `sink`.
+#[cfg(test)]
+pub(crate) fn run_pkts<S: Sink>(pkts: &[crate::testutil::Pkt], settings: crate::analysis::Settings, sink: S) -> S {
+    let mut an = crate::pass::Analyzer::new(settings, sink);
+    for (i, p) in pkts.iter().enumerate() {
+        let (data, orig) = p.ipv4();
+        an.record(&crate::capture::Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame: i as u64 + 1, offset: 0 });
+    }
+    an.sink
+}
 
 /// Runs the analysis over a file with `sink` and returns the sink, with the error that ended
 /// reading early, if any (the sink holds everything read before it).
@@ -44,4 +125,12 @@ pub fn run_file<S: crate::analysis::Sink>(
         true
     });
     Ok((an.sink, err))
+}
+
+/// Endpoints for series built by hand in tests.
+#[cfg(test)]
+pub(crate) fn test_info() -> ConnInfo {
+    use crate::flow::Endpoint;
+    let ep = |last: u8, port: u16| Endpoint { addr: std::net::IpAddr::from([10, 0, 0, last]), port };
+    ConnInfo { a: ep(1, 40000), b: ep(2, 80), file: 0, reuse: None }
 }

@@ -240,33 +240,7 @@ impl TsgSink {
     }
 
     fn data(tsg: &mut Tsg, s: &SegmentInfo, t_ns: u64, events: &[(At, Event)]) {
-        let mut kind = SegKind::New;
-        let mut keepalive = false;
-        for (at, ev) in events {
-            if at.dir != s.at.dir {
-                continue;
-            }
-            let k = match ev {
-                Event::ZeroWindowProbe { .. } => SegKind::ZeroWindowProbe,
-                Event::Retransmission { .. } => SegKind::Retransmission,
-                Event::OutOfOrder { .. } => SegKind::OutOfOrder,
-                Event::KeepAlive => {
-                    keepalive = true;
-                    continue;
-                }
-                _ => continue,
-            };
-            // Precedence: probe > retransmission > out-of-order > new.
-            let rank = |k: SegKind| match k {
-                SegKind::New => 0,
-                SegKind::OutOfOrder => 1,
-                SegKind::Retransmission => 2,
-                SegKind::ZeroWindowProbe => 3,
-            };
-            if rank(k) > rank(kind) {
-                kind = k;
-            }
-        }
+        let (kind, keepalive) = classify(events, s.at.dir);
         let seg = DataSeg { t_ns, frame: s.at.frame, seq_off: s.seq_off, len: s.len, kind, flags: s.flags, keepalive };
         if tsg.segments.last().is_some_and(|p| p.t_ns > t_ns) {
             tsg.segments_time_ordered = false;
@@ -333,6 +307,39 @@ impl TsgSink {
         }
         tsg.acks.push(p);
     }
+}
+
+/// The kind of a packet of direction `dir` from the events that came before its
+/// [`SegmentInfo`], and whether it is a keep-alive.
+pub(crate) fn classify(events: &[(At, Event)], dir: Dir) -> (SegKind, bool) {
+    let mut kind = SegKind::New;
+    let mut keepalive = false;
+    for (at, ev) in events {
+        if at.dir != dir {
+            continue;
+        }
+        let k = match ev {
+            Event::ZeroWindowProbe { .. } => SegKind::ZeroWindowProbe,
+            Event::Retransmission { .. } => SegKind::Retransmission,
+            Event::OutOfOrder { .. } => SegKind::OutOfOrder,
+            Event::KeepAlive => {
+                keepalive = true;
+                continue;
+            }
+            _ => continue,
+        };
+        // Precedence: probe > retransmission > out-of-order > new.
+        let rank = |k: SegKind| match k {
+            SegKind::New => 0,
+            SegKind::OutOfOrder => 1,
+            SegKind::Retransmission => 2,
+            SegKind::ZeroWindowProbe => 3,
+        };
+        if rank(k) > rank(kind) {
+            kind = k;
+        }
+    }
+    (kind, keepalive)
 }
 
 impl Sink for TsgSink {

@@ -1,0 +1,129 @@
+//! `tcpscope screen`: the connections ranked by trouble, with the reasons.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+use tcpscope_core::pass::Analysis;
+use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
+use tcpscope_core::stats::{ConnStats, StatsSink};
+
+use crate::args::ScreenArgs;
+use crate::output::{check_ids, flatten, to_value, write_csv};
+use crate::run::{analyse_with, status};
+
+pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
+    let rules = match &args.rules {
+        Some(p) => Rules::load(p).map_err(io::Error::other)?,
+        None => Rules::default(),
+    };
+    let (files, sinks) = analyse_with(&args.common, || (StatsSink::default(), ScreenSink::new(rules.clone())))?;
+    let mut conns = Vec::new();
+    let mut screens = Vec::new();
+    for (stats, screen) in sinks {
+        conns.extend(stats.conns);
+        screens.extend(screen.finish());
+    }
+    let an = Analysis { files, conns };
+    check_ids(&an, &args.common)?;
+
+    // Rank: most severe first, then by id. Boring ones hidden unless asked for (or named).
+    let named = !args.common.conn.is_empty();
+    let mut rows: Vec<(usize, &ConnStats, &ConnScreen)> = an
+        .conns
+        .iter()
+        .zip(&screens)
+        .enumerate()
+        .map(|(i, (c, s))| (i + 1, c.as_ref(), s))
+        .filter(|(id, _, _)| !named || args.common.conn.contains(id))
+        .collect();
+    let total = rows.len();
+    if !args.all && !named {
+        rows.retain(|(_, _, s)| !s.boring);
+    }
+    let hidden = total - rows.len();
+    rows.sort_by(|a, b| b.2.severity.total_cmp(&a.2.severity).then(a.0.cmp(&b.0)));
+    if let Some(n) = args.top {
+        rows.truncate(n);
+    }
+
+    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let c = &args.common;
+    if c.json {
+        let list: Vec<Value> = rows.iter().map(|r| conn_json(r, true)).collect::<io::Result<_>>()?;
+        serde_json::to_writer_pretty(&mut out, &json!({ "connections": list, "connections_total": total, "boring_hidden": hidden }))
+            .map_err(io::Error::other)?;
+        writeln!(out)?;
+    } else if c.csv {
+        let mut table = Vec::new();
+        for r in &rows {
+            let mut flat = Vec::new();
+            flatten("", &conn_json(r, false)?, &mut flat);
+            table.push(flat);
+        }
+        write_csv(&mut out, &table)?;
+    } else {
+        text(&mut out, &rows, total, hidden, args.events)?;
+    }
+    out.flush()?;
+    Ok(status(&an))
+}
+
+/// One connection as JSON (schema in docs/json.md); `events` adds the evidence list.
+fn conn_json((id, c, s): &(usize, &ConnStats, &ConnScreen), events: bool) -> io::Result<Value> {
+    let mut v = json!({
+        "id": id,
+        "a": c.info.a.to_string(),
+        "b": c.info.b.to_string(),
+        "boring": s.boring,
+        "severity": s.severity,
+        "verdict": s.verdict,
+        "limits": to_value(&s.limits)?,
+        "out_of_sequence": to_value(&s.out_of_sequence)?,
+        "main_dir": s.main_dir,
+        "duration_s": s.duration_s,
+        "a2b": to_value(&s.dir[0])?,
+        "b2a": to_value(&s.dir[1])?,
+    });
+    if events {
+        v["events"] = to_value(&s.events)?;
+        v["events_dropped"] = s.events_dropped.into();
+    }
+    Ok(v)
+}
+
+fn text<W: Write>(out: &mut W, rows: &[(usize, &ConnStats, &ConnScreen)], total: usize, hidden: usize, events: bool) -> io::Result<()> {
+    writeln!(out, "{total} connection{}, {hidden} boring hidden (--all shows them)", if total == 1 { "" } else { "s" })?;
+    let idw = rows.iter().map(|r| r.0.to_string().len()).max().unwrap_or(2).max(2);
+    let epw = rows.iter().map(|r| r.1.info.a.to_string().len() + r.1.info.b.to_string().len() + 4).max().unwrap_or(10);
+    writeln!(out, "{:>idw$}  {:>8}  {:<epw$}  {:>9}  verdict", "id", "severity", "connection", "duration")?;
+    for (id, c, s) in rows {
+        let ends = format!("{} -> {}", c.info.a, c.info.b);
+        writeln!(out, "{id:>idw$}  {:>8.3}  {ends:<epw$}  {:>8.2}s  {}", s.severity, s.duration_s, s.verdict)?;
+        if events {
+            for e in &s.events {
+                let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+                writeln!(
+                    out,
+                    "{:idw$}    {:<17} {} frame {} t={:.6}s seq {} len {}: {} (since previous {} ms, dup ACKs {}, SACK above {}, RTT {} / min {} / RTO {:.0} ms{})",
+                    "",
+                    e.class.name(),
+                    e.dir,
+                    e.frame,
+                    e.time_s,
+                    e.seq,
+                    e.len,
+                    e.rule,
+                    ms(e.since_prev_ms.or(e.since_hole_ms)),
+                    e.dup_acks,
+                    if e.sack_above { "yes" } else { "no" },
+                    ms(e.rtt_ms),
+                    ms(e.rtt_min_ms),
+                    e.rto_ms,
+                    e.dsack_frame.map_or(String::new(), |f| format!(", D-SACK frame {f}")),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,568 @@
+//! Screening: what is wrong with each connection, in plain words (thesis ch. 4-5; Tstat).
+//!
+//! [`ScreenSink`] folds the analysis' segments and events into, per connection:
+//! - the class of every retransmitted or out-of-order segment ([`OosClass`]), with the evidence
+//!   the rule used ([`OosEvent`]);
+//! - what limited the connection, as fractions of its lifetime ([`Limits`]);
+//! - burstiness (thesis ch. 4) and acknowledgment behaviour;
+//! - a severity score, a boring flag ([`Rules`]) and a verdict sentence.
+//!
+//! Every rule is written down in `docs/screening.md`; the code names the rule it applies.
+
+pub mod rules;
+mod side;
+
+use serde::Serialize;
+
+use crate::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Sink};
+use crate::flow::ConnInfo;
+pub use rules::Rules;
+use side::Side;
+
+/// The class of an out-of-sequence segment (a retransmission, a hole fill or a window probe).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OosClass {
+    /// Resent after the retransmission timer expired.
+    Rto,
+    /// Resent on loss evidence from the receiver (duplicate ACKs or SACK).
+    FastRetransmit,
+    /// Linux's tail-loss probe (RFC 8985 §7): the last segment resent after about two RTTs
+    /// without any loss evidence.
+    TailLossProbe,
+    /// Delivered late by the network: a hole filled too soon after it opened to be a
+    /// retransmission.
+    Reordering,
+    /// A copy the network made: same sequence, IP ID and TSval as an earlier packet.
+    NetworkDuplicate,
+    /// Resent although the receiver already had it (acknowledged, or reported by a D-SACK).
+    Spurious,
+    /// A zero-window probe.
+    FlowControl,
+    /// None of the rules fit.
+    Unknown,
+}
+
+impl OosClass {
+    /// Name as in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            OosClass::Rto => "rto",
+            OosClass::FastRetransmit => "fast_retransmit",
+            OosClass::TailLossProbe => "tail_loss_probe",
+            OosClass::Reordering => "reordering",
+            OosClass::NetworkDuplicate => "network_duplicate",
+            OosClass::Spurious => "spurious",
+            OosClass::FlowControl => "flow_control",
+            OosClass::Unknown => "unknown",
+        }
+    }
+    /// Whether it repairs a real loss (starts loss recovery).
+    fn is_loss(self) -> bool {
+        matches!(self, OosClass::Rto | OosClass::FastRetransmit | OosClass::TailLossProbe)
+    }
+}
+
+/// Counts per class (`out_of_sequence` in the JSON; the required keys first).
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct OosCounts {
+    /// [`OosClass::Rto`]
+    pub rto: u32,
+    /// [`OosClass::FastRetransmit`]
+    pub fast_retransmit: u32,
+    /// [`OosClass::Reordering`]
+    pub reordering: u32,
+    /// [`OosClass::NetworkDuplicate`]
+    pub network_duplicate: u32,
+    /// [`OosClass::Spurious`]
+    pub spurious: u32,
+    /// [`OosClass::FlowControl`]
+    pub flow_control: u32,
+    /// [`OosClass::Unknown`]
+    pub unknown: u32,
+    /// [`OosClass::TailLossProbe`]
+    pub tail_loss_probe: u32,
+}
+
+impl OosCounts {
+    fn slot(&mut self, c: OosClass) -> &mut u32 {
+        match c {
+            OosClass::Rto => &mut self.rto,
+            OosClass::FastRetransmit => &mut self.fast_retransmit,
+            OosClass::TailLossProbe => &mut self.tail_loss_probe,
+            OosClass::Reordering => &mut self.reordering,
+            OosClass::NetworkDuplicate => &mut self.network_duplicate,
+            OosClass::Spurious => &mut self.spurious,
+            OosClass::FlowControl => &mut self.flow_control,
+            OosClass::Unknown => &mut self.unknown,
+        }
+    }
+    /// Count of one class.
+    pub fn get(&self, c: OosClass) -> u32 {
+        let mut copy = *self;
+        *copy.slot(c)
+    }
+    /// Retransmissions: every class but reordering, network duplicates and probes.
+    pub fn retransmissions(&self) -> u32 {
+        self.rto + self.fast_retransmit + self.tail_loss_probe + self.spurious + self.unknown
+    }
+    fn add(&mut self, o: &OosCounts) {
+        for c in ALL_CLASSES {
+            *self.slot(c) += o.get(c);
+        }
+    }
+}
+
+const ALL_CLASSES: [OosClass; 8] = [
+    OosClass::Rto,
+    OosClass::FastRetransmit,
+    OosClass::TailLossProbe,
+    OosClass::Reordering,
+    OosClass::NetworkDuplicate,
+    OosClass::Spurious,
+    OosClass::FlowControl,
+    OosClass::Unknown,
+];
+
+/// One classified segment and the evidence the rule used (times in ms).
+#[derive(Clone, Debug, Serialize)]
+pub struct OosEvent {
+    /// The class.
+    pub class: OosClass,
+    /// Which rule decided it, in words.
+    pub rule: &'static str,
+    /// Direction of the segment ("a2b" / "b2a").
+    pub dir: &'static str,
+    /// Its frame number.
+    pub frame: u64,
+    /// Seconds since the connection's first packet.
+    pub time_s: f64,
+    /// Relative sequence number of its first byte.
+    pub seq: i64,
+    /// Payload bytes.
+    pub len: u32,
+    /// Frame of the previous copy of these bytes, when remembered.
+    pub prev_frame: Option<u64>,
+    /// Time since the previous copy was sent (retransmission) or since the segment before the
+    /// hole (hole fill): Tstat's "RT".
+    pub since_prev_ms: Option<f64>,
+    /// Hole fill: time since the segment after the hole (Tstat's "ΔT").
+    pub since_hole_ms: Option<f64>,
+    /// Duplicate ACKs of the current cumulative ACK when it was sent.
+    pub dup_acks: u32,
+    /// A SACK block above it had been received.
+    pub sack_above: bool,
+    /// RTT estimate (mean of the two half-loops' means).
+    pub rtt_ms: Option<f64>,
+    /// Minimum RTT estimate.
+    pub rtt_min_ms: Option<f64>,
+    /// RTO estimate.
+    pub rto_ms: f64,
+    /// Where the RTT estimate came from: "both halves", "one half" or "none".
+    pub rtt_source: &'static str,
+    /// Frame of the D-SACK that showed the retransmission was not needed, if one did.
+    pub dsack_frame: Option<u64>,
+}
+
+/// Fractions of a connection's lifetime (first to last packet) by what limited it. They sum
+/// to at most 1: the handshake, and the time before the main sender's first data packet or
+/// after its FIN, belong to none.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Limits {
+    /// The sender had nothing to send.
+    pub application: f64,
+    /// Data in flight reached the receiver's advertised window, or the window was zero.
+    pub receiver_window: f64,
+    /// In flight below the receiver's window: the congestion window or the network.
+    pub congestion: f64,
+    /// Loss recovery and retransmission-timer stalls.
+    pub recovery: f64,
+}
+
+/// Burstiness of one direction's data (thesis ch. 4).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Burstiness {
+    /// Average throughput of the data phase (first to last data packet), bits/s.
+    pub average_bps: Option<f64>,
+    /// Fraction of payload bytes sent at more than `burst_factor` × the average rate.
+    pub bursty_fraction: Option<f64>,
+    /// Bursts by length in packets: `[length, count, bursts with a lost packet]`; the last
+    /// length ("16") counts 16 or more.
+    pub bursts: Vec<[u32; 3]>,
+}
+
+/// Acknowledgment behaviour of the receiver of one direction's data.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AckBehaviour {
+    /// ACKs that advanced the cumulative ACK, per data segment received.
+    pub acks_per_data_segment: Option<f64>,
+    /// ACKs that advanced the cumulative ACK by more than two segments (RFC 2525 stretch ACK).
+    pub stretch_acks: u64,
+    /// The receiver's pure ACKs as a fraction of its packets.
+    pub pure_ack_fraction: Option<f64>,
+    /// A delayed-ACK timer, when evident: the mean wait (ms) of ACKs that came 20 ms or more
+    /// after the segment they acknowledged beyond the usual round trip.
+    pub delayed_ack_ms: Option<f64>,
+    /// How many ACKs showed it.
+    pub delayed_acks: u64,
+}
+
+/// The per-direction part of a screening result.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DirScreen {
+    /// Out-of-sequence counts of this direction's segments.
+    pub out_of_sequence: OosCounts,
+    /// What limited this direction as a sender.
+    pub limits: Limits,
+    /// Zero-window episodes (the window went from open to zero).
+    pub zero_windows: u32,
+    /// Time the window stayed zero, seconds.
+    pub zero_window_s: f64,
+    /// Retransmission-timer stalls.
+    pub timeout_stalls: u32,
+    /// Their total time, seconds (silence before the timeout retransmission).
+    pub timeout_stall_s: f64,
+    /// Burstiness of this direction's data.
+    pub burstiness: Burstiness,
+    /// How the peer acknowledged this direction's data.
+    pub acks: AckBehaviour,
+    /// Payload bytes sent, retransmissions included.
+    #[serde(skip)]
+    pub payload_bytes: u64,
+    /// Payload bytes of the segments classified as retransmissions (any class but
+    /// reordering, network duplicate and flow control).
+    #[serde(skip)]
+    pub rexmit_bytes: u64,
+    /// Some data segment was sent while earlier data was unacknowledged.
+    #[serde(skip)]
+    pub pipelined: bool,
+    /// Packets sent.
+    #[serde(skip)]
+    pub packets: u64,
+}
+
+/// The screening result of one connection.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConnScreen {
+    /// Index (id - 1) within its file.
+    #[serde(skip)]
+    pub idx: ConnIdx,
+    /// Whether the boring rules hold.
+    pub boring: bool,
+    /// 0 (fine) to 1 (very troubled); see [`severity`].
+    pub severity: f64,
+    /// The judgement in plain words.
+    pub verdict: String,
+    /// What limited the main sender (the direction that sent more payload).
+    pub limits: Limits,
+    /// Out-of-sequence counts over both directions.
+    pub out_of_sequence: OosCounts,
+    /// The direction the verdict and limits describe ("a2b" / "b2a").
+    pub main_dir: &'static str,
+    /// Lifetime, seconds.
+    pub duration_s: f64,
+    /// Per direction `[a2b, b2a]`.
+    pub dir: [DirScreen; 2],
+    /// Classified segments with their evidence (at most [`MAX_EVIDENCE`], in trace order).
+    pub events: Vec<OosEvent>,
+    /// Events not kept because of the cap.
+    pub events_dropped: u64,
+}
+
+/// Evidence records kept per connection (the counts are always complete).
+pub const MAX_EVIDENCE: usize = 256;
+
+/// Live screening state of one connection.
+struct Conn {
+    side: [Side; 2],
+    first_ns: u64,
+    last_ns: u64,
+    events: Vec<OosEvent>,
+    events_dropped: u64,
+}
+
+/// Folds the analysis into screening results.
+pub struct ScreenSink {
+    rules: Rules,
+    conns: Vec<Conn>,
+}
+
+impl ScreenSink {
+    /// A sink applying `rules`.
+    pub fn new(rules: Rules) -> Self {
+        ScreenSink { rules, conns: Vec::new() }
+    }
+
+    /// The results, in connection order.
+    pub fn finish(self) -> Vec<ConnScreen> {
+        let rules = self.rules;
+        self.conns.into_iter().enumerate().map(|(idx, c)| conclude(idx, c, &rules)).collect()
+    }
+}
+
+impl Sink for ScreenSink {
+    fn connection(&mut self, conn: ConnIdx, _info: &ConnInfo) {
+        debug_assert_eq!(conn, self.conns.len());
+        self.conns.push(Conn { side: Default::default(), first_ns: 0, last_ns: 0, events: Vec::new(), events_dropped: 0 });
+    }
+
+    fn event(&mut self, at: &At, ev: &Event) {
+        let Some(c) = self.conns.get_mut(at.conn) else { return };
+        let cl = &self.rules.classify;
+        let (d, r) = (at.dir.idx(), at.dir.rev().idx());
+        match *ev {
+            Event::Retransmission { seq_off, prev_sent, acked, .. } => {
+                let (me, peer) = pair(&mut c.side, at.dir);
+                me.classify_rexmit(at, seq_off, prev_sent, acked, peer, cl);
+            }
+            Event::OutOfOrder { seq_off } => {
+                let (me, peer) = pair(&mut c.side, at.dir);
+                me.classify_hole_fill(at, seq_off, peer, cl);
+            }
+            Event::ZeroWindowProbe { .. } => {
+                let (me, peer) = pair(&mut c.side, at.dir);
+                me.classify_probe(at, peer, cl);
+            }
+            Event::Hole { from, to } => c.side[d].hole(from, to, at.ts_ns),
+            Event::DupAck { n, .. } => c.side[r].dup_acks = n,
+            Event::Sack { to, .. } => c.side[r].sack_hi = Some(c.side[r].sack_hi.map_or(to, |h| h.max(to))),
+            Event::Dsack { from, to } => {
+                // The peer received [from, to) twice: a retransmission of it was not needed.
+                let first = c.first_ns;
+                for e in c.events.iter_mut().rev().take(64) {
+                    let mine = e.dir == at.dir.rev().name();
+                    let overlaps = e.seq < to && from < e.seq + e.len.max(1) as i64;
+                    let fixable = matches!(e.class, OosClass::FastRetransmit | OosClass::Rto | OosClass::TailLossProbe | OosClass::Unknown);
+                    if mine && overlaps && fixable && e.dsack_frame.is_none() && e.time_s <= (at.ts_ns - first) as f64 / 1e9 {
+                        let s = &mut c.side[r].oos;
+                        *s.slot(e.class) -= 1;
+                        s.spurious += 1;
+                        e.class = OosClass::Spurious;
+                        e.rule = "resent, then reported received twice by a D-SACK";
+                        e.dsack_frame = Some(at.frame);
+                        c.side[r].not_lost(e.seq);
+                        break;
+                    }
+                }
+            }
+            Event::ZeroWindow => c.side[r].zero_window(at.ts_ns),
+            Event::RttSample { rtt_ns, .. } => c.side[d].rtt.add(rtt_ns),
+            _ => {}
+        }
+    }
+
+    fn segment(&mut self, s: &SegmentInfo) {
+        let Some(c) = self.conns.get_mut(s.at.conn) else { return };
+        let t = s.at.ts_ns;
+        if c.first_ns == 0 {
+            c.first_ns = t;
+            c.last_ns = t;
+        }
+        // Time since the previous packet, charged to what limited each side as a sender then.
+        let t0 = c.last_ns;
+        if t > t0 {
+            let [a, b] = &mut c.side;
+            a.account(t0, t, s.at.dir == Dir::AtoB, b);
+            b.account(t0, t, s.at.dir == Dir::BtoA, a);
+        }
+        c.last_ns = c.last_ns.max(t);
+
+        let (me, peer) = pair(&mut c.side, s.at.dir);
+        if let Some(mut e) = me.sent(s, &self.rules.classify) {
+            e.time_s = (t - c.first_ns) as f64 / 1e9;
+            if c.events.len() < MAX_EVIDENCE {
+                c.events.push(e);
+            } else {
+                c.events_dropped += 1;
+            }
+        }
+        peer.acked_by(s);
+    }
+}
+
+/// The two sides as (the sender of a packet going `dir`, its peer).
+fn pair(side: &mut [Side; 2], dir: Dir) -> (&mut Side, &mut Side) {
+    let [a, b] = side;
+    match dir {
+        Dir::AtoB => (a, b),
+        Dir::BtoA => (b, a),
+    }
+}
+
+/// Turns the live state into the result: limits, severity, boring, verdict.
+fn conclude(idx: ConnIdx, c: Conn, rules: &Rules) -> ConnScreen {
+    let life_ns = c.last_ns.saturating_sub(c.first_ns);
+    let [a, b] = &c.side;
+    let dir = [a.result(b, life_ns, c.last_ns, &rules.classify), b.result(a, life_ns, c.last_ns, &rules.classify)];
+    let main = if dir[1].payload_bytes > dir[0].payload_bytes { 1 } else { 0 };
+    let mut oos = OosCounts::default();
+    oos.add(&dir[0].out_of_sequence);
+    oos.add(&dir[1].out_of_sequence);
+    let mut s = ConnScreen {
+        idx,
+        boring: false,
+        severity: 0.0,
+        verdict: String::new(),
+        limits: dir[main].limits,
+        out_of_sequence: oos,
+        main_dir: if main == 0 { "a2b" } else { "b2a" },
+        duration_s: life_ns as f64 / 1e9,
+        dir,
+        events: c.events,
+        events_dropped: c.events_dropped,
+    };
+    s.severity = severity(&s);
+    s.boring = is_boring(&s, rules);
+    s.verdict = verdict(&s, main, rules);
+    s
+}
+
+impl ConnScreen {
+    /// The value of a metric named in [`rules::METRICS`].
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        let o = &self.out_of_sequence;
+        let both = |f: fn(&DirScreen) -> f64| f(&self.dir[0]) + f(&self.dir[1]);
+        let payload = both(|d| d.payload_bytes as f64);
+        Some(match name {
+            "retransmissions" => o.retransmissions() as f64,
+            "retransmitted_fraction" => {
+                if payload > 0.0 {
+                    both(|d| d.rexmit_bytes as f64) / payload
+                } else {
+                    0.0
+                }
+            }
+            "rto" => o.rto as f64,
+            "fast_retransmit" => o.fast_retransmit as f64,
+            "spurious" => o.spurious as f64,
+            "reordering" => o.reordering as f64,
+            "network_duplicate" => o.network_duplicate as f64,
+            "zero_windows" => both(|d| d.zero_windows as f64),
+            "timeout_stalls" => both(|d| d.timeout_stalls as f64),
+            "application" => self.limits.application,
+            "receiver_window" => self.limits.receiver_window,
+            "congestion" => self.limits.congestion,
+            "recovery" => self.limits.recovery,
+            "bursty_fraction" => self.main().burstiness.bursty_fraction.unwrap_or(0.0),
+            "severity" => self.severity,
+            "duration_s" => self.duration_s,
+            "bytes" => payload,
+            "packets" => both(|d| d.packets as f64),
+            _ => return None,
+        })
+    }
+
+    /// The main sender's direction result.
+    pub fn main(&self) -> &DirScreen {
+        &self.dir[if self.main_dir == "a2b" { 0 } else { 1 }]
+    }
+}
+
+/// Severity in [0, 1]: the chance-style union `1 - Π(1 - s_i)` of independent troubles, each
+/// in [0, 1] (definitions in `docs/screening.md`):
+/// - retransmission: retransmitted fraction of payload bytes × 5 (20 % is the worst);
+/// - timeouts: fraction of the lifetime in timeout stalls × 2;
+/// - receiver window: fraction of the lifetime limited by the receiver's window.
+pub fn severity(s: &ConnScreen) -> f64 {
+    let life = s.duration_s.max(1e-9);
+    let stall: f64 = s.dir.iter().map(|d| d.timeout_stall_s).sum();
+    let parts = [
+        s.metric("retransmitted_fraction").unwrap_or(0.0) * 5.0,
+        stall / life * 2.0,
+        s.limits.receiver_window,
+    ];
+    let ok: f64 = parts.iter().map(|p| 1.0 - p.clamp(0.0, 1.0)).product();
+    ((1.0 - ok) * 1000.0).round() / 1000.0
+}
+
+fn is_boring(s: &ConnScreen, rules: &Rules) -> bool {
+    let b = &rules.boring;
+    if b.stop_and_wait && s.dir.iter().any(|d| d.pipelined) {
+        return false;
+    }
+    b.max.iter().all(|(k, v)| s.metric(k).is_none_or(|m| m <= *v)) && b.min.iter().all(|(k, v)| s.metric(k).is_none_or(|m| m >= *v))
+}
+
+fn pct(f: f64) -> String {
+    format!("{:.0}%", f * 100.0)
+}
+
+/// The verdict: the troubles found, most serious first, or "boring" / "no trouble found".
+fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
+    let d = &s.dir[main];
+    let arrow = if main == 0 { "a→b" } else { "b→a" };
+    let o = &s.out_of_sequence;
+    let mut parts: Vec<String> = Vec::new();
+    let stalls: u32 = s.dir.iter().map(|d| d.timeout_stalls).sum();
+    let stall_s: f64 = s.dir.iter().map(|d| d.timeout_stall_s).sum();
+    if stalls > 0 {
+        parts.push(format!("{stalls} timeout stall{}, {stall_s:.1} s", if stalls == 1 { "" } else { "s" }));
+    }
+    let resent = o.rto + o.fast_retransmit + o.tail_loss_probe + o.unknown;
+    if resent > 0 {
+        let mut kinds = Vec::new();
+        for (n, what) in [(o.fast_retransmit, "fast"), (o.rto, "after timeout"), (o.tail_loss_probe, "tail-loss probe"), (o.unknown, "unclassified")] {
+            if n > 0 {
+                kinds.push(format!("{n} {what}"));
+            }
+        }
+        let mut p = format!("{resent} retransmission{} ({})", if resent == 1 { "" } else { "s" }, kinds.join(", "));
+        let f = s.metric("retransmitted_fraction").unwrap_or(0.0);
+        if f > 0.0 {
+            p += &format!(", {} of bytes", if f >= 0.001 { pct(f) } else { "<0.1%".into() });
+        }
+        parts.push(p);
+    }
+    if o.spurious > 0 {
+        parts.push(format!("{} unneeded retransmission{}", o.spurious, if o.spurious == 1 { "" } else { "s" }));
+    }
+    if o.reordering > 0 {
+        parts.push(format!("{} segment{} reordered by the network", o.reordering, if o.reordering == 1 { "" } else { "s" }));
+    }
+    if o.network_duplicate > 0 {
+        parts.push(format!("{} duplicated by the network", o.network_duplicate));
+    }
+    let l = &s.limits;
+    let zero = (d.zero_windows > 0).then(|| {
+        let times = if d.zero_windows == 1 { "1 time".to_string() } else { format!("{} times", d.zero_windows) };
+        let probes = if o.flow_control > 0 { format!(", {} probes", o.flow_control) } else { String::new() };
+        format!("zero window {times}, {:.1} s in total{probes}", d.zero_window_s)
+    });
+    match (l.receiver_window >= 0.05, zero) {
+        (true, Some(z)) => parts.push(format!("receiver window-limited {} of the time ({z})", pct(l.receiver_window))),
+        (true, None) => parts.push(format!("receiver window-limited {} of the time", pct(l.receiver_window))),
+        (false, Some(z)) => parts.push(z),
+        (false, None) => {}
+    }
+    if l.recovery >= 0.05 {
+        parts.push(format!("in loss recovery {} of the time", pct(l.recovery)));
+    }
+    if l.application >= 0.5 {
+        parts.push(format!("application-limited {} of the time", pct(l.application)));
+    } else if l.congestion >= 0.5 {
+        parts.push(format!("network/congestion-limited {} of the time", pct(l.congestion)));
+    }
+    // Most bulk senders are bursty (thesis ch. 4); it is worth saying only when long bursts
+    // lost data, which the thesis found to go together.
+    let lossy: u32 = d.burstiness.bursts.iter().filter(|b| b[0] >= 10).map(|b| b[2]).sum();
+    if lossy > 0 {
+        let f = d.burstiness.bursty_fraction.unwrap_or(0.0);
+        parts.push(format!(
+            "bursty: {} of bytes sent at >{}× the average rate, {lossy} burst{} of 10+ packets lost data",
+            pct(f),
+            rules.classify.burst_factor,
+            if lossy == 1 { "" } else { "s" }
+        ));
+    }
+    if s.boring {
+        return "boring".into();
+    }
+    if parts.is_empty() {
+        return "no trouble found".into();
+    }
+    format!("{arrow}: {}", parts.join("; "))
+}
+
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,507 @@
+//! One endpoint as a sender: what the screen remembers about its data and how the peer treats
+//! it. The rules applied here are defined in `docs/screening.md`.
+
+use std::collections::VecDeque;
+
+use super::rules::Classify;
+use super::{AckBehaviour, Burstiness, DirScreen, Limits, OosClass, OosCounts, OosEvent};
+use crate::analysis::{At, SegmentInfo};
+use crate::seq::SeqOff;
+use crate::stats::Summary;
+
+const MS: f64 = 1e6;
+/// Holes remembered per direction for classifying the segment that fills them.
+const MAX_HOLES: usize = 16;
+/// Recent data segments remembered to recognise a network duplicate.
+const RECENT: usize = 4;
+/// Recent bursts remembered to tie a later loss to the burst that carried the segment.
+const MAX_BURSTS: usize = 32;
+/// Burst lengths counted separately; longer ones are counted as this.
+const BURST_MAX_LEN: u32 = 16;
+/// Rate histogram: bins per decade, from 1 kbit/s up, for the bursty-bytes fraction.
+const RATE_BINS_PER_DECADE: f64 = 16.0;
+const RATE_BINS: usize = 160;
+/// A delayed-ACK wait shorter than this is not counted as one.
+const DELAYED_ACK_MIN_NS: u64 = 20_000_000;
+
+/// A gap in the sequence space and when it opened.
+#[derive(Clone, Copy, Debug)]
+struct Hole {
+    from: SeqOff,
+    to: SeqOff,
+    /// The last data packet before the hole opened, and the packet that opened it.
+    before_ns: u64,
+    after_ns: u64,
+}
+
+/// What identifies one transmission of a segment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Print {
+    seq: SeqOff,
+    len: u32,
+    ip_id: u16,
+    tsval: Option<u32>,
+    frame: u64,
+}
+
+/// A run of back-to-back packets.
+#[derive(Clone, Copy, Debug)]
+struct Burst {
+    from: SeqOff,
+    to: SeqOff,
+    len: u32,
+    lost: bool,
+}
+
+/// The RTT and RTO the classifier uses at one moment.
+struct Estimate {
+    mean_ns: Option<f64>,
+    min_ns: Option<f64>,
+    rto_ns: f64,
+    source: &'static str,
+}
+
+#[derive(Default, Debug)]
+pub(super) struct Side {
+    /// Half-loop RTT of this side's data (data → peer's ACK at the capture point).
+    pub(super) rtt: Summary,
+    /// Highest payload/FIN offset sent + 1, and the peer's cumulative ACK.
+    hi: Option<SeqOff>,
+    una: Option<SeqOff>,
+    /// The peer's last advertised window (bytes) and whether it is scaled correctly.
+    rwnd: Option<u64>,
+    rwnd_known: bool,
+    mss: u32,
+    packets: u64,
+    pure_acks: u64,
+    data_packets: u64,
+    payload_bytes: u64,
+    first_data_ns: u64,
+    last_data_ns: u64,
+    /// Sequence range of the last data packet (where a burst that it starts begins).
+    last_data_seq: (SeqOff, SeqOff),
+    /// When this side last sent anything.
+    last_sent_ns: u64,
+    fin_sent: bool,
+    pipelined: bool,
+    /// Loss evidence from the peer about this data since its ACK last advanced.
+    pub(super) dup_acks: u32,
+    pub(super) sack_hi: Option<SeqOff>,
+    holes: Vec<Hole>,
+    recent: [Print; RECENT],
+    recent_next: usize,
+    /// The class of the packet being processed (events come before its segment).
+    pending: Option<OosEvent>,
+    /// Start of the last segment resent (a tail-loss probe is the first resend of the tail).
+    last_resent: Option<SeqOff>,
+    /// This side's SYN offered SACK (a tail-loss probe needs it both ways).
+    syn_sack: bool,
+    /// Payload bytes of segments classified as retransmissions (from either vantage point).
+    resent_bytes: u64,
+    pub(super) oos: OosCounts,
+    /// Loss recovery lasts until the peer acknowledges this offset.
+    recovery_point: Option<SeqOff>,
+    zero_since: Option<u64>,
+    zero_windows: u32,
+    zero_ns: u64,
+    stalls: u32,
+    stall_ns: u64,
+    limits: [u64; 4],
+    /// Bytes by instantaneous rate (log bins), allocated with the second data packet.
+    rate_hist: Option<Box<[u64; RATE_BINS]>>,
+    run: Option<Burst>,
+    bursts: VecDeque<Burst>,
+    burst_counts: [[u32; 2]; BURST_MAX_LEN as usize + 1],
+    acks: u64,
+    stretch_acks: u64,
+    delayed: Summary,
+}
+
+impl Side {
+    /// The RTT estimate for classifying this side's segments: Tstat's sum of the two half-loop
+    /// means, the variance of a sum of independent halves, floors from the rules.
+    fn estimate(&self, peer: &Side, cl: &Classify) -> Estimate {
+        let (me, other) = (&self.rtt, &peer.rtt);
+        let floor = cl.rtt_min_floor_ms * MS;
+        let rto_min = cl.rto_min_ms * MS;
+        match (me.mean(), other.mean()) {
+            (Some(a), b) => {
+                let mean = a + b.unwrap_or(0.0);
+                let var = me.stdev().unwrap_or(0.0).powi(2) + other.stdev().unwrap_or(0.0).powi(2);
+                let min = (me.min + if b.is_some() { other.min } else { 0 }) as f64;
+                Estimate {
+                    mean_ns: Some(mean),
+                    min_ns: Some(min.max(floor)),
+                    rto_ns: (mean + 4.0 * var.sqrt()).max(rto_min),
+                    source: if b.is_some() { "both halves" } else { "one half" },
+                }
+            }
+            (None, Some(b)) => Estimate { mean_ns: Some(b), min_ns: Some((other.min as f64).max(floor)), rto_ns: cl.initial_rto_ms * MS, source: "one half" },
+            (None, None) => Estimate { mean_ns: None, min_ns: None, rto_ns: cl.initial_rto_ms * MS, source: "none" },
+        }
+    }
+
+    /// Whether the capture point is next to this side (its data's half-loop is the long one).
+    /// Without samples both ways, assume so: captures are usually taken on the sender.
+    fn captured_here(&self, peer: &Side) -> bool {
+        self.rtt.n == 0 || peer.rtt.n == 0 || self.rtt.min >= peer.rtt.min
+    }
+
+    fn evidence(&self, at: &At, seq: SeqOff, peer: &Side, cl: &Classify) -> OosEvent {
+        let est = self.estimate(peer, cl);
+        OosEvent {
+            class: OosClass::Unknown,
+            rule: "",
+            dir: at.dir.name(),
+            frame: at.frame,
+            time_s: 0.0,
+            seq,
+            len: 0,
+            prev_frame: None,
+            since_prev_ms: None,
+            since_hole_ms: None,
+            dup_acks: self.dup_acks,
+            sack_above: self.sack_hi.is_some_and(|h| h > seq),
+            rtt_ms: est.mean_ns.map(|v| v / MS),
+            rtt_min_ms: est.min_ns.map(|v| v / MS),
+            rto_ms: est.rto_ns / MS,
+            rtt_source: est.source,
+            dsack_frame: None,
+        }
+    }
+
+    /// Loss evidence from the receiver: enough duplicate ACKs, or a SACK block above `seq`
+    /// (RFC 6675 / RACK, RFC 8985: any SACKed data above a segment sent an RTT ago marks it lost).
+    fn fast_evidence(&self, seq: SeqOff, cl: &Classify) -> bool {
+        self.dup_acks >= cl.dupack_threshold || self.sack_hi.is_some_and(|h| h > seq)
+    }
+
+    /// A retransmission of bytes seen before (already-seen segment in Tstat's terms).
+    pub(super) fn classify_rexmit(&mut self, at: &At, seq: SeqOff, prev: Option<(u64, u64)>, acked: bool, peer: &Side, cl: &Classify) {
+        let mut e = self.evidence(at, seq, peer, cl);
+        let rt = prev.map(|(t, _)| at.ts_ns.saturating_sub(t) as f64);
+        e.prev_frame = prev.map(|(_, f)| f);
+        e.since_prev_ms = rt.map(|v| v / MS);
+        let rto = e.rto_ms * MS;
+        let min = e.rtt_min_ms.map(|v| v * MS);
+        let tail = self.hi.is_some_and(|hi| seq >= hi - self.mss.max(1) as i64);
+        let first_resend = self.last_resent != Some(seq);
+        self.last_resent = Some(seq);
+        (e.class, e.rule) = if acked {
+            (OosClass::Spurious, "every byte was already acknowledged (cumulative ACK or SACK)")
+        } else if rt.is_some_and(|rt| rt > rto) && tail && first_resend && self.syn_sack && peer.syn_sack && !self.fast_evidence(seq, cl) {
+            // RFC 8985 §7: with one segment outstanding the probe timeout is 1.5 SRTT + 200 ms,
+            // as long as an RTO; what tells them apart is that the probe comes first.
+            (OosClass::TailLossProbe, "the last segment's first resend after a timer, SACK in use (RFC 8985 tail-loss probe)")
+        } else if rt.is_some_and(|rt| rt > rto) {
+            (OosClass::Rto, "resent more than an RTO after the previous copy")
+        } else if self.fast_evidence(seq, cl) {
+            (OosClass::FastRetransmit, "resent within an RTO with duplicate ACKs or a SACK above it")
+        } else if tail && rt.zip(min).is_some_and(|(rt, min)| rt >= min) {
+            (OosClass::TailLossProbe, "the last segment resent within an RTO but at least an RTT later, no loss evidence")
+        } else {
+            (OosClass::Unknown, "resent within an RTO without loss evidence")
+        };
+        self.pending = Some(e);
+    }
+
+    /// A segment filling a hole (not seen before): late delivery or a retransmission of a
+    /// segment lost before the capture point.
+    pub(super) fn classify_hole_fill(&mut self, at: &At, seq: SeqOff, peer: &Side, cl: &Classify) {
+        if self.pending.is_some() {
+            return; // also a retransmission: classified as one
+        }
+        let mut e = self.evidence(at, seq, peer, cl);
+        let hole = self.holes.iter().find(|h| h.from <= seq && seq < h.to).copied();
+        let rt = hole.map(|h| at.ts_ns.saturating_sub(h.before_ns) as f64);
+        let dt = hole.map(|h| at.ts_ns.saturating_sub(h.after_ns) as f64);
+        e.since_prev_ms = rt.map(|v| v / MS);
+        e.since_hole_ms = dt.map(|v| v / MS);
+        let rto = e.rto_ms * MS;
+        let min = e.rtt_min_ms.map(|v| v * MS);
+        // Tstat tests loss evidence first; but the receiver's duplicate ACKs and SACKs answer
+        // any hole, reordered or lost, so a fill sooner than a round trip after the hole opened
+        // (nothing resent could come back that fast) is reordering whatever the ACKs said.
+        // The 0.8 leaves room for jitter in the minimum-RTT estimate.
+        (e.class, e.rule) = if dt.zip(min).is_some_and(|(dt, min)| dt < 0.8 * min) {
+            (OosClass::Reordering, "filled a hole less than an RTT after it opened")
+        } else if rt.is_some_and(|rt| rt > rto) {
+            (OosClass::Rto, "filled a hole more than an RTO after the segment before it")
+        } else if self.fast_evidence(seq, cl) {
+            (OosClass::FastRetransmit, "filled a hole at least an RTT late, with duplicate ACKs or a SACK above it")
+        } else {
+            (OosClass::Unknown, "filled a hole at least an RTT late without loss evidence")
+        };
+        self.pending = Some(e);
+    }
+
+    /// A zero-window probe.
+    pub(super) fn classify_probe(&mut self, at: &At, peer: &Side, cl: &Classify) {
+        let mut e = self.evidence(at, self.una.unwrap_or(0), peer, cl);
+        (e.class, e.rule) = (OosClass::FlowControl, "sent while the receiver's window was zero");
+        self.pending = Some(e);
+    }
+
+    pub(super) fn hole(&mut self, from: SeqOff, to: SeqOff, ts_ns: u64) {
+        if self.holes.len() >= MAX_HOLES {
+            self.holes.remove(0);
+        }
+        self.holes.push(Hole { from, to, before_ns: self.last_data_ns, after_ns: ts_ns });
+    }
+
+    /// The peer advertised a zero window for this side's data.
+    pub(super) fn zero_window(&mut self, ts_ns: u64) {
+        if self.zero_since.is_none() {
+            self.zero_since = Some(ts_ns);
+            self.zero_windows += 1;
+        }
+    }
+
+    /// Charges `[t0, t1)` to what limited this side as a sender (rules in docs/screening.md).
+    /// `sending`: the packet at `t1` is this side's.
+    pub(super) fn account(&mut self, t0: u64, t1: u64, sending: bool, peer: &Side) {
+        if self.first_data_ns == 0 || self.fin_sent {
+            return;
+        }
+        let dt = t1 - t0;
+        let hi = self.hi.unwrap_or(0);
+        let una = self.una.unwrap_or(hi);
+        let outstanding = (hi - una).max(0) as u64;
+        let bucket = if (sending && self.pending.as_ref().is_some_and(|e| matches!(e.class, OosClass::Rto | OosClass::TailLossProbe))) || self.recovery_point.is_some_and(|p| una < p) {
+            3
+        } else if self.rwnd == Some(0) || (self.rwnd_known && self.rwnd.is_some_and(|w| outstanding + self.mss as u64 > w)) {
+            1
+        } else if outstanding == 0 && (self.captured_here(peer) || self.idle_beyond_rtt(t1, peer)) {
+            0
+        } else {
+            2
+        };
+        self.limits[bucket] += dt;
+    }
+
+    /// Seen from near the receiver, a pause counts as the application's once it lasts longer
+    /// than 1.5 round trips (a window-limited sender would have sent again by then).
+    fn idle_beyond_rtt(&self, t: u64, peer: &Side) -> bool {
+        let rtt = (self.rtt.min + peer.rtt.min) as f64;
+        rtt > 0.0 && (t - self.last_data_ns) as f64 > 1.5 * rtt
+    }
+
+    /// A packet this side sent. Returns the classified segment's evidence, if it was one.
+    pub(super) fn sent(&mut self, s: &SegmentInfo, cl: &Classify) -> Option<OosEvent> {
+        let t = s.at.ts_ns;
+        self.packets += 1;
+        let pure_ack = s.len == 0 && !s.flags.syn() && !s.flags.fin() && !s.flags.rst() && s.flags.ack();
+        self.pure_acks += pure_ack as u64;
+        let end = s.seq_off + s.len as i64 + s.flags.fin() as i64;
+        let ev = self.pending.take().map(|mut e| {
+            e.len = s.len;
+            // Tstat's first test: a copy identical to an earlier packet was made by the network,
+            // whatever the retransmission rules said.
+            if s.is_rexmit
+                && let Some(f) = self.duplicate_of(s)
+            {
+                (e.class, e.rule, e.prev_frame) = (OosClass::NetworkDuplicate, "same sequence, length, IP ID and TSval as an earlier packet", Some(f));
+            }
+            *self.oos.slot(e.class) += 1;
+            if e.class.is_loss() {
+                self.recovery_point = Some(self.hi.unwrap_or(end).max(end));
+                if let Some(b) = self.bursts.iter_mut().chain(self.run.iter_mut()).find(|b| b.from <= s.seq_off && s.seq_off < b.to && !b.lost) {
+                    b.lost = true;
+                }
+            }
+            if !matches!(e.class, OosClass::Reordering | OosClass::NetworkDuplicate | OosClass::FlowControl) {
+                self.resent_bytes += s.len as u64;
+            }
+            if matches!(e.class, OosClass::Rto | OosClass::TailLossProbe) {
+                // The wait for the timer: since the previous copy, but no longer than this side
+                // had been silent (so stalls never add up to more than the lifetime).
+                let silent = t.saturating_sub(self.last_sent_ns);
+                self.stalls += 1;
+                self.stall_ns += e.since_prev_ms.map_or(silent, |ms| ((ms * MS) as u64).min(silent));
+            }
+            e
+        });
+        if s.len > 0 {
+            if !s.is_rexmit && self.hi.is_some_and(|hi| self.una.is_none_or(|una| una < hi)) {
+                self.pipelined = true;
+            }
+            self.burst(s, cl);
+            self.data_packets += 1;
+            self.payload_bytes += s.len as u64;
+            self.mss = self.mss.max(s.len);
+            if self.first_data_ns == 0 {
+                self.first_data_ns = t;
+            }
+            self.last_data_ns = t;
+            self.last_data_seq = (s.seq_off, s.seq_off + s.len as i64);
+            let print = Print { seq: s.seq_off, len: s.len, ip_id: s.ip_id, tsval: s.tsval, frame: s.at.frame };
+            self.recent[self.recent_next] = print;
+            self.recent_next = (self.recent_next + 1) % RECENT;
+            self.holes.retain_mut(|h| {
+                if s.seq_off <= h.from {
+                    h.from = h.from.max(end);
+                } else if end >= h.to {
+                    h.to = h.to.min(s.seq_off);
+                }
+                h.from < h.to
+            });
+        }
+        if end > s.seq_off || s.len > 0 {
+            self.hi = Some(self.hi.map_or(end, |h| h.max(end)));
+        }
+        self.fin_sent |= s.flags.fin();
+        self.last_sent_ns = t;
+        self.syn_sack |= s.flags.syn() && s.sack_permitted;
+        ev
+    }
+
+    /// The earlier packet `s` is an exact copy of: same sequence, length, IP ID and TSval.
+    /// Nothing tells a copy from a resend when there is neither an IP ID nor a TSval (IPv6
+    /// without timestamps): Tstat read the IPv6 payload length as the "IP ID" there, calling
+    /// every same-size resend a duplicate.
+    fn duplicate_of(&self, s: &SegmentInfo) -> Option<u64> {
+        if s.ip_id == 0 && s.tsval.is_none() {
+            return None;
+        }
+        self.recent
+            .iter()
+            .find(|p| p.frame != 0 && p.seq == s.seq_off && p.len == s.len && p.ip_id == s.ip_id && p.tsval == s.tsval)
+            .map(|p| p.frame)
+    }
+
+    /// Instantaneous rate and burst runs (thesis ch. 4). The rate of a packet is its bytes over
+    /// the time since the previous data packet; it is back to back with that packet when the
+    /// rate exceeds `burst_factor` × the average rate so far (the final average is not known
+    /// while streaming; the bursty-bytes fraction uses the final one, from the histogram).
+    fn burst(&mut self, s: &SegmentInfo, cl: &Classify) {
+        let t = s.at.ts_ns;
+        if self.data_packets == 0 {
+            return;
+        }
+        let gap = t.saturating_sub(self.last_data_ns).max(1) as f64;
+        let rate = s.len as f64 * 8.0 * 1e9 / gap;
+        let hist = self.rate_hist.get_or_insert_with(|| Box::new([0; RATE_BINS]));
+        hist[rate_bin(rate)] += s.len as u64;
+        let span = t.saturating_sub(self.first_data_ns).max(1) as f64;
+        let avg = (self.payload_bytes + s.len as u64) as f64 * 8.0 * 1e9 / span;
+        let end = s.seq_off + s.len as i64;
+        if rate > cl.burst_factor * avg {
+            let (pf, pt) = self.last_data_seq;
+            let b = self.run.get_or_insert(Burst { from: pf, to: pt, len: 1, lost: false });
+            b.len += 1;
+            b.from = b.from.min(s.seq_off);
+            b.to = b.to.max(end);
+        } else if let Some(b) = self.run.take() {
+            if self.bursts.len() >= MAX_BURSTS
+                && let Some(old) = self.bursts.pop_front()
+            {
+                count_burst(&mut self.burst_counts, &old);
+            }
+            self.bursts.push_back(b);
+        }
+    }
+
+    /// A D-SACK showed the resend of `seq` was not needed: its burst lost nothing there.
+    pub(super) fn not_lost(&mut self, seq: SeqOff) {
+        if let Some(b) = self.bursts.iter_mut().chain(self.run.iter_mut()).find(|b| b.from <= seq && seq < b.to && b.lost) {
+            b.lost = false;
+        }
+    }
+
+    /// A packet from the peer: its ACK and window about this side's data.
+    pub(super) fn acked_by(&mut self, s: &SegmentInfo) {
+        let t = s.at.ts_ns;
+        if let Some(a) = s.ack_off {
+            if self.una.is_none_or(|u| a > u) {
+                let advance = self.una.map(|u| a - u);
+                if let Some(adv) = advance {
+                    self.acks += 1;
+                    if self.mss > 0 && adv > 2 * self.mss as i64 {
+                        self.stretch_acks += 1;
+                    }
+                    // A delayed ACK: it covers the last segment sent, arrives 20 ms or more
+                    // after it beyond the quickest such answer seen, and no data came since.
+                    if self.hi.is_some_and(|hi| a >= hi) && self.last_data_ns > 0 {
+                        let wait = t.saturating_sub(self.last_data_ns).saturating_sub(self.rtt.min);
+                        if wait >= DELAYED_ACK_MIN_NS {
+                            self.delayed.add(wait);
+                        }
+                    }
+                }
+                self.una = Some(a);
+                // SACKed data above the new ACK still marks the holes below it as lost.
+                if self.sack_hi.is_some_and(|h| h <= a) {
+                    self.sack_hi = None;
+                }
+                self.dup_acks = 0;
+                if self.recovery_point.is_some_and(|p| a >= p) {
+                    self.recovery_point = None;
+                }
+            }
+            if !s.flags.syn() && !s.flags.rst() {
+                self.rwnd = Some(s.win_bytes);
+                self.rwnd_known = s.wscale.is_some();
+                if s.win_bytes > 0
+                    && let Some(since) = self.zero_since.take()
+                {
+                    self.zero_ns += t.saturating_sub(since);
+                }
+            }
+        }
+    }
+
+    /// The direction's result; `life_ns` is the connection's lifetime.
+    pub(super) fn result(&self, peer: &Side, life_ns: u64, last_ns: u64, cl: &Classify) -> DirScreen {
+        let life = life_ns.max(1) as f64;
+        let f = |i: usize| self.limits[i] as f64 / life;
+        let mut counts = self.burst_counts;
+        for b in self.bursts.iter().chain(self.run.iter()) {
+            count_burst(&mut counts, b);
+        }
+        let span = self.last_data_ns.saturating_sub(self.first_data_ns);
+        let average_bps = (span > 0).then(|| self.payload_bytes as f64 * 8.0 * 1e9 / span as f64);
+        let bursty_fraction = average_bps.zip(self.rate_hist.as_ref()).map(|(avg, h)| {
+            let total: u64 = h.iter().sum();
+            let cut = rate_bin(avg * cl.burst_factor);
+            let above: u64 = h[cut + 1..].iter().sum();
+            if total == 0 { 0.0 } else { above as f64 / total as f64 }
+        });
+        let zero_open = self.zero_since.map_or(0, |s| last_ns.saturating_sub(s));
+        DirScreen {
+            out_of_sequence: self.oos,
+            limits: Limits { application: f(0), receiver_window: f(1), congestion: f(2), recovery: f(3) },
+            zero_windows: self.zero_windows,
+            zero_window_s: (self.zero_ns + zero_open) as f64 / 1e9,
+            timeout_stalls: self.stalls,
+            timeout_stall_s: self.stall_ns as f64 / 1e9,
+            burstiness: Burstiness {
+                average_bps,
+                bursty_fraction,
+                bursts: (2..=BURST_MAX_LEN).filter(|&n| counts[n as usize][0] > 0).map(|n| [n, counts[n as usize][0], counts[n as usize][1]]).collect(),
+            },
+            acks: AckBehaviour {
+                acks_per_data_segment: (self.data_packets > 0).then(|| self.acks as f64 / self.data_packets as f64),
+                stretch_acks: self.stretch_acks,
+                pure_ack_fraction: (peer.packets > 0).then(|| peer.pure_acks as f64 / peer.packets as f64),
+                delayed_ack_ms: (self.delayed.n >= 3 && self.delayed.n * 20 >= self.acks).then(|| self.delayed.mean().unwrap_or(0.0) / MS),
+                delayed_acks: self.delayed.n,
+            },
+            payload_bytes: self.payload_bytes,
+            rexmit_bytes: self.resent_bytes,
+            pipelined: self.pipelined,
+            packets: self.packets,
+        }
+    }
+}
+
+fn count_burst(counts: &mut [[u32; 2]; BURST_MAX_LEN as usize + 1], b: &Burst) {
+    let c = &mut counts[b.len.min(BURST_MAX_LEN) as usize];
+    c[0] += 1;
+    c[1] += b.lost as u32;
+}
+
+/// Histogram bin of a rate in bits/s: 16 per decade from 1 kbit/s.
+fn rate_bin(bps: f64) -> usize {
+    let x = (bps.max(1e3) / 1e3).log10() * RATE_BINS_PER_DECADE;
+    (x as usize).min(RATE_BINS - 1)
+}

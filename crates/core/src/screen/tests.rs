@@ -1,0 +1,173 @@
+//! Scripted conversations for the screening rules: each builds packets with chosen timing and
+//! asserts the class, the limit or the verdict the rules in docs/screening.md give.
+
+use super::*;
+use crate::analysis::Settings;
+use crate::capture::Record;
+use crate::pass::Analyzer;
+use crate::testutil::{Pkt, flag::*, opt};
+
+const A: [u8; 4] = [10, 0, 0, 1];
+const B: [u8; 4] = [10, 0, 0, 2];
+
+/// A script: (from a?, ms, flags, seq, ack, len, win); sequence numbers relative (first payload
+/// byte 0), ISNs 1000 and 5000, SACK offered on both SYNs.
+struct Script {
+    pkts: Vec<Pkt>,
+    /// Frames (0-based) whose IP ID is copied from the frame before: a network duplicate.
+    dup_of_previous: Vec<usize>,
+}
+
+impl Script {
+    fn new() -> Self {
+        let mut s = Script { pkts: Vec::new(), dup_of_previous: Vec::new() };
+        s.pkt(true, 0.0, SYN, 0, 0, 0, 1000, [opt::mss(1000), opt::sack_perm()].concat());
+        s.pkt(false, 10.0, SYN | ACK, 0, 0, 0, 60000, [opt::mss(1000), opt::sack_perm()].concat());
+        s.pkt(true, 20.0, ACK, 0, 0, 0, 1000, vec![]);
+        s
+    }
+    #[allow(clippy::too_many_arguments)] // one argument per header field the script sets
+    fn pkt(&mut self, from_a: bool, ms: f64, flags: u8, seq: u32, ack: u32, len: u16, win: u16, opts: Vec<u8>) -> &mut Self {
+        let (src, dst, sport, dport, isn, peer) = if from_a { (A, B, 40000, 80, 1000u32, 5000u32) } else { (B, A, 80, 40000, 5000, 1000) };
+        let syn = flags & SYN != 0;
+        self.pkts.push(Pkt {
+            ts_ns: 1_000_000_000_000 + (ms * 1e6) as u64,
+            src,
+            dst,
+            sport,
+            dport,
+            seq: if syn { isn } else { isn + 1 + seq },
+            ack: if flags & ACK != 0 { peer + 1 + ack } else { 0 },
+            flags,
+            win,
+            len,
+            opts,
+            snap: None,
+        });
+        self
+    }
+    fn a(&mut self, ms: f64, seq: u32, len: u16) -> &mut Self {
+        self.pkt(true, ms, ACK, seq, 0, len, 1000, vec![])
+    }
+    fn b(&mut self, ms: f64, ack: u32, win: u16, sack: &[(u32, u32)]) -> &mut Self {
+        let blocks: Vec<(u32, u32)> = sack.iter().map(|&(l, r)| (1001 + l, 1001 + r)).collect();
+        let opts = if blocks.is_empty() { vec![] } else { opt::sack(&blocks) };
+        self.pkt(false, ms, ACK, 0, ack, 0, win, opts)
+    }
+    fn run(&self, rules: Rules) -> ConnScreen {
+        let mut an = Analyzer::new(Settings::default(), ScreenSink::new(rules));
+        for (i, p) in self.pkts.iter().enumerate() {
+            let (mut data, orig) = p.ipv4();
+            if self.dup_of_previous.contains(&i) {
+                let (prev, _) = self.pkts[i - 1].ipv4();
+                data[4..6].copy_from_slice(&prev[4..6]);
+            }
+            an.record(&Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame: i as u64 + 1, offset: 0 });
+        }
+        an.sink.finish().remove(0)
+    }
+}
+
+fn classes(s: &ConnScreen) -> Vec<OosClass> {
+    s.events.iter().map(|e| e.class).collect()
+}
+
+#[test]
+fn a_resend_with_a_sack_above_it_is_a_fast_retransmit() {
+    // 0..1000 is lost; 1000..4000 arrive and are SACKed; 0 is resent 25 ms after the original.
+    let mut s = Script::new();
+    s.a(30.0, 0, 1000).a(30.1, 1000, 1000).a(30.2, 2000, 1000).a(30.3, 3000, 1000);
+    s.b(40.1, 0, 60000, &[(1000, 2000)]).b(40.2, 0, 60000, &[(1000, 3000)]).b(40.3, 0, 60000, &[(1000, 4000)]);
+    s.a(55.0, 0, 1000).b(65.0, 4000, 60000, &[]);
+    let r = s.run(Rules::default());
+    assert_eq!(classes(&r), [OosClass::FastRetransmit]);
+    let e = &r.events[0];
+    assert_eq!((e.frame, e.seq, e.len, e.prev_frame, e.dup_acks, e.sack_above), (11, 0, 1000, Some(4), 3, true));
+    assert!((e.since_prev_ms.unwrap() - 25.0).abs() < 0.01);
+    assert_eq!(r.dir[0].timeout_stalls, 0);
+    assert!(r.verdict.contains("1 retransmission (1 fast), 20% of bytes"), "{}", r.verdict);
+}
+
+#[test]
+fn a_resend_after_the_rto_without_evidence_is_a_timeout_and_a_stall() {
+    // Two segments in flight, no answer for 300 ms (> the 200 ms RTO floor): the head is resent.
+    let mut s = Script::new();
+    s.a(30.0, 0, 1000).a(30.1, 1000, 1000).a(330.0, 0, 1000).b(340.0, 2000, 60000, &[]);
+    let r = s.run(Rules::default());
+    assert_eq!(classes(&r), [OosClass::Rto]);
+    assert_eq!(r.dir[0].timeout_stalls, 1);
+    assert!((r.dir[0].timeout_stall_s - 0.3).abs() < 1e-3, "{}", r.dir[0].timeout_stall_s);
+    // 30 → 330 ms stalled, 330 → 340 in recovery: 310 of 340 ms.
+    assert!((r.limits.recovery - 310.0 / 340.0).abs() < 1e-3, "{:?}", r.limits);
+    // With a higher RTO floor the same resend is no longer late enough for a timeout.
+    let rules = Rules::parse("[classify]\nrto_min_ms = 500").unwrap();
+    assert_eq!(classes(&s.run(rules)), [OosClass::Unknown]);
+}
+
+#[test]
+fn resending_what_was_acknowledged_is_spurious_and_a_dsack_makes_a_resend_spurious() {
+    let mut s = Script::new();
+    s.a(30.0, 0, 1000).b(40.0, 1000, 60000, &[]).a(300.0, 0, 1000);
+    assert_eq!(classes(&s.run(Rules::default())), [OosClass::Spurious]);
+
+    // A fast retransmit the receiver then reports as received twice (D-SACK below the ACK).
+    let mut s = Script::new();
+    s.a(30.0, 0, 1000).a(30.1, 1000, 1000).a(30.2, 2000, 1000).a(30.3, 3000, 1000);
+    s.b(40.1, 0, 60000, &[(1000, 2000)]).b(40.2, 0, 60000, &[(1000, 3000)]).b(40.3, 0, 60000, &[(1000, 4000)]);
+    s.a(55.0, 0, 1000).b(56.0, 4000, 60000, &[]).b(65.0, 4000, 60000, &[(0, 1000)]);
+    let r = s.run(Rules::default());
+    assert_eq!(classes(&r), [OosClass::Spurious]);
+    assert_eq!(r.events[0].dsack_frame, Some(13));
+    assert_eq!(r.out_of_sequence.fast_retransmit, 0);
+}
+
+#[test]
+fn an_exact_copy_is_a_network_duplicate_and_a_quick_hole_fill_is_reordering() {
+    let mut s = Script::new();
+    s.a(30.0, 0, 1000).a(30.05, 0, 1000);
+    s.dup_of_previous.push(4);
+    // 2000..3000 overtakes 1000..2000 by 0.1 ms: a hole filled long before an RTT (~20 ms).
+    s.a(30.1, 2000, 1000).a(30.2, 1000, 1000).b(40.0, 3000, 60000, &[]);
+    let r = s.run(Rules::default());
+    assert_eq!(classes(&r), [OosClass::NetworkDuplicate, OosClass::Reordering]);
+    assert_eq!(r.events[0].prev_frame, Some(4));
+    assert!(r.events[1].since_hole_ms.unwrap() < 1.0);
+    assert!(r.verdict.contains("1 duplicated by the network") && r.verdict.contains("1 segment reordered"), "{}", r.verdict);
+}
+
+#[test]
+fn a_closed_window_limits_the_sender_and_probes_are_flow_control() {
+    // The receiver closes its window at 40 ms and opens it at 1040 ms; the sender probes twice.
+    let mut s = Script::new();
+    s.a(30.0, 0, 1000).b(40.0, 1000, 0, &[]);
+    s.pkt(true, 440.0, ACK, 999, 0, 0, 1000, vec![]).b(450.0, 1000, 0, &[]);
+    s.pkt(true, 840.0, ACK, 999, 0, 0, 1000, vec![]).b(850.0, 1000, 0, &[]);
+    s.b(1040.0, 1000, 60000, &[]).a(1050.0, 1000, 1000).b(1060.0, 2000, 60000, &[]);
+    let r = s.run(Rules::default());
+    assert_eq!(r.out_of_sequence.flow_control, 2);
+    assert_eq!(r.dir[0].zero_windows, 1);
+    assert!((r.dir[0].zero_window_s - 1.0).abs() < 1e-6);
+    // From 40 to 1040 ms of 1060: receiver window.
+    assert!((r.limits.receiver_window - 1000.0 / 1060.0).abs() < 1e-3, "{:?}", r.limits);
+    assert!(r.verdict.contains("receiver window-limited 94% of the time (zero window 1 time, 1.0 s in total, 2 probes)"), "{}", r.verdict);
+}
+
+#[test]
+fn stop_and_wait_exchanges_are_boring_and_pipelining_is_not() {
+    // Request, response, request, response: each segment acknowledged before the next.
+    let mut s = Script::new();
+    s.a(30.0, 0, 100).pkt(false, 40.0, ACK, 0, 100, 500, 60000, vec![]).pkt(true, 50.0, ACK, 100, 500, 100, 1000, vec![]);
+    s.pkt(false, 60.0, ACK, 500, 200, 500, 60000, vec![]).pkt(true, 70.0, ACK, 200, 1000, 0, 1000, vec![]);
+    let r = s.run(Rules::default());
+    assert!(r.boring, "{r:?}");
+    assert_eq!(r.verdict, "boring");
+    assert_eq!(r.severity, 0.0);
+    // Two segments in flight at once: not boring (but nothing wrong either).
+    let mut s = Script::new();
+    s.a(30.0, 0, 1000).a(30.1, 1000, 1000).b(40.0, 2000, 60000, &[]);
+    let r = s.run(Rules::default());
+    assert!(!r.boring);
+    assert_eq!(r.verdict, "no trouble found");
+    let lenient = Rules::parse("[boring]\nstop_and_wait = false").unwrap();
+    assert!(s.run(lenient).boring);
+}
