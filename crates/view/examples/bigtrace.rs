@@ -61,7 +61,7 @@ fn main() -> std::io::Result<()> {
             w.put(base(t, a, b, 40000, 5001, seq(off), isn_b + 1, flag::ACK, mss as u16))?;
         }
         i += 1;
-        if i % 2 != 0 || i < LAG {
+        if !i.is_multiple_of(2) || i < LAG {
             continue;
         }
         let acked = (i - LAG) * mss;

@@ -219,6 +219,9 @@ impl Sink for DetailSink {
     }
 }
 
+/// A connection's detail, computed once by whichever request asks first.
+type DetailCell = Arc<OnceLock<Result<Arc<Detail>, String>>>;
+
 /// The traces named on the command line, their connections, and the details computed so far.
 pub struct Traces {
     /// The files, in command-line order (the API names them by index, never by path).
@@ -231,7 +234,7 @@ pub struct Traces {
     pub screens: Vec<ConnScreen>,
     /// Global index of each file's first connection.
     base: Vec<usize>,
-    details: Mutex<HashMap<usize, Arc<OnceLock<Result<Arc<Detail>, String>>>>>,
+    details: Mutex<HashMap<usize, DetailCell>>,
 }
 
 impl Traces {
