@@ -182,8 +182,15 @@ export function drawFigure(ctx: CanvasRenderingContext2D, f: Frame, fig: Figure)
     ctx.stroke(path);
   }
   ctx.font = "10px sans-serif";
+  // Labels (R, O, P, 3, Z, ...) that would print over one another are drawn once per 8-pixel
+  // cell: zoomed out, hundreds of R's in one spot read as a blot and cost a frame.
+  const taken = new Set<number>();
   for (const p of texts) {
     const px = sx(f, p[2] as number), py = sy(f, p[3] as number);
+    if (px < LEFT - 20 || px > f.w + 20 || py < -20 || py > f.h + 20) continue;
+    const cell = Math.floor(px / 8) * 100003 + Math.floor(py / 8);
+    if (taken.has(cell)) continue;
+    taken.add(cell);
     const a = p[4];
     ctx.fillStyle = p[1] as string;
     ctx.textAlign = a === "l" ? "right" : a === "r" ? "left" : "center";
