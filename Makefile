@@ -72,7 +72,7 @@ browser-deps:
 # Loads the recorded traces in the viewer and the report, in a real browser.
 test-web: web browser-deps
 	$(CARGO) build -p tcpscope
-	cd web && TCPSCOPE_BIN=$(CURDIR)/target/debug/tcpscope node --test tests/
+	cd web && TCPSCOPE_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/debug/tcpscope node --test tests/
 
 # Needs root (the bulk input is recorded in network namespaces); see docs/performance.md.
 bench: bench-view
