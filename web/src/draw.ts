@@ -254,6 +254,8 @@ export interface PanelLine {
   color: string;
   label: string;
   dots?: boolean;
+  /** A step function (the value holds until the next point): drawn over and up. */
+  step?: boolean;
 }
 
 /** Human units for an axis label (k, M, G). */
@@ -291,7 +293,10 @@ export function drawPanel(ctx: CanvasRenderingContext2D, x0: number, x1: number,
         continue;
       }
       if (i === 0) path.moveTo(x, sy(f, hi[i]));
-      else path.lineTo(x, sy(f, hi[i]));
+      else {
+        if (l.step) path.lineTo(x, sy(f, hi[i - 1]));
+        path.lineTo(x, sy(f, hi[i]));
+      }
       if (l.s.agg && lo[i] !== hi[i]) {
         path.lineTo(x, sy(f, lo[i]));
         path.moveTo(x, sy(f, hi[i]));

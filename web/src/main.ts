@@ -261,16 +261,16 @@ class ConnPlot {
     const [tp, rp, fp] = this.panels.map(prepare);
     if (p) {
       drawPanel(tp, x0, x1, pw, this.panels[0].clientHeight, "b/s", [
-        { s: p.tput_bps, color: "#f07800", label: "throughput" },
-        { s: p.goodput_bps, color: "#2b6fd6", label: "goodput (new bytes)" },
+        { s: p.tput_bps, color: "#f07800", label: "throughput", step: true },
+        { s: p.goodput_bps, color: "#2b6fd6", label: "goodput (new bytes)", step: true },
       ]);
       drawPanel(rp, x0, x1, pw, this.panels[1].clientHeight, "RTT ms", [
         { s: p.rtt_ms, color: "#1a9a3a", label: "timestamp + Karn", dots: true },
         { s: p.rtt_karn_ms, color: "#e0181c", label: "Karn", dots: true },
       ]);
       drawPanel(fp, x0, x1, pw, this.panels[2].clientHeight, "bytes", [
-        { s: p.flight_bytes, color: "#000000", label: "in flight" },
-        { s: p.window_bytes, color: "#c99a00", label: p.window_scaled ? "advertised window" : "advertised window (raw: scale unknown)" },
+        { s: p.flight_bytes, color: "#000000", label: "in flight", step: true },
+        { s: p.window_bytes, color: "#c99a00", label: p.window_scaled ? "advertised window" : "advertised window (raw: scale unknown)", step: true },
         { s: p.cwnd_bytes, color: "#8a2be2", label: "cwnd estimate", dots: true },
       ]);
     }

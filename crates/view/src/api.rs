@@ -328,7 +328,9 @@ pub fn reduce(line: &Line, t0: f64, t1: f64, w: u32) -> Value {
 
 /// Throughput and goodput (bits per second) over `[t0, t1]`, one value per group of four
 /// pixel columns (a readable rate): the core's moving average (`series::tput`: bits sent in
-/// `(t − window, t]` divided by the window) with the group as the window, at each group's end.
+/// `(t − window, t]` divided by the window) with the group as the window, evaluated at each
+/// group's end and drawn as a step over the group (each value at the group's start, one more
+/// point at `t1`).
 /// The cumulated bytes make each value two binary searches, whatever the packets.
 fn throughput(d: &Detail, dir: Dir, t0: f64, t1: f64, w: u32) -> (Value, Value) {
     let sent = &d.lines[dir.idx()].sent;
@@ -345,10 +347,16 @@ fn throughput(d: &Detail, dir: Dir, t0: f64, t1: f64, w: u32) -> (Value, Value) 
     for k in 0..cols {
         let end = t0 + (k + 1) as f64 * dt;
         let now = upto(end);
-        t.push(end);
+        // A step function: the group's value holds from its start to the next group's.
+        t.push(end - dt);
         all.push((now.0 - prev.0) as f64 * 8.0 / dt);
         new.push((now.1 - prev.1) as f64 * 8.0 / dt);
         prev = now;
+    }
+    if let (Some(&a), Some(&n)) = (all.last(), new.last()) {
+        t.push(t1);
+        all.push(a);
+        new.push(n);
     }
     (json!({ "t": t, "lo": all, "hi": all, "agg": false }), json!({ "t": t, "lo": new, "hi": new, "agg": false }))
 }

@@ -81,9 +81,18 @@ fn zoomed_out_answer_is_bounded_by_columns_and_keeps_every_retransmission() {
     assert!(marks(&fig, "ack step").is_empty(), "no per-packet ack steps when aggregated");
     // The panels too: no series longer than twice the columns.
     let p = json(s.addr, &format!("/api/panels?conn=1&dir=a2b&w={w}"));
-    for k in ["tput_bps", "rtt_ms", "rtt_karn_ms", "flight_bytes", "window_bytes"] {
+    for k in ["tput_bps", "goodput_bps", "rtt_ms", "rtt_karn_ms", "flight_bytes", "window_bytes", "cwnd_bytes"] {
         assert!(p[k]["t"].as_array().unwrap().len() <= 2 * w, "{k}");
     }
+    // Throughput × group duration, summed over the groups, is every payload byte sent; goodput
+    // the bytes sent for the first time (the statistics pass counts both independently).
+    let bytes = |k: &str| {
+        let t: Vec<f64> = p[k]["t"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let v: Vec<f64> = p[k]["hi"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        t.windows(2).zip(&v).map(|(t, v)| v * (t[1] - t[0]) / 8.0).sum::<f64>().round() as u64
+    };
+    assert_eq!(bytes("tput_bps"), c["a2b"]["payload_bytes"].as_u64().unwrap());
+    assert_eq!(bytes("goodput_bps"), c["a2b"]["unique_bytes"].as_u64().unwrap());
     s.stop();
 }
 
