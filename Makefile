@@ -18,6 +18,9 @@ demo: build
 	@echo
 	@echo '$$ tcpscope stats $(DEMO_TRACE)'
 	@$(BIN) stats $(DEMO_TRACE)
+	@echo
+	@echo '$$ tcpscope screen --events $(DEMO_TRACE)'
+	@$(BIN) screen --events $(DEMO_TRACE)
 
 # The peer tools are test oracles: install them on a fresh Debian machine if missing.
 deps:

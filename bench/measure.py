@@ -174,7 +174,8 @@ def main():
     for name in ("bulk", "many"):
         f = inputs[name]["path"]
         print(f"measure: {name}", file=sys.stderr)
-        r = {"tcpscope": measure("tcpscope", [tcpscope, "stats", "-q", f], args.runs)}
+        r = {"tcpscope": measure("tcpscope", [tcpscope, "stats", "-q", f], args.runs),
+             "tcpscope_screen": measure("tcpscope screen", [tcpscope, "screen", "-q", "--all", f], args.runs)}
         if have_tcptrace:
             r["tcptrace"] = measure("tcptrace", ["tcptrace", "-l", "-r", "-n", f], args.runs)
         if have_tshark:

@@ -99,6 +99,13 @@ pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
     }
     if figs.len() > 1 {
         plot::share_scale(&mut figs);
+        if args.title.is_none() {
+            // Compared connections often share endpoints (two recordings): name the trace.
+            for (fig, t) in figs.iter_mut().zip(&targets) {
+                let name = t.trace.file_name().map_or_else(|| t.trace.display().to_string(), |n| n.to_string_lossy().into_owned());
+                fig.title = format!("{name}: {}", fig.title);
+            }
+        }
     }
     if figs.len() > 1 && (args.separate || xpl) {
         // xplot has one plot per file: compared plots are always separate files.

@@ -21,8 +21,14 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
     let mut conns = Vec::new();
     let mut screens = Vec::new();
     for (stats, screen) in sinks {
-        conns.extend(stats.conns);
-        screens.extend(screen.finish());
+        // Moved, not copied, when there is one part: the results are the bulk of the memory.
+        let (c, s) = (stats.conns, screen.finish());
+        if screens.is_empty() {
+            (conns, screens) = (c, s);
+        } else {
+            conns.extend(c);
+            screens.extend(s);
+        }
     }
     let an = Analysis { files, conns };
     check_ids(&an, &args.common)?;

@@ -478,7 +478,7 @@ fn narrow_svg_aggregates_new_segments_but_keeps_every_retransmission() {
     let a2b = &doc["connections"][0]["a2b"];
     let zero_len = a2b["packets"].as_u64().unwrap() - a2b["data_packets"].as_u64().unwrap();
     assert_eq!(n, truth.data - truth.rexmit + zero_len as usize);
-    assert!(svg.contains("drawn as one mark per pixel column"));
+    assert!(svg.contains("new segments drawn per pixel column"));
 }
 
 #[test]
@@ -735,4 +735,71 @@ fn large_connection_gives_bounded_files_and_keeps_every_retransmission() {
         let bound = if big.1 == "svg" { 800_000 } else { 2_000_000 };
         assert!(big.2 <= (2 * small.2 + 200 * 50).max(bound), "{} {}: {} bytes for 10× the packets vs {}", big.0, big.1, big.2, small.2);
     }
+}
+
+/// A million packets: every kind renders in about two seconds (release build:
+/// `cargo test --release -p tcpscope --test plot -- --ignored`), to a bounded file.
+#[test]
+#[ignore = "timing; run in release"]
+fn million_packets_render_in_about_two_seconds() {
+    let d = tempdir("plot-million");
+    let (bytes, rex) = bulk(670_000);
+    let f = d.join("m.pcap");
+    std::fs::write(&f, bytes).unwrap();
+    let f = f.to_str().unwrap();
+    for kind in ["tsg", "rtt", "tput", "flight", "ssize", "burst", "burst-cdf", "dupack"] {
+        for ext in ["svg", "xpl", "png"] {
+            let out = d.join(format!("{kind}.{ext}"));
+            let t = std::time::Instant::now();
+            let o = run(&["plot", f, "-c", "1", "-k", kind, "-o", out.to_str().unwrap()]);
+            let secs = t.elapsed().as_secs_f64();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let size = std::fs::metadata(&out).unwrap().len();
+            eprintln!("{kind:>9} {ext}: {secs:.2} s, {size} bytes");
+            assert!(secs < 3.0, "{kind} {ext}: {secs:.2} s");
+            assert!(size < 3_000_000, "{kind} {ext}: {size} bytes");
+        }
+    }
+    let svg = std::fs::read_to_string(d.join("tsg.svg")).unwrap();
+    assert_eq!(count(&svg_marks(&svg), "seg rexmit"), rex);
+}
+
+/// Public traces (skipped when `../shared` is absent): tcptrace's D-SACK bulk transfer and two
+/// connections of its Solaris discard trace. Every kind renders; retransmissions and duplicate
+/// ACKs are drawn exactly as many times as `stats` counts them.
+#[test]
+fn public_traces_render_every_kind_with_every_event() {
+    let Some(dir) = public_traces() else {
+        eprintln!("skipping: ../shared/traces/public is absent");
+        return;
+    };
+    let d = tempdir("plot-public");
+    let mut events = 0;
+    for (file, id) in [("tcptrace__dsack.pcap", 1), ("tcptrace__discard_solaris.pcap", 3), ("tcptrace__discard_solaris.pcap", 4)] {
+        let f = dir.join(file);
+        if !f.exists() {
+            eprintln!("skipping {file}: absent");
+            continue;
+        }
+        let f = f.to_str().unwrap();
+        let ids = id.to_string();
+        let st = json(&["stats", f, "-c", &ids]);
+        let c = &st["connections"][0];
+        let rex = c["a2b"]["rexmit_packets"].as_u64().unwrap() as usize;
+        let dups = c["b2a"]["dup_acks"].as_u64().unwrap() as usize;
+        events += rex + dups;
+        for kind in ["tsg", "rtt", "tput", "flight", "ssize", "burst", "burst-cdf", "dupack"] {
+            let out = d.join(format!("{kind}-{id}.svg"));
+            let svg = plot(&["plot", f, "-c", &ids, "-k", kind, "-o", out.to_str().unwrap()]);
+            let m = svg_marks(&svg);
+            assert!(!m.is_empty(), "{file} {kind}: no marks");
+            match kind {
+                "tsg" => assert_eq!(count(&m, "seg rexmit") + count(&m, "seg rexmit zero"), rex, "{file} {kind}"),
+                "dupack" => assert_eq!((counted(&svg, "dupack bin"), counted(&svg, "rexmit bin")), (dups, rex), "{file}"),
+                _ => {}
+            }
+        }
+    }
+    // These traces have retransmissions and duplicate ACKs: the counts above were not all 0 = 0.
+    assert!(events > 100, "{events}");
 }

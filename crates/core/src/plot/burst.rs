@@ -30,7 +30,7 @@ fn frame(series: &BurstSeries, view: &View, what: &str, y: Axis, mut marks: Vec<
         marks,
         legend,
         remarks: vec![format!(
-            "{} data packets, {total} bytes with a rate; the first packet's {} bytes have none (no previous packet)",
+            "{} data packets; {total} bytes with a rate (the first packet's {} bytes: none)",
             series.points.len(),
             series.unrated_bytes
         )],

@@ -370,6 +370,14 @@ pub fn share_scale(figs: &mut [Figure]) {
     for f in figs.iter_mut() {
         f.x = f.x.rescaled(x0, x1);
         f.y = f.y.rescaled(y0, y1);
+        // Marker lines (class `avg`) span the whole height: stretch them to the new range.
+        for m in f.marks.iter_mut().filter(|m| m.class == "avg") {
+            for p in &mut m.prims {
+                if let Shape::Line { y1: a, y2: b, .. } = &mut p.shape {
+                    (*a, *b) = (y0, y1);
+                }
+            }
+        }
     }
 }
 

@@ -1,8 +1,9 @@
 //! SVG output: a [`Figure`] as standalone SVG text, written directly.
 //!
-//! Layout: title on top, the plot area with axes, tick labels and a light grid, the legend in
-//! the corner of the plot area where it covers the fewest drawn points (upper left first, where
-//! a time-sequence plot is normally empty), remarks under the x axis. [`render_row`] puts
+//! Layout: title on top, the plot area with axes, tick labels and a light grid, remarks under
+//! the x axis, the legend in a corner of the plot area that holds nothing drawn (upper left
+//! first, where a time-sequence plot is normally empty) or, when every corner holds something,
+//! under the remarks in two columns (the plot area gets lower). [`render_row`] puts
 //! several figures side by side in one document, each a nested `<svg class="panel">`. Every [`Mark`](super::Mark) is one `<g>` whose `class` is the mark's class, with
 //! `data-frame` (and `data-count` for aggregates), so tools and tests can find marks by kind.
 //! Arrowheads (shrunk on segments shorter than three head heights), ticks and symbols have a
@@ -72,13 +73,42 @@ pub fn render_row(figs: &[Figure], width: u32, height: u32) -> String {
 
 fn panel(o: &mut String, fig: &Figure, width: u32, height: u32, id: usize) {
     let (w, h) = (width as f64, height as f64);
-    let pw = (w - LEFT - RIGHT).max(1.0);
-    let ph = (h - TOP - BOTTOM).max(1.0);
     let (x0, x1, y0, y1) = (fig.x.min, fig.x.max, fig.y.min, fig.y.max);
+    // The legend goes into the corner of the plot area where it covers the fewest drawn points;
+    // if every corner has some, it goes under the plot (below the remarks), which gets lower.
+    let (bw, bh) = legend_size(fig);
+    let pw = (w - LEFT - RIGHT).max(1.0);
+    let (ph, (legend_at, bw, bh, cols)) = {
+        let ph = (h - TOP - BOTTOM).max(1.0);
+        let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
+        let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
+        let boxes = [
+            (LEFT + 8.0, TOP + 8.0),
+            (LEFT + pw - 8.0 - bw, TOP + 8.0),
+            (LEFT + pw - 8.0 - bw, TOP + ph - 8.0 - bh),
+            (LEFT + 8.0, TOP + ph - 8.0 - bh),
+        ];
+        let covered = coverage(fig, &boxes, bw, bh, &sx, &sy);
+        let best = (0..4).min_by_key(|&k| covered[k]).unwrap_or(0);
+        // Under the plot, in two columns: the plot area loses that height.
+        let rows = fig.legend.len().div_ceil(2);
+        let lh = 8.0 + ROW * rows as f64;
+        // Below the last remark (baselines at 50, 62, ... px under the plot area).
+        let below = 50.0 + 12.0 * fig.remarks.len().saturating_sub(1) as f64 + 8.0;
+        let under = (below + lh + 2.0 - BOTTOM).max(0.0);
+        if covered[best] > 0 && !fig.legend.is_empty() && h - TOP - BOTTOM - under >= 0.6 * (h - TOP - BOTTOM) {
+            let ph = h - TOP - BOTTOM - under;
+            (ph, ((LEFT, TOP + ph + below), pw, lh, 2))
+        } else {
+            (ph, (boxes[best], bw, bh, 1))
+        }
+    };
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
     let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
     let _ = writeln!(o, r#"<clipPath id="area{id}"><rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}"/></clipPath>"#);
-    let _ = writeln!(o, r#"<text class="title" x="{:.1}" y="22" text-anchor="middle" font-size="14">{}</text>"#, w / 2.0, esc(&fig.title));
+    // A long title on a narrow panel gets a smaller font rather than run into its neighbour.
+    let title_px = (1.8 * w / fig.title.chars().count().max(1) as f64).clamp(9.0, 14.0);
+    let _ = writeln!(o, r#"<text class="title" x="{:.1}" y="22" text-anchor="middle" font-size="{title_px:.1}">{}</text>"#, w / 2.0, esc(&fig.title));
 
     // Axes: frame, grid, ticks, labels.
     let _ = writeln!(o, r##"<g class="axes" stroke="#888888" fill="none">"##);
@@ -116,22 +146,6 @@ fn panel(o: &mut String, fig: &Figure, width: u32, height: u32, id: usize) {
 
     // Marks.
     let _ = writeln!(o, r#"<g class="marks" clip-path="url(#area{id})" stroke-width="1" fill="none">"#);
-    let (bw, bh) = legend_size(fig);
-    // Candidate legend boxes: upper left, upper right, lower right, lower left.
-    let boxes = [
-        (LEFT + 8.0, TOP + 8.0),
-        (LEFT + pw - 8.0 - bw, TOP + 8.0),
-        (LEFT + pw - 8.0 - bw, TOP + ph - 8.0 - bh),
-        (LEFT + 8.0, TOP + ph - 8.0 - bh),
-    ];
-    let mut covered = [0usize; 4];
-    let mut hit = |x: f64, y: f64| {
-        for (k, (bx, by)) in boxes.iter().enumerate() {
-            if x >= *bx && x <= bx + bw && y >= *by && y <= by + bh {
-                covered[k] += 1;
-            }
-        }
-    };
     for m in &fig.marks {
         let _ = write!(o, r#"<g class="{}""#, m.class);
         if let Some(f) = m.frame {
@@ -150,29 +164,50 @@ fn panel(o: &mut String, fig: &Figure, width: u32, height: u32, id: usize) {
         let head = seg_px.map_or(ARROW_H, |l| (l / 3.0).clamp(2.0, ARROW_H));
         for p in &m.prims {
             prim(o, &p.shape, p.color, head, &sx, &sy);
-            for (x, y) in points(&p.shape) {
-                hit(sx(x), sy(y));
-            }
         }
         o.push_str("</g>\n");
     }
     let _ = writeln!(o, "</g>");
 
-    let best = (0..4).min_by_key(|&k| covered[k]).unwrap_or(0);
-    legend(o, fig, boxes[best], bw, bh);
+    legend(o, fig, legend_at, bw, bh, cols);
 }
 
-/// Points of a shape that tell whether the legend would hide it.
-fn points(shape: &Shape) -> Vec<(f64, f64)> {
-    match shape {
-        Shape::Line { x1, y1, x2, y2 } | Shape::Rect { x1, y1, x2, y2 } => {
-            vec![(*x1, *y1), ((x1 + x2) / 2.0, (y1 + y2) / 2.0), (*x2, *y2)]
+/// How many drawn points fall into each candidate legend box (lines sampled along their length).
+fn coverage(fig: &Figure, boxes: &[(f64, f64); 4], bw: f64, bh: f64, sx: &dyn Fn(f64) -> f64, sy: &dyn Fn(f64) -> f64) -> [usize; 4] {
+    let mut covered = [0usize; 4];
+    let mut hit = |x: f64, y: f64| {
+        for (k, (bx, by)) in boxes.iter().enumerate() {
+            // With a margin: labels and arrowheads reach beyond their anchor points.
+            const M: f64 = 12.0;
+            if x >= bx - M && x <= bx + bw + M && y >= by - M && y <= by + bh + M {
+                covered[k] += 1;
+            }
         }
-        Shape::Polyline { pts } => pts.clone(),
-        Shape::Arrow { x, y, .. } | Shape::Tick { x, y, .. } | Shape::Diamond { x, y } | Shape::Box { x, y } | Shape::Dot { x, y } | Shape::Text { x, y, .. } => {
-            vec![(*x, *y)]
+    };
+    let mut seg = |(ax, ay): (f64, f64), (bx, by): (f64, f64)| {
+        let (ax, ay, bx, by) = (sx(ax), sy(ay), sx(bx), sy(by));
+        // A point every 8 px along the segment, so that long lines count where they pass.
+        let n = (((bx - ax).hypot(by - ay) / 8.0).ceil() as usize).clamp(1, 400);
+        for i in 0..=n {
+            let f = i as f64 / n as f64;
+            hit(ax + (bx - ax) * f, ay + (by - ay) * f);
+        }
+    };
+    for p in fig.marks.iter().flat_map(|m| &m.prims) {
+        match &p.shape {
+            Shape::Line { x1, y1, x2, y2 } => seg((*x1, *y1), (*x2, *y2)),
+            Shape::Rect { x1, y1, x2, y2 } => {
+                seg((*x1, *y1), (*x1, *y2));
+                seg((*x1, *y2), (*x2, *y2));
+                seg((*x2, *y2), (*x2, *y1));
+            }
+            Shape::Polyline { pts } => pts.windows(2).for_each(|w| seg(w[0], w[1])),
+            Shape::Arrow { x, y, .. } | Shape::Tick { x, y, .. } | Shape::Diamond { x, y } | Shape::Box { x, y } | Shape::Dot { x, y } | Shape::Text { x, y, .. } => {
+                seg((*x, *y), (*x, *y))
+            }
         }
     }
+    covered
 }
 
 /// One primitive in pixel space.
@@ -255,38 +290,41 @@ fn prim(o: &mut String, shape: &Shape, color: Color, head: f64, sx: &dyn Fn(f64)
     }
 }
 
-const ROW: f64 = 15.0;
+const ROW: f64 = 13.0;
 
 fn legend_size(fig: &Figure) -> (f64, f64) {
-    let bw = 12.0 + 30.0 + 6.5 * fig.legend.iter().map(|e| e.text.chars().count()).max().unwrap_or(0) as f64;
+    let bw = 12.0 + 30.0 + 5.6 * fig.legend.iter().map(|e| e.text.chars().count()).max().unwrap_or(0) as f64;
     (bw, 8.0 + ROW * fig.legend.len() as f64)
 }
 
-fn legend(o: &mut String, fig: &Figure, (lx, ly): (f64, f64), bw: f64, bh: f64) {
+/// The legend at `(lx, ly)`, `bw` × `bh`, its entries in `cols` columns.
+fn legend(o: &mut String, fig: &Figure, (lx, ly): (f64, f64), bw: f64, bh: f64, cols: usize) {
     if fig.legend.is_empty() {
         return;
     }
     let row = ROW;
+    let rows = fig.legend.len().div_ceil(cols.max(1));
+    let colw = bw / cols.max(1) as f64;
     let _ = writeln!(o, r##"<g class="legend" fill="none"><rect x="{lx:.1}" y="{ly:.1}" width="{bw:.1}" height="{bh:.1}" fill="#ffffff" fill-opacity="0.85" stroke="#cccccc"/>"##);
     for (i, e) in fig.legend.iter().enumerate() {
-        let cy = ly + 4.0 + row * (i as f64 + 0.5);
-        let sx0 = lx + 8.0;
+        let cy = ly + 4.0 + row * ((i % rows) as f64 + 0.5);
+        let sx0 = lx + 8.0 + colw * (i / rows) as f64;
         let c = e.color.svg();
         match e.sample {
             Sample::Segment | Sample::Bar => {
-                let _ = write!(o, r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}"/>"#, sx0 + 10.0, cy - 6.0, sx0 + 10.0, cy + 6.0);
+                let _ = write!(o, r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}"/>"#, sx0 + 10.0, cy - 5.0, sx0 + 10.0, cy + 5.0);
                 if e.sample == Sample::Segment {
                     let _ = write!(
                         o,
                         r#"<path d="M{:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}M{:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}" stroke="{c}"/>"#,
-                        sx0 + 7.0, cy - 3.0, sx0 + 10.0, cy - 6.0, sx0 + 13.0, cy - 3.0,
-                        sx0 + 7.0, cy + 3.0, sx0 + 10.0, cy + 6.0, sx0 + 13.0, cy + 3.0
+                        sx0 + 7.0, cy - 2.0, sx0 + 10.0, cy - 5.0, sx0 + 13.0, cy - 2.0,
+                        sx0 + 7.0, cy + 2.0, sx0 + 10.0, cy + 5.0, sx0 + 13.0, cy + 2.0
                     );
                 } else {
                     let _ = write!(
                         o,
                         r#"<path d="M{:.1} {:.1}H{:.1}M{:.1} {:.1}H{:.1}" stroke="{c}"/>"#,
-                        sx0 + 7.5, cy - 6.0, sx0 + 12.5, sx0 + 7.5, cy + 6.0, sx0 + 12.5
+                        sx0 + 7.5, cy - 5.0, sx0 + 12.5, sx0 + 7.5, cy + 5.0, sx0 + 12.5
                     );
                 }
             }
@@ -310,7 +348,7 @@ fn legend(o: &mut String, fig: &Figure, (lx, ly): (f64, f64), bw: f64, bh: f64) 
                 let _ = write!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="{c}" font-size="10">{}</text>"#, sx0 + 10.0, cy + 4.0, esc(s));
             }
         }
-        let _ = writeln!(o, r##"<text x="{:.1}" y="{:.1}" fill="#222222">{}</text>"##, sx0 + 28.0, cy + 4.0, esc(&e.text));
+        let _ = writeln!(o, r##"<text x="{:.1}" y="{:.1}" fill="#222222" font-size="10">{}</text>"##, sx0 + 28.0, cy + 4.0, esc(&e.text));
     }
     let _ = writeln!(o, "</g>");
 }

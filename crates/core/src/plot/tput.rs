@@ -57,9 +57,9 @@ pub fn tput(series: &TputSeries, view: &View) -> Figure {
     marks.extend(all);
     marks.extend(good);
 
-    let mut legend = vec![LegendEntry { color: Color::Yellow, sample: Sample::Dot, text: "instantaneous rate (bytes / time since previous data packet)".into() }];
+    let mut legend = vec![LegendEntry { color: Color::Yellow, sample: Sample::Dot, text: "instantaneous rate of a packet".into() }];
     if !rex_pts.is_empty() {
-        legend.push(LegendEntry { color: Color::Red, sample: Sample::Dot, text: "packet with retransmitted bytes".into() });
+        legend.push(LegendEntry { color: Color::Red, sample: Sample::Dot, text: "retransmission".into() });
     }
     legend.push(LegendEntry { color: Color::Orange, sample: Sample::Line, text: format!("throughput, {window_s} s moving average") });
     legend.push(LegendEntry { color: Color::Blue, sample: Sample::Line, text: format!("goodput (new bytes), {window_s} s moving average") });

@@ -326,7 +326,7 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
                 marks.push(Mark { class: "seg agg", frame: Some(frame), count: n, prims });
             }
             remarks.push(format!(
-                "{n_plain} new segments drawn as one mark per pixel column ({cols} columns); retransmissions, out-of-order segments, probes, SACKs, ticks and notes are drawn individually"
+                "{n_plain} new segments drawn per pixel column ({cols} columns); events drawn singly"
             ));
             for s in segs.iter().filter(|s| s.kind != SegKind::New) {
                 marks.push(segment_mark(s, psh));

@@ -186,9 +186,19 @@ pub struct Burstiness {
     pub average_bps: Option<f64>,
     /// Fraction of payload bytes sent at more than `burst_factor` × the average rate.
     pub bursty_fraction: Option<f64>,
-    /// Bursts by length in packets: `[length, count, bursts with a lost packet]`; the last
-    /// length ("16") counts 16 or more.
-    pub bursts: Vec<[u32; 3]>,
+    /// Bursts by length (lengths 2 to 16; 16 counts 16 or more), only lengths that occurred.
+    pub bursts: Vec<BurstCount>,
+}
+
+/// How many bursts of one length there were, and how many of them lost data.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct BurstCount {
+    /// Packets in the burst.
+    pub packets: u32,
+    /// Bursts of that length.
+    pub count: u32,
+    /// Of which a later loss repair resent a byte.
+    pub with_loss: u32,
 }
 
 /// Acknowledgment behaviour of the receiver of one direction's data.
@@ -239,6 +249,9 @@ pub struct DirScreen {
     /// Packets sent.
     #[serde(skip)]
     pub packets: u64,
+    /// `limits` in ns (application, receiver window, congestion, recovery).
+    #[serde(skip)]
+    pub limits_ns: [u64; 4],
 }
 
 /// The screening result of one connection.
@@ -272,9 +285,11 @@ pub struct ConnScreen {
 /// Evidence records kept per connection (the counts are always complete).
 pub const MAX_EVIDENCE: usize = 256;
 
-/// Live screening state of one connection.
+/// Screening state of one connection: both sides while it is open, their results once it has
+/// closed (so memory follows the live connections, not all connections seen).
 struct Conn {
-    side: [Side; 2],
+    side: Option<Box<[Side; 2]>>,
+    done: Option<Box<[DirScreen; 2]>>,
     first_ns: u64,
     last_ns: u64,
     events: Vec<OosEvent>,
@@ -303,29 +318,30 @@ impl ScreenSink {
 impl Sink for ScreenSink {
     fn connection(&mut self, conn: ConnIdx, _info: &ConnInfo) {
         debug_assert_eq!(conn, self.conns.len());
-        self.conns.push(Conn { side: Default::default(), first_ns: 0, last_ns: 0, events: Vec::new(), events_dropped: 0 });
+        self.conns.push(Conn { side: Some(Box::default()), done: None, first_ns: 0, last_ns: 0, events: Vec::new(), events_dropped: 0 });
     }
 
     fn event(&mut self, at: &At, ev: &Event) {
         let Some(c) = self.conns.get_mut(at.conn) else { return };
+        let Some(side) = c.side.as_deref_mut() else { return };
         let cl = &self.rules.classify;
         let (d, r) = (at.dir.idx(), at.dir.rev().idx());
         match *ev {
             Event::Retransmission { seq_off, prev_sent, acked, .. } => {
-                let (me, peer) = pair(&mut c.side, at.dir);
+                let (me, peer) = pair(side, at.dir);
                 me.classify_rexmit(at, seq_off, prev_sent, acked, peer, cl);
             }
             Event::OutOfOrder { seq_off } => {
-                let (me, peer) = pair(&mut c.side, at.dir);
+                let (me, peer) = pair(side, at.dir);
                 me.classify_hole_fill(at, seq_off, peer, cl);
             }
             Event::ZeroWindowProbe { .. } => {
-                let (me, peer) = pair(&mut c.side, at.dir);
+                let (me, peer) = pair(side, at.dir);
                 me.classify_probe(at, peer, cl);
             }
-            Event::Hole { from, to } => c.side[d].hole(from, to, at.ts_ns),
-            Event::DupAck { n, .. } => c.side[r].dup_acks = n,
-            Event::Sack { to, .. } => c.side[r].sack_hi = Some(c.side[r].sack_hi.map_or(to, |h| h.max(to))),
+            Event::Hole { from, to } => side[d].hole(from, to, at.ts_ns),
+            Event::DupAck { n, .. } => side[r].dup_acks = n,
+            Event::Sack { to, .. } => side[r].sack_hi = Some(side[r].sack_hi.map_or(to, |h| h.max(to))),
             Event::Dsack { from, to } => {
                 // The peer received [from, to) twice: a retransmission of it was not needed.
                 let first = c.first_ns;
@@ -334,19 +350,19 @@ impl Sink for ScreenSink {
                     let overlaps = e.seq < to && from < e.seq + e.len.max(1) as i64;
                     let fixable = matches!(e.class, OosClass::FastRetransmit | OosClass::Rto | OosClass::TailLossProbe | OosClass::Unknown);
                     if mine && overlaps && fixable && e.dsack_frame.is_none() && e.time_s <= (at.ts_ns - first) as f64 / 1e9 {
-                        let s = &mut c.side[r].oos;
+                        let s = &mut side[r].oos;
                         *s.slot(e.class) -= 1;
                         s.spurious += 1;
                         e.class = OosClass::Spurious;
                         e.rule = "resent, then reported received twice by a D-SACK";
                         e.dsack_frame = Some(at.frame);
-                        c.side[r].not_lost(e.seq);
+                        side[r].not_lost(e.seq);
                         break;
                     }
                 }
             }
-            Event::ZeroWindow => c.side[r].zero_window(at.ts_ns),
-            Event::RttSample { rtt_ns, .. } => c.side[d].rtt.add(rtt_ns),
+            Event::ZeroWindow => side[r].zero_window(at.ts_ns),
+            Event::RttSample { rtt_ns, .. } => side[d].rtt.add(rtt_ns),
             _ => {}
         }
     }
@@ -358,16 +374,16 @@ impl Sink for ScreenSink {
             c.first_ns = t;
             c.last_ns = t;
         }
-        // Time since the previous packet, charged to what limited each side as a sender then.
         let t0 = c.last_ns;
+        c.last_ns = c.last_ns.max(t);
+        let Some(side) = c.side.as_deref_mut() else { return };
+        // Time since the previous packet, charged to what limited each side as a sender then.
         if t > t0 {
-            let [a, b] = &mut c.side;
+            let [a, b] = side;
             a.account(t0, t, s.at.dir == Dir::AtoB, b);
             b.account(t0, t, s.at.dir == Dir::BtoA, a);
         }
-        c.last_ns = c.last_ns.max(t);
-
-        let (me, peer) = pair(&mut c.side, s.at.dir);
+        let (me, peer) = pair(side, s.at.dir);
         if let Some(mut e) = me.sent(s, &self.rules.classify) {
             e.time_s = (t - c.first_ns) as f64 / 1e9;
             if c.events.len() < MAX_EVIDENCE {
@@ -377,6 +393,13 @@ impl Sink for ScreenSink {
             }
         }
         peer.acked_by(s);
+        // Closed both ways (or reset): keep the results, free the state.
+        if (me.closed() && peer.closed()) || me.rst_sent {
+            let [a, b] = side;
+            let cl = &self.rules.classify;
+            c.done = Some(Box::new([a.result(b, c.last_ns, cl), b.result(a, c.last_ns, cl)]));
+            c.side = None;
+        }
     }
 }
 
@@ -392,8 +415,19 @@ fn pair(side: &mut [Side; 2], dir: Dir) -> (&mut Side, &mut Side) {
 /// Turns the live state into the result: limits, severity, boring, verdict.
 fn conclude(idx: ConnIdx, c: Conn, rules: &Rules) -> ConnScreen {
     let life_ns = c.last_ns.saturating_sub(c.first_ns);
-    let [a, b] = &c.side;
-    let dir = [a.result(b, life_ns, c.last_ns, &rules.classify), b.result(a, life_ns, c.last_ns, &rules.classify)];
+    let mut dir = match (c.done, c.side) {
+        (Some(done), _) => *done,
+        (None, Some(side)) => {
+            let [a, b] = &*side;
+            [a.result(b, c.last_ns, &rules.classify), b.result(a, c.last_ns, &rules.classify)]
+        }
+        (None, None) => Default::default(),
+    };
+    let life = life_ns.max(1) as f64;
+    for d in &mut dir {
+        let f = |i: usize| d.limits_ns[i] as f64 / life;
+        d.limits = Limits { application: f(0), receiver_window: f(1), congestion: f(2), recovery: f(3) };
+    }
     let main = if dir[1].payload_bytes > dir[0].payload_bytes { 1 } else { 0 };
     let mut oos = OosCounts::default();
     oos.add(&dir[0].out_of_sequence);
@@ -544,7 +578,7 @@ fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
     }
     // Most bulk senders are bursty (thesis ch. 4); it is worth saying only when long bursts
     // lost data, which the thesis found to go together.
-    let lossy: u32 = d.burstiness.bursts.iter().filter(|b| b[0] >= 10).map(|b| b[2]).sum();
+    let lossy: u32 = d.burstiness.bursts.iter().filter(|b| b.packets >= 10).map(|b| b.with_loss).sum();
     if lossy > 0 {
         let f = d.burstiness.bursty_fraction.unwrap_or(0.0);
         parts.push(format!(

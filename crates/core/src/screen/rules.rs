@@ -56,8 +56,6 @@ pub struct Classify {
     pub rto_min_ms: f64,
     /// Floor of the minimum-RTT estimate, ms.
     pub rtt_min_floor_ms: f64,
-    /// RTO assumed before any RTT sample exists, ms (RFC 6298 §2.1: 1 s).
-    pub initial_rto_ms: f64,
     /// Duplicate ACKs that count as fast-retransmit evidence (RFC 5681 §3.2).
     pub dupack_threshold: u32,
     /// A packet whose instantaneous rate exceeds this multiple of the average is "bursty"
@@ -67,7 +65,7 @@ pub struct Classify {
 
 impl Default for Classify {
     fn default() -> Self {
-        Classify { rto_min_ms: 200.0, rtt_min_floor_ms: 1.0, initial_rto_ms: 1000.0, dupack_threshold: 3, burst_factor: 10.0 }
+        Classify { rto_min_ms: 200.0, rtt_min_floor_ms: 1.0, dupack_threshold: 3, burst_factor: 10.0 }
     }
 }
 
@@ -110,7 +108,7 @@ impl Rules {
             }
         }
         let c = &rules.classify;
-        let finite = [c.rto_min_ms, c.rtt_min_floor_ms, c.initial_rto_ms, c.burst_factor];
+        let finite = [c.rto_min_ms, c.rtt_min_floor_ms, c.burst_factor];
         if finite.iter().any(|v| !v.is_finite() || *v < 0.0) || c.burst_factor <= 1.0 {
             return Err("[classify] values must be non-negative numbers (burst_factor > 1)".into());
         }

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use super::rules::Classify;
-use super::{AckBehaviour, Burstiness, DirScreen, Limits, OosClass, OosCounts, OosEvent};
+use super::{AckBehaviour, BurstCount, Burstiness, DirScreen, Limits, OosClass, OosCounts, OosEvent};
 use crate::analysis::{At, SegmentInfo};
 use crate::seq::SeqOff;
 use crate::stats::Summary;
@@ -18,11 +18,14 @@ const RECENT: usize = 4;
 const MAX_BURSTS: usize = 32;
 /// Burst lengths counted separately; longer ones are counted as this.
 const BURST_MAX_LEN: u32 = 16;
-/// Rate histogram: bins per decade, from 1 kbit/s up, for the bursty-bytes fraction.
-const RATE_BINS_PER_DECADE: f64 = 16.0;
-const RATE_BINS: usize = 160;
+/// Rate histogram for the bursty-bytes fraction: 8 bins per decade (a factor of 1.33 each)
+/// from 1 kbit/s to 1 Tbit/s.
+const RATE_BINS_PER_DECADE: f64 = 8.0;
+const RATE_BINS: usize = 72;
 /// A delayed-ACK wait shorter than this is not counted as one.
 const DELAYED_ACK_MIN_NS: u64 = 20_000_000;
+/// Nor longer than this (RFC 9293 §3.8.6.3: an ACK must not be delayed more than 0.5 s).
+const DELAYED_ACK_MAX_NS: u64 = 500_000_000;
 
 /// A gap in the sequence space and when it opened.
 #[derive(Clone, Copy, Debug)]
@@ -83,6 +86,7 @@ pub(super) struct Side {
     /// When this side last sent anything.
     last_sent_ns: u64,
     fin_sent: bool,
+    pub(super) rst_sent: bool,
     pipelined: bool,
     /// Loss evidence from the peer about this data since its ACK last advanced.
     pub(super) dup_acks: u32,
@@ -91,7 +95,7 @@ pub(super) struct Side {
     recent: [Print; RECENT],
     recent_next: usize,
     /// The class of the packet being processed (events come before its segment).
-    pending: Option<OosEvent>,
+    pending: Option<Box<OosEvent>>,
     /// Start of the last segment resent (a tail-loss probe is the first resend of the tail).
     last_resent: Option<SeqOff>,
     /// This side's SYN offered SACK (a tail-loss probe needs it both ways).
@@ -136,8 +140,10 @@ impl Side {
                     source: if b.is_some() { "both halves" } else { "one half" },
                 }
             }
-            (None, Some(b)) => Estimate { mean_ns: Some(b), min_ns: Some((other.min as f64).max(floor)), rto_ns: cl.initial_rto_ms * MS, source: "one half" },
-            (None, None) => Estimate { mean_ns: None, min_ns: None, rto_ns: cl.initial_rto_ms * MS, source: "none" },
+            // Without this half the RTO is its floor: a resend that late without loss evidence
+            // is timer-driven (RFC 6298's initial 1 s would call the first backoffs unknown).
+            (None, Some(b)) => Estimate { mean_ns: Some(b), min_ns: Some((other.min as f64).max(floor)), rto_ns: rto_min.max(b), source: "one half" },
+            (None, None) => Estimate { mean_ns: None, min_ns: None, rto_ns: rto_min, source: "none" },
         }
     }
 
@@ -202,7 +208,7 @@ impl Side {
         } else {
             (OosClass::Unknown, "resent within an RTO without loss evidence")
         };
-        self.pending = Some(e);
+        self.pending = Some(Box::new(e));
     }
 
     /// A segment filling a hole (not seen before): late delivery or a retransmission of a
@@ -232,14 +238,14 @@ impl Side {
         } else {
             (OosClass::Unknown, "filled a hole at least an RTT late without loss evidence")
         };
-        self.pending = Some(e);
+        self.pending = Some(Box::new(e));
     }
 
     /// A zero-window probe.
     pub(super) fn classify_probe(&mut self, at: &At, peer: &Side, cl: &Classify) {
         let mut e = self.evidence(at, self.una.unwrap_or(0), peer, cl);
         (e.class, e.rule) = (OosClass::FlowControl, "sent while the receiver's window was zero");
-        self.pending = Some(e);
+        self.pending = Some(Box::new(e));
     }
 
     pub(super) fn hole(&mut self, from: SeqOff, to: SeqOff, ts_ns: u64) {
@@ -292,8 +298,9 @@ impl Side {
         self.packets += 1;
         let pure_ack = s.len == 0 && !s.flags.syn() && !s.flags.fin() && !s.flags.rst() && s.flags.ack();
         self.pure_acks += pure_ack as u64;
-        let end = s.seq_off + s.len as i64 + s.flags.fin() as i64;
-        let ev = self.pending.take().map(|mut e| {
+        let end = s.seq_off + s.flags.syn() as i64 + s.len as i64 + s.flags.fin() as i64;
+        let ev = self.pending.take().map(|e| {
+            let mut e = *e;
             e.len = s.len;
             // Tstat's first test: a copy identical to an earlier packet was made by the network,
             // whatever the retransmission rules said.
@@ -334,9 +341,6 @@ impl Side {
             }
             self.last_data_ns = t;
             self.last_data_seq = (s.seq_off, s.seq_off + s.len as i64);
-            let print = Print { seq: s.seq_off, len: s.len, ip_id: s.ip_id, tsval: s.tsval, frame: s.at.frame };
-            self.recent[self.recent_next] = print;
-            self.recent_next = (self.recent_next + 1) % RECENT;
             self.holes.retain_mut(|h| {
                 if s.seq_off <= h.from {
                     h.from = h.from.max(end);
@@ -346,10 +350,14 @@ impl Side {
                 h.from < h.to
             });
         }
-        if end > s.seq_off || s.len > 0 {
+        if end > s.seq_off {
             self.hi = Some(self.hi.map_or(end, |h| h.max(end)));
+            let print = Print { seq: s.seq_off, len: s.len, ip_id: s.ip_id, tsval: s.tsval, frame: s.at.frame };
+            self.recent[self.recent_next] = print;
+            self.recent_next = (self.recent_next + 1) % RECENT;
         }
         self.fin_sent |= s.flags.fin();
+        self.rst_sent |= s.flags.rst();
         self.last_sent_ns = t;
         self.syn_sack |= s.flags.syn() && s.sack_permitted;
         ev
@@ -419,11 +427,12 @@ impl Side {
                     if self.mss > 0 && adv > 2 * self.mss as i64 {
                         self.stretch_acks += 1;
                     }
-                    // A delayed ACK: it covers the last segment sent, arrives 20 ms or more
-                    // after it beyond the quickest such answer seen, and no data came since.
-                    if self.hi.is_some_and(|hi| a >= hi) && self.last_data_ns > 0 {
+                    // A delayed ACK: a pure ACK covering the last segment sent that comes
+                    // 20 ms or more later than the quickest answer seen (a data reply is the
+                    // application's timing), and within the 500 ms RFC 9293 §3.8.6.3 allows.
+                    if s.len == 0 && self.hi.is_some_and(|hi| a >= hi) && self.last_data_ns > 0 {
                         let wait = t.saturating_sub(self.last_data_ns).saturating_sub(self.rtt.min);
-                        if wait >= DELAYED_ACK_MIN_NS {
+                        if (DELAYED_ACK_MIN_NS..=DELAYED_ACK_MAX_NS).contains(&wait) {
                             self.delayed.add(wait);
                         }
                     }
@@ -450,10 +459,14 @@ impl Side {
         }
     }
 
-    /// The direction's result; `life_ns` is the connection's lifetime.
-    pub(super) fn result(&self, peer: &Side, life_ns: u64, last_ns: u64, cl: &Classify) -> DirScreen {
-        let life = life_ns.max(1) as f64;
-        let f = |i: usize| self.limits[i] as f64 / life;
+    /// Whether this side is done sending: FIN or RST.
+    pub(super) fn closed(&self) -> bool {
+        self.fin_sent || self.rst_sent
+    }
+
+    /// The direction's result (limits still in ns: fractions need the final lifetime);
+    /// `last_ns` is the connection's last packet so far.
+    pub(super) fn result(&self, peer: &Side, last_ns: u64, cl: &Classify) -> DirScreen {
         let mut counts = self.burst_counts;
         for b in self.bursts.iter().chain(self.run.iter()) {
             count_burst(&mut counts, b);
@@ -469,7 +482,8 @@ impl Side {
         let zero_open = self.zero_since.map_or(0, |s| last_ns.saturating_sub(s));
         DirScreen {
             out_of_sequence: self.oos,
-            limits: Limits { application: f(0), receiver_window: f(1), congestion: f(2), recovery: f(3) },
+            limits: Limits::default(),
+            limits_ns: self.limits,
             zero_windows: self.zero_windows,
             zero_window_s: (self.zero_ns + zero_open) as f64 / 1e9,
             timeout_stalls: self.stalls,
@@ -477,7 +491,10 @@ impl Side {
             burstiness: Burstiness {
                 average_bps,
                 bursty_fraction,
-                bursts: (2..=BURST_MAX_LEN).filter(|&n| counts[n as usize][0] > 0).map(|n| [n, counts[n as usize][0], counts[n as usize][1]]).collect(),
+                bursts: (2..=BURST_MAX_LEN)
+                    .filter(|&n| counts[n as usize][0] > 0)
+                    .map(|n| BurstCount { packets: n, count: counts[n as usize][0], with_loss: counts[n as usize][1] })
+                    .collect(),
             },
             acks: AckBehaviour {
                 acks_per_data_segment: (self.data_packets > 0).then(|| self.acks as f64 / self.data_packets as f64),
@@ -500,7 +517,7 @@ fn count_burst(counts: &mut [[u32; 2]; BURST_MAX_LEN as usize + 1], b: &Burst) {
     c[1] += b.lost as u32;
 }
 
-/// Histogram bin of a rate in bits/s: 16 per decade from 1 kbit/s.
+/// Histogram bin of a rate in bits/s.
 fn rate_bin(bps: f64) -> usize {
     let x = (bps.max(1e3) / 1e3).log10() * RATE_BINS_PER_DECADE;
     (x as usize).min(RATE_BINS - 1)
