@@ -49,9 +49,16 @@ async function page() {
 const fetches = (pg) => pg.evaluate(() => window.tcpscopePerf.fetches.length);
 async function afterFetch(pg, n) {
   await pg.waitForFunction((n) => window.tcpscopePerf.fetches.length > n, n);
-  await pg.waitForTimeout(50); // the frame after the data
+  await nextFrame(pg);
 }
+/** Resolves after the page's pending animation frame (the one that draws new data) has run. */
+const nextFrame = (pg) => pg.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 const depth = async (pg) => Number((await pg.textContent("#where")).match(/zoom depth (\d+)/)[1]);
+/** The zoom depth once the frame that shows it is drawn (the status line is written per frame). */
+async function expectDepth(pg, n) {
+  await pg.waitForFunction((n) => document.querySelector("#where")?.textContent?.endsWith(`zoom depth ${n}`), n, { timeout: 5000 }).catch(() => {});
+  assert.equal(await depth(pg), n);
+}
 const hash = async (pg) => new URLSearchParams((await pg.evaluate(() => location.hash)).slice(1));
 
 before(async () => {
@@ -119,7 +126,7 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   await pg.mouse.move(rx[0] + 40, rx[1] + 40, { steps: 4 });
   await pg.mouse.up();
   await afterFetch(pg, n);
-  assert.equal(await depth(pg), 1);
+  await expectDepth(pg, 1);
   const [t0, t1] = (await hash(pg)).get("t").split(",").map(Number);
   assert.ok(t1 - t0 < worst.duration_s / 5, `zoomed to ${t0}..${t1}`);
   await pg.screenshot({ path: path.join(out, "3-zoomed.png") });
@@ -138,11 +145,11 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   await pg.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   await pg.mouse.wheel(0, -200);
   await afterFetch(pg, n);
-  assert.equal(await depth(pg), 2);
+  await expectDepth(pg, 2);
   await pg.mouse.click(box.x + box.width / 2, box.y + box.height / 2, { button: "right" });
-  assert.equal(await depth(pg), 1);
+  await expectDepth(pg, 1);
   await pg.keyboard.press("Backspace");
-  assert.equal(await depth(pg), 0);
+  await expectDepth(pg, 0);
   assert.equal((await hash(pg)).get("t"), null, "back at the whole connection");
 
   // An event in the side list jumps the view to it.
@@ -160,7 +167,7 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   await pg.click(`#conns tbody tr[data-id="${other.id}"]`, { modifiers: ["Control"] });
   await pg.waitForFunction(() => document.querySelectorAll(".plot").length === 2);
   await pg.waitForFunction((n) => window.tcpscopePerf.fetches.length >= n + 2, n);
-  await pg.waitForTimeout(50);
+  await nextFrame(pg);
   assert.equal((await hash(pg)).get("c"), `${worst.id},${other.id}`);
   await pg.screenshot({ path: path.join(out, "4-compare.png") });
 
@@ -184,7 +191,7 @@ test("report: one file that works offline", async () => {
   await pg.route("**/*", (r) => (r.request().url().startsWith("file:") ? r.continue() : (outside.push(r.request().url()), r.abort())));
   await pg.goto("file://" + file);
   await pg.waitForFunction(() => window.tcpscopePerf.fetches.length > 0);
-  await pg.waitForTimeout(100);
+  await nextFrame(pg);
   assert.match(await pg.textContent(".plot .legend"), /data segment/);
   // Zooming works on the inline data.
   const box = await pg.locator(".plot .overlay").boundingBox();
@@ -192,8 +199,8 @@ test("report: one file that works offline", async () => {
   await pg.mouse.down();
   await pg.mouse.move(box.x + 400, box.y + 300, { steps: 4 });
   await pg.mouse.up();
+  await expectDepth(pg, 1);
   await pg.waitForTimeout(100);
-  assert.equal(await depth(pg), 1);
   await pg.screenshot({ path: path.join(out, "5-report.png") });
   assert.deepEqual(outside, [], "the report loads nothing from outside");
   assert.deepEqual(pg.errors, []);
