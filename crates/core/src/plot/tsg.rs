@@ -146,8 +146,7 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     } else {
         all
     };
-    let segs: Vec<&DataSeg> =
-        candidates.iter().filter(|s| in_x(s.t_ns) && in_y(s.payload_start().min(s.seq_off), s.end())).collect();
+    let seg_visible = |s: &&DataSeg| in_x(s.t_ns) && in_y(s.payload_start().min(s.seq_off), s.end());
 
     let mut marks = Vec::new();
     // Extent of what is drawn, for the automatic y range.
@@ -292,28 +291,37 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     }
 
     // --- Data segments, aggregated per pixel column if there are too many ---
-    for s in &segs {
+    // One pass over the visible segments (a zoomed-out view of a big connection has millions):
+    // the extent, the count of new segments and their per-column buckets (used only if they
+    // outnumber the columns), and the others, which are always drawn one by one.
+    let cols = view.columns.filter(|&c| c > 0).map(|c| c as usize);
+    // Per column: lowest start, highest end, count, first frame.
+    let mut buckets: Vec<Option<Bucket>> = vec![None; cols.unwrap_or(0)];
+    let (mut n_vis, mut n_plain) = (0usize, 0usize);
+    let mut others: Vec<&DataSeg> = Vec::new();
+    for s in candidates.iter().filter(seg_visible) {
+        n_vis += 1;
         extend(s.seq_off.min(s.payload_start()), s.end());
+        if s.kind != SegKind::New {
+            others.push(s);
+            continue;
+        }
+        n_plain += 1;
+        if let Some(cols) = cols {
+            let t = secs(s.t_ns);
+            let c = (((t - x0) / (x1 - x0).max(f64::MIN_POSITIVE)) * cols as f64) as usize;
+            let c = c.min(cols - 1);
+            let b = buckets[c].get_or_insert((s.payload_start(), s.payload_end(), 0, s.frame));
+            b.0 = b.0.min(s.payload_start());
+            b.1 = b.1.max(s.payload_end());
+            b.2 += 1;
+        }
     }
     // PSH diamonds only where segments are at least 4 columns apart on average: on a dense
     // plot (bulk senders set PSH on most segments) they would bury the segments.
-    let psh = view.columns.is_none_or(|c| segs.len() * 4 <= c as usize);
-    let plain = |s: &&&DataSeg| s.kind == SegKind::New;
-    let n_plain = segs.iter().filter(|s| s.kind == SegKind::New).count();
-    match view.columns {
-        Some(cols) if cols > 0 && n_plain > cols as usize => {
-            let cols = cols as usize;
-            // Per column: lowest start, highest end, count, first frame.
-            let mut buckets: Vec<Option<Bucket>> = vec![None; cols];
-            for s in segs.iter().filter(plain) {
-                let t = secs(s.t_ns);
-                let c = (((t - x0) / (x1 - x0).max(f64::MIN_POSITIVE)) * cols as f64) as usize;
-                let c = c.min(cols - 1);
-                let b = buckets[c].get_or_insert((s.payload_start(), s.payload_end(), 0, s.frame));
-                b.0 = b.0.min(s.payload_start());
-                b.1 = b.1.max(s.payload_end());
-                b.2 += 1;
-            }
+    let psh = view.columns.is_none_or(|c| n_vis * 4 <= c as usize);
+    match cols {
+        Some(cols) if n_plain > cols => {
             for (c, b) in buckets.iter().enumerate() {
                 let Some((lo, hi, n, frame)) = *b else { continue };
                 let x = x0 + (c as f64 + 0.5) / cols as f64 * (x1 - x0);
@@ -328,19 +336,16 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
             remarks.push(format!(
                 "{n_plain} new segments drawn per pixel column ({cols} columns); events drawn singly"
             ));
-            for s in segs.iter().filter(|s| s.kind != SegKind::New) {
-                marks.push(segment_mark(s, psh));
-            }
         }
         _ => {
             // New data first, so retransmissions are drawn on top.
-            for s in segs.iter().filter(plain) {
-                marks.push(segment_mark(s, psh));
-            }
-            for s in segs.iter().filter(|s| s.kind != SegKind::New) {
+            for s in candidates.iter().filter(seg_visible).filter(|s| s.kind == SegKind::New) {
                 marks.push(segment_mark(s, psh));
             }
         }
+    }
+    for s in others {
+        marks.push(segment_mark(s, psh));
     }
 
     // --- Notes ---
