@@ -4,7 +4,7 @@ CARGO ?= cargo
 BIN := target/release/tcpscope
 DEMO_TRACE := tests/data/loss-snd.pcap
 
-.PHONY: all build demo test deps bench fuzz clean web web-deps browser-deps test-web bench-view
+.PHONY: all build demo test deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view
 
 all: build
 
@@ -34,6 +34,23 @@ deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
 	    echo "note:$$missing not installed and not root: oracle tests will be skipped"; \
+	  fi; \
+	fi
+
+# `tcpscope capture` links libpcap; its tests make network namespaces (ip) and read the files
+# back with tcpdump as an oracle.
+deps: deps-capture
+deps-capture:
+	@missing=""; \
+	[ -e /usr/include/pcap.h ] || [ -e /usr/include/pcap/pcap.h ] || pkg-config --exists libpcap 2>/dev/null || missing="$$missing libpcap-dev"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v tcpdump >/dev/null 2>&1 || missing="$$missing tcpdump"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "note:$$missing not installed and not root: building capture or its tests may fail"; \
 	  fi; \
 	fi
 

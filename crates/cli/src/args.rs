@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use tcpscope_core::capture::{TimeSpec, Window};
 
 /// TCP trace analysis: what happened on every connection of a packet capture.
 #[derive(Parser, Debug)]
@@ -28,12 +29,20 @@ pub enum Command {
     /// Write one self-contained HTML report: the connection table and plots of the most
     /// troubled connections (opens offline).
     Report(ReportArgs),
+    /// One line per packet of a time window (thesis fig. 2.2): time, addresses, ports, seq, ack,
+    /// window, length, flags, connection id.
+    Print(PrintArgs),
+    /// Capture continuously into a ring of files in a directory (libpcap; needs root or
+    /// CAP_NET_RAW); see docs/capture.md.
+    #[cfg(feature = "capture")]
+    Capture(tcpscope_live::CaptureArgs),
 }
 
 /// Input and output options shared by the commands.
 #[derive(Args, Debug)]
 pub struct CommonArgs {
-    /// Capture files (pcap, pcapng; plain, .gz or .zst); `-` reads standard input.
+    /// Capture files (pcap, pcapng; plain, .gz or .zst) or directories of them (a capture
+    /// ring, read as one trace in time order); `-` reads standard input.
     #[arg(required = true, value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
     /// Treat all files as one trace in time order (pieces of one capture) instead of analysing
@@ -60,6 +69,35 @@ pub struct CommonArgs {
     /// Only these connection ids (repeatable or comma-separated).
     #[arg(short = 'c', long = "conn", value_name = "ID", value_delimiter = ',')]
     pub conn: Vec<usize>,
+    /// Start of the time window: a clock time on the trace's date (12:06:00), a date and time
+    /// (2026-11-22T12:06:00, optionally Z or +01:00), @EPOCH_SECONDS, or an offset from the
+    /// trace's first packet (+30s). A TRACE may be a directory (a capture ring). With a window,
+    /// connection ids number the connections seen in the window (docs/capture.md).
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<TimeSpec>,
+    /// Length of the time window: seconds (30, 2.5) or 500ms, 5m, 1h30m.
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    pub for_ns: Option<u64>,
+    /// End of the time window (same forms as --from); with --for, the earlier end counts.
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<TimeSpec>,
+}
+
+impl CommonArgs {
+    /// The time window given (possibly unbounded).
+    pub fn window(&self) -> Window {
+        Window { from: self.from, length_ns: self.for_ns, to: self.to }
+    }
+}
+
+fn parse_duration(s: &str) -> Result<u64, String> {
+    tcpscope_core::capture::time::parse_duration(s).map_err(|e| e.to_string())
+}
+
+#[derive(Args, Debug)]
+pub struct PrintArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
 #[derive(Args, Debug)]
@@ -100,7 +138,8 @@ pub enum DirArg {
 
 #[derive(Args, Debug)]
 pub struct PlotArgs {
-    /// Capture file (pcap, pcapng; plain, .gz or .zst).
+    /// Capture file (pcap, pcapng; plain, .gz or .zst), or a directory (a capture ring, read
+    /// whole as one trace in time order).
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// Connection id (as `tcpscope conns` shows it).

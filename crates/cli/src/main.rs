@@ -5,6 +5,7 @@
 mod args;
 mod output;
 mod plot;
+mod print;
 mod run;
 mod screen;
 mod view;

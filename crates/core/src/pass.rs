@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::analysis::{ConnIdx, Connection, Settings, Sink};
-use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record};
+use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record, SetReader, TraceSet};
 use crate::decode::{self, Anomaly, Segment, Skip};
 use crate::flow::{FlowKey, FlowTable};
 use crate::stats::{ConnStats, StatsSink};
@@ -120,8 +120,9 @@ impl<S: Sink> Analyzer<S> {
         }
     }
 
-    /// Analyses one decoded segment (frame number and time from its record).
-    pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) {
+    /// Analyses one decoded segment (frame number and time from its record); returns the index
+    /// of its connection (0-based; ids are this plus one).
+    pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
         self.now_ns = self.now_ns.max(ts_ns);
 
         let found = self.flows.lookup(seg).and_then(|(idx, dir)| {
@@ -149,6 +150,7 @@ impl<S: Sink> Analyzer<S> {
             self.last_sweep_ns = self.now_ns;
             self.sweep();
         }
+        idx
     }
 
     /// Drops the analysis state of connections that are finished or long silent.
@@ -398,3 +400,86 @@ pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progr
     (summaries.into_iter().map(FileSummary::finish).collect(), an.sink)
 }
 
+
+/// Analyses the packets of a trace set with `from <= ts_ns < to` as one trace in time order
+/// (see [`crate::capture::set`]). Each file read appears in [`Analysis::files`] with the counts
+/// of its packets *in the window*; files outside the window are not read and not listed
+/// (unreadable ones are, with their error). Frame numbers in events are those within each
+/// packet's file, so they can be checked with tshark on that file.
+///
+/// `each` sees every TCP segment with its file (index into `set.files`), record and connection
+/// index; returning false stops the pass.
+pub fn analyze_set(
+    set: &TraceSet,
+    from: u64,
+    to: u64,
+    settings: Settings,
+    progress: &(dyn Fn(u64) + Sync),
+    each: impl FnMut(usize, &Record<'_>, &Segment<'_>, ConnIdx) -> bool,
+) -> Analysis {
+    let (files, sink) = analyze_set_with(set, from, to, 0, settings, progress, StatsSink::default(), each);
+    Analysis { files, conns: sink.conns }
+}
+
+/// [`analyze_set`] with any sink: returns the summaries of the files read and the sink.
+/// Connections name their file by its place in the returned summaries plus `file_base` (the
+/// number of files listed before this set's, when several sets are reported together).
+#[allow(clippy::too_many_arguments)]
+pub fn analyze_set_with<S: Sink>(
+    set: &TraceSet,
+    from: u64,
+    to: u64,
+    file_base: usize,
+    settings: Settings,
+    progress: &(dyn Fn(u64) + Sync),
+    sink: S,
+    mut each: impl FnMut(usize, &Record<'_>, &Segment<'_>, ConnIdx) -> bool,
+) -> (Vec<FileSummary>, S) {
+    // Summaries in the order files are first touched; `place[f]` is file f's position.
+    let mut summaries: Vec<FileSummary> = Vec::new();
+    let mut place: Vec<Option<usize>> = vec![None; set.files.len()];
+    fn summary<'a>(summaries: &'a mut Vec<FileSummary>, place: &mut [Option<usize>], set: &TraceSet, f: usize) -> (usize, &'a mut FileSummary) {
+        let p = *place[f].get_or_insert_with(|| {
+            summaries.push(FileSummary { path: set.files[f].path.clone(), ..Default::default() });
+            summaries.len() - 1
+        });
+        (p, &mut summaries[p])
+    }
+    for (f, file) in set.files.iter().enumerate() {
+        if let Some(e) = &file.error {
+            summary(&mut summaries, &mut place, set, f).1.error = Some(e.clone());
+        }
+    }
+    let mut reader = SetReader::new(set, from, to);
+    let mut an = Analyzer::new(settings, sink);
+    let mut n = 0u64;
+    let mut bytes = 0u64;
+    while let Some(item) = reader.next() {
+        match item {
+            Ok((f, rec)) => {
+                let (p, sum) = summary(&mut summaries, &mut place, set, f);
+                if let Some(seg) = count_and_decode(sum, &rec) {
+                    an.set_file(file_base + p);
+                    let idx = an.segment(&seg, rec.frame, rec.ts_ns);
+                    if !each(f, &rec, &seg, idx) {
+                        break;
+                    }
+                }
+                n += 1;
+                bytes += rec.data.len() as u64 + 16;
+                if n.is_multiple_of(PROGRESS_EVERY) {
+                    progress(bytes);
+                }
+            }
+            Err((f, e)) => record_error(summary(&mut summaries, &mut place, set, f).1, &e),
+        }
+    }
+    progress(bytes);
+    for &(f, format, compression) in &reader.opened {
+        if let Some(p) = place[f] {
+            summaries[p].format = Some(format);
+            summaries[p].compression = Some(compression);
+        }
+    }
+    (summaries.into_iter().map(FileSummary::finish).collect(), an.sink)
+}

@@ -44,6 +44,7 @@ struct Print {
     len: u32,
     ip_id: u16,
     tsval: Option<u32>,
+    ttl: u8,
     frame: u64,
 }
 
@@ -305,9 +306,16 @@ impl Side {
             // Tstat's first test: a copy identical to an earlier packet was made by the network,
             // whatever the retransmission rules said.
             if s.is_rexmit
-                && let Some(f) = self.duplicate_of(s)
+                && let Some(p) = self.duplicate_of(s)
             {
-                (e.class, e.rule, e.prev_frame) = (OosClass::NetworkDuplicate, "same sequence, length, IP ID and TSval as an earlier packet", Some(f));
+                // A lower TTL: the capture saw the same packet again one or more hops later
+                // (a capture on both sides of a router), not a copy made by the network.
+                let rule = if p.ttl == s.ttl {
+                    "same sequence, length, IP ID and TSval as an earlier packet"
+                } else {
+                    "same sequence, length, IP ID and TSval as an earlier packet, lower TTL: seen again after a router hop"
+                };
+                (e.class, e.rule, e.prev_frame) = (OosClass::NetworkDuplicate, rule, Some(p.frame));
             }
             *self.oos.slot(e.class) += 1;
             if e.class.is_loss() {
@@ -352,7 +360,7 @@ impl Side {
         }
         if end > s.seq_off {
             self.hi = Some(self.hi.map_or(end, |h| h.max(end)));
-            let print = Print { seq: s.seq_off, len: s.len, ip_id: s.ip_id, tsval: s.tsval, frame: s.at.frame };
+            let print = Print { seq: s.seq_off, len: s.len, ip_id: s.ip_id, tsval: s.tsval, ttl: s.ttl, frame: s.at.frame };
             self.recent[self.recent_next] = print;
             self.recent_next = (self.recent_next + 1) % RECENT;
         }
@@ -367,14 +375,14 @@ impl Side {
     /// Nothing tells a copy from a resend when there is neither an IP ID nor a TSval (IPv6
     /// without timestamps): Tstat read the IPv6 payload length as the "IP ID" there, calling
     /// every same-size resend a duplicate.
-    fn duplicate_of(&self, s: &SegmentInfo) -> Option<u64> {
+    fn duplicate_of(&self, s: &SegmentInfo) -> Option<Print> {
         if s.ip_id == 0 && s.tsval.is_none() {
             return None;
         }
         self.recent
             .iter()
             .find(|p| p.frame != 0 && p.seq == s.seq_off && p.len == s.len && p.ip_id == s.ip_id && p.tsval == s.tsval)
-            .map(|p| p.frame)
+            .copied()
     }
 
     /// Instantaneous rate and burst runs (thesis ch. 4). The rate of a packet is its bytes over
