@@ -24,6 +24,11 @@ pub enum Command {
     Screen(ScreenArgs),
     /// Draw a plot of one connection (or several on one scale) as SVG, PNG or xplot (.xpl).
     Plot(PlotArgs),
+    /// Open the interactive viewer in the browser (a local web server; docs/viewer.md).
+    View(ViewArgs),
+    /// Write one self-contained HTML report: the connection table and plots of the most
+    /// troubled connections (opens offline).
+    Report(ReportArgs),
     /// One line per packet of a time window (thesis fig. 2.2): time, addresses, ports, seq, ack,
     /// window, length, flags, connection id.
     Print(PrintArgs),
@@ -204,4 +209,47 @@ pub struct ScreenArgs {
     /// Text output: list every classified segment with its evidence.
     #[arg(long)]
     pub events: bool,
+}
+
+/// Analysis options of `view` and `report`.
+#[derive(Args, Debug)]
+pub struct ViewCommon {
+    /// Capture files (pcap, pcapng; plain, .gz or .zst). Only these are served.
+    #[arg(required = true, value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+    /// Window scale to assume for connections whose handshake was not captured (0-14).
+    #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u8).range(0..=14))]
+    pub wscale: Option<u8>,
+    /// Seconds of silence after which a packet that does not continue the old sequence space
+    /// starts a new connection on the same 4-tuple.
+    #[arg(long, value_name = "SECONDS", default_value_t = 240.0)]
+    pub idle_split: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct ViewArgs {
+    #[command(flatten)]
+    pub common: ViewCommon,
+    /// Port to listen on (default: a free one).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub port: u16,
+    /// Address to listen on. Anything but loopback puts a random token in the URL, which every
+    /// request must carry.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// Do not open the browser; only print the URL.
+    #[arg(long)]
+    pub no_open: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub common: ViewCommon,
+    /// Output file.
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "report.html")]
+    pub output: PathBuf,
+    /// How many of the most troubled connections get interactive plots.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub plots: usize,
 }

@@ -8,6 +8,7 @@ mod plot;
 mod print;
 mod run;
 mod screen;
+mod view;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -34,6 +34,8 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
         }
         Command::Screen(args) => crate::screen::screen(&args),
         Command::Plot(args) => crate::plot::plot(&args),
+        Command::View(args) => crate::view::view(&args),
+        Command::Report(args) => crate::view::report(&args),
         Command::Print(p) => crate::print::print(&p.common),
         #[cfg(feature = "capture")]
         Command::Capture(a) => crate::print::capture(&a),
