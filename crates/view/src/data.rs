@@ -247,7 +247,7 @@ impl Traces {
         let rules = Rules::default();
         for (i, p) in paths.iter().enumerate() {
             let sinks = (StatsSink::default(), ScreenSink::new(rules.clone()));
-            let (file, (stats, screen)) = pass::analyze_file_with(p, i, settings, pipelined, &|_| {}, sinks);
+            let (file, (stats, screen)) = pass::analyze_file_with(p, i, settings, pipelined, &|_, _| {}, sinks);
             base.push(an.conns.len());
             an.files.push(file);
             an.conns.extend(stats.conns);
