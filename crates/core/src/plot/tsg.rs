@@ -27,6 +27,7 @@
 //! never aggregated, so none disappears when zoomed out.
 
 use super::{Anchor, Axis, Color, Figure, LegendEntry, Mark, Prim, Sample, Shape, Way};
+use crate::series::mipmap::{Mipmap, Summary, Take, gallop};
 use crate::series::tsg::{DataSeg, NoteKind, SegKind, Tsg};
 
 /// Which part of the series to draw and how.
@@ -51,6 +52,89 @@ const AGGREGATE_FACTOR: usize = 4;
 
 /// An aggregate of one pixel column: lowest start, highest end, count, first frame.
 type Bucket = (i64, i64, u32, u64);
+
+/// Block summary of data segments: the extent of what they occupy (`lo` = first sequence
+/// number, `hi` = after the last, both bounds of each, for pruning by a sequence range), how
+/// many there are, and the bucket of the `new` ones among them.
+#[derive(Clone, Copy, Debug)]
+struct SegSum {
+    lo_min: i64,
+    lo_max: i64,
+    hi_min: i64,
+    hi_max: i64,
+    n: u32,
+    new: Option<Bucket>,
+}
+
+fn merge_bucket(a: Option<Bucket>, b: Option<Bucket>) -> Option<Bucket> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1), a.2 + b.2, a.3)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl Summary for SegSum {
+    fn merge(&self, l: &Self) -> Self {
+        SegSum {
+            lo_min: self.lo_min.min(l.lo_min),
+            lo_max: self.lo_max.max(l.lo_max),
+            hi_min: self.hi_min.min(l.hi_min),
+            hi_max: self.hi_max.max(l.hi_max),
+            n: self.n + l.n,
+            new: merge_bucket(self.new, l.new),
+        }
+    }
+}
+
+/// Block summary of returning packets: the highest ack, and how many repeat the ack or the
+/// window edge.
+#[derive(Clone, Copy, Debug)]
+struct AckSum {
+    ack_max: i64,
+    repeats: u32,
+    edge_repeats: u32,
+}
+
+impl Summary for AckSum {
+    fn merge(&self, l: &Self) -> Self {
+        AckSum { ack_max: self.ack_max.max(l.ack_max), repeats: self.repeats + l.repeats, edge_repeats: self.edge_repeats + l.edge_repeats }
+    }
+}
+
+fn seg_sum(s: &DataSeg) -> SegSum {
+    let (lo, hi) = (s.seq_off.min(s.payload_start()), s.end());
+    let new = (s.kind == SegKind::New).then_some((s.payload_start(), s.payload_end(), 1, s.frame));
+    SegSum { lo_min: lo, lo_max: lo, hi_min: hi, hi_max: hi, n: 1, new }
+}
+
+fn ack_sum(p: &crate::series::tsg::AckPoint) -> AckSum {
+    AckSum { ack_max: p.ack_off, repeats: p.repeats as u32, edge_repeats: p.edge_repeats as u32 }
+}
+
+/// Summaries of a [`Tsg`] at every time scale, built once (O(n)) for a series that is drawn
+/// many times (the viewer): with it, [`tsg_indexed`] draws a zoomed-out figure in
+/// O(columns · log n) instead of visiting every visible packet, and draws the same marks.
+#[derive(Clone, Debug)]
+pub struct TsgIndex {
+    /// Packets (and series) it was built for, to refuse another series.
+    lens: (usize, usize),
+    segs: Mipmap<SegSum>,
+    acks: Mipmap<AckSum>,
+    /// Positions of the segments that are not `new` (always drawn one by one; few).
+    others: Vec<usize>,
+}
+
+impl TsgIndex {
+    /// The summaries of `tsg`.
+    pub fn new(tsg: &Tsg) -> TsgIndex {
+        TsgIndex {
+            lens: (tsg.segments.len(), tsg.acks.len()),
+            segs: Mipmap::new(tsg.segments.len(), |k| seg_sum(&tsg.segments[k])),
+            acks: Mipmap::new(tsg.acks.len(), |k| ack_sum(&tsg.acks[k])),
+            others: (0..tsg.segments.len()).filter(|&k| tsg.segments[k].kind != SegKind::New).collect(),
+        }
+    }
+}
 
 fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
@@ -128,6 +212,13 @@ fn segment_mark(s: &DataSeg, psh: bool) -> Mark {
 
 /// Builds the time-sequence figure of `tsg` as `view` asks.
 pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
+    tsg_indexed(tsg, None, view)
+}
+
+/// [`tsg`], using `index` (built by [`TsgIndex::new`] from this `tsg`) to aggregate without
+/// visiting every packet: the same figure, faster when zoomed out.
+pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figure {
+    let index = index.filter(|ix| ix.lens == (tsg.segments.len(), tsg.acks.len()));
     let x0 = view.from_s.unwrap_or(0.0);
     let x1 = view.to_s.unwrap_or(secs(tsg.last_ns)).max(x0);
     let in_x = |t_ns: u64| {
@@ -140,11 +231,11 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     // Packets are in trace order, normally also time order: then the visible ones are found by
     // binary search (a zoomed-in view of a huge connection costs what it shows), else by a scan.
     let all = &tsg.segments[..];
-    let candidates = if tsg.segments_time_ordered {
+    let (base, candidates) = if tsg.segments_time_ordered {
         let lo = all.partition_point(|s| secs(s.t_ns) < x0);
-        &all[lo..lo + all[lo..].partition_point(|s| secs(s.t_ns) <= x1)]
+        (lo, &all[lo..lo + all[lo..].partition_point(|s| secs(s.t_ns) <= x1)])
     } else {
-        all
+        (0, all)
     };
     let seg_visible = |s: &&DataSeg| in_x(s.t_ns) && in_y(s.payload_start().min(s.seq_off), s.end());
 
@@ -180,14 +271,23 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
         let mut i = 0;
         while i < visible.len() {
             let c = column(secs(visible[i].t_ns), cols);
-            let j = i + visible[i..].partition_point(|p| column(secs(p.t_ns), cols) == c);
+            let j = i + gallop(&visible[i..], |p| column(secs(p.t_ns), cols) == c);
             let col = &visible[i..j];
             let x = x0 + (c as f64 + 0.5) / cols as f64 * (x1 - x0);
             let last = &col[col.len() - 1];
-            let ack = col.iter().map(|p| p.ack_off).max().unwrap_or(last.ack_off);
+            let (ack, repeats, edge_repeats) = match index {
+                // The column's summary from the blocks it spans.
+                Some(ix) => {
+                    let a = ix.acks.fold(first_vis + i, first_vis + j, |k| ack_sum(&tsg.acks[k])).expect("a column is never empty");
+                    (a.ack_max, a.repeats, a.edge_repeats)
+                }
+                None => (
+                    col.iter().map(|p| p.ack_off).max().unwrap_or(last.ack_off),
+                    col.iter().filter(|p| p.repeats).count() as u32,
+                    col.iter().filter(|p| p.edge_repeats).count() as u32,
+                ),
+            };
             let edge = last.edge();
-            let repeats = col.iter().filter(|p| p.repeats).count() as u32;
-            let edge_repeats = col.iter().filter(|p| p.edge_repeats).count() as u32;
             let (px, pack, pedge) = prev.unwrap_or((x, ack, edge));
             let ack = pack.max(ack);
             if in_y(pack.min(ack), ack) {
@@ -299,7 +399,44 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     let mut buckets: Vec<Option<Bucket>> = vec![None; cols.unwrap_or(0)];
     let (mut n_vis, mut n_plain) = (0usize, 0usize);
     let mut others: Vec<&DataSeg> = Vec::new();
-    for s in candidates.iter().filter(seg_visible) {
+    // With the index (and time order): per pixel column, the blocks of segments wholly inside
+    // the sequence range count by their summaries, only those straddling its edges one by one.
+    let indexed = index.filter(|_| tsg.segments_time_ordered).zip(cols);
+    let take = |b: &SegSum| {
+        if b.hi_max < qlo || b.lo_min > qhi {
+            Take::Nothing
+        } else if b.hi_min >= qlo && b.lo_max <= qhi {
+            Take::All
+        } else {
+            Take::Look
+        }
+    };
+    if let Some((ix, cols)) = indexed {
+        let mut i = 0;
+        while i < candidates.len() {
+            let c = column(secs(candidates[i].t_ns), cols);
+            let j = i + gallop(&candidates[i..], |s| column(secs(s.t_ns), cols) == c);
+            let acc = std::cell::Cell::new(None::<SegSum>);
+            let add = |b: &SegSum| acc.set(Some(acc.get().map_or(*b, |a| a.merge(b))));
+            ix.segs.visit(base + i, base + j, &take, &mut |b| add(b), &mut |k| {
+                if seg_visible(&&all[k]) {
+                    add(&seg_sum(&all[k]));
+                }
+            });
+            if let Some(b) = acc.get() {
+                n_vis += b.n as usize;
+                extend(b.lo_min, b.hi_max);
+                if let Some(nb) = b.new {
+                    n_plain += nb.2 as usize;
+                    buckets[c] = Some(nb);
+                }
+            }
+            i = j;
+        }
+        let (a, b) = (ix.others.partition_point(|&k| k < base), ix.others.partition_point(|&k| k < base + candidates.len()));
+        others.extend(ix.others[a..b].iter().map(|&k| &all[k]).filter(seg_visible));
+    }
+    for s in candidates.iter().filter(seg_visible).filter(|_| indexed.is_none()) {
         n_vis += 1;
         extend(s.seq_off.min(s.payload_start()), s.end());
         if s.kind != SegKind::New {
@@ -339,8 +476,22 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
         }
         _ => {
             // New data first, so retransmissions are drawn on top.
-            for s in candidates.iter().filter(seg_visible).filter(|s| s.kind == SegKind::New) {
-                marks.push(segment_mark(s, psh));
+            match indexed {
+                // Few are visible: find them, skipping the blocks outside the sequence range.
+                Some((ix, _)) => {
+                    let look = |b: &SegSum| if take(b) == Take::Nothing { Take::Nothing } else { Take::Look };
+                    ix.segs.visit(base, base + candidates.len(), &look, &mut |_| {}, &mut |k| {
+                        let s = &all[k];
+                        if s.kind == SegKind::New && seg_visible(&s) {
+                            marks.push(segment_mark(s, psh));
+                        }
+                    });
+                }
+                None => {
+                    for s in candidates.iter().filter(seg_visible).filter(|s| s.kind == SegKind::New) {
+                        marks.push(segment_mark(s, psh));
+                    }
+                }
             }
         }
     }
@@ -464,10 +615,15 @@ mod tests {
         let mut slow = fast.clone();
         slow.segments_time_ordered = false;
         let key = |f: &Figure| f.marks.iter().map(|m| format!("{} {:?} {} {:?}", m.class, m.frame, m.count, m.prims)).collect::<Vec<_>>();
-        for (from, to, columns) in [(None, None, None), (Some(0.08), Some(0.09), Some(800)), (Some(0.5), Some(1.2), Some(60)), (Some(1.0), None, Some(3000))] {
+        let index = TsgIndex::new(&fast);
+        for (from, to, columns) in [(None, None, None), (Some(0.08), Some(0.09), Some(800)), (Some(0.5), Some(1.2), Some(60)), (Some(1.0), None, Some(3000)), (None, None, Some(7)), (None, None, Some(100))] {
             let view = TsgView { from_s: from, to_s: to, columns, ..Default::default() };
             let (a, b) = (tsg(&fast, &view), tsg(&slow, &view));
             assert_eq!(key(&a), key(&b), "{from:?}..{to:?}");
+            // The index draws the same marks, axes and remarks.
+            let c = tsg_indexed(&fast, Some(&index), &view);
+            assert_eq!(key(&c), key(&a), "indexed {from:?}..{to:?}");
+            assert_eq!((c.y.min, c.y.max, &c.remarks), (a.y.min, a.y.max, &a.remarks));
             // The slow definition of the highest ack before the left edge.
             if let Some(x0) = from {
                 let before: Vec<_> = fast.acks.iter().filter(|p| secs(p.t_ns) < x0).collect();
@@ -476,5 +632,73 @@ mod tests {
                 assert_eq!(walk, want);
             }
         }
+    }
+
+    /// A series of 100 copies of loss-snd's, one after the other in time and sequence space
+    /// (73,700 segments, 47 retransmissions per copy): the figure drawn with the index equals
+    /// the scan's at every zoom, with and without a sequence range, and the aggregated figure
+    /// keeps every retransmission and bounds each column as the per-packet definition does.
+    #[test]
+    fn indexed_figure_equals_the_scan() {
+        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
+        let (one, _) = crate::series::tsg::from_file(path, 0, Dir::AtoB, Settings::default()).unwrap();
+        let one = one.unwrap();
+        let (dt, ds) = (one.last_ns + 1_000_000, one.segments.iter().map(|s| s.end()).max().unwrap() + 1000);
+        let mut big = one.clone();
+        for k in 1..100u64 {
+            let (t, q, f) = (k * dt, k as i64 * ds, k * 100_000);
+            big.segments.extend(one.segments.iter().map(|s| DataSeg { t_ns: s.t_ns + t, seq_off: s.seq_off + q, frame: s.frame + f, ..*s }));
+            big.acks.extend(one.acks.iter().map(|p| crate::series::tsg::AckPoint { t_ns: p.t_ns + t, ack_off: p.ack_off + q, frame: p.frame + f, ..*p }));
+        }
+        big.last_ns = 100 * dt;
+        assert!(big.segments.is_sorted_by_key(|s| s.t_ns) && big.segments_time_ordered);
+        let index = TsgIndex::new(&big);
+        let key = |f: &Figure| f.marks.iter().map(|m| format!("{} {:?} {} {:?}", m.class, m.frame, m.count, m.prims)).collect::<Vec<_>>();
+        let end = secs(big.last_ns);
+        let q = ds * 37;
+        let views = [
+            (None, None, None, None, 1200),
+            (None, None, Some(q), Some(q + ds / 3), 1200),
+            (Some(end * 0.25), Some(end * 0.75), None, None, 1200),
+            (Some(end * 0.3), Some(end * 0.31), None, None, 500),
+            (Some(end * 0.3), Some(end * 0.30001), None, None, 1200),
+            (Some(end * 0.1), Some(end * 0.9), Some(q - 5000), Some(q + 20_000), 800),
+            (None, None, None, None, 3),
+        ];
+        let mut aggregated = 0;
+        for (from_s, to_s, seq_from, seq_to, w) in views {
+            let view = TsgView { from_s, to_s, seq_from, seq_to, columns: Some(w), ..Default::default() };
+            let (a, b) = (tsg(&big, &view), tsg_indexed(&big, Some(&index), &view));
+            assert_eq!(key(&b), key(&a), "{view:?}");
+            assert_eq!((b.y.min, b.y.max, &b.remarks), (a.y.min, a.y.max, &a.remarks), "{view:?}");
+            // Every visible retransmission is its own mark.
+            let (x0, x1) = (from_s.unwrap_or(0.0), to_s.unwrap_or(end));
+            let (lo, hi) = (seq_from.unwrap_or(i64::MIN), seq_to.unwrap_or(i64::MAX));
+            let shown = |s: &DataSeg| secs(s.t_ns) >= x0 && secs(s.t_ns) <= x1 && s.end() >= lo && s.seq_off <= hi;
+            let rexmits: Vec<u64> = big.segments.iter().filter(|s| s.kind == SegKind::Retransmission && shown(s)).map(|s| s.frame).collect();
+            let drawn: Vec<u64> = b.marks.iter().filter(|m| m.class.starts_with("seg rexmit")).filter_map(|m| m.frame).collect();
+            assert_eq!(drawn, rexmits, "{view:?}");
+            // Each aggregate column spans the lowest to the highest byte of its new segments:
+            // the definition, packet by packet.
+            let mut want = std::collections::BTreeMap::new();
+            for s in big.segments.iter().filter(|s| s.kind == SegKind::New && shown(s)) {
+                let c = ((((secs(s.t_ns) - x0) / (x1 - x0)) * w as f64) as usize).min(w as usize - 1);
+                let e = want.entry(c).or_insert((i64::MAX, i64::MIN, 0u32, s.frame));
+                *e = (e.0.min(s.payload_start()), e.1.max(s.payload_end()), e.2 + 1, e.3);
+            }
+            let aggs: Vec<_> = b.marks.iter().filter(|m| m.class == "seg agg").collect();
+            if !aggs.is_empty() {
+                aggregated += 1;
+                let got: Vec<_> = aggs
+                    .iter()
+                    .map(|m| match m.prims[0].shape {
+                        Shape::Line { y1, y2, .. } => (y1 as i64, y2 as i64, m.count, m.frame.unwrap()),
+                        _ => panic!("an aggregate without its line"),
+                    })
+                    .collect();
+                assert_eq!(got, want.into_values().collect::<Vec<_>>(), "{view:?}");
+            }
+        }
+        assert!(aggregated >= 3, "only {aggregated} views aggregated");
     }
 }

@@ -42,6 +42,7 @@
 pub mod burst;
 pub mod dupack;
 pub mod flight;
+pub mod mipmap;
 pub mod rtt;
 pub mod ssize;
 pub mod tput;
