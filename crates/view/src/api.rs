@@ -10,7 +10,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tcpscope_core::analysis::{Dir, Event, RttKind};
 use tcpscope_core::export::json::ConnJson;
-use tcpscope_core::plot::tsg::{TsgView, tsg};
+use tcpscope_core::plot::tsg::{TsgView, tsg_indexed};
+use tcpscope_core::series::mipmap::gallop;
 use tcpscope_core::plot::{Anchor, Figure, Mark, Prim, Sample, Shape, Way};
 
 use crate::data::{Detail, Line, Traces};
@@ -259,7 +260,7 @@ pub fn tsg_figure(d: &Detail, dir: Dir, v: &Viewport) -> Figure {
         // The series knows its index within its file; the viewer numbers across files.
         title: Some(format!("connection {} {}: {from} → {to}", d.id, dir.name())),
     };
-    tsg(&d.tsg[dir.idx()], &view)
+    tsg_indexed(&d.tsg[dir.idx()], Some(&d.tsg_index[dir.idx()]), &view)
 }
 
 /// The answer of `api/tsg` for a figure.
@@ -314,7 +315,7 @@ pub fn reduce(line: &Line, t0: f64, t1: f64, w: u32) -> Value {
     let (mut t, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
     let mut i = i0;
     for k in 0..w {
-        let j = if k + 1 == w { i1 } else { i + first_at(&pts[i..i1], t0 + (k + 1) as f64 * span / w as f64) };
+        let j = if k + 1 == w { i1 } else { i + gallop(&pts[i..i1], |p| (p.0 as f64 / 1e9) < t0 + (k + 1) as f64 * span / w as f64) };
         if j > i {
             let (a, b) = line.min_max(i, j);
             t.push(t0 + (k as f64 + 0.5) / w as f64 * span);

@@ -14,6 +14,8 @@ use tcpscope_core::stats::StatsSink;
 use tcpscope_core::series::flight::{FlightSeries, FlightSink};
 use tcpscope_core::series::rtt::{RttSeries, RttSink};
 use tcpscope_core::series::tput::{TputSeries, TputSink};
+use tcpscope_core::plot::tsg::TsgIndex;
+use tcpscope_core::series::mipmap::{Mipmap, Summary};
 use tcpscope_core::series::tsg::{Tsg, TsgSink};
 
 /// One packet of the connection as a packet listing shows it (both directions).
@@ -58,6 +60,8 @@ pub struct Detail {
     pub id: usize,
     /// Time-sequence series, a→b and b→a.
     pub tsg: [Tsg; 2],
+    /// Their summaries at every time scale, so a zoomed-out figure costs O(columns · log n).
+    pub tsg_index: [TsgIndex; 2],
     /// RTT samples of each direction's data.
     pub rtt: [RttSeries; 2],
     /// Every packet, in trace order.
@@ -71,17 +75,24 @@ pub struct Detail {
     pub lines: [Lines; 2],
 }
 
-/// Points per block of [`Line`]'s min/max summary.
-pub const BLOCK: usize = 64;
+/// Min and max of a run of values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct MinMax(f64, f64);
 
-/// A panel series: points `(t_ns, value)` sorted by time, and the min and max of each block of
-/// [`BLOCK`] points, so that the min/max of any index range costs at most two partial blocks
-/// plus one lookup per whole block (a zoomed-out column of 5M points: ~100 steps, not 5M).
+impl Summary for MinMax {
+    fn merge(&self, l: &Self) -> Self {
+        MinMax(self.0.min(l.0), self.1.max(l.1))
+    }
+}
+
+/// A panel series: points `(t_ns, value)` sorted by time, and the min and max of its blocks at
+/// every scale, so that the min/max of any index range costs O(log n) block lookups (a
+/// zoomed-out column of 5M points: ~100 steps, not 5M).
 #[derive(Default)]
 pub struct Line {
     /// The points, by time.
     pub pts: Vec<(u64, f64)>,
-    blocks: Vec<(f64, f64)>,
+    blocks: Mipmap<MinMax>,
 }
 
 impl Line {
@@ -91,20 +102,14 @@ impl Line {
         if !pts.is_sorted_by_key(|p| p.0) {
             pts.sort_by_key(|p| p.0);
         }
-        let blocks = pts.chunks(BLOCK).map(|c| c.iter().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)))).collect();
+        let blocks = Mipmap::new(pts.len(), |k| MinMax(pts[k].1, pts[k].1));
         Line { pts, blocks }
     }
 
     /// Min and max of the values of `pts[i..j]` (`i < j`).
     pub fn min_max(&self, i: usize, j: usize) -> (f64, f64) {
-        let fold = |acc: (f64, f64), v: (f64, f64)| (acc.0.min(v.0), acc.1.max(v.1));
-        let scan = |a: usize, b: usize| self.pts[a..b].iter().map(|p| (p.1, p.1)).fold((f64::MAX, f64::MIN), fold);
-        let (bi, bj) = (i.div_ceil(BLOCK), j / BLOCK);
-        if bi >= bj {
-            return scan(i, j);
-        }
-        let whole = self.blocks[bi..bj].iter().copied().fold((f64::MAX, f64::MIN), fold);
-        fold(fold(scan(i, bi * BLOCK), whole), scan(bj * BLOCK, j))
+        let m = self.blocks.fold(i, j, |k| MinMax(self.pts[k].1, self.pts[k].1)).unwrap_or(MinMax(f64::MAX, f64::MIN));
+        (m.0, m.1)
     }
 }
 
@@ -290,7 +295,8 @@ impl Traces {
             let tput = [pa.finish().ok_or_else(missing)?, pb.finish().ok_or_else(missing)?];
             let flight = [fa.finish().ok_or_else(missing)?, fb.finish().ok_or_else(missing)?];
             let lines = [Dir::AtoB, Dir::BtoA].map(|d| Lines::new(&rtt[d.idx()], &tput[d.idx()], &flight[d.idx()]));
-            Ok(Arc::new(Detail { id, tsg, rtt, packets: sink.packets, events: sink.events, error: err.map(|e| e.to_string()), lines }))
+            let tsg_index = [TsgIndex::new(&tsg[0]), TsgIndex::new(&tsg[1])];
+            Ok(Arc::new(Detail { id, tsg, tsg_index, rtt, packets: sink.packets, events: sink.events, error: err.map(|e| e.to_string()), lines }))
         })
         .clone()
     }
