@@ -122,10 +122,13 @@ const result = {
   page_frame_ms: stats(perf.frames),
   max_answer_bytes: Math.max(...steps.map((s) => s.bytes)),
   console_errors: errors,
+  load_avg: os.loadavg().map((l) => +l.toFixed(2)),
+  page_frames_ms: perf.frames.map((x) => +x.toFixed(2)),
+  page_fetches_ms: perf.fetches.map((x) => +x.toFixed(2)),
   steps,
 };
 mkdirSync(path.join(root, "bench/results"), { recursive: true });
 writeFileSync(path.join(root, "bench/results/view-zoom.json"), JSON.stringify(result, null, 1) + "\n");
-const { steps: _, ...summary } = result;
+const { steps: _, page_frames_ms: _f, page_fetches_ms: _g, ...summary } = result;
 console.log(JSON.stringify(summary, null, 1));
 if (errors.length) process.exitCode = 1;
