@@ -7,7 +7,7 @@
 
 import { spawn, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, mkdirSync, writeFileSync } from "node:fs";
+import { createReadStream, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -43,6 +43,17 @@ const url = await new Promise((resolve, reject) => {
 });
 const loadS = (performance.now() - t0) / 1000;
 
+// CPU time of the server (all its threads, ns, from the scheduler's /proc/PID/task/*/schedstat;
+// Linux): on a shared machine the wall clock of a step is mostly waiting for a core.
+function serverCpuMs() {
+  try {
+    const dir = `/proc/${server.pid}/task`;
+    return readdirSync(dir).reduce((a, t) => a + Number(readFileSync(`${dir}/${t}/schedstat`, "utf8").split(" ")[0]), 0) / 1e6;
+  } catch {
+    return NaN;
+  }
+}
+
 async function get(p) {
   const s = performance.now();
   const r = await fetch(url + p);
@@ -75,11 +86,12 @@ for (let k = 1; k <= 10; k++) {
 for (let k = 12; k >= 0; k -= 3) views.push(views[k]); // back out
 for (const [a, b] of views) {
   const s = performance.now();
+  const cpu0 = serverCpuMs();
   const [tsg, pan] = await Promise.all([
     get(`api/tsg?conn=${conn.id}&dir=a2b&t0=${a}&t1=${b}&w=${W}`),
     get(`api/panels?conn=${conn.id}&dir=a2b&t0=${a}&t1=${b}&w=${W}`),
   ]);
-  steps.push({ span_s: b - a, ms: performance.now() - s, tsg_ms: tsg.ms, panels_ms: pan.ms, bytes: tsg.bytes + pan.bytes, marks: tsg.json.marks.length });
+  steps.push({ span_s: b - a, ms: performance.now() - s, server_cpu_ms: serverCpuMs() - cpu0, tsg_ms: tsg.ms, panels_ms: pan.ms, bytes: tsg.bytes + pan.bytes, marks: tsg.json.marks.length });
 }
 
 // The page: wheel zooms in and out, each answered before the next; frame times from the page.
@@ -118,6 +130,7 @@ const result = {
   load_s: +loadS.toFixed(2),
   first_open_ms: +first.ms.toFixed(1),
   server_zoom_ms: stats(steps.map((s) => s.ms)),
+  server_zoom_cpu_ms: stats(steps.map((s) => s.server_cpu_ms)),
   page_fetch_ms: stats(perf.fetches.slice(1)),
   page_frame_ms: stats(perf.frames),
   max_answer_bytes: Math.max(...steps.map((s) => s.bytes)),
