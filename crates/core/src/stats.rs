@@ -247,6 +247,8 @@ impl Sink for StatsSink {
         self.conns.push(Box::new(ConnStats { idx: conn, info: *info, dir: Default::default(), max_idle_ns: 0 }));
     }
 
+    // Inlined into the analysis, which builds `s` only to hand it here.
+    #[inline]
     fn segment(&mut self, s: &SegmentInfo) {
         let t = s.at.ts_ns;
         let c = &mut self.conns[s.at.conn];
