@@ -4,11 +4,11 @@ CARGO ?= cargo
 BIN := target/release/tcpscope
 DEMO_TRACE := tests/data/loss-snd.pcap
 
-.PHONY: all build demo test deps bench fuzz clean
+.PHONY: all build demo test deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view
 
 all: build
 
-build:
+build: web
 	$(CARGO) build --release
 
 # Runs the main job on a small trace the project recorded itself (see tests/data/README.md).
@@ -18,6 +18,9 @@ demo: build
 	@echo
 	@echo '$$ tcpscope stats $(DEMO_TRACE)'
 	@$(BIN) stats $(DEMO_TRACE)
+	@echo
+	@echo '$$ tcpscope screen --events $(DEMO_TRACE)'
+	@$(BIN) screen --events $(DEMO_TRACE)
 
 # The peer tools are test oracles: install them on a fresh Debian machine if missing.
 deps:
@@ -34,12 +37,76 @@ deps:
 	  fi; \
 	fi
 
-test: deps
+# `tcpscope capture` links libpcap; its tests make network namespaces (ip) and read the files
+# back with tcpdump as an oracle.
+deps: deps-capture
+deps-capture:
+	@missing=""; \
+	[ -e /usr/include/pcap.h ] || [ -e /usr/include/pcap/pcap.h ] || pkg-config --exists libpcap 2>/dev/null || missing="$$missing libpcap-dev"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v tcpdump >/dev/null 2>&1 || missing="$$missing tcpdump"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "note:$$missing not installed and not root: building capture or its tests may fail"; \
+	  fi; \
+	fi
+
+test: deps web
 	$(CARGO) test --workspace
+	$(MAKE) test-web
+
+# --- The browser viewer (web/, docs/viewer.md): built with npm, embedded by crates/view ---
+WEB_SRC := $(wildcard web/src/*) web/index.html web/vite.config.ts web/tsconfig.json
+
+# Node and npm from Debian when missing (the build needs them; CI reaches Debian and npm).
+web-deps:
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing nodejs npm"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else echo "error: npm is needed to build the viewer (web/); install Node.js" >&2; exit 1; fi; \
+	fi
+
+# `npm install`, not `npm ci`: the registry we reach lacks some of rollup's optional
+# per-platform packages, so the lock file lists only those it has, and `npm ci` refuses it.
+web/node_modules/.package-lock.json: web/package-lock.json | web-deps
+	cd web && npm install --no-audit --no-fund
+
+web/dist/index.html: web/node_modules/.package-lock.json $(WEB_SRC)
+	cd web && npm run build
+
+web: web/dist/index.html
+
+# Debian's chromium for the browser tests (playwright-core drives it; no browser download).
+browser-deps:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "error: chromium is needed for the browser tests" >&2; exit 1; fi; \
+	fi
+
+# Loads the recorded traces in the viewer and the report, in a real browser.
+test-web: web browser-deps
+	$(CARGO) build -p tcpscope
+	cd web && TCPSCOPE_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/debug/tcpscope node --test tests/
 
 # Needs root (the bulk input is recorded in network namespaces); see docs/performance.md.
-bench:
+bench: bench-view
 	bench/run.sh
+
+# Zoom latency and frame time of the viewer on a five-million-packet connection.
+VIEW_TRACE := bench/out/view-5m.pcap
+
+$(VIEW_TRACE):
+	mkdir -p bench/out
+	$(CARGO) run --release -p tcpscope-view --example bigtrace -- $@ 5000000
+
+bench-view: build browser-deps $(VIEW_TRACE)
+	cd web && TCPSCOPE_BIN=$(CURDIR)/$(BIN) BIGTRACE=$(CURDIR)/$(VIEW_TRACE) node bench/zoom.mjs
 
 # Each target runs FUZZ_SECONDS; see docs/fuzzing.md.
 FUZZ_SECONDS ?= 600

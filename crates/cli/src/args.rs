@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use tcpscope_core::capture::{TimeSpec, Window};
 
 /// TCP trace analysis: what happened on every connection of a packet capture.
 #[derive(Parser, Debug)]
@@ -23,12 +24,25 @@ pub enum Command {
     Screen(ScreenArgs),
     /// Draw a plot of one connection (or several on one scale) as SVG, PNG or xplot (.xpl).
     Plot(PlotArgs),
+    /// Open the interactive viewer in the browser (a local web server; docs/viewer.md).
+    View(ViewArgs),
+    /// Write one self-contained HTML report: the connection table and plots of the most
+    /// troubled connections (opens offline).
+    Report(ReportArgs),
+    /// One line per packet of a time window (thesis fig. 2.2): time, addresses, ports, seq, ack,
+    /// window, length, flags, connection id.
+    Print(PrintArgs),
+    /// Capture continuously into a ring of files in a directory (libpcap; needs root or
+    /// CAP_NET_RAW); see docs/capture.md.
+    #[cfg(feature = "capture")]
+    Capture(tcpscope_live::CaptureArgs),
 }
 
 /// Input and output options shared by the commands.
 #[derive(Args, Debug)]
 pub struct CommonArgs {
-    /// Capture files (pcap, pcapng; plain, .gz or .zst); `-` reads standard input.
+    /// Capture files (pcap, pcapng; plain, .gz or .zst) or directories of them (a capture
+    /// ring, read as one trace in time order); `-` reads standard input.
     #[arg(required = true, value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
     /// Treat all files as one trace in time order (pieces of one capture) instead of analysing
@@ -55,6 +69,35 @@ pub struct CommonArgs {
     /// Only these connection ids (repeatable or comma-separated).
     #[arg(short = 'c', long = "conn", value_name = "ID", value_delimiter = ',')]
     pub conn: Vec<usize>,
+    /// Start of the time window: a clock time on the trace's date (12:06:00), a date and time
+    /// (2026-11-22T12:06:00, optionally Z or +01:00), @EPOCH_SECONDS, or an offset from the
+    /// trace's first packet (+30s). A TRACE may be a directory (a capture ring). With a window,
+    /// connection ids number the connections seen in the window (docs/capture.md).
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<TimeSpec>,
+    /// Length of the time window: seconds (30, 2.5) or 500ms, 5m, 1h30m.
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    pub for_ns: Option<u64>,
+    /// End of the time window (same forms as --from); with --for, the earlier end counts.
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<TimeSpec>,
+}
+
+impl CommonArgs {
+    /// The time window given (possibly unbounded).
+    pub fn window(&self) -> Window {
+        Window { from: self.from, length_ns: self.for_ns, to: self.to }
+    }
+}
+
+fn parse_duration(s: &str) -> Result<u64, String> {
+    tcpscope_core::capture::time::parse_duration(s).map_err(|e| e.to_string())
+}
+
+#[derive(Args, Debug)]
+pub struct PrintArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
 #[derive(Args, Debug)]
@@ -95,7 +138,8 @@ pub enum DirArg {
 
 #[derive(Args, Debug)]
 pub struct PlotArgs {
-    /// Capture file (pcap, pcapng; plain, .gz or .zst).
+    /// Capture file (pcap, pcapng; plain, .gz or .zst), or a directory (a capture ring, read
+    /// whole as one trace in time order).
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// Connection id (as `tcpscope conns` shows it).
@@ -112,12 +156,13 @@ pub struct PlotArgs {
     /// Default `KIND-ID-DIR.svg`.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Start time, seconds since the connection's first packet.
-    #[arg(long, value_name = "T")]
-    pub from: Option<f64>,
-    /// End time, seconds since the connection's first packet.
-    #[arg(long, value_name = "T")]
-    pub to: Option<f64>,
+    /// Start time: seconds since the connection's first packet (`1.5`, `+1.5`), or an absolute
+    /// time as `conns --from` takes it (`12:06:05.2`, `2026-11-22T12:06:05Z`, `@EPOCH`).
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
+    pub from: Option<String>,
+    /// End time (same forms as --from).
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
+    pub to: Option<String>,
     /// Lowest relative sequence number shown (first payload byte = 0).
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub seq_from: Option<i64>,
@@ -164,4 +209,47 @@ pub struct ScreenArgs {
     /// Text output: list every classified segment with its evidence.
     #[arg(long)]
     pub events: bool,
+}
+
+/// Analysis options of `view` and `report`.
+#[derive(Args, Debug)]
+pub struct ViewCommon {
+    /// Capture files (pcap, pcapng; plain, .gz or .zst). Only these are served.
+    #[arg(required = true, value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+    /// Window scale to assume for connections whose handshake was not captured (0-14).
+    #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u8).range(0..=14))]
+    pub wscale: Option<u8>,
+    /// Seconds of silence after which a packet that does not continue the old sequence space
+    /// starts a new connection on the same 4-tuple.
+    #[arg(long, value_name = "SECONDS", default_value_t = 240.0)]
+    pub idle_split: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct ViewArgs {
+    #[command(flatten)]
+    pub common: ViewCommon,
+    /// Port to listen on (default: a free one).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub port: u16,
+    /// Address to listen on. Anything but loopback puts a random token in the URL, which every
+    /// request must carry.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// Do not open the browser; only print the URL.
+    #[arg(long)]
+    pub no_open: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub common: ViewCommon,
+    /// Output file.
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "report.html")]
+    pub output: PathBuf,
+    /// How many of the most troubled connections get interactive plots.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub plots: usize,
 }

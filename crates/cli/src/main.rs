@@ -5,8 +5,10 @@
 mod args;
 mod output;
 mod plot;
+mod print;
 mod run;
 mod screen;
+mod view;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -65,18 +65,11 @@ pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
     if args.conn == 0 {
         return Err(io::Error::other("connection ids start at 1 (see `tcpscope conns`)"));
     }
-    for v in [args.from, args.to, args.window].into_iter().flatten() {
-        if !v.is_finite() {
-            return Err(io::Error::other("--from/--to/--window must be numbers of seconds"));
-        }
+    if args.window.is_some_and(|v| !v.is_finite()) {
+        return Err(io::Error::other("--window must be a number of seconds"));
     }
     if args.window.is_some_and(|w| w <= 0.0) {
         return Err(io::Error::other("--window must be above 0"));
-    }
-    if let (Some(a), Some(b)) = (args.from, args.to)
-        && b <= a
-    {
-        return Err(io::Error::other("--to must be after --from"));
     }
     if let (Some(a), Some(b)) = (args.seq_from, args.seq_to)
         && b <= a
@@ -150,6 +143,57 @@ fn png(svg: &str) -> io::Result<Vec<u8>> {
     pixmap.encode_png().map_err(|e| io::Error::other(format!("encoding PNG: {e}")))
 }
 
+/// The --from/--to limits of one connection's plot, in seconds since its first packet. A bare
+/// number already is; an absolute time is resolved against the connection's first packet,
+/// found by a pass of its own (only when one is given).
+fn time_limits(args: &PlotArgs, t: &Target, settings: Settings) -> io::Result<(Option<f64>, Option<f64>)> {
+    use tcpscope_core::capture::time::{TimeSpec, local_zone};
+    let mut first: Option<u64> = None;
+    let mut limit = |flag: &str, v: &Option<String>| -> io::Result<Option<f64>> {
+        let Some(v) = v else { return Ok(None) };
+        if let Ok(secs) = v.trim().parse::<f64>() {
+            return if secs.is_finite() { Ok(Some(secs)) } else { Err(io::Error::other(format!("{flag} {v:?}: not a time"))) };
+        }
+        let spec: TimeSpec = v.parse().map_err(|e| io::Error::other(format!("{flag}: {e}")))?;
+        if let TimeSpec::Offset(ns) = spec {
+            return Ok(Some(ns as f64 / 1e9));
+        }
+        let t0 = match first {
+            Some(t0) => t0,
+            None => {
+                let sink = FirstPacket { conn: t.conn - 1, ts_ns: None };
+                let (sink, _) = tcpscope_core::series::run_file(&t.trace, settings, sink)
+                    .map_err(|e| io::Error::other(format!("{}: {e}", t.trace.display())))?;
+                let t0 = sink.ts_ns.ok_or_else(|| io::Error::other(format!("{}: no connection {}", t.trace.display(), t.conn)))?;
+                *first.insert(t0)
+            }
+        };
+        let at = spec.resolve(t0, &local_zone()).map_err(|e| io::Error::other(format!("{flag}: {e}")))?;
+        Ok(Some((at as f64 - t0 as f64) / 1e9))
+    };
+    let (from, to) = (limit("--from", &args.from)?, limit("--to", &args.to)?);
+    if let (Some(a), Some(b)) = (from, to)
+        && b <= a
+    {
+        return Err(io::Error::other("--to must be after --from"));
+    }
+    Ok((from, to))
+}
+
+/// Remembers when a connection's first packet was seen.
+struct FirstPacket {
+    conn: usize,
+    ts_ns: Option<u64>,
+}
+
+impl tcpscope_core::analysis::Sink for FirstPacket {
+    fn segment(&mut self, s: &tcpscope_core::analysis::SegmentInfo) {
+        if s.at.conn == self.conn && self.ts_ns.is_none() {
+            self.ts_ns = Some(s.at.ts_ns);
+        }
+    }
+}
+
 /// Runs the pass for one connection and builds its figure.
 fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<Figure> {
     let settings = Settings { assume_wscale: args.wscale, ..Settings::default() };
@@ -161,7 +205,8 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<Figure> {
         }
         Ok(())
     };
-    let view = View { from_s: args.from, to_s: args.to, title: args.title.clone(), columns: Some(columns), window_s: args.window };
+    let (from_s, to_s) = time_limits(args, t, settings)?;
+    let view = View { from_s, to_s, title: args.title.clone(), columns: Some(columns), window_s: args.window };
     let (path, c, d) = (t.trace.as_path(), t.conn - 1, t.dir);
     macro_rules! series {
         ($m:ident) => {{
@@ -173,12 +218,12 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<Figure> {
     Ok(match args.kind {
         KindArg::Tsg => {
             let s = series!(tsg);
-            let v = TsgView { from_s: args.from, to_s: args.to, seq_from: args.seq_from, seq_to: args.seq_to, columns: Some(columns), title: args.title.clone() };
+            let v = TsgView { from_s, to_s, seq_from: args.seq_from, seq_to: args.seq_to, columns: Some(columns), title: args.title.clone() };
             plot::tsg::tsg(&s, &v)
         }
         KindArg::Rtt => {
             let s = series!(rtt);
-            plot::rtt::rtt(&s, &RttView { from_s: args.from, to_s: args.to, title: args.title.clone(), columns: Some(columns) })
+            plot::rtt::rtt(&s, &RttView { from_s, to_s, title: args.title.clone(), columns: Some(columns) })
         }
         KindArg::Tput => plot::tput::tput(&series!(tput), &view),
         KindArg::Flight => plot::flight::flight(&series!(flight), &view),

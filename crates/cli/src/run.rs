@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use tcpscope_core::analysis::{Settings, Sink};
+use tcpscope_core::capture::{TraceSet, time};
 use tcpscope_core::pass::{self, Analysis, FileSummary};
 use tcpscope_core::stats::StatsSink;
 
@@ -33,6 +34,11 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
         }
         Command::Screen(args) => crate::screen::screen(&args),
         Command::Plot(args) => crate::plot::plot(&args),
+        Command::View(args) => crate::view::view(&args),
+        Command::Report(args) => crate::view::report(&args),
+        Command::Print(p) => crate::print::print(&p.common),
+        #[cfg(feature = "capture")]
+        Command::Capture(a) => crate::print::capture(&a),
     }
 }
 
@@ -59,13 +65,13 @@ fn analyse(args: &CommonArgs) -> io::Result<Analysis> {
 /// offset; the results of what was read stand. Sinks come back in file order.
 pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sync) -> io::Result<(Vec<FileSummary>, Vec<S>)> {
     let settings = settings(args)?;
-    let total: u64 = args.traces.iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum();
+    let total: u64 = args.traces.iter().map(|p| input_bytes(p)).sum();
     let progress = Progress::new(total, args.quiet);
-    let report = |n: u64| progress.add(n);
-    let (files, sinks) = if args.merge {
-        let last = AtomicU64::new(0);
-        let (files, sink) =
-            pass::analyze_merged_with(&args.traces, settings, &|pos| report(pos - last.swap(pos, Ordering::Relaxed)), make());
+    let windowed = args.window().is_set() || args.traces.iter().any(|p| p.is_dir());
+    let (files, sinks) = if windowed {
+        analyse_sets(args, settings, &make, &progress)?
+    } else if args.merge {
+        let (files, sink) = pass::analyze_merged_with(&args.traces, settings, &progress.reader(), make());
         (files, vec![sink])
     } else {
         // One file: read and analyse in two threads. Several: one thread per file.
@@ -74,11 +80,7 @@ pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sy
             .traces
             .par_iter()
             .enumerate()
-            .map(|(i, path)| {
-                let last = AtomicU64::new(0);
-                let report = |pos: u64| report(pos.saturating_sub(last.swap(pos, Ordering::Relaxed)));
-                pass::analyze_file_with(path, i, settings, pipelined, &report, make())
-            })
+            .map(|(i, path)| pass::analyze_file_with(path, i, settings, pipelined, &progress.reader(), make()))
             .collect();
         parts.into_iter().unzip()
     };
@@ -96,25 +98,38 @@ pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sy
 }
 
 /// A progress bar on stderr, shown only on a terminal and only once the work has taken more
-/// than a second.
+/// than a second: bytes read of the total, and packets per second.
 struct Progress {
     bar: ProgressBar,
     start: Instant,
     shown: std::sync::atomic::AtomicBool,
     enabled: bool,
+    packets: AtomicU64,
 }
 
 impl Progress {
     fn new(total: u64, quiet: bool) -> Self {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})")
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({msg}, {bytes_per_sec}, {eta})")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        Progress { bar, start: Instant::now(), shown: false.into(), enabled: !quiet && io::stderr().is_terminal() }
+        let enabled = !quiet && io::stderr().is_terminal();
+        Progress { bar, start: Instant::now(), shown: false.into(), enabled, packets: AtomicU64::new(0) }
     }
-    fn add(&self, n: u64) {
-        self.bar.inc(n);
+    /// A progress callback for one reader, which reports its absolute position (bytes,
+    /// packets): turned into increments of the shared bar.
+    fn reader(&self) -> impl Fn(u64, u64) + Sync + '_ {
+        let (bytes, packets) = (AtomicU64::new(0), AtomicU64::new(0));
+        move |b, p| self.add(b.saturating_sub(bytes.swap(b, Ordering::Relaxed)), p.saturating_sub(packets.swap(p, Ordering::Relaxed)))
+    }
+    fn add(&self, bytes: u64, packets: u64) {
+        self.bar.inc(bytes);
+        let total = self.packets.fetch_add(packets, Ordering::Relaxed) + packets;
+        let secs = self.start.elapsed().as_secs_f64();
+        if self.enabled && secs > 0.0 {
+            self.bar.set_message(format!("{:.2} M packets/s", total as f64 / secs / 1e6));
+        }
         if self.enabled && !self.shown.load(Ordering::Relaxed) && self.start.elapsed() > Duration::from_secs(1) {
             self.shown.store(true, Ordering::Relaxed);
             self.bar.set_draw_target(ProgressDrawTarget::stderr());
@@ -122,5 +137,70 @@ impl Progress {
     }
     fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// With a time window or a directory: each TRACE (a file or a ring directory) is one trace set,
+/// or all of them one with `--merge`; only the window's packets are read (docs/capture.md).
+fn analyse_sets<S: Sink>(
+    args: &CommonArgs,
+    settings: Settings,
+    make: &impl Fn() -> S,
+    progress: &Progress,
+) -> io::Result<(Vec<FileSummary>, Vec<S>)> {
+    let groups: Vec<Vec<std::path::PathBuf>> =
+        if args.merge { vec![args.traces.clone()] } else { args.traces.iter().map(|p| vec![p.clone()]).collect() };
+    let tz = time::local_zone();
+    let (mut files, mut sinks) = (Vec::new(), Vec::new());
+    for g in groups {
+        let set = open_set(&g)?;
+        let (from, to) = window(args, &set, &tz)?;
+        let (f, sink) = pass::analyze_set_with(&set, from, to, files.len(), settings, &progress.reader(), make(), |_, _, _, _| true);
+        if f.is_empty() {
+            empty_window_note(&set, from, to, &tz)?;
+        }
+        files.extend(f);
+        sinks.push(sink);
+    }
+    Ok((files, sinks))
+}
+
+/// Opens a trace set and reports ignored indexes on stderr.
+pub(crate) fn open_set(paths: &[std::path::PathBuf]) -> io::Result<TraceSet> {
+    let set = TraceSet::open(paths).map_err(io::Error::other)?;
+    let mut err = io::stderr().lock();
+    for w in &set.warnings {
+        writeln!(err, "tcpscope: {w}")?;
+    }
+    Ok(set)
+}
+
+/// The window `[from, to)` of the arguments for this set.
+pub(crate) fn window(args: &CommonArgs, set: &TraceSet, tz: &jiff::tz::TimeZone) -> io::Result<(u64, u64)> {
+    let start = set.start_ns().unwrap_or(0);
+    let (from, to) = args.window().resolve(start, tz).map_err(io::Error::other)?;
+    if from >= to {
+        return Err(io::Error::other(format!(
+            "empty time window: it ends ({}) before it starts ({})",
+            time::clock(to, tz),
+            time::clock(from, tz)
+        )));
+    }
+    Ok((from, to))
+}
+
+/// Says on stderr that a window held no packet, and where the trace is.
+pub(crate) fn empty_window_note(set: &TraceSet, from: u64, to: u64, tz: &jiff::tz::TimeZone) -> io::Result<()> {
+    let start = set.start_ns().map_or("no packets at all".to_string(), |s| format!("its first packet is at {}", time::clock(s, tz)));
+    let end = if to == u64::MAX { "the end".to_string() } else { time::clock(to, tz) };
+    writeln!(io::stderr(), "tcpscope: no packets from {} to {end} ({start})", time::clock(from, tz))
+}
+
+/// Bytes of an input, for the progress bar: a file's size, or the sum of a directory's files.
+fn input_bytes(p: &std::path::Path) -> u64 {
+    let len = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    match std::fs::read_dir(p) {
+        Ok(entries) => entries.filter_map(|e| e.ok()).map(|e| len(&e.path())).sum(),
+        Err(_) => len(p),
     }
 }

@@ -803,3 +803,30 @@ fn public_traces_render_every_kind_with_every_event() {
     // These traces have retransmissions and duplicate ACKs: the counts above were not all 0 = 0.
     assert!(events > 100, "{events}");
 }
+
+/// `--from/--to` take seconds since the connection's first packet or absolute times (the forms
+/// `conns --from` takes); both draw the same plot.
+#[test]
+fn absolute_and_relative_times_give_the_same_plot() {
+    let trace = data_dir().join("loss-snd.pcap");
+    let t = trace.to_str().unwrap();
+    let first = json(&["stats", t])["connections"][0]["first_time"].as_f64().unwrap();
+    let dir = tempdir("plot-abs-time");
+    let draw = |from: &str, to: &str, name: &str| {
+        let out = dir.join(name);
+        let o = run(&["plot", t, "-c", "1", "--from", from, "--to", to, "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{from} {to}: {}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read(out).unwrap()
+    };
+    let rel = draw("0.5", "0.9", "rel.xpl");
+    assert_eq!(draw(&format!("@{:.6}", first + 0.5), &format!("@{:.6}", first + 0.9), "abs.xpl"), rel);
+    assert_eq!(draw("+0.5", "+900ms", "off.xpl"), rel);
+    let iso = |s: f64| {
+        let ns = ((first + s) * 1e6).round() as i64 * 1000;
+        jiff::Timestamp::from_nanosecond(ns as i128).unwrap().to_string()
+    };
+    assert_eq!(draw(&iso(0.5), &iso(0.9), "iso.xpl"), rel);
+    assert_ne!(draw("0.4", "0.9", "other.xpl"), rel, "a different window draws something else");
+    let o = run(&["plot", t, "-c", "1", "--from", "0.9", "--to", "0.5"]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--to must be after --from"));
+}

@@ -43,7 +43,7 @@ fn segments_and_gaps(list: &Value, transfer: u64) -> (u64, u64) {
     (distinct - tail_segs, runs.len() as u64 - tail)
 }
 
-const SCENARIOS: &[&str] = &["clean", "loss", "bottleneck", "zerowin", "reorder", "bursty"];
+const SCENARIOS: &[&str] = &["clean", "loss", "randloss", "bottleneck", "zerowin", "reorder", "bursty"];
 
 #[test]
 fn retransmissions_at_the_sender_equal_the_kernels_counter() {

@@ -55,7 +55,7 @@ fn the_json_has_the_documented_shape() {
 /// At the sender, each retransmission is classified as the kernel counted it.
 #[test]
 fn sender_side_classes_equal_the_kernels_counters() {
-    for name in ["clean", "loss", "bottleneck", "reorder", "zerowin", "bursty"] {
+    for name in ["clean", "loss", "randloss", "bottleneck", "reorder", "zerowin", "bursty"] {
         let t = truth(name);
         let c = screened(name, "snd");
         let m = &c["out_of_sequence"];
@@ -73,7 +73,7 @@ fn sender_side_classes_equal_the_kernels_counters() {
 /// really dropped is called reordering.
 #[test]
 fn receiver_side_tells_losses_from_reordering() {
-    for name in ["loss", "bottleneck", "reorder"] {
+    for name in ["loss", "randloss", "bottleneck", "reorder"] {
         let t = truth(name);
         let c = screened(name, "rcv");
         let events = c["events"].as_array().unwrap();

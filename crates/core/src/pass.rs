@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::analysis::{ConnIdx, Connection, Settings, Sink};
-use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record};
+use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record, SetReader, TraceSet};
 use crate::decode::{self, Anomaly, Segment, Skip};
 use crate::flow::{FlowKey, FlowTable};
 use crate::stats::{ConnStats, StatsSink};
@@ -120,8 +120,9 @@ impl<S: Sink> Analyzer<S> {
         }
     }
 
-    /// Analyses one decoded segment (frame number and time from its record).
-    pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) {
+    /// Analyses one decoded segment (frame number and time from its record); returns the index
+    /// of its connection (0-based; ids are this plus one).
+    pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
         self.now_ns = self.now_ns.max(ts_ns);
 
         let found = self.flows.lookup(seg).and_then(|(idx, dir)| {
@@ -149,6 +150,7 @@ impl<S: Sink> Analyzer<S> {
             self.last_sweep_ns = self.now_ns;
             self.sweep();
         }
+        idx
     }
 
     /// Drops the analysis state of connections that are finished or long silent.
@@ -244,7 +246,7 @@ fn record_error(sum: &mut FileSummary, e: &CaptureError) {
 pub fn read_segments(
     reader: &mut CaptureReader,
     sum: &mut FileSummary,
-    progress: &(dyn Fn(u64) + Sync),
+    progress: &(dyn Fn(u64, u64) + Sync),
     mut each: impl FnMut(&Segment<'_>, u64, u64) -> bool,
 ) -> Option<CaptureError> {
     let mut error = None;
@@ -257,7 +259,7 @@ pub fn read_segments(
                     break;
                 }
                 if rec.frame % PROGRESS_EVERY == 0 {
-                    progress(reader.position());
+                    progress(reader.position(), sum.packets);
                 }
             }
             Ok(None) => break,
@@ -269,7 +271,7 @@ pub fn read_segments(
         }
     }
     sum.bad_timestamps = reader.bad_timestamps;
-    progress(reader.position());
+    progress(reader.position(), sum.packets);
     error
 }
 
@@ -289,7 +291,7 @@ struct Decoded {
 /// analysis on batches of decoded segments, so a single large file uses two cores (use it when
 /// the file is alone; several files are better spread over the cores one thread each). The
 /// answer is the same either way (a test checks it).
-pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: bool, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
+pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: bool, progress: &(dyn Fn(u64, u64) + Sync)) -> Analysis {
     let (summary, sink) = analyze_file_with(path, file, settings, pipelined, progress, StatsSink::default());
     Analysis { files: vec![summary], conns: sink.conns }
 }
@@ -300,7 +302,7 @@ pub fn analyze_file_with<S: Sink>(
     file: usize,
     settings: Settings,
     pipelined: bool,
-    progress: &(dyn Fn(u64) + Sync),
+    progress: &(dyn Fn(u64, u64) + Sync),
     sink: S,
 ) -> (FileSummary, S) {
     let mut summary = FileSummary { path: path.to_path_buf(), ..Default::default() };
@@ -352,13 +354,13 @@ pub fn analyze_file_with<S: Sink>(
 }
 
 /// Analyses several files as one trace in time order (pieces of one capture).
-pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64) + Sync)) -> Analysis {
+pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64, u64) + Sync)) -> Analysis {
     let (files, sink) = analyze_merged_with(paths, settings, progress, StatsSink::default());
     Analysis { files, conns: sink.conns }
 }
 
 /// [`analyze_merged`] with any sink: returns the files' summaries and the sink.
-pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64) + Sync), sink: S) -> (Vec<FileSummary>, S) {
+pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64, u64) + Sync), sink: S) -> (Vec<FileSummary>, S) {
     let mut summaries: Vec<FileSummary> =
         paths.iter().map(|p| FileSummary { path: p.clone(), ..Default::default() }).collect();
     let mut readers = Vec::new();
@@ -387,7 +389,7 @@ pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progr
                 }
                 n += 1;
                 if n.is_multiple_of(PROGRESS_EVERY) {
-                    progress(merged.readers().iter().map(|r| r.position()).sum());
+                    progress(merged.readers().iter().map(|r| r.position()).sum(), n);
                 }
             }
             Err((r, e)) => record_error(&mut summaries[reader_file[r]], &e),
@@ -399,3 +401,86 @@ pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progr
     (summaries.into_iter().map(FileSummary::finish).collect(), an.sink)
 }
 
+
+/// Analyses the packets of a trace set with `from <= ts_ns < to` as one trace in time order
+/// (see [`crate::capture::set`]). Each file read appears in [`Analysis::files`] with the counts
+/// of its packets *in the window*; files outside the window are not read and not listed
+/// (unreadable ones are, with their error). Frame numbers in events are those within each
+/// packet's file, so they can be checked with tshark on that file.
+///
+/// `each` sees every TCP segment with its file (index into `set.files`), record and connection
+/// index; returning false stops the pass.
+pub fn analyze_set(
+    set: &TraceSet,
+    from: u64,
+    to: u64,
+    settings: Settings,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    each: impl FnMut(usize, &Record<'_>, &Segment<'_>, ConnIdx) -> bool,
+) -> Analysis {
+    let (files, sink) = analyze_set_with(set, from, to, 0, settings, progress, StatsSink::default(), each);
+    Analysis { files, conns: sink.conns }
+}
+
+/// [`analyze_set`] with any sink: returns the summaries of the files read and the sink.
+/// Connections name their file by its place in the returned summaries plus `file_base` (the
+/// number of files listed before this set's, when several sets are reported together).
+#[allow(clippy::too_many_arguments)]
+pub fn analyze_set_with<S: Sink>(
+    set: &TraceSet,
+    from: u64,
+    to: u64,
+    file_base: usize,
+    settings: Settings,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    sink: S,
+    mut each: impl FnMut(usize, &Record<'_>, &Segment<'_>, ConnIdx) -> bool,
+) -> (Vec<FileSummary>, S) {
+    // Summaries in the order files are first touched; `place[f]` is file f's position.
+    let mut summaries: Vec<FileSummary> = Vec::new();
+    let mut place: Vec<Option<usize>> = vec![None; set.files.len()];
+    fn summary<'a>(summaries: &'a mut Vec<FileSummary>, place: &mut [Option<usize>], set: &TraceSet, f: usize) -> (usize, &'a mut FileSummary) {
+        let p = *place[f].get_or_insert_with(|| {
+            summaries.push(FileSummary { path: set.files[f].path.clone(), ..Default::default() });
+            summaries.len() - 1
+        });
+        (p, &mut summaries[p])
+    }
+    for (f, file) in set.files.iter().enumerate() {
+        if let Some(e) = &file.error {
+            summary(&mut summaries, &mut place, set, f).1.error = Some(e.clone());
+        }
+    }
+    let mut reader = SetReader::new(set, from, to);
+    let mut an = Analyzer::new(settings, sink);
+    let mut n = 0u64;
+    let mut bytes = 0u64;
+    while let Some(item) = reader.next() {
+        match item {
+            Ok((f, rec)) => {
+                let (p, sum) = summary(&mut summaries, &mut place, set, f);
+                if let Some(seg) = count_and_decode(sum, &rec) {
+                    an.set_file(file_base + p);
+                    let idx = an.segment(&seg, rec.frame, rec.ts_ns);
+                    if !each(f, &rec, &seg, idx) {
+                        break;
+                    }
+                }
+                n += 1;
+                bytes += rec.data.len() as u64 + 16;
+                if n.is_multiple_of(PROGRESS_EVERY) {
+                    progress(bytes, n);
+                }
+            }
+            Err((f, e)) => record_error(summary(&mut summaries, &mut place, set, f).1, &e),
+        }
+    }
+    progress(bytes, n);
+    for &(f, format, compression) in &reader.opened {
+        if let Some(p) = place[f] {
+            summaries[p].format = Some(format);
+            summaries[p].compression = Some(compression);
+        }
+    }
+    (summaries.into_iter().map(FileSummary::finish).collect(), an.sink)
+}

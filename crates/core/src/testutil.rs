@@ -124,6 +124,32 @@ impl Pkt {
     }
 }
 
+/// A packet of the scripted conversation the unit tests use: a = 10.0.0.1:40000 (ISN 1000),
+/// b = 10.0.0.2:80 (ISN 5000); `ms` after a fixed epoch; `seq` and `ack` relative (the first
+/// payload byte is 0), as a person writes a script.
+#[allow(clippy::too_many_arguments)] // one argument per header field the script sets
+pub fn scripted(from_a: bool, ms: f64, flags: u8, seq: u32, ack: u32, len: u16, win: u16, opts: Vec<u8>) -> Pkt {
+    const A: [u8; 4] = [10, 0, 0, 1];
+    const B: [u8; 4] = [10, 0, 0, 2];
+    let (src, dst, sport, dport, isn, peer_isn) =
+        if from_a { (A, B, 40000, 80, 1000u32, 5000u32) } else { (B, A, 80, 40000, 5000, 1000) };
+    let syn = flags & flag::SYN != 0;
+    Pkt {
+        ts_ns: 1_000_000_000_000 + (ms * 1e6) as u64,
+        src,
+        dst,
+        sport,
+        dport,
+        seq: if syn { isn } else { isn.wrapping_add(1).wrapping_add(seq) },
+        ack: if flags & flag::ACK != 0 { peer_isn.wrapping_add(1).wrapping_add(ack) } else { 0 },
+        flags,
+        win,
+        len,
+        opts,
+        snap: None,
+    }
+}
+
 /// A classic pcap file (LINKTYPE_RAW) holding the packets; µs or ns, either byte order.
 pub fn pcap(pkts: &[Pkt], nanos: bool, big_endian: bool) -> Vec<u8> {
     let w32 = |v: u32| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() };

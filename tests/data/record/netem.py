@@ -26,6 +26,7 @@ import argparse
 import collections
 import fcntl
 import json
+import random
 import os
 import select
 import signal
@@ -74,6 +75,9 @@ def main():
     ap.add_argument("--port", type=int, required=True, help="receiver (data) port")
     ap.add_argument("--delay-ms", type=float, default=10.0)
     ap.add_argument("--drop", default="")
+    ap.add_argument("--loss-rate", type=float, default=0.0,
+                    help="also drop each data segment (original or resent) with this probability")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the random drops")
     ap.add_argument("--reorder", default="")
     ap.add_argument("--hold", type=int, default=3)
     ap.add_argument("--hold-timeout-ms", type=float, default=50.0)
@@ -85,6 +89,7 @@ def main():
     delay = a.delay_ms / 1000.0
     hold_timeout = a.hold_timeout_ms / 1000.0
     drops = parse_rules(a.drop, True)
+    rng = random.Random(a.seed)
     reorders = parse_rules(a.reorder, False)
 
     fd = open_tun(a.tun)
@@ -94,6 +99,7 @@ def main():
         log.write(json.dumps(rec, separators=(",", ":")) + "\n")
 
     L({"ev": "start", "t": time.time(), "delay_ms": a.delay_ms, "drop": drops,
+       "loss_rate": a.loss_rate, "seed": a.seed,
        "reorder": reorders, "hold": a.hold, "hold_timeout_ms": a.hold_timeout_ms,
        "sender": a.sender, "receiver": a.receiver, "port": a.port})
 
@@ -161,6 +167,8 @@ def main():
                 if r["left"] > 0 and s <= r["byte"] < e:
                     r["left"] -= 1
                     hit = True
+            if a.loss_rate > 0 and rng.random() < a.loss_rate:
+                hit = True
             if hit:
                 fate = "drop"
             else:

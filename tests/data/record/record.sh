@@ -2,7 +2,7 @@
 # Record real Linux TCP transfers through a router namespace with known
 # impairments and write NAME-snd.pcap, NAME-rcv.pcap, NAME.truth.json.
 #
-#   record.sh SCENARIO OUTDIR        (SCENARIO: clean loss bottleneck zerowin reorder bursty)
+#   record.sh SCENARIO OUTDIR        (SCENARIO: clean loss randloss bottleneck zerowin reorder bursty)
 #   record.sh all OUTDIR
 #
 # Needs root, iproute2, ethtool, tcpdump, nstat, python3, /dev/net/tun.
@@ -33,7 +33,7 @@ RCV_IP=198.51.100.1
 PORT=5001
 SPORT=40001
 
-SCENARIOS="clean loss bottleneck zerowin reorder bursty"
+SCENARIOS="clean loss randloss bottleneck zerowin reorder bursty"
 
 usage() { echo "usage: $0 {all|$(echo $SCENARIOS | tr ' ' '|')} OUTDIR" >&2; exit 2; }
 
@@ -48,7 +48,7 @@ MSS_PAYLOAD=1448   # MTU 1500 - 20 IP - 20 TCP - 12 timestamp option
 # ---------------------------------------------------------------- scenarios
 # Sets: BYTES DELAY_MS DROP REORDER HOLD TBF SEND_ARGS RECV_ARGS DESC CC
 scenario_params() {
-  BYTES=1048576; DELAY_MS=10; DROP=""; REORDER=""; HOLD=3; TBF=""; CC=cubic
+  BYTES=1048576; DELAY_MS=10; DROP=""; LOSS_RATE=0; REORDER=""; HOLD=3; TBF=""; CC=cubic
   SEND_ARGS=""; RECV_ARGS=""; DESC=""
   local s=$MSS_PAYLOAD
   case "$1" in
@@ -62,6 +62,9 @@ scenario_params() {
       # probe) so that the sender has to wait for the RTO.
       DROP="$((30*s)),$((100*s)),$((101*s)),$((200*s)),$((300*s)),$((400*s)):2,$((500*s)),$((600*s)),$((650*s)),$((BYTES-1)):2"
       DESC="bulk transfer, RTT ~20 ms, 10 data segments dropped by the router (two adjacent; two retransmissions dropped too, the tail one forcing an RTO)" ;;
+    randloss)
+      BYTES=2097152; LOSS_RATE=0.01
+      DESC="bulk transfer, RTT ~20 ms, the router drops each data segment (original or resent) with probability 1% (seeded)" ;;
     bottleneck)
       BYTES=1572864
       TBF="rate 10mbit burst 3000 limit 15000"
@@ -173,7 +176,7 @@ run_scenario() {
   # function), so that $! is the PID of the program itself.
   # relay
   $RT_RELAY ip netns exec "$NS_RTR" "$PY" "$HERE/netem.py" --tun tun0 --sender $SND_IP --receiver $RCV_IP --port $PORT \
-      --delay-ms "$DELAY_MS" --drop "$DROP" --reorder "$REORDER" --hold "$HOLD" \
+      --delay-ms "$DELAY_MS" --drop "$DROP" --loss-rate "$LOSS_RATE" --seed 7 --reorder "$REORDER" --hold "$HOLD" \
       --log "$work/relay.jsonl" --ready "$work/relay.ready" 2>"$work/relay.err" &
   local relay_pid=$!; PIDS+=("$relay_pid")
   wait_file "$work/relay.ready" 10 any

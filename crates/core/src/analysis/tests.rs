@@ -8,9 +8,7 @@ use crate::stats::{DirStats, StatsSink};
 use crate::testutil::{Pkt, flag::*, opt};
 
 const A: [u8; 4] = [10, 0, 0, 1];
-const B: [u8; 4] = [10, 0, 0, 2];
 const ISN_A: u32 = 1000;
-const ISN_B: u32 = 5000;
 
 /// Records stats and every event.
 #[derive(Default)]
@@ -45,23 +43,7 @@ struct Conv {
 impl Conv {
     #[allow(clippy::too_many_arguments)] // one argument per header field the script sets
     fn pkt(&mut self, from_a: bool, ms: f64, flags: u8, seq: u32, ack: u32, len: u16, win: u16, opts: Vec<u8>) -> &mut Self {
-        let (src, dst, sport, dport, isn, peer_isn) =
-            if from_a { (A, B, 40000, 80, ISN_A, ISN_B) } else { (B, A, 80, 40000, ISN_B, ISN_A) };
-        let syn = flags & SYN != 0;
-        self.pkts.push(Pkt {
-            ts_ns: 1_000_000_000_000 + (ms * 1e6) as u64,
-            src,
-            dst,
-            sport,
-            dport,
-            seq: if syn { isn } else { isn.wrapping_add(1).wrapping_add(seq) },
-            ack: if flags & ACK != 0 { peer_isn.wrapping_add(1).wrapping_add(ack) } else { 0 },
-            flags,
-            win,
-            len,
-            opts,
-            snap: None,
-        });
+        self.pkts.push(crate::testutil::scripted(from_a, ms, flags, seq, ack, len, win, opts));
         self
     }
     fn a(&mut self, ms: f64, flags: u8, seq: u32, ack: u32, len: u16, win: u16) -> &mut Self {

@@ -15,9 +15,15 @@
 //! }
 //! ```
 
+pub mod index;
 mod merge;
+pub mod set;
+pub mod time;
 
+pub use index::{Index, IndexBuilder};
 pub use merge::MergedReader;
+pub use set::{Cursor, SetError, SetReader, TraceSet};
+pub use time::{TimeSpec, Window};
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -115,7 +121,7 @@ pub enum Compression {
 }
 
 /// The capture format, found from the magic number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// Classic pcap (libpcap) format.
@@ -164,6 +170,11 @@ pub struct CaptureReader {
     last_ts_ns: u64,
     done: bool,
     compression: Compression,
+    /// A second handle on a plain file (same open file description, so the same offset), used
+    /// to seek; `None` for compressed input and standard input.
+    seek_handle: Option<File>,
+    /// pcapng section header blocks read so far.
+    sections: u64,
     /// Count of records whose nanosecond/microsecond fraction was out of range.
     pub bad_timestamps: u64,
     /// Count of pcapng packets naming an interface that was never described.
@@ -188,7 +199,10 @@ impl CaptureReader {
         if compression_of(&magic[..n]) == Compression::None {
             // Plain file: read straight into the record buffer (no second buffer, no mmap:
             // memory stays at one chunk whatever the file size).
-            return Self::with_source(Self::stream(Box::new(file)), Compression::None);
+            let seek_handle = file.try_clone().ok();
+            let mut r = Self::with_source(Self::stream(Box::new(file)), Compression::None)?;
+            r.seek_handle = seek_handle;
+            return Ok(r);
         }
         Self::from_reader(Box::new(file))
     }
@@ -228,6 +242,8 @@ impl CaptureReader {
             last_ts_ns: 0,
             done: false,
             compression,
+            seek_handle: None,
+            sections: 0,
             bad_timestamps: 0,
             unknown_interface: 0,
         };
@@ -286,6 +302,42 @@ impl CaptureReader {
     /// Bytes of the (decompressed) file consumed so far.
     pub fn position(&self) -> u64 {
         self.pos
+    }
+
+    /// Positions the reader so that the next record returned is the one whose header starts at
+    /// byte `offset`, numbered `frame`. `offset` must be a record boundary this file's reader
+    /// reported (an [`Index`] entry); the pcapng interfaces in force there must be those
+    /// described before the first packet (what [`Index::seekable`] checks).
+    ///
+    /// A plain file seeks; a compressed stream can only read forward, so an offset behind the
+    /// current position is an error (reopen the file instead).
+    pub fn seek_to(&mut self, offset: u64, frame: u64) -> Result<(), CaptureError> {
+        if matches!(self.framing, Framing::Pcapng { .. }) && self.interfaces.is_empty() && self.frame == 0 {
+            // Read the section and interface blocks that precede the first packet.
+            let _ = self.next_inner()?;
+        }
+        if self.seek_handle.is_none() || offset == self.pos {
+            if offset < self.pos {
+                return Err(CaptureError::Io {
+                    offset,
+                    source: io::Error::other("cannot seek backwards in a compressed stream"),
+                });
+            }
+            while self.pos < offset {
+                if self.next_inner()?.is_none() {
+                    return Err(CaptureError::Truncated { offset, needed: 1 });
+                }
+            }
+        } else if let Some(f) = self.seek_handle.as_mut() {
+            f.seek(SeekFrom::Start(offset)).map_err(|source| CaptureError::Io { offset, source })?;
+            self.source.start = 0;
+            self.source.end = 0;
+            self.source.eof = false;
+            self.pos = offset;
+        }
+        self.frame = frame.saturating_sub(1);
+        self.done = false;
+        Ok(())
     }
 
     /// The next packet, `Ok(None)` at a clean end of file. After an error the reader is finished
@@ -428,6 +480,7 @@ impl CaptureReader {
                 Action::Section { big_endian } => {
                     self.framing = Framing::Pcapng { big_endian };
                     self.interfaces.clear();
+                    self.sections += 1;
                 }
                 Action::Interface(iface) => self.interfaces.push(iface),
                 Action::UnknownInterface => self.unknown_interface += 1,

@@ -137,8 +137,16 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     let (qlo, qhi) = (view.seq_from.unwrap_or(i64::MIN), view.seq_to.unwrap_or(i64::MAX));
     let in_y = |lo: i64, hi: i64| hi >= qlo && lo <= qhi;
 
-    let segs: Vec<&DataSeg> =
-        tsg.segments.iter().filter(|s| in_x(s.t_ns) && in_y(s.payload_start().min(s.seq_off), s.end())).collect();
+    // Packets are in trace order, normally also time order: then the visible ones are found by
+    // binary search (a zoomed-in view of a huge connection costs what it shows), else by a scan.
+    let all = &tsg.segments[..];
+    let candidates = if tsg.segments_time_ordered {
+        let lo = all.partition_point(|s| secs(s.t_ns) < x0);
+        &all[lo..lo + all[lo..].partition_point(|s| secs(s.t_ns) <= x1)]
+    } else {
+        all
+    };
+    let seg_visible = |s: &&DataSeg| in_x(s.t_ns) && in_y(s.payload_start().min(s.seq_off), s.end());
 
     let mut marks = Vec::new();
     // Extent of what is drawn, for the automatic y range.
@@ -154,7 +162,9 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     let first_vis = tsg.acks.partition_point(|p| secs(p.t_ns) < x0);
     let mut prev = first_vis.checked_sub(1).map(|i| {
         let p = &tsg.acks[i];
-        let max_ack = tsg.acks[..=i].iter().map(|q| q.ack_off).max().unwrap_or(p.ack_off);
+        // The highest ack so far is that of the last point that advanced the line (each one is
+        // above all before it), or the first point's if none did: a short walk back, not a scan.
+        let max_ack = tsg.acks[..=i].iter().rev().find(|q| q.advances).unwrap_or(&tsg.acks[0]).ack_off;
         (x0, max_ack, p.edge())
     });
     let mut remarks = Vec::new();
@@ -281,28 +291,37 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     }
 
     // --- Data segments, aggregated per pixel column if there are too many ---
-    for s in &segs {
+    // One pass over the visible segments (a zoomed-out view of a big connection has millions):
+    // the extent, the count of new segments and their per-column buckets (used only if they
+    // outnumber the columns), and the others, which are always drawn one by one.
+    let cols = view.columns.filter(|&c| c > 0).map(|c| c as usize);
+    // Per column: lowest start, highest end, count, first frame.
+    let mut buckets: Vec<Option<Bucket>> = vec![None; cols.unwrap_or(0)];
+    let (mut n_vis, mut n_plain) = (0usize, 0usize);
+    let mut others: Vec<&DataSeg> = Vec::new();
+    for s in candidates.iter().filter(seg_visible) {
+        n_vis += 1;
         extend(s.seq_off.min(s.payload_start()), s.end());
+        if s.kind != SegKind::New {
+            others.push(s);
+            continue;
+        }
+        n_plain += 1;
+        if let Some(cols) = cols {
+            let t = secs(s.t_ns);
+            let c = (((t - x0) / (x1 - x0).max(f64::MIN_POSITIVE)) * cols as f64) as usize;
+            let c = c.min(cols - 1);
+            let b = buckets[c].get_or_insert((s.payload_start(), s.payload_end(), 0, s.frame));
+            b.0 = b.0.min(s.payload_start());
+            b.1 = b.1.max(s.payload_end());
+            b.2 += 1;
+        }
     }
     // PSH diamonds only where segments are at least 4 columns apart on average: on a dense
     // plot (bulk senders set PSH on most segments) they would bury the segments.
-    let psh = view.columns.is_none_or(|c| segs.len() * 4 <= c as usize);
-    let plain = |s: &&&DataSeg| s.kind == SegKind::New;
-    let n_plain = segs.iter().filter(|s| s.kind == SegKind::New).count();
-    match view.columns {
-        Some(cols) if cols > 0 && n_plain > cols as usize => {
-            let cols = cols as usize;
-            // Per column: lowest start, highest end, count, first frame.
-            let mut buckets: Vec<Option<Bucket>> = vec![None; cols];
-            for s in segs.iter().filter(plain) {
-                let t = secs(s.t_ns);
-                let c = (((t - x0) / (x1 - x0).max(f64::MIN_POSITIVE)) * cols as f64) as usize;
-                let c = c.min(cols - 1);
-                let b = buckets[c].get_or_insert((s.payload_start(), s.payload_end(), 0, s.frame));
-                b.0 = b.0.min(s.payload_start());
-                b.1 = b.1.max(s.payload_end());
-                b.2 += 1;
-            }
+    let psh = view.columns.is_none_or(|c| n_vis * 4 <= c as usize);
+    match cols {
+        Some(cols) if n_plain > cols => {
             for (c, b) in buckets.iter().enumerate() {
                 let Some((lo, hi, n, frame)) = *b else { continue };
                 let x = x0 + (c as f64 + 0.5) / cols as f64 * (x1 - x0);
@@ -317,19 +336,16 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
             remarks.push(format!(
                 "{n_plain} new segments drawn per pixel column ({cols} columns); events drawn singly"
             ));
-            for s in segs.iter().filter(|s| s.kind != SegKind::New) {
-                marks.push(segment_mark(s, psh));
-            }
         }
         _ => {
             // New data first, so retransmissions are drawn on top.
-            for s in segs.iter().filter(plain) {
-                marks.push(segment_mark(s, psh));
-            }
-            for s in segs.iter().filter(|s| s.kind != SegKind::New) {
+            for s in candidates.iter().filter(seg_visible).filter(|s| s.kind == SegKind::New) {
                 marks.push(segment_mark(s, psh));
             }
         }
+    }
+    for s in others {
+        marks.push(segment_mark(s, psh));
     }
 
     // --- Notes ---
@@ -429,4 +445,36 @@ fn legend(marks: &[Mark]) -> Vec<LegendEntry> {
         add(Color::Fg, Sample::Segment, "new segments of one pixel column");
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{Dir, Settings};
+
+    /// The binary search for the visible segments and the walk back for the highest ack give
+    /// the figure the plain scans give (the same series, marked as not time-ordered, takes the
+    /// scan), at every zoom.
+    #[test]
+    fn fast_paths_draw_what_the_scans_draw() {
+        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
+        let (fast, _) = crate::series::tsg::from_file(path, 0, Dir::AtoB, Settings::default()).unwrap();
+        let fast = fast.unwrap();
+        assert!(fast.segments_time_ordered);
+        let mut slow = fast.clone();
+        slow.segments_time_ordered = false;
+        let key = |f: &Figure| f.marks.iter().map(|m| format!("{} {:?} {} {:?}", m.class, m.frame, m.count, m.prims)).collect::<Vec<_>>();
+        for (from, to, columns) in [(None, None, None), (Some(0.08), Some(0.09), Some(800)), (Some(0.5), Some(1.2), Some(60)), (Some(1.0), None, Some(3000))] {
+            let view = TsgView { from_s: from, to_s: to, columns, ..Default::default() };
+            let (a, b) = (tsg(&fast, &view), tsg(&slow, &view));
+            assert_eq!(key(&a), key(&b), "{from:?}..{to:?}");
+            // The slow definition of the highest ack before the left edge.
+            if let Some(x0) = from {
+                let before: Vec<_> = fast.acks.iter().filter(|p| secs(p.t_ns) < x0).collect();
+                let want = before.iter().map(|p| p.ack_off).max();
+                let walk = before.iter().rev().find(|q| q.advances).map(|q| q.ack_off).or(before.first().map(|p| p.ack_off));
+                assert_eq!(walk, want);
+            }
+        }
+    }
 }

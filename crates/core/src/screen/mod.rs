@@ -186,9 +186,19 @@ pub struct Burstiness {
     pub average_bps: Option<f64>,
     /// Fraction of payload bytes sent at more than `burst_factor` × the average rate.
     pub bursty_fraction: Option<f64>,
-    /// Bursts by length in packets: `[length, count, bursts with a lost packet]`; the last
-    /// length ("16") counts 16 or more.
-    pub bursts: Vec<[u32; 3]>,
+    /// Bursts by length (lengths 2 to 16; 16 counts 16 or more), only lengths that occurred.
+    pub bursts: Vec<BurstCount>,
+}
+
+/// How many bursts of one length there were, and how many of them lost data.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct BurstCount {
+    /// Packets in the burst.
+    pub packets: u32,
+    /// Bursts of that length.
+    pub count: u32,
+    /// Of which a later loss repair resent a byte.
+    pub with_loss: u32,
 }
 
 /// Acknowledgment behaviour of the receiver of one direction's data.
@@ -568,7 +578,7 @@ fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
     }
     // Most bulk senders are bursty (thesis ch. 4); it is worth saying only when long bursts
     // lost data, which the thesis found to go together.
-    let lossy: u32 = d.burstiness.bursts.iter().filter(|b| b[0] >= 10).map(|b| b[2]).sum();
+    let lossy: u32 = d.burstiness.bursts.iter().filter(|b| b.packets >= 10).map(|b| b.with_loss).sum();
     if lossy > 0 {
         let f = d.burstiness.bursty_fraction.unwrap_or(0.0);
         parts.push(format!(

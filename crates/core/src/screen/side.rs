@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::LazyLock;
 
 use super::rules::Classify;
-use super::{AckBehaviour, Burstiness, DirScreen, Limits, OosClass, OosCounts, OosEvent};
+use super::{AckBehaviour, BurstCount, Burstiness, DirScreen, Limits, OosClass, OosCounts, OosEvent};
 use crate::analysis::{At, SegmentInfo};
 use crate::seq::SeqOff;
 use crate::stats::Summary;
@@ -25,6 +25,8 @@ const RATE_BINS_PER_DECADE: f64 = 8.0;
 const RATE_BINS: usize = 72;
 /// A delayed-ACK wait shorter than this is not counted as one.
 const DELAYED_ACK_MIN_NS: u64 = 20_000_000;
+/// Nor longer than this (RFC 9293 §3.8.6.3: an ACK must not be delayed more than 0.5 s).
+const DELAYED_ACK_MAX_NS: u64 = 500_000_000;
 
 /// A gap in the sequence space and when it opened.
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +45,7 @@ struct Print {
     len: u32,
     ip_id: u16,
     tsval: Option<u32>,
+    ttl: u8,
     frame: u64,
 }
 
@@ -304,9 +307,16 @@ impl Side {
             // Tstat's first test: a copy identical to an earlier packet was made by the network,
             // whatever the retransmission rules said.
             if s.is_rexmit
-                && let Some(f) = self.duplicate_of(s)
+                && let Some(p) = self.duplicate_of(s)
             {
-                (e.class, e.rule, e.prev_frame) = (OosClass::NetworkDuplicate, "same sequence, length, IP ID and TSval as an earlier packet", Some(f));
+                // A lower TTL: the capture saw the same packet again one or more hops later
+                // (a capture on both sides of a router), not a copy made by the network.
+                let rule = if p.ttl == s.ttl {
+                    "same sequence, length, IP ID and TSval as an earlier packet"
+                } else {
+                    "same sequence, length, IP ID and TSval as an earlier packet, lower TTL: seen again after a router hop"
+                };
+                (e.class, e.rule, e.prev_frame) = (OosClass::NetworkDuplicate, rule, Some(p.frame));
             }
             *self.oos.slot(e.class) += 1;
             if e.class.is_loss() {
@@ -351,7 +361,7 @@ impl Side {
         }
         if end > s.seq_off {
             self.hi = Some(self.hi.map_or(end, |h| h.max(end)));
-            let print = Print { seq: s.seq_off, len: s.len, ip_id: s.ip_id, tsval: s.tsval, frame: s.at.frame };
+            let print = Print { seq: s.seq_off, len: s.len, ip_id: s.ip_id, tsval: s.tsval, ttl: s.ttl, frame: s.at.frame };
             self.recent[self.recent_next] = print;
             self.recent_next = (self.recent_next + 1) % RECENT;
         }
@@ -366,14 +376,14 @@ impl Side {
     /// Nothing tells a copy from a resend when there is neither an IP ID nor a TSval (IPv6
     /// without timestamps): Tstat read the IPv6 payload length as the "IP ID" there, calling
     /// every same-size resend a duplicate.
-    fn duplicate_of(&self, s: &SegmentInfo) -> Option<u64> {
+    fn duplicate_of(&self, s: &SegmentInfo) -> Option<Print> {
         if s.ip_id == 0 && s.tsval.is_none() {
             return None;
         }
         self.recent
             .iter()
             .find(|p| p.frame != 0 && p.seq == s.seq_off && p.len == s.len && p.ip_id == s.ip_id && p.tsval == s.tsval)
-            .map(|p| p.frame)
+            .copied()
     }
 
     /// Instantaneous rate and burst runs (thesis ch. 4). The rate of a packet is its bytes over
@@ -426,11 +436,12 @@ impl Side {
                     if self.mss > 0 && adv > 2 * self.mss as i64 {
                         self.stretch_acks += 1;
                     }
-                    // A delayed ACK: it covers the last segment sent, arrives 20 ms or more
-                    // after it beyond the quickest such answer seen, and no data came since.
-                    if self.hi.is_some_and(|hi| a >= hi) && self.last_data_ns > 0 {
+                    // A delayed ACK: a pure ACK covering the last segment sent that comes
+                    // 20 ms or more later than the quickest answer seen (a data reply is the
+                    // application's timing), and within the 500 ms RFC 9293 §3.8.6.3 allows.
+                    if s.len == 0 && self.hi.is_some_and(|hi| a >= hi) && self.last_data_ns > 0 {
                         let wait = t.saturating_sub(self.last_data_ns).saturating_sub(self.rtt.min);
-                        if wait >= DELAYED_ACK_MIN_NS {
+                        if (DELAYED_ACK_MIN_NS..=DELAYED_ACK_MAX_NS).contains(&wait) {
                             self.delayed.add(wait);
                         }
                     }
@@ -489,7 +500,10 @@ impl Side {
             burstiness: Burstiness {
                 average_bps,
                 bursty_fraction,
-                bursts: (2..=BURST_MAX_LEN).filter(|&n| counts[n as usize][0] > 0).map(|n| [n, counts[n as usize][0], counts[n as usize][1]]).collect(),
+                bursts: (2..=BURST_MAX_LEN)
+                    .filter(|&n| counts[n as usize][0] > 0)
+                    .map(|n| BurstCount { packets: n, count: counts[n as usize][0], with_loss: counts[n as usize][1] })
+                    .collect(),
             },
             acks: AckBehaviour {
                 acks_per_data_segment: (self.data_packets > 0).then(|| self.acks as f64 / self.data_packets as f64),

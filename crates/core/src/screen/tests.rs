@@ -5,13 +5,9 @@ use super::*;
 use crate::analysis::Settings;
 use crate::capture::Record;
 use crate::pass::Analyzer;
-use crate::testutil::{Pkt, flag::*, opt};
+use crate::testutil::{Pkt, flag::*, opt, scripted};
 
-const A: [u8; 4] = [10, 0, 0, 1];
-const B: [u8; 4] = [10, 0, 0, 2];
-
-/// A script: (from a?, ms, flags, seq, ack, len, win); sequence numbers relative (first payload
-/// byte 0), ISNs 1000 and 5000, SACK offered on both SYNs.
+/// A script of [`scripted`] packets, SACK offered on both SYNs.
 struct Script {
     pkts: Vec<Pkt>,
     /// Frames (0-based) whose IP ID is copied from the frame before: a network duplicate.
@@ -28,22 +24,7 @@ impl Script {
     }
     #[allow(clippy::too_many_arguments)] // one argument per header field the script sets
     fn pkt(&mut self, from_a: bool, ms: f64, flags: u8, seq: u32, ack: u32, len: u16, win: u16, opts: Vec<u8>) -> &mut Self {
-        let (src, dst, sport, dport, isn, peer) = if from_a { (A, B, 40000, 80, 1000u32, 5000u32) } else { (B, A, 80, 40000, 5000, 1000) };
-        let syn = flags & SYN != 0;
-        self.pkts.push(Pkt {
-            ts_ns: 1_000_000_000_000 + (ms * 1e6) as u64,
-            src,
-            dst,
-            sport,
-            dport,
-            seq: if syn { isn } else { isn + 1 + seq },
-            ack: if flags & ACK != 0 { peer + 1 + ack } else { 0 },
-            flags,
-            win,
-            len,
-            opts,
-            snap: None,
-        });
+        self.pkts.push(scripted(from_a, ms, flags, seq, ack, len, win, opts));
         self
     }
     fn a(&mut self, ms: f64, seq: u32, len: u16) -> &mut Self {

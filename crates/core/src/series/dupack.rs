@@ -142,7 +142,7 @@ mod tests {
         let (s, err) = from_file(path, 0, Dir::AtoB, Settings::default()).unwrap();
         assert!(err.is_none());
         let s = s.unwrap();
-        let stats = crate::pass::analyze_file(path, 0, Settings::default(), false, &|_| {});
+        let stats = crate::pass::analyze_file(path, 0, Settings::default(), false, &|_, _| {});
         let d = &stats.conns[0].dir;
         assert_eq!(s.rexmits.len() as u64, d[0].rexmit_packets);
         assert_eq!(s.dupacks.len() as u64, d[1].dup_acks);

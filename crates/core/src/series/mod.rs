@@ -117,14 +117,35 @@ pub fn run_file<S: crate::analysis::Sink>(
     settings: crate::analysis::Settings,
     sink: S,
 ) -> Result<(S, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
+    if path.is_dir() {
+        return run_ring(path, settings, sink);
+    }
     let mut reader = crate::capture::CaptureReader::open(path)?;
     let mut an = crate::pass::Analyzer::new(settings, sink);
     let mut sum = crate::pass::FileSummary::default();
-    let err = crate::pass::read_segments(&mut reader, &mut sum, &|_| {}, |seg, frame, ts_ns| {
+    let err = crate::pass::read_segments(&mut reader, &mut sum, &|_, _| {}, |seg, frame, ts_ns| {
         an.segment(seg, frame, ts_ns);
         true
     });
     Ok((an.sink, err))
+}
+
+/// [`run_file`] over a directory (a capture ring, issue 6): its files as one trace in time
+/// order. Errors name the file they happened in.
+fn run_ring<S: crate::analysis::Sink>(
+    dir: &std::path::Path,
+    settings: crate::analysis::Settings,
+    sink: S,
+) -> Result<(S, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
+    use crate::capture::CaptureError;
+    let other = |offset: u64, msg: String| CaptureError::Io { offset, source: std::io::Error::other(msg) };
+    let set = crate::capture::TraceSet::open(&[dir.to_path_buf()]).map_err(|e| other(0, e.to_string()))?;
+    let (files, sink) = crate::pass::analyze_set_with(&set, 0, u64::MAX, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
+    let err = files.into_iter().find_map(|f| {
+        let offset = f.error_offset.unwrap_or(0);
+        f.error.map(|e| other(offset, format!("{}: {e}", f.path.display())))
+    });
+    Ok((sink, err))
 }
 
 /// Endpoints for series built by hand in tests.

@@ -210,6 +210,9 @@ pub struct Tsg {
     pub sacks: Vec<SackBlock>,
     /// Annotations.
     pub notes: Vec<Note>,
+    /// Whether `segments` are in time order (capture clocks can step back): then a plot finds
+    /// the visible ones by binary search.
+    pub segments_time_ordered: bool,
 }
 
 /// Collects the [`Tsg`] of connection `conn`, direction `dir`, from one analysis pass.
@@ -239,6 +242,9 @@ impl TsgSink {
     fn data(tsg: &mut Tsg, s: &SegmentInfo, t_ns: u64, events: &[(At, Event)]) {
         let (kind, keepalive) = classify(events, s.at.dir);
         let seg = DataSeg { t_ns, frame: s.at.frame, seq_off: s.seq_off, len: s.len, kind, flags: s.flags, keepalive };
+        if tsg.segments.last().is_some_and(|p| p.t_ns > t_ns) {
+            tsg.segments_time_ordered = false;
+        }
         let note = |y: SeqOff, kind: NoteKind| Note { t_ns, frame: s.at.frame, y, kind };
         let f = s.flags;
         if f.syn() {
@@ -349,6 +355,7 @@ impl Sink for TsgSink {
                 acks: Vec::new(),
                 sacks: Vec::new(),
                 notes: Vec::new(),
+                segments_time_ordered: true,
             });
         }
     }
@@ -409,7 +416,7 @@ mod tests {
         let probes = tsg.segments.iter().filter(|s| s.kind == SegKind::ZeroWindowProbe).count();
         let zwin = tsg.notes.iter().filter(|n| n.kind == NoteKind::ZeroWindow).count();
         assert_eq!((probes, zwin), (61, 119));
-        let stats = crate::pass::analyze_file(path, 0, Settings::default(), false, &|_| {});
+        let stats = crate::pass::analyze_file(path, 0, Settings::default(), false, &|_, _| {});
         let d = &stats.conns[0].dir;
         assert_eq!(d[0].zero_window_probes as usize, probes);
         assert_eq!(d[1].zero_window_adverts as usize, zwin);

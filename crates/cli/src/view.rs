@@ -1,0 +1,59 @@
+//! `view` and `report`: load the traces, then serve them or write the report.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tcpscope_core::analysis::Settings;
+use tcpscope_view::data::Traces;
+
+use crate::args::{ReportArgs, ViewArgs, ViewCommon};
+
+fn load(c: &ViewCommon) -> io::Result<Traces> {
+    if c.idle_split.is_nan() || c.idle_split <= 0.0 {
+        return Err(io::Error::other("--idle-split must be a positive number of seconds"));
+    }
+    let settings = Settings { idle_split_ns: (c.idle_split * 1e9) as u64, assume_wscale: c.wscale };
+    let t = Traces::load(c.traces.clone(), settings);
+    let mut err = io::stderr().lock();
+    for f in &t.an.files {
+        if let Some(e) = &f.error {
+            writeln!(err, "tcpscope: {}: {e}", f.path.display())?;
+        }
+    }
+    if t.an.nothing_read() {
+        return Err(io::Error::other("nothing could be read from the traces"));
+    }
+    Ok(t)
+}
+
+pub fn view(args: &ViewArgs) -> io::Result<ExitCode> {
+    let traces = Arc::new(load(&args.common)?);
+    let opts = tcpscope_view::Options { bind: args.bind, port: args.port };
+    let server = tcpscope_view::Server::start(traces, &opts)?;
+    let mut out = io::stdout().lock();
+    writeln!(out, "tcpscope viewer: {}", server.url)?;
+    out.flush()?;
+    drop(out);
+    if !args.no_open
+        && let Err(e) = tcpscope_view::open_browser(&server.url)
+    {
+        writeln!(io::stderr(), "tcpscope: could not open a browser ({e}); open the URL above")?;
+    }
+    server.wait();
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn report(args: &ReportArgs) -> io::Result<ExitCode> {
+    let traces = load(&args.common)?;
+    let ids = tcpscope_view::report::write(&traces, args.plots, &args.output)?;
+    let list: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+    writeln!(
+        io::stdout(),
+        "{}: {} connections, plots of {}",
+        args.output.display(),
+        traces.an.conns.len(),
+        if list.is_empty() { "none".to_string() } else { list.join(", ") }
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

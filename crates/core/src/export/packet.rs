@@ -1,0 +1,97 @@
+//! One packet per line, for `tcpscope print` (the thesis' `print` utility, figure 2.2).
+//!
+//! [`PacketLine`] is the JSON form (one object per line, `--json`) and the CSV row; its fields
+//! are the `print` schema in `docs/json.md`. [`PacketLine::write_text`] writes the text form:
+//! the columns of figure 2.2 (time, source address and port, destination address and port,
+//! seq, ack, window, length) plus the flags and the connection id, separated by tabs so that
+//! `awk -F'\t'` and `cut` read them.
+
+use std::io::{self, Write};
+
+use crate::capture::Record;
+use crate::decode::{Flags, Segment};
+
+/// One TCP segment as `print` shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PacketLine<'a> {
+    /// Capture time, ns since the epoch.
+    pub ts_ns: u64,
+    /// Capture time, seconds since the epoch (as `first_time` in `conns`).
+    pub time: f64,
+    /// Connection id (as `conns` with the same trace and window numbers them).
+    pub conn: usize,
+    /// The file holding the packet.
+    pub file: &'a str,
+    /// 1-based frame number within that file (tshark's `frame.number` on the file).
+    pub frame: u64,
+    /// Source address.
+    pub src: String,
+    /// Source port.
+    pub sport: u16,
+    /// Destination address.
+    pub dst: String,
+    /// Destination port.
+    pub dport: u16,
+    /// Sequence number as on the wire.
+    pub seq: u32,
+    /// Acknowledgment number as on the wire (0 unless ACK is set, whatever the field says).
+    pub ack: u32,
+    /// Window field as on the wire, not scaled.
+    pub win_raw: u16,
+    /// TCP payload length from the IP header (counts bytes cut by the snaplen).
+    pub len: u32,
+    /// Flag letters: S SYN, F FIN, R RST, P PSH, A ACK, U URG, E ECE, C CWR, N AE; `.` for none.
+    pub flags: String,
+}
+
+/// Flag letters in a fixed order (see [`PacketLine::flags`]).
+pub fn flag_letters(f: Flags) -> String {
+    const L: [(u16, char); 9] = [
+        (Flags::SYN, 'S'),
+        (Flags::FIN, 'F'),
+        (Flags::RST, 'R'),
+        (Flags::PSH, 'P'),
+        (Flags::ACK, 'A'),
+        (Flags::URG, 'U'),
+        (Flags::ECE, 'E'),
+        (Flags::CWR, 'C'),
+        (Flags::AE, 'N'),
+    ];
+    let s: String = L.iter().filter(|(m, _)| f.has(*m)).map(|&(_, c)| c).collect();
+    if s.is_empty() { ".".into() } else { s }
+}
+
+impl<'a> PacketLine<'a> {
+    /// The line of a segment of connection id `conn` read from `file`.
+    pub fn new(file: &'a str, rec: &Record<'_>, seg: &Segment<'_>, conn: usize) -> Self {
+        PacketLine {
+            ts_ns: rec.ts_ns,
+            time: rec.ts_ns as f64 / 1e9,
+            conn,
+            file,
+            frame: rec.frame,
+            src: seg.src.to_string(),
+            sport: seg.sport,
+            dst: seg.dst.to_string(),
+            dport: seg.dport,
+            seq: seg.seq.0,
+            ack: if seg.flags.ack() { seg.ack.0 } else { 0 },
+            win_raw: seg.win_raw,
+            len: seg.payload_len,
+            flags: flag_letters(seg.flags),
+        }
+    }
+
+    /// The header of the text form.
+    pub const TEXT_HEADER: &'static str = "# time\tsrc\tsport\tdst\tdport\tseq\tack\twin\tlen\tflags\tconn\n";
+
+    /// Writes the text form; `clock` is the time as the reader wants it (e.g. local
+    /// `HH:MM:SS.ffffff`). Sequence numbers are zero-padded to 10 digits as in figure 2.2.
+    pub fn write_text<W: Write>(&self, out: &mut W, clock: &str) -> io::Result<()> {
+        writeln!(
+            out,
+            "{clock}\t{}\t{}\t{}\t{}\t{:010}\t{:010}\t{}\t{}\t{}\t{}",
+            self.src, self.sport, self.dst, self.dport, self.seq, self.ack, self.win_raw, self.len, self.flags, self.conn
+        )
+    }
+}

@@ -1,0 +1,297 @@
+//! What the viewer keeps in memory: the statistics of every connection of the traces named on
+//! the command line (one pass at start), and, for each connection the user opened, its series
+//! from one more pass over its file (kept, so every zoom is answered from memory).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tcpscope_core::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Settings, Sink};
+use tcpscope_core::flow::ConnInfo;
+use tcpscope_core::pass::{self, Analysis};
+use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
+use tcpscope_core::stats::StatsSink;
+use tcpscope_core::series::flight::{FlightSeries, FlightSink};
+use tcpscope_core::series::rtt::{RttSeries, RttSink};
+use tcpscope_core::series::tput::{TputSeries, TputSink};
+use tcpscope_core::series::tsg::{Tsg, TsgSink};
+
+/// One packet of the connection as a packet listing shows it (both directions).
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    /// 1-based frame number in its file.
+    pub frame: u64,
+    /// Time since the connection's first packet, ns.
+    pub t_ns: u64,
+    /// Direction.
+    pub dir: Dir,
+    /// TCP flags.
+    pub flags: u16,
+    /// Relative sequence number (first payload byte 0).
+    pub seq_off: i64,
+    /// Relative ack (in the peer's sequence space), if ACK is set.
+    pub ack_off: Option<i64>,
+    /// Advertised window, bytes.
+    pub win_bytes: u64,
+    /// Payload length.
+    pub len: u32,
+    /// Bytes in flight in this direction after it, as the analysis computed them.
+    pub in_flight: Option<u64>,
+}
+
+/// An event of the connection, with the frame that triggered it.
+#[derive(Clone, Copy, Debug)]
+pub struct EventAt {
+    /// 1-based frame number.
+    pub frame: u64,
+    /// Capture time, ns since the epoch (made relative when shown).
+    pub ts_ns: u64,
+    /// Direction the event belongs to.
+    pub dir: Dir,
+    /// The event.
+    pub ev: Event,
+}
+
+/// Everything the viewer draws for one connection.
+pub struct Detail {
+    /// The connection's id (1-based, across the files).
+    pub id: usize,
+    /// Time-sequence series, a→b and b→a.
+    pub tsg: [Tsg; 2],
+    /// RTT samples of each direction's data.
+    pub rtt: [RttSeries; 2],
+    /// Every packet, in trace order.
+    pub packets: Vec<Packet>,
+    /// Every event, in trace order.
+    pub events: Vec<EventAt>,
+    /// The read error that ended the pass early, if any.
+    pub error: Option<String>,
+    /// The panels' series per direction, as `(t_ns, value)` in time order, built once so that
+    /// a zoom only searches them.
+    pub lines: [Lines; 2],
+}
+
+/// Points per block of [`Line`]'s min/max summary.
+pub const BLOCK: usize = 64;
+
+/// A panel series: points `(t_ns, value)` sorted by time, and the min and max of each block of
+/// [`BLOCK`] points, so that the min/max of any index range costs at most two partial blocks
+/// plus one lookup per whole block (a zoomed-out column of 5M points: ~100 steps, not 5M).
+#[derive(Default)]
+pub struct Line {
+    /// The points, by time.
+    pub pts: Vec<(u64, f64)>,
+    blocks: Vec<(f64, f64)>,
+}
+
+impl Line {
+    /// A line from points in any order.
+    pub fn new(mut pts: Vec<(u64, f64)>) -> Line {
+        // Trace order is normally time order; a capture with stepping clocks is sorted here.
+        if !pts.is_sorted_by_key(|p| p.0) {
+            pts.sort_by_key(|p| p.0);
+        }
+        let blocks = pts.chunks(BLOCK).map(|c| c.iter().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)))).collect();
+        Line { pts, blocks }
+    }
+
+    /// Min and max of the values of `pts[i..j]` (`i < j`).
+    pub fn min_max(&self, i: usize, j: usize) -> (f64, f64) {
+        let fold = |acc: (f64, f64), v: (f64, f64)| (acc.0.min(v.0), acc.1.max(v.1));
+        let scan = |a: usize, b: usize| self.pts[a..b].iter().map(|p| (p.1, p.1)).fold((f64::MAX, f64::MIN), fold);
+        let (bi, bj) = (i.div_ceil(BLOCK), j / BLOCK);
+        if bi >= bj {
+            return scan(i, j);
+        }
+        let whole = self.blocks[bi..bj].iter().copied().fold((f64::MAX, f64::MIN), fold);
+        fold(fold(scan(i, bi * BLOCK), whole), scan(bj * BLOCK, j))
+    }
+}
+
+/// The series of the panels under one direction's time-sequence plot, from the core series
+/// (`series::rtt`, `series::tput`, `series::flight`), indexed for zooming.
+#[derive(Default)]
+pub struct Lines {
+    /// RTT samples (Karn and timestamp), ms.
+    pub rtt_ms: Line,
+    /// Karn samples only, ms.
+    pub rtt_karn_ms: Line,
+    /// Bytes in flight after each data packet.
+    pub flight_bytes: Line,
+    /// The window the other side advertised, bytes.
+    pub window_bytes: Line,
+    /// The congestion-window estimate, one point at the end of each round it can be told.
+    pub cwnd_bytes: Line,
+    /// Whether the window scale was known (else windows are the raw field).
+    pub window_scaled: bool,
+    /// Payload bytes sent, cumulated: `(t_ns, all bytes, new bytes)` up to and including each
+    /// data packet, by time, so the bytes of any time range are one subtraction.
+    pub sent: Vec<(u64, (u64, u64))>,
+}
+
+impl Lines {
+    fn new(rtt: &RttSeries, tput: &TputSeries, flight: &FlightSeries) -> Lines {
+        use tcpscope_core::analysis::RttKind;
+        let ms = |p: &tcpscope_core::series::rtt::RttPoint| (p.t_ns, p.rtt_ns as f64 / 1e6);
+        let bytes = |v: &[tcpscope_core::series::flight::BytesPoint]| Line::new(v.iter().map(|p| (p.t_ns, p.bytes as f64)).collect());
+        let mut pts: Vec<_> = tput.points.iter().map(|p| (p.t_ns, (p.bytes as u64, p.new_bytes as u64))).collect();
+        if !pts.is_sorted_by_key(|p| p.0) {
+            pts.sort_by_key(|p| p.0);
+        }
+        let (mut all, mut new) = (0, 0);
+        for p in &mut pts {
+            all += p.1.0;
+            new += p.1.1;
+            p.1 = (all, new);
+        }
+        Lines {
+            rtt_ms: Line::new(rtt.points.iter().map(ms).collect()),
+            rtt_karn_ms: Line::new(rtt.points.iter().filter(|p| p.kind == RttKind::Karn).map(ms).collect()),
+            flight_bytes: bytes(&flight.flight),
+            window_bytes: bytes(&flight.rwnd),
+            cwnd_bytes: Line::new(flight.cwnd.iter().map(|r| (r.end_ns, r.bytes as f64)).collect()),
+            window_scaled: flight.rwnd_scaled,
+            sent: pts,
+        }
+    }
+}
+
+impl Detail {
+    /// Time 0 of the plots, ns since the epoch.
+    pub fn t0_ns(&self) -> u64 {
+        self.tsg[0].t0_ns
+    }
+    /// Time of the connection's last packet, relative.
+    pub fn last_ns(&self) -> u64 {
+        self.tsg[0].last_ns.max(self.tsg[1].last_ns)
+    }
+}
+
+/// Forwards the analysis to the series sinks and keeps the packets and events of one
+/// connection.
+struct DetailSink {
+    conn: ConnIdx,
+    tsg: [TsgSink; 2],
+    rtt: [RttSink; 2],
+    tput: [TputSink; 2],
+    flight: [FlightSink; 2],
+    t0: Option<u64>,
+    packets: Vec<Packet>,
+    events: Vec<EventAt>,
+}
+
+impl Sink for DetailSink {
+    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
+        self.tsg.iter_mut().for_each(|s| s.connection(conn, info));
+        self.rtt.iter_mut().for_each(|s| s.connection(conn, info));
+        self.tput.iter_mut().for_each(|s| s.connection(conn, info));
+        self.flight.iter_mut().for_each(|s| s.connection(conn, info));
+    }
+    fn segment(&mut self, s: &SegmentInfo) {
+        self.tsg.iter_mut().for_each(|k| k.segment(s));
+        self.rtt.iter_mut().for_each(|k| k.segment(s));
+        self.tput.iter_mut().for_each(|k| k.segment(s));
+        self.flight.iter_mut().for_each(|k| k.segment(s));
+        if s.at.conn != self.conn {
+            return;
+        }
+        let t0 = *self.t0.get_or_insert(s.at.ts_ns);
+        self.packets.push(Packet {
+            frame: s.at.frame,
+            t_ns: s.at.ts_ns.saturating_sub(t0),
+            dir: s.at.dir,
+            flags: s.flags.0,
+            seq_off: s.seq_off,
+            ack_off: s.ack_off,
+            win_bytes: s.win_bytes,
+            len: s.len,
+            in_flight: s.in_flight,
+        });
+    }
+    fn event(&mut self, at: &At, ev: &Event) {
+        self.tsg.iter_mut().for_each(|k| k.event(at, ev));
+        self.rtt.iter_mut().for_each(|k| k.event(at, ev));
+        self.tput.iter_mut().for_each(|k| k.event(at, ev));
+        self.flight.iter_mut().for_each(|k| k.event(at, ev));
+        if at.conn == self.conn {
+            self.events.push(EventAt { frame: at.frame, ts_ns: at.ts_ns, dir: at.dir, ev: *ev });
+        }
+    }
+}
+
+/// A connection's detail, computed once by whichever request asks first.
+type DetailCell = Arc<OnceLock<Result<Arc<Detail>, String>>>;
+
+/// The traces named on the command line, their connections, and the details computed so far.
+pub struct Traces {
+    /// The files, in command-line order (the API names them by index, never by path).
+    pub paths: Vec<PathBuf>,
+    /// Analysis settings (window scale assumption, idle split).
+    pub settings: Settings,
+    /// Statistics of every connection, ids in order of the files then of first appearance.
+    pub an: Analysis,
+    /// Screening of every connection (`tcpscope screen` with the default rules), by id − 1.
+    pub screens: Vec<ConnScreen>,
+    /// Global index of each file's first connection.
+    base: Vec<usize>,
+    details: Mutex<HashMap<usize, DetailCell>>,
+}
+
+impl Traces {
+    /// Analyses each file (one pass each) and keeps the connection statistics and screening.
+    pub fn load(paths: Vec<PathBuf>, settings: Settings) -> Traces {
+        let mut an = Analysis::default();
+        let mut screens = Vec::new();
+        let mut base = Vec::with_capacity(paths.len());
+        let pipelined = paths.len() == 1;
+        let rules = Rules::default();
+        for (i, p) in paths.iter().enumerate() {
+            let sinks = (StatsSink::default(), ScreenSink::new(rules.clone()));
+            let (file, (stats, screen)) = pass::analyze_file_with(p, i, settings, pipelined, &|_, _| {}, sinks);
+            base.push(an.conns.len());
+            an.files.push(file);
+            an.conns.extend(stats.conns);
+            screens.extend(screen.finish());
+        }
+        Traces { paths, settings, an, screens, base, details: Mutex::new(HashMap::new()) }
+    }
+
+    /// The detail of connection `id` (1-based), from memory or from one pass over its file.
+    /// Concurrent requests for the same connection wait for one pass.
+    pub fn detail(&self, id: usize) -> Result<Arc<Detail>, String> {
+        let c = self.an.conns.get(id.wrapping_sub(1)).ok_or_else(|| format!("no connection {id}"))?;
+        let file = c.info.file;
+        let cell = {
+            let mut m = self.details.lock().map_err(|_| "detail cache poisoned".to_string())?;
+            m.entry(id).or_default().clone()
+        };
+        cell.get_or_init(|| {
+            let local = id - 1 - self.base[file];
+            let sink = DetailSink {
+                conn: local,
+                tsg: [TsgSink::new(local, Dir::AtoB), TsgSink::new(local, Dir::BtoA)],
+                rtt: [RttSink::new(local, Dir::AtoB), RttSink::new(local, Dir::BtoA)],
+                tput: [TputSink::new(local, Dir::AtoB), TputSink::new(local, Dir::BtoA)],
+                flight: [FlightSink::new(local, Dir::AtoB), FlightSink::new(local, Dir::BtoA)],
+                t0: None,
+                packets: Vec::new(),
+                events: Vec::new(),
+            };
+            let path = &self.paths[file];
+            let (sink, err) = tcpscope_core::series::run_file(path, self.settings, sink)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let [ta, tb] = sink.tsg;
+            let [ra, rb] = sink.rtt;
+            let [pa, pb] = sink.tput;
+            let [fa, fb] = sink.flight;
+            let missing = || format!("connection {id} not found on a second pass over {}", path.display());
+            let tsg = [ta.finish().ok_or_else(missing)?, tb.finish().ok_or_else(missing)?];
+            let rtt = [ra.finish().ok_or_else(missing)?, rb.finish().ok_or_else(missing)?];
+            let tput = [pa.finish().ok_or_else(missing)?, pb.finish().ok_or_else(missing)?];
+            let flight = [fa.finish().ok_or_else(missing)?, fb.finish().ok_or_else(missing)?];
+            let lines = [Dir::AtoB, Dir::BtoA].map(|d| Lines::new(&rtt[d.idx()], &tput[d.idx()], &flight[d.idx()]));
+            Ok(Arc::new(Detail { id, tsg, rtt, packets: sink.packets, events: sink.events, error: err.map(|e| e.to_string()), lines }))
+        })
+        .clone()
+    }
+}

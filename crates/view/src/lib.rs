@@ -1,0 +1,255 @@
+//! The browser viewer (`tcpscope view`) and the self-contained report (`tcpscope report`).
+//!
+//! - [`data::Traces`] loads the traces named on the command line (one statistics pass) and
+//!   keeps, per opened connection, its series from one more pass ([`data::Detail`]).
+//! - [`api`] builds the JSON answers; every one is bounded by the viewport's pixel width.
+//! - [`Server`] serves the page (the Vite build of `web/`, embedded at compile time) and the API
+//!   on one port; [`report`] writes the same page with the data inline.
+//!
+//! Security model (docs/viewer.md): loopback by default, with the Host header checked so that a
+//! web page cannot reach the server through DNS rebinding; on any other address a random token
+//! is the first path segment of every URL; only the fixed routes below answer, and traces are
+//! named by index, never by path, so no request can reach another file.
+
+#![deny(missing_docs)]
+
+pub mod api;
+pub mod data;
+pub mod report;
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use tcpscope_core::analysis::Dir;
+use tiny_http::{Header, Method, Request, Response};
+
+use crate::api::Viewport;
+use crate::data::Traces;
+
+/// The built page (`web/dist/index.html`: scripts and styles inline).
+pub const PAGE: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../web/dist/index.html"));
+
+/// Worker threads answering requests: the page asks for a figure, panels and events at once.
+const WORKERS: usize = 4;
+
+/// Where and how to serve.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Address to bind (loopback unless the user says otherwise).
+    pub bind: IpAddr,
+    /// Port; 0 picks a free one.
+    pub port: u16,
+}
+
+/// A running viewer server.
+pub struct Server {
+    /// The URL to open (with the token, when one is required).
+    pub url: String,
+    /// The bound address.
+    pub addr: SocketAddr,
+    server: Arc<tiny_http::Server>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+/// A random token of 128 bits, as 32 hex digits.
+fn random_token() -> io::Result<String> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| io::Error::other(format!("no random numbers for the token: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// What routing needs to know besides the request.
+struct Ctx {
+    traces: Arc<Traces>,
+    /// Path prefix every URL must start with: `""` or `"/TOKEN"`.
+    prefix: String,
+    /// Host header values accepted (loopback only; `None`: any, the token protects).
+    hosts: Option<Vec<String>>,
+    /// The last answers, newest last: stepping back out through the zoom history asks for
+    /// views seen before, and a zoomed-out figure of millions of packets is the costly one.
+    recent: std::sync::Mutex<std::collections::VecDeque<(String, Arc<Vec<u8>>)>>,
+}
+
+/// Answers kept in [`Ctx::recent`].
+const RECENT: usize = 64;
+
+impl Server {
+    /// Binds and starts answering on background threads.
+    pub fn start(traces: Arc<Traces>, opts: &Options) -> io::Result<Server> {
+        let server = tiny_http::Server::http(SocketAddr::new(opts.bind, opts.port)).map_err(io::Error::other)?;
+        let addr = server
+            .server_addr()
+            .to_ip()
+            .ok_or_else(|| io::Error::other("the server is not bound to an IP address"))?;
+        let loopback = opts.bind.is_loopback();
+        let prefix = if loopback { String::new() } else { format!("/{}", random_token()?) };
+        let hosts = loopback.then(|| {
+            let p = addr.port();
+            vec![format!("127.0.0.1:{p}"), format!("localhost:{p}"), format!("[::1]:{p}")]
+        });
+        let shown = if opts.bind.is_unspecified() || addr.ip().is_unspecified() {
+            SocketAddr::new(IpAddr::from([127, 0, 0, 1]), addr.port()).to_string()
+        } else {
+            addr.to_string()
+        };
+        let url = format!("http://{shown}{prefix}/");
+        let server = Arc::new(server);
+        let ctx = Arc::new(Ctx { traces, prefix, hosts, recent: Default::default() });
+        let workers = (0..WORKERS)
+            .map(|_| {
+                let (server, ctx) = (server.clone(), ctx.clone());
+                std::thread::spawn(move || {
+                    for req in server.incoming_requests() {
+                        // A client that went away is not our error.
+                        let _ = answer(&ctx, req);
+                    }
+                })
+            })
+            .collect();
+        Ok(Server { url, addr, server, workers })
+    }
+
+    /// Serves until the process ends.
+    pub fn wait(self) {
+        for w in self.workers {
+            let _ = w.join();
+        }
+    }
+
+    /// Stops answering (for tests).
+    pub fn stop(self) {
+        self.server.unblock();
+        for _ in 1..WORKERS {
+            self.server.unblock();
+        }
+        for w in self.workers {
+            let _ = w.join();
+        }
+    }
+}
+
+fn header(name: &str, value: &str) -> Header {
+    // Both are ASCII constants of ours: from_bytes cannot fail on them.
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
+}
+
+fn send(req: Request, status: u16, ctype: &str, body: Vec<u8>) -> io::Result<()> {
+    let resp = Response::from_data(body)
+        .with_status_code(status)
+        .with_header(header("Content-Type", ctype))
+        .with_header(header("Cache-Control", "no-store"))
+        .with_header(header("X-Content-Type-Options", "nosniff"))
+        .with_header(header("Referrer-Policy", "no-referrer"));
+    req.respond(resp)
+}
+
+fn send_json(req: Request, status: u16, v: &impl serde::Serialize) -> io::Result<()> {
+    send(req, status, "application/json", serde_json::to_vec(v).unwrap_or_default())
+}
+
+fn error(req: Request, status: u16, msg: &str) -> io::Result<()> {
+    send_json(req, status, &serde_json::json!({ "error": msg }))
+}
+
+/// The query parameters of a request.
+struct Query(Vec<(String, String)>);
+
+impl Query {
+    fn get(&self, k: &str) -> Option<&str> {
+        self.0.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    }
+    fn num<T: std::str::FromStr>(&self, k: &str) -> Result<Option<T>, String> {
+        self.get(k).filter(|v| !v.is_empty()).map(|v| v.parse().map_err(|_| format!("bad {k}: {v:?}"))).transpose()
+    }
+    fn dir(&self) -> Result<Dir, String> {
+        match self.get("dir").unwrap_or("a2b") {
+            "a2b" => Ok(Dir::AtoB),
+            "b2a" => Ok(Dir::BtoA),
+            d => Err(format!("bad dir: {d:?} (a2b or b2a)")),
+        }
+    }
+    fn viewport(&self) -> Result<Viewport, String> {
+        let f = |k| {
+            self.num::<f64>(k).and_then(|v| match v {
+                Some(x) if !x.is_finite() => Err(format!("bad {k}")),
+                v => Ok(v),
+            })
+        };
+        Ok(Viewport { t0: f("t0")?, t1: f("t1")?, s0: self.num("s0")?, s1: self.num("s1")?, w: self.num("w")?.unwrap_or(1000) })
+    }
+}
+
+/// Answers one request: checks the host and token, then routes.
+fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
+    if let Some(hosts) = &ctx.hosts {
+        let host = req.headers().iter().find(|h| h.field.equiv("Host")).map(|h| h.value.as_str().to_string());
+        if !host.is_some_and(|h| hosts.iter().any(|a| a.eq_ignore_ascii_case(&h))) {
+            return error(req, 403, "unexpected Host header");
+        }
+    }
+    if !matches!(req.method(), Method::Get | Method::Head) {
+        return error(req, 405, "only GET");
+    }
+    let url = req.url().to_string();
+    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+    let Some(route) = path.strip_prefix(ctx.prefix.as_str()) else {
+        return error(req, 404, "not found");
+    };
+    let q = Query(form_urlencoded::parse(query.as_bytes()).into_owned().collect());
+    let t = &ctx.traces;
+    match route {
+        "/" | "/index.html" => send(req, 200, "text/html; charset=utf-8", PAGE.as_bytes().to_vec()),
+        "" => {
+            let resp = Response::empty(301).with_header(header("Location", &format!("{}/", ctx.prefix)));
+            req.respond(resp)
+        }
+        "/api/conns" => send_json(req, 200, &api::conns(t)),
+        "/api/tsg" | "/api/panels" | "/api/events" | "/api/packet" => {
+            let key = format!("{route}?{query}");
+            let hit = ctx.recent.lock().ok().and_then(|r| r.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()));
+            if let Some(body) = hit {
+                return send(req, 200, "application/json", body.to_vec());
+            }
+            let built = (|| -> Result<Vec<u8>, (u16, String)> {
+                let id: usize = q.num("conn").map_err(|e| (400, e))?.ok_or((400, "conn missing".to_string()))?;
+                let d = t.detail(id).map_err(|e| (404, e))?;
+                let v = match route {
+                    "/api/tsg" => {
+                        let dir = q.dir().map_err(|e| (400, e))?;
+                        let f = api::tsg_figure(&d, dir, &q.viewport().map_err(|e| (400, e))?);
+                        return serde_json::to_vec(&api::figure_out(&d, dir, &f)).map_err(|e| (500, e.to_string()));
+                    }
+                    "/api/panels" => {
+                        api::panels_json(&d, q.dir().map_err(|e| (400, e))?, &q.viewport().map_err(|e| (400, e))?)
+                    }
+                    "/api/events" => api::events_json(&d),
+                    _ => {
+                        let frame: u64 = q.num("frame").map_err(|e| (400, e))?.ok_or((400, "frame missing".to_string()))?;
+                        api::packet_json(&d, frame)
+                    }
+                };
+                serde_json::to_vec(&v).map_err(|e| (500, e.to_string()))
+            })();
+            match built {
+                Ok(body) => {
+                    if let Ok(mut r) = ctx.recent.lock() {
+                        if r.len() == RECENT {
+                            r.pop_front();
+                        }
+                        r.push_back((key, Arc::new(body.clone())));
+                    }
+                    send(req, 200, "application/json", body)
+                }
+                Err((status, msg)) => error(req, status, &msg),
+            }
+        }
+        _ => error(req, 404, "not found"),
+    }
+}
+
+/// Opens `url` in the user's browser, without waiting for it.
+pub fn open_browser(url: &str) -> io::Result<()> {
+    open::that_detached(url)
+}

@@ -1,0 +1,66 @@
+//! `tcpscope report`: the viewer's page with the data inline, one HTML file that works offline.
+//!
+//! The file carries the connection list and, for the most troubled connections, each
+//! direction's time-sequence figure and panels computed for [`REPORT_COLUMNS`] pixel columns
+//! over the whole connection, and its events. The page zooms into that data in the browser: a
+//! connection with fewer segments than columns is there in full detail, a bigger one down to one
+//! mark per column (the live viewer has no such limit).
+
+use std::io;
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+use tcpscope_core::analysis::Dir;
+
+use crate::api::{self, Viewport};
+use crate::data::Traces;
+
+/// Pixel columns the report's figures are computed for.
+pub const REPORT_COLUMNS: u32 = 4000;
+
+/// Ids (1-based) of the `n` most troubled connections as `tcpscope screen` ranks them: not
+/// boring, most severe first, ties by id. When every connection is boring, the most severe one
+/// is plotted so the report shows one plot.
+pub fn most_troubled(t: &Traces, n: usize) -> Vec<usize> {
+    let mut ids: Vec<(f64, bool, usize)> = t.screens.iter().enumerate().map(|(i, s)| (s.severity, s.boring, i + 1)).collect();
+    ids.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.2.cmp(&b.2)));
+    let troubled: Vec<usize> = ids.iter().filter(|x| !x.1).take(n).map(|x| x.2).collect();
+    if troubled.is_empty() { ids.iter().take(n.min(1)).map(|x| x.2).collect() } else { troubled }
+}
+
+/// The data the report page reads (`window.TCPSCOPE_REPORT`).
+pub fn report_data(t: &Traces, ids: &[usize]) -> Result<Value, String> {
+    let mut details = Map::new();
+    for &id in ids {
+        let d = t.detail(id)?;
+        let mut dirs = Map::new();
+        for dir in [Dir::AtoB, Dir::BtoA] {
+            let v = Viewport { w: REPORT_COLUMNS, ..Default::default() };
+            dirs.insert(dir.name().into(), json!({ "tsg": api::tsg_json(&d, dir, &v), "panels": api::panels_json(&d, dir, &v) }));
+        }
+        details.insert(id.to_string(), json!({ "dirs": dirs, "events": api::events_json(&d) }));
+    }
+    let mut conns = api::conns(t);
+    conns["report"] = json!({ "columns": REPORT_COLUMNS, "plotted": ids, "rule": "screen: not boring, most severe first" });
+    conns["details"] = Value::Object(details);
+    Ok(conns)
+}
+
+/// The page with `data` inline. `</` is escaped in the JSON so no string in the data (a file
+/// name, say) can close the script element.
+pub fn render(data: &Value) -> String {
+    let json = serde_json::to_string(data).unwrap_or_default().replace("</", "<\\/");
+    let script = format!("<script>window.TCPSCOPE_REPORT={json};</script>");
+    match crate::PAGE.find("<head>") {
+        Some(i) => format!("{}{script}{}", &crate::PAGE[..i + 6], &crate::PAGE[i + 6..]),
+        None => format!("{script}{}", crate::PAGE),
+    }
+}
+
+/// Writes the report of the `n` most troubled connections to `out`; returns their ids.
+pub fn write(t: &Traces, n: usize, out: &Path) -> io::Result<Vec<usize>> {
+    let ids = most_troubled(t, n);
+    let data = report_data(t, &ids).map_err(io::Error::other)?;
+    std::fs::write(out, render(&data))?;
+    Ok(ids)
+}

@@ -1,0 +1,131 @@
+// Viewer benchmark (make bench-view): zoom latency of the server and frame time of the page on
+// one five-million-packet connection. Prints a summary and writes bench/results/view-zoom.json
+// with the machine, versions, input hash and raw timings.
+//
+// TCPSCOPE_BIN: the release binary; BIGTRACE: the trace (default bench/out/view-5m.pcap, made
+// by `cargo run --release -p tcpscope-view --example bigtrace`); CHROMIUM: the browser.
+
+import { spawn, execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createReadStream, mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const bin = process.env.TCPSCOPE_BIN ?? path.join(root, "target/release/tcpscope");
+const trace = process.env.BIGTRACE ?? path.join(root, "bench/out/view-5m.pcap");
+const W = 1200; // plot width in pixels, as on a laptop screen
+
+const stats = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
+  return { n: s.length, median: +q(0.5).toFixed(2), p95: +q(0.95).toFixed(2), max: +s[s.length - 1].toFixed(2) };
+};
+
+async function sha256(file) {
+  const h = createHash("sha256");
+  for await (const chunk of createReadStream(file)) h.update(chunk);
+  return h.digest("hex");
+}
+
+const t0 = performance.now();
+const server = spawn(bin, ["view", "--no-open", trace], { stdio: ["ignore", "pipe", "inherit"] });
+const url = await new Promise((resolve, reject) => {
+  let buf = "";
+  server.stdout.on("data", (d) => {
+    buf += d;
+    const m = buf.match(/http:\/\/\S+/);
+    if (m) resolve(m[0]);
+  });
+  server.on("exit", (c) => reject(new Error(`tcpscope view exited ${c}`)));
+});
+const loadS = (performance.now() - t0) / 1000;
+
+async function get(p) {
+  const s = performance.now();
+  const r = await fetch(url + p);
+  const body = await r.text();
+  if (!r.ok) throw new Error(`${p}: ${body}`);
+  return { ms: performance.now() - s, bytes: body.length, json: JSON.parse(body) };
+}
+
+const conns = (await get("api/conns")).json.conns;
+const conn = conns.reduce((a, b) => (a.a2b.packets + a.b2a.packets >= b.a2b.packets + b.b2a.packets ? a : b));
+const packets = conn.a2b.packets + conn.b2a.packets;
+
+// First open: the second pass that builds the connection's series.
+const first = await get(`api/tsg?conn=${conn.id}&dir=a2b&w=${W}`);
+const last = first.json.last;
+
+// Zoom in by halves around the middle (20 steps: from the whole 5M packets down to a few), then
+// pan at the deepest level: each step is one tsg and one panels request, in parallel as the page
+// sends them.
+const steps = [];
+const views = [];
+for (let k = 0; k <= 20; k++) {
+  const span = last / 2 ** k;
+  views.push([last / 2 - span / 2, last / 2 + span / 2]);
+}
+for (let k = 1; k <= 10; k++) {
+  const [a, b] = views[20];
+  views.push([a + (b - a) * k * 0.5, b + (b - a) * k * 0.5]);
+}
+for (let k = 12; k >= 0; k -= 3) views.push(views[k]); // back out
+for (const [a, b] of views) {
+  const s = performance.now();
+  const [tsg, pan] = await Promise.all([
+    get(`api/tsg?conn=${conn.id}&dir=a2b&t0=${a}&t1=${b}&w=${W}`),
+    get(`api/panels?conn=${conn.id}&dir=a2b&t0=${a}&t1=${b}&w=${W}`),
+  ]);
+  steps.push({ span_s: b - a, ms: performance.now() - s, tsg_ms: tsg.ms, panels_ms: pan.ms, bytes: tsg.bytes + pan.bytes, marks: tsg.json.marks.length });
+}
+
+// The page: wheel zooms in and out, each answered before the next; frame times from the page.
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox", "--headless=new"] });
+const page = await (await browser.newContext({ viewport: { width: 1700, height: 1000 } })).newPage();
+const errors = [];
+page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+await page.goto(`${url}#c=${conn.id}`);
+await page.waitForFunction(() => window.tcpscopePerf.fetches.length > 0, null, { timeout: 120000 });
+const box = await page.locator(".plot .overlay").boundingBox();
+await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+for (let k = 0; k < 30; k++) {
+  const n = await page.evaluate(() => window.tcpscopePerf.fetches.length);
+  await page.mouse.wheel(0, k < 20 ? -300 : 300);
+  await page.waitForFunction((n) => window.tcpscopePerf.fetches.length > n, n, { timeout: 30000 });
+}
+// Pan by dragging (each move draws the retained data before the answer comes).
+await page.keyboard.down("Shift");
+await page.mouse.down();
+for (let k = 0; k < 40; k++) await page.mouse.move(box.x + box.width / 2 - k * 10, box.y + box.height / 2, { steps: 1 });
+await page.mouse.up();
+await page.keyboard.up("Shift");
+await page.waitForTimeout(500);
+const perf = await page.evaluate(() => window.tcpscopePerf);
+await page.screenshot({ path: path.join(root, "bench/out/view-5m.png") });
+const chromiumVersion = await browser.version();
+await browser.close();
+server.kill();
+
+const result = {
+  date: new Date().toISOString(),
+  machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, mem_gb: Math.round(os.totalmem() / 2 ** 30), os: `${os.type()} ${os.release()}` },
+  versions: { tcpscope: execFileSync(bin, ["--version"]).toString().trim(), node: process.version, chromium: chromiumVersion },
+  input: { file: path.relative(root, trace), sha256: await sha256(trace), packets, connection: conn.id },
+  plot_width_px: W,
+  load_s: +loadS.toFixed(2),
+  first_open_ms: +first.ms.toFixed(1),
+  server_zoom_ms: stats(steps.map((s) => s.ms)),
+  page_fetch_ms: stats(perf.fetches.slice(1)),
+  page_frame_ms: stats(perf.frames),
+  max_answer_bytes: Math.max(...steps.map((s) => s.bytes)),
+  console_errors: errors,
+  steps,
+};
+mkdirSync(path.join(root, "bench/results"), { recursive: true });
+writeFileSync(path.join(root, "bench/results/view-zoom.json"), JSON.stringify(result, null, 1) + "\n");
+const { steps: _, ...summary } = result;
+console.log(JSON.stringify(summary, null, 1));
+if (errors.length) process.exitCode = 1;

@@ -1,0 +1,638 @@
+// The viewer page: connection list, time-sequence plot with linked panels, events, zoom.
+// Input handlers change state and ask for a frame; one requestAnimationFrame draws everything;
+// hover draws on an overlay canvas and never repaints the plot (STYLE.md §6).
+
+import "./style.css";
+import * as api from "./api";
+import type { Conn, Dir, EventRow, Figure, Mark, Panels, PacketRow } from "./api";
+import { BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, drawPanel, highlight, hit, ix, iy, prepare, si, sx, sy } from "./draw";
+import type { Frame } from "./draw";
+
+interface View {
+  t0?: number;
+  t1?: number;
+  s0?: number;
+  s1?: number;
+}
+
+interface State {
+  ids: number[];
+  dir: Dir;
+  view: View;
+  sort: string;
+  desc: boolean;
+  filter: string;
+  boring: boolean;
+}
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+// Worst first, as `tcpscope screen` ranks them.
+const DEFAULT_SORT = "severity";
+const state: State = { ids: [], dir: "a2b", view: {}, sort: DEFAULT_SORT, desc: true, filter: "", boring: false };
+let history: View[] = [];
+let conns: Conn[] = [];
+let events: EventRow[] = [];
+let focusFrame: number | null = null;
+
+// Timings the benchmark and the tests read (ms).
+const perf = { frames: [] as number[], fetches: [] as number[] };
+(window as unknown as { tcpscopePerf: typeof perf }).tcpscopePerf = perf;
+
+// ---------- URL state ----------
+
+function writeUrl() {
+  const q = new URLSearchParams();
+  if (state.ids.length) q.set("c", state.ids.join(","));
+  if (state.dir !== "a2b") q.set("d", state.dir);
+  const v = state.view;
+  if (v.t0 !== undefined && v.t1 !== undefined) q.set("t", `${v.t0},${v.t1}`);
+  if (v.s0 !== undefined && v.s1 !== undefined) q.set("s", `${Math.floor(v.s0)},${Math.ceil(v.s1)}`);
+  if (state.sort !== DEFAULT_SORT || !state.desc) {
+    q.set("sort", state.sort);
+    q.set("desc", state.desc ? "1" : "0");
+  }
+  if (state.filter) q.set("q", state.filter);
+  if (state.boring) q.set("boring", "1");
+  const hash = "#" + q.toString();
+  if (location.hash !== hash) history_replace(hash);
+}
+
+function history_replace(hash: string) {
+  window.history.replaceState(null, "", hash);
+}
+
+function readUrl() {
+  const q = new URLSearchParams(location.hash.slice(1));
+  const nums = (k: string) => (q.get(k) ?? "").split(",").filter((s) => s !== "").map(Number).filter((n) => Number.isFinite(n));
+  state.ids = nums("c").slice(0, 2);
+  state.dir = q.get("d") === "b2a" ? "b2a" : "a2b";
+  const t = nums("t"), s = nums("s");
+  state.view = {};
+  if (t.length === 2 && t[1] > t[0]) Object.assign(state.view, { t0: t[0], t1: t[1] });
+  if (s.length === 2 && s[1] > s[0]) Object.assign(state.view, { s0: s[0], s1: s[1] });
+  state.sort = q.get("sort") ?? DEFAULT_SORT;
+  state.desc = q.get("sort") === null || q.get("desc") === "1";
+  state.filter = q.get("q") ?? "";
+  state.boring = q.get("boring") === "1";
+}
+
+// ---------- connection list ----------
+
+/** Every numeric statistic of a connection, flattened (`a2b.rexmit_packets`, ...). */
+function numericKeys(c: Conn): string[] {
+  const keys: string[] = [];
+  for (const [k, v] of Object.entries(c)) {
+    if (typeof v === "number" || v === null) keys.push(k);
+    else if ((k === "a2b" || k === "b2a") && v && typeof v === "object")
+      for (const [k2, v2] of Object.entries(v)) if (typeof v2 === "number" || v2 === null) keys.push(`${k}.${k2}`);
+  }
+  return keys;
+}
+
+function value(c: Conn, key: string): number | string | null {
+  if (key === "endpoints") return endpoints(c);
+  const [a, b] = key.split(".");
+  const v = b === undefined ? c[a] : (c[a] as Record<string, unknown>)?.[b];
+  return typeof v === "number" || typeof v === "string" ? v : null;
+}
+
+const endpoints = (c: Conn) => `${c.a.addr}:${c.a.port} → ${c.b.addr}:${c.b.port}`;
+const sum = (c: Conn, k: string) => ((c.a2b[k] as number) ?? 0) + ((c.b2a[k] as number) ?? 0);
+
+const COLUMNS: { key: string; label: string; cell: (c: Conn) => string }[] = [
+  { key: "id", label: "id", cell: (c) => String(c.id) },
+  { key: "endpoints", label: "endpoints", cell: endpoints },
+  { key: "state", label: "state", cell: (c) => c.state },
+  { key: "duration_s", label: "dur s", cell: (c) => c.duration_s.toFixed(2) },
+  { key: "a2b.payload_bytes", label: "bytes a→b", cell: (c) => si((c.a2b.payload_bytes as number) ?? 0) },
+  { key: "a2b.rexmit_packets", label: "rexmit", cell: (c) => String(sum(c, "rexmit_packets")) },
+  { key: "b2a.zero_window_adverts", label: "zwin", cell: (c) => String(sum(c, "zero_window_adverts")) },
+  { key: "a2b.rtt_avg_ms", label: "rtt ms", cell: (c) => (c.a2b.rtt_avg_ms === null ? "" : (c.a2b.rtt_avg_ms as number).toFixed(1)) },
+  { key: "severity", label: "severity", cell: (c) => (c.severity === null ? "" : c.severity.toFixed(2)) },
+  { key: "verdict", label: "verdict", cell: (c) => c.verdict ?? "" },
+];
+
+/** Text sort keys (ascending first); the rest are numbers (worst, i.e. largest, first). */
+const TEXT_KEYS = new Set(["id", "endpoints", "state", "verdict", "file"]);
+
+function visibleConns(): Conn[] {
+  const f = state.filter.toLowerCase();
+  const rows = conns.filter(
+    (c) => (state.boring || c.boring !== true) && (!f || `${c.id} ${endpoints(c)} ${c.state} ${c.verdict ?? ""} ${c.file}`.toLowerCase().includes(f)),
+  );
+  const k = state.sort;
+  rows.sort((x, y) => {
+    const a = value(x, k), b = value(y, k);
+    if (a === b) return x.id - y.id;
+    if (a === null) return 1;
+    if (b === null) return -1;
+    const r = a < b ? -1 : 1;
+    return state.desc ? -r : r;
+  });
+  return rows;
+}
+
+function renderList() {
+  const head = $("conns").querySelector("thead")!;
+  head.innerHTML = "";
+  const tr = document.createElement("tr");
+  for (const col of COLUMNS) {
+    const th = document.createElement("th");
+    th.textContent = col.label + (state.sort === col.key ? (state.desc ? " ▼" : " ▲") : "");
+    th.dataset.key = col.key;
+    th.onclick = () => {
+      if (state.sort === col.key) state.desc = !state.desc;
+      else [state.sort, state.desc] = [col.key, !TEXT_KEYS.has(col.key)];
+      changed({ list: true });
+    };
+    tr.append(th);
+  }
+  head.append(tr);
+  const body = $("conns").querySelector("tbody")!;
+  body.innerHTML = "";
+  const rows = visibleConns();
+  for (const c of rows) {
+    const r = document.createElement("tr");
+    r.dataset.id = String(c.id);
+    if (state.ids.includes(c.id)) r.classList.add("sel");
+    if (!api.plottable(c.id)) r.classList.add("noplot");
+    for (const col of COLUMNS) {
+      const td = document.createElement("td");
+      td.textContent = col.cell(c);
+      if (col.key === "verdict") td.title = td.textContent;
+      r.append(td);
+    }
+    if (c.boring) r.classList.add("boring");
+    r.onclick = (e) => select(c.id, e.ctrlKey || e.metaKey || e.shiftKey);
+    body.append(r);
+  }
+  $("count").textContent = `${rows.length} of ${conns.length}`;
+  ($("sort") as HTMLSelectElement).value = state.sort;
+  $("sort-dir").textContent = state.desc ? "▼" : "▲";
+}
+
+function select(id: number, compare: boolean) {
+  if (!api.plottable(id)) {
+    status(`connection ${id} is not plotted in this report`);
+    return;
+  }
+  if (compare && state.ids.length && !state.ids.includes(id)) state.ids = [state.ids[0], id];
+  else state.ids = [id];
+  state.view = {};
+  history = [];
+  changed({ list: true, plots: true, events: true });
+}
+
+// ---------- plots ----------
+
+class ConnPlot {
+  el: HTMLElement;
+  canvas: HTMLCanvasElement;
+  overlay: HTMLCanvasElement;
+  panels: HTMLCanvasElement[];
+  fig?: Figure;
+  pan?: Panels;
+  ctl?: AbortController;
+  frame?: Frame;
+  hover: Mark | null = null;
+
+  constructor(public id: number) {
+    this.el = document.createElement("div");
+    this.el.className = "plot";
+    this.el.dataset.conn = String(id);
+    const title = document.createElement("h2");
+    this.el.append(title);
+    const wrap = document.createElement("div");
+    wrap.className = "tsg";
+    this.canvas = document.createElement("canvas");
+    this.overlay = document.createElement("canvas");
+    this.overlay.className = "overlay";
+    wrap.append(this.canvas, this.overlay);
+    this.el.append(wrap);
+    this.panels = ["tput", "rtt", "flight"].map((k) => {
+      const c = document.createElement("canvas");
+      c.className = `panel ${k}`;
+      this.el.append(c);
+      return c;
+    });
+    const legend = document.createElement("div");
+    legend.className = "legend";
+    this.el.append(legend);
+    bindInput(this);
+  }
+
+  async load() {
+    this.ctl?.abort();
+    const ctl = (this.ctl = new AbortController());
+    const v = state.view;
+    const w = Math.max(1, this.canvas.clientWidth - LEFT - RIGHT);
+    const start = performance.now();
+    try {
+      const [fig, pan] = await Promise.all([
+        api.tsg(this.id, state.dir, { ...v, w }, ctl.signal),
+        api.panels(this.id, state.dir, { t0: v.t0, t1: v.t1, w }, ctl.signal),
+      ]);
+      if (ctl.signal.aborted) return;
+      perf.fetches.push(performance.now() - start);
+      this.fig = fig;
+      this.pan = pan;
+      const h2 = this.el.querySelector("h2")!;
+      h2.textContent = fig.title;
+      this.el.querySelector(".legend")!.innerHTML = fig.legend
+        .map((l) => `<span><i style="background:${l.color}"></i>${escapeHtml(l.text)}</span>`)
+        .concat(fig.remarks.map((r) => `<span class="remark">${escapeHtml(r)}</span>`))
+        .concat(fig.error ? [`<span class="error">${escapeHtml(fig.error)}</span>`] : [])
+        .join("");
+      requestFrame();
+    } catch (e) {
+      if ((e as Error).name !== "AbortError") status(`connection ${this.id}: ${(e as Error).message}`);
+    }
+  }
+
+  draw(x0: number, x1: number, y0: number, y1: number) {
+    const ctx = prepare(this.canvas);
+    const f: Frame = { x0, x1, y0, y1, w: this.canvas.clientWidth, h: this.canvas.clientHeight };
+    this.frame = f;
+    axes(ctx, f, "relative sequence number");
+    if (this.fig) drawFigure(ctx, f, this.fig);
+    const p = this.pan;
+    const pw = this.canvas.clientWidth;
+    const [tp, rp, fp] = this.panels.map(prepare);
+    if (p) {
+      drawPanel(tp, x0, x1, pw, this.panels[0].clientHeight, "b/s", [
+        { s: p.tput_bps, color: "#f07800", label: "throughput", step: true },
+        { s: p.goodput_bps, color: "#2b6fd6", label: "goodput (new bytes)", step: true },
+      ]);
+      drawPanel(rp, x0, x1, pw, this.panels[1].clientHeight, "RTT ms", [
+        { s: p.rtt_ms, color: "#1a9a3a", label: "timestamp + Karn", dots: true },
+        { s: p.rtt_karn_ms, color: "#e0181c", label: "Karn", dots: true },
+      ]);
+      drawPanel(fp, x0, x1, pw, this.panels[2].clientHeight, "bytes", [
+        { s: p.flight_bytes, color: "#000000", label: "in flight", step: true },
+        { s: p.window_bytes, color: "#c99a00", label: p.window_scaled ? "advertised window" : "advertised window (raw: scale unknown)", step: true },
+        { s: p.cwnd_bytes, color: "#8a2be2", label: "cwnd estimate", dots: true },
+      ]);
+    }
+    this.drawOverlay();
+  }
+
+  drawOverlay(rect?: [number, number, number, number]) {
+    const ctx = prepare(this.overlay);
+    const f = this.frame;
+    if (!f || !this.fig) return;
+    if (focusFrame !== null) {
+      const m = this.fig.marks.find((m) => m.f === focusFrame);
+      if (m) highlight(ctx, f, m);
+    }
+    if (this.hover) highlight(ctx, f, this.hover);
+    if (rect) {
+      ctx.strokeStyle = "#2b6fd6";
+      ctx.fillStyle = "rgba(43,111,214,0.1)";
+      ctx.fillRect(rect[0], rect[1], rect[2] - rect[0], rect[3] - rect[1]);
+      ctx.strokeRect(rect[0] + 0.5, rect[1] + 0.5, rect[2] - rect[0], rect[3] - rect[1]);
+    }
+  }
+}
+
+let plots: ConnPlot[] = [];
+
+function rebuildPlots() {
+  const cols = $("columns");
+  cols.innerHTML = "";
+  plots = state.ids.map((id) => new ConnPlot(id));
+  if (!plots.length) cols.innerHTML = `<p class="empty">Select a connection (ctrl-click a second one to compare on one scale).</p>`;
+  for (const p of plots) cols.append(p.el);
+  cols.classList.toggle("two", plots.length === 2);
+}
+
+/** The ranges drawn: the view where set, else the union of the figures (one scale for all). */
+function ranges(): [number, number, number, number] {
+  const v = state.view;
+  const figs = plots.map((p) => p.fig).filter((f): f is Figure => !!f);
+  const x0 = v.t0 ?? 0;
+  const x1 = v.t1 ?? Math.max(1e-6, ...figs.map((f) => (v.t0 === undefined ? f.x[1] : f.last)));
+  const y0 = v.s0 ?? (figs.length ? Math.min(...figs.map((f) => f.y[0])) : 0);
+  const y1 = v.s1 ?? (figs.length ? Math.max(...figs.map((f) => f.y[1])) : 1);
+  return [x0, x1, y0, y1];
+}
+
+let frameRequested = false;
+function requestFrame() {
+  if (frameRequested) return;
+  frameRequested = true;
+  requestAnimationFrame(() => {
+    frameRequested = false;
+    const start = performance.now();
+    const [x0, x1, y0, y1] = ranges();
+    for (const p of plots) p.draw(x0, x1, y0, y1);
+    perf.frames.push(performance.now() - start);
+    $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · seq ${Math.round(y0)}–${Math.round(y1)} · zoom depth ${history.length}`;
+  });
+}
+
+let loadTimer = 0;
+/** Fetches for the current view: at once, or after input pauses (wheel, pan). */
+function loadAll(delay = 0) {
+  clearTimeout(loadTimer);
+  loadTimer = window.setTimeout(() => plots.forEach((p) => p.load()), delay);
+}
+
+// ---------- zoom, pan, history ----------
+
+function setView(v: View, push = true, delay = 0) {
+  if (push) history.push({ ...state.view });
+  state.view = v;
+  changed({ view: true, delay });
+}
+
+function currentBox(): View {
+  const [t0, t1, s0, s1] = ranges();
+  return { t0, t1, s0, s1 };
+}
+
+function back() {
+  const v = history.pop();
+  if (v !== undefined) {
+    state.view = v;
+    changed({ view: true });
+  }
+}
+
+function reset() {
+  if (state.view.t0 === undefined && state.view.s0 === undefined) return;
+  setView({});
+}
+
+function zoomAt(f: Frame, px: number, py: number, factor: number, push: boolean) {
+  const b = currentBox();
+  const x = ix(f, px), y = iy(f, py);
+  setView({ t0: x - (x - b.t0!) * factor, t1: x + (b.t1! - x) * factor, s0: y - (y - b.s0!) * factor, s1: y + (b.s1! - y) * factor }, push, 80);
+}
+
+function panBy(dxFrac: number, dyFrac: number, push: boolean) {
+  const b = currentBox();
+  const dx = (b.t1! - b.t0!) * dxFrac, dy = (b.s1! - b.s0!) * dyFrac;
+  setView({ t0: b.t0! + dx, t1: b.t1! + dx, s0: b.s0! + dy, s1: b.s1! + dy }, push, 80);
+}
+
+let lastWheel = 0;
+
+function bindInput(p: ConnPlot) {
+  const o = p.overlay;
+  let drag: { x: number; y: number; pan: boolean; box: View } | null = null;
+  const pos = (e: MouseEvent) => {
+    const r = o.getBoundingClientRect();
+    return [e.clientX - r.left, e.clientY - r.top];
+  };
+  o.addEventListener("mousedown", (e) => {
+    if (e.button !== 0 && e.button !== 1) return;
+    const [x, y] = pos(e);
+    drag = { x, y, pan: e.shiftKey || e.button === 1, box: currentBox() };
+    if (drag.pan) history.push({ ...state.view });
+    e.preventDefault();
+  });
+  window.addEventListener("mousemove", (e) => {
+    if (!drag || !p.frame) return;
+    const [x, y] = pos(e);
+    if (drag.pan) {
+      const f = p.frame;
+      const dt = ((x - drag.x) / (f.w - LEFT - RIGHT)) * (drag.box.t1! - drag.box.t0!);
+      const ds = ((y - drag.y) / (f.h - TOP - BOTTOM)) * (drag.box.s1! - drag.box.s0!);
+      setView({ t0: drag.box.t0! - dt, t1: drag.box.t1! - dt, s0: drag.box.s0! + ds, s1: drag.box.s1! + ds }, false, 60);
+    } else {
+      p.drawOverlay([Math.min(drag.x, x), Math.min(drag.y, y), Math.max(drag.x, x), Math.max(drag.y, y)]);
+    }
+  });
+  window.addEventListener("mouseup", (e) => {
+    if (!drag || !p.frame) return;
+    const d = drag;
+    drag = null;
+    if (d.pan) return;
+    const [x, y] = pos(e);
+    p.drawOverlay();
+    if (Math.abs(x - d.x) < 5 || Math.abs(y - d.y) < 5) return;
+    const f = p.frame;
+    const [ta, tb] = [ix(f, d.x), ix(f, x)].sort((a, b) => a - b);
+    const [sa, sb] = [iy(f, d.y), iy(f, y)].sort((a, b) => a - b);
+    setView({ t0: ta, t1: tb, s0: sa, s1: sb });
+  });
+  o.addEventListener("wheel", (e) => {
+    if (!p.frame) return;
+    e.preventDefault();
+    const [x, y] = pos(e);
+    const now = performance.now();
+    // One history step per wheel gesture, not per notch.
+    zoomAt(p.frame, x, y, e.deltaY < 0 ? 0.8 : 1.25, now - lastWheel > 400);
+    lastWheel = now;
+  }, { passive: false });
+  o.addEventListener("contextmenu", (e) => {
+    e.preventDefault();
+    back();
+  });
+  o.addEventListener("mousemove", (e) => {
+    if (drag || !p.frame || !p.fig) return;
+    const [x, y] = pos(e);
+    const m = hit(p.frame, p.fig, x, y);
+    if (m !== p.hover) {
+      p.hover = m;
+      p.drawOverlay();
+      showTip(p, m, e.clientX, e.clientY);
+    } else if (m) moveTip(e.clientX, e.clientY);
+  });
+  o.addEventListener("mouseleave", () => {
+    p.hover = null;
+    p.drawOverlay();
+    $("tip").hidden = true;
+  });
+}
+
+// ---------- hover tooltip ----------
+
+const packetCache = new Map<string, Promise<PacketRow | null>>();
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+}
+
+function moveTip(cx: number, cy: number) {
+  const tip = $("tip");
+  const w = tip.offsetWidth, h = tip.offsetHeight;
+  tip.style.left = `${Math.min(cx + 14, window.innerWidth - w - 4)}px`;
+  tip.style.top = `${Math.min(cy + 14, window.innerHeight - h - 4)}px`;
+}
+
+async function showTip(p: ConnPlot, m: Mark | null, cx: number, cy: number) {
+  const tip = $("tip");
+  if (!m || m.f === null) {
+    tip.hidden = true;
+    return;
+  }
+  const agg = m.n > 1 ? `<div>${m.n} packets in this pixel column; first:</div>` : "";
+  tip.innerHTML = `<b>${escapeHtml(m.c)}</b>${agg}<div>frame ${m.f}</div>`;
+  tip.hidden = false;
+  moveTip(cx, cy);
+  const key = `${p.id}:${m.f}`;
+  if (!packetCache.has(key)) packetCache.set(key, api.packet(p.id, m.f).catch(() => null));
+  const row = await packetCache.get(key)!;
+  if (p.hover !== m) return;
+  const evs = row ? row.events : events.filter((e) => e.frame === m.f);
+  const table = row
+    ? `<table class="pkt"><tr><th>frame</th><th>time s</th><th>dir</th><th>seq</th><th>ack</th><th>win</th><th>len</th><th>flags</th></tr>
+       <tr><td>${row.frame}</td><td>${row.t.toFixed(6)}</td><td>${row.dir}</td><td>${row.seq}</td><td>${row.ack ?? ""}</td><td>${row.win}</td><td>${row.len}</td><td>${row.flags}</td></tr></table>`
+    : `<div>frame ${m.f}</div>`;
+  const evHtml = evs.map((e) => `<li>${escapeHtml(e.kind)} ${escapeHtml(e.text)}</li>`).join("");
+  tip.innerHTML = `<b>${escapeHtml(m.c)}</b>${agg}${table}${evHtml ? `<ul>${evHtml}</ul>` : ""}`;
+  moveTip(cx, cy);
+}
+
+// ---------- events ----------
+
+const DATA_SIDE = new Set(["retransmission", "out_of_order", "hole", "zero_window_probe", "keep_alive", "rtt_sample", "ack_advance", "karn_discard", "post_loss_ack", "analysis_partial"]);
+
+async function loadEvents() {
+  const list = $("events");
+  list.innerHTML = "";
+  events = [];
+  $("ev-count").textContent = "";
+  if (!state.ids.length) return;
+  try {
+    const r = await api.events(state.ids[0]);
+    events = r.events;
+    $("ev-count").textContent = `(${r.events.length}${r.more ? ` + ${r.more} more` : ""})`;
+    const frag = document.createDocumentFragment();
+    for (const e of r.events) {
+      const li = document.createElement("li");
+      li.textContent = `${e.t.toFixed(6)} ${e.dir} ${e.kind} ${e.text}`;
+      li.onclick = () => jumpTo(e);
+      frag.append(li);
+    }
+    list.append(frag);
+  } catch (e) {
+    status(`events: ${(e as Error).message}`);
+  }
+}
+
+/** Shows an event: its data direction's plot, a time window around it, its packet marked. */
+function jumpTo(e: EventRow) {
+  const dir: Dir = DATA_SIDE.has(e.kind) ? e.dir : e.dir === "a2b" ? "b2a" : "a2b";
+  const [x0, x1] = ranges();
+  const last = Math.max(...plots.map((p) => p.fig?.last ?? 0), x1);
+  const span = Math.max(1e-4, Math.min(x1 - x0, last / 20));
+  focusFrame = e.frame;
+  if (dir !== state.dir) {
+    state.dir = dir;
+    plots.forEach((p) => (p.fig = undefined));
+  }
+  setView({ t0: e.t - span / 2, t1: e.t + span / 2 });
+}
+
+// ---------- wiring ----------
+
+function status(s: string) {
+  $("status").textContent = s;
+}
+
+function changed(what: { list?: boolean; plots?: boolean; events?: boolean; view?: boolean; delay?: number }) {
+  writeUrl();
+  if (what.list) renderList();
+  if (what.plots) rebuildPlots();
+  if (what.events) loadEvents();
+  for (const b of document.querySelectorAll<HTMLButtonElement>("[data-dir]")) b.classList.toggle("on", b.dataset.dir === state.dir);
+  if (what.plots || what.view) {
+    requestFrame();
+    loadAll(what.delay ?? 0);
+  }
+}
+
+async function main() {
+  readUrl();
+  try {
+    const list = await api.conns();
+    conns = list.conns;
+    $("traces").textContent = list.traces.map((t) => `${t.name ?? "?"} (${t.packets} packets${t.error ? `, error: ${t.error}` : ""})`).join(" · ");
+    if (api.report) $("traces").textContent += ` · report: plots of connections ${api.report.report.plotted.join(", ")}`;
+  } catch (e) {
+    status(`connection list: ${(e as Error).message}`);
+    return;
+  }
+  const sort = $("sort") as HTMLSelectElement;
+  const keys = ["id", "endpoints", "verdict", ...(conns.length ? numericKeys(conns[0]) : []).filter((k) => k !== "id")];
+  sort.innerHTML = keys.map((k) => `<option>${k}</option>`).join("");
+  sort.onchange = () => {
+    state.sort = sort.value;
+    state.desc = !TEXT_KEYS.has(sort.value);
+    changed({ list: true });
+  };
+  $("sort-dir").onclick = () => {
+    state.desc = !state.desc;
+    changed({ list: true });
+  };
+  const filter = $("filter") as HTMLInputElement;
+  filter.value = state.filter;
+  filter.oninput = () => {
+    state.filter = filter.value;
+    changed({ list: true });
+  };
+  const boring = $("show-boring") as HTMLInputElement;
+  boring.checked = state.boring;
+  boring.onchange = () => {
+    state.boring = boring.checked;
+    changed({ list: true });
+  };
+  for (const b of document.querySelectorAll<HTMLButtonElement>("[data-dir]"))
+    b.onclick = () => {
+      state.dir = b.dataset.dir as Dir;
+      plots.forEach((p) => (p.fig = undefined));
+      changed({ view: true });
+    };
+  $("back").onclick = back;
+  $("reset").onclick = reset;
+  window.addEventListener("keydown", (e) => {
+    if ((e.target as HTMLElement).tagName === "INPUT") return;
+    const keys: Record<string, () => void> = {
+      Backspace: back,
+      Home: reset,
+      ArrowLeft: () => panBy(-0.1, 0, true),
+      ArrowRight: () => panBy(0.1, 0, true),
+      ArrowUp: () => panBy(0, 0.1, true),
+      ArrowDown: () => panBy(0, -0.1, true),
+    };
+    const k = keys[e.key];
+    if (k && plots.length) {
+      e.preventDefault();
+      k();
+    }
+  });
+  window.addEventListener("resize", () => {
+    requestFrame();
+    loadAll(150);
+  });
+  window.addEventListener("hashchange", () => {
+    readUrl();
+    changed({ list: true, plots: true, events: true });
+  });
+  if (!state.ids.length) {
+    const first = api.report ? api.report.report.plotted[0] : visibleConns()[0]?.id;
+    if (first !== undefined) state.ids = [first];
+  }
+  changed({ list: true, plots: true, events: true });
+}
+
+// For the browser tests and the benchmark: where a mark is drawn, in client pixels.
+(window as unknown as { tcpscopeMarkAt: unknown }).tcpscopeMarkAt = (prefix: string, plot = 0): [number, number, number | null] | null => {
+  const p = plots[plot];
+  if (!p?.frame || !p.fig) return null;
+  const f = p.frame;
+  const r = p.overlay.getBoundingClientRect();
+  for (const m of p.fig.marks) {
+    if (!m.c.startsWith(prefix)) continue;
+    const l = m.p.find((q) => q[0] === "l" && q[2] === q[4]) ?? m.p[0];
+    const x = sx(f, l[2] as number);
+    const y = l[0] === "l" ? (sy(f, l[3] as number) + sy(f, l[5] as number)) / 2 : sy(f, l[3] as number);
+    if (x > LEFT && x < f.w - RIGHT && y > TOP && y < f.h - BOTTOM) return [r.left + x, r.top + y, m.f];
+  }
+  return null;
+};
+
+main();
