@@ -564,7 +564,7 @@ mod tests {
     #[test]
     fn rate_bin_lookup_matches_the_log_definition() {
         let mut next = crate::testutil::rng(0x9E3779B97F4A7C15);
-        let mut check = |x: f64| assert_eq!(rate_bin(x), rate_bin_by_log(x), "{x:e}");
+        let check = |x: f64| assert_eq!(rate_bin(x), rate_bin_by_log(x), "{x:e}");
         for x in [0.0, -1.0, 1.0, 999.0, 1e3, 1e12, 1e15, f64::INFINITY, f64::NAN] {
             check(x);
         }
