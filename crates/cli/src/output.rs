@@ -185,8 +185,9 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
     Ok(())
 }
 
-/// Connections formatted per parallel block, and per task within it.
-const TEXT_BLOCK: usize = 8192;
+/// Connections formatted per parallel block (~8 MB of text held at a time), and per task
+/// within it.
+const TEXT_BLOCK: usize = 2048;
 const TEXT_CHUNK: usize = 256;
 
 /// One connection of the `stats` text table.
