@@ -169,6 +169,10 @@ pub struct PlotArgs {
     /// Highest relative sequence number shown.
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub seq_to: Option<i64>,
+    /// --seq-from/--seq-to are absolute sequence numbers, as on the wire (tshark's
+    /// `tcp.seq_raw`), instead of relative ones.
+    #[arg(long)]
+    pub abs_seq: bool,
     /// SVG width in pixels.
     #[arg(long, value_name = "PX", default_value_t = 1200, value_parser = clap::value_parser!(u32).range(200..=20000))]
     pub width: u32,

@@ -180,6 +180,51 @@ fn time_limits(args: &PlotArgs, t: &Target, settings: Settings) -> io::Result<(O
     Ok((from, to))
 }
 
+/// The --seq-from/--seq-to limits as relative offsets. Absolute ones (`--abs-seq`) are turned
+/// into offsets by the wire sequence number of the direction's first segment, found by a pass
+/// of its own: offset = (absolute - base) mod 2^32, where a value up to 64 KiB below the base
+/// counts as before it (the SYN is -1).
+fn seq_limits(args: &PlotArgs, t: &Target, settings: Settings) -> io::Result<(Option<i64>, Option<i64>)> {
+    if !args.abs_seq || (args.seq_from.is_none() && args.seq_to.is_none()) {
+        return Ok((args.seq_from, args.seq_to));
+    }
+    let fail = |e: &dyn std::fmt::Display| io::Error::other(format!("{}: {e}", t.trace.display()));
+    let mut reader = tcpscope_core::capture::CaptureReader::open(&t.trace).map_err(|e| fail(&e))?;
+    let mut an = tcpscope_core::pass::Analyzer::new(settings, LastOffset { conn: t.conn - 1, dir: t.dir, off: None });
+    let mut base = None;
+    let mut sum = tcpscope_core::pass::FileSummary::default();
+    tcpscope_core::pass::read_segments(&mut reader, &mut sum, &|_, _| {}, |seg, frame, ts_ns| {
+        an.segment(seg, frame, ts_ns);
+        if let Some(off) = an.sink.off.take() {
+            base = Some(seg.seq.0.wrapping_sub(off as u32));
+        }
+        base.is_none()
+    });
+    let base = base.ok_or_else(|| fail(&format!("connection {} has no {} segment", t.conn, t.dir.name())))?;
+    let rel = |abs: i64| -> io::Result<i64> {
+        let abs = u32::try_from(abs).map_err(|_| io::Error::other(format!("--abs-seq: {abs} is not a 32-bit sequence number")))?;
+        let v = abs.wrapping_sub(base);
+        Ok(if v > u32::MAX - 65535 { v as i64 - (1i64 << 32) } else { v as i64 })
+    };
+    Ok((args.seq_from.map(rel).transpose()?, args.seq_to.map(rel).transpose()?))
+}
+
+/// The relative offset of the last segment the analysis saw, if it was of this connection and
+/// direction.
+struct LastOffset {
+    conn: usize,
+    dir: tcpscope_core::analysis::Dir,
+    off: Option<i64>,
+}
+
+impl tcpscope_core::analysis::Sink for LastOffset {
+    fn segment(&mut self, s: &tcpscope_core::analysis::SegmentInfo) {
+        if s.at.conn == self.conn && s.at.dir == self.dir {
+            self.off = Some(s.seq_off);
+        }
+    }
+}
+
 /// Remembers when a connection's first packet was seen.
 struct FirstPacket {
     conn: usize,
@@ -218,7 +263,8 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<Figure> {
     Ok(match args.kind {
         KindArg::Tsg => {
             let s = series!(tsg);
-            let v = TsgView { from_s, to_s, seq_from: args.seq_from, seq_to: args.seq_to, columns: Some(columns), title: args.title.clone() };
+            let (seq_from, seq_to) = seq_limits(args, t, settings)?;
+            let v = TsgView { from_s, to_s, seq_from, seq_to, columns: Some(columns), title: args.title.clone() };
             plot::tsg::tsg(&s, &v)
         }
         KindArg::Rtt => {

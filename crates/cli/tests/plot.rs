@@ -830,3 +830,27 @@ fn absolute_and_relative_times_give_the_same_plot() {
     let o = run(&["plot", t, "-c", "1", "--from", "0.9", "--to", "0.5"]);
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--to must be after --from"));
 }
+
+/// `--abs-seq` reads --seq-from/--seq-to as wire sequence numbers (as `print` shows them).
+#[test]
+fn absolute_sequence_limits_match_relative_ones() {
+    let trace = data_dir().join("loss-snd.pcap");
+    let t = trace.to_str().unwrap();
+    let out = run(&["print", t, "--json"]);
+    let syn: serde_json::Value = serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(syn["flags"], "S");
+    let base = syn["seq"].as_u64().unwrap() + 1; // the first payload byte
+    let dir = tempdir("plot-abs-seq");
+    let draw = |args: &[&str], name: &str| {
+        let path = dir.join(name);
+        let mut a = vec!["plot", t, "-c", "1", "-o", path.to_str().unwrap()];
+        a.extend_from_slice(args);
+        let o = run(&a);
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read(path).unwrap()
+    };
+    let rel = draw(&["--seq-from", "25000", "--seq-to", "60000"], "rel.xpl");
+    let (lo, hi) = ((base + 25000) % (1 << 32), (base + 60000) % (1 << 32));
+    assert_eq!(draw(&["--abs-seq", "--seq-from", &lo.to_string(), "--seq-to", &hi.to_string()], "abs.xpl"), rel);
+    assert_ne!(draw(&["--seq-from", &lo.to_string(), "--seq-to", &hi.to_string()], "wrong.xpl"), rel);
+}

@@ -205,7 +205,7 @@ impl Side {
             (OosClass::Rto, "resent more than an RTO after the previous copy")
         } else if self.fast_evidence(seq, cl) {
             (OosClass::FastRetransmit, "resent within an RTO with duplicate ACKs or a SACK above it")
-        } else if tail && rt.zip(min).is_some_and(|(rt, min)| rt >= min) {
+        } else if tail && self.syn_sack && peer.syn_sack && rt.zip(min).is_some_and(|(rt, min)| rt >= min) {
             (OosClass::TailLossProbe, "the last segment resent within an RTO but at least an RTT later, no loss evidence")
         } else {
             (OosClass::Unknown, "resent within an RTO without loss evidence")
