@@ -173,6 +173,7 @@ impl<S: Sink> Analyzer<S> {
 
 /// Counts a record in the file's summary and decodes it; `None` when it carries no TCP segment
 /// (the reason is counted).
+#[inline]
 fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>) -> Option<Segment<'a>> {
     sum.packets += 1;
     sum.captured_bytes += rec.data.len() as u64;

@@ -44,31 +44,45 @@ impl Summary {
 
 /// Statistics of one direction. See `docs/statistics.md` for each field.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct DirStats {
+    // Fields touched by every packet first, in the order of `StatsSink::segment`, so a
+    // packet touches a few cache lines of its connection's statistics instead of all of them
+    // (`repr(C)` keeps the order); per-event counters after them.
+    /// Last packet (ns).
+    pub last_ts_ns: u64,
+    /// First packet (ns).
+    pub first_ts_ns: u64,
+    /// Longest gap between two consecutive packets of this direction (ns).
+    pub max_idle_ns: u64,
     /// All TCP packets sent in this direction.
     pub packets: u64,
     /// Packets with payload.
     pub data_packets: u64,
-    /// ACK set, no payload, no SYN/FIN/RST.
-    pub pure_acks: u64,
     /// Payload bytes, retransmissions included.
     pub payload_bytes: u64,
     /// Payload bytes never seen before in this direction.
     pub unique_bytes: u64,
+    /// ACK set, no payload, no SYN/FIN/RST.
+    pub pure_acks: u64,
     /// Packets carrying at least one sequence byte (payload, SYN or FIN) seen before.
     pub rexmit_packets: u64,
     /// Payload bytes seen before.
     pub rexmit_bytes: u64,
-    /// Packets filling a hole below the highest sequence number seen.
-    pub out_of_order_packets: u64,
-    /// Duplicate ACKs sent (about the other direction's data).
-    pub dup_acks: u64,
-    /// Third duplicate ACKs sent (the fast-retransmit trigger of RFC 5681).
-    pub triple_dup_acks: u64,
+    /// First packet with payload (ns), 0 if none.
+    pub first_data_ts_ns: u64,
+    /// Last packet with payload (ns).
+    pub last_data_ts_ns: u64,
+    /// Most bytes in flight after a data packet (SACK-aware).
+    pub max_in_flight: u64,
+    /// Packets with a timestamps option.
+    pub timestamp_packets: u64,
     /// Packets with SYN.
     pub syn: u64,
     /// Packets with FIN.
     pub fin: u64,
+    /// Advertised window (bytes, scaled when known) over ACK packets and SYNs, not RSTs.
+    pub window: Summary,
     /// Packets with RST.
     pub rst: u64,
     /// MSS option (last seen).
@@ -79,12 +93,20 @@ pub struct DirStats {
     pub wscale: Option<u8>,
     /// SACK-permitted option seen.
     pub sack_permitted: bool,
-    /// Packets with a timestamps option.
-    pub timestamp_packets: u64,
     /// Packets with SACK blocks.
     pub sack_packets: u64,
     /// SACK blocks sent.
     pub sack_blocks: u64,
+    /// Packets whose payload the snaplen cut.
+    pub truncated_packets: u64,
+    /// Payload bytes missing because of the snaplen.
+    pub truncated_bytes: u64,
+    /// Packets filling a hole below the highest sequence number seen.
+    pub out_of_order_packets: u64,
+    /// Duplicate ACKs sent (about the other direction's data).
+    pub dup_acks: u64,
+    /// Third duplicate ACKs sent (the fast-retransmit trigger of RFC 5681).
+    pub triple_dup_acks: u64,
     /// D-SACKs sent.
     pub dsacks: u64,
     /// Zero-window advertisements.
@@ -97,8 +119,6 @@ pub struct DirStats {
     pub keepalives: u64,
     /// Times the right window edge moved left.
     pub window_shrinks: u64,
-    /// Advertised window (bytes, scaled when known) over ACK packets and SYNs, not RSTs.
-    pub window: Summary,
     /// Karn-valid RTT samples of this direction's data.
     pub rtt: Summary,
     /// Timestamp-echo RTT samples of this direction's data.
@@ -107,30 +127,14 @@ pub struct DirStats {
     pub karn_discards: u64,
     /// ACKs that ended on a segment after a loss (no sample).
     pub post_loss_acks: u64,
-    /// Most bytes in flight after a data packet (SACK-aware).
-    pub max_in_flight: u64,
     /// Gaps in the sequence space opened by a packet above the highest byte seen.
     pub holes: u64,
     /// Bytes of this direction acknowledged by the peer but never captured.
     pub acked_unseen_bytes: u64,
     /// Bytes of this direction cumulatively acknowledged by the peer (advance of its ACKs).
     pub acked_bytes: u64,
-    /// Packets whose payload the snaplen cut.
-    pub truncated_packets: u64,
-    /// Payload bytes missing because of the snaplen.
-    pub truncated_bytes: u64,
-    /// First and last packet (ns).
-    pub first_ts_ns: u64,
-    /// Last packet (ns).
-    pub last_ts_ns: u64,
-    /// First packet with payload (ns), 0 if none.
-    pub first_data_ts_ns: u64,
-    /// Last packet with payload (ns).
-    pub last_data_ts_ns: u64,
     /// Time of the last ACK from the peer that advanced over this direction's data (ns).
     pub last_ack_advance_ts_ns: u64,
-    /// Longest gap between two consecutive packets of this direction (ns).
-    pub max_idle_ns: u64,
     /// Analysis hit a capacity limit (numbers approximate from then on).
     pub partial: bool,
 }
@@ -184,15 +188,16 @@ impl ConnState {
 
 /// Statistics of one connection.
 #[derive(Clone, Debug)]
+#[repr(C)] // per-packet fields first (see DirStats)
 pub struct ConnStats {
+    /// Longest time with no packet in either direction (ns).
+    pub max_idle_ns: u64,
+    /// Per direction: `[a2b, b2a]`.
+    pub dir: [DirStats; 2],
     /// Index (id - 1).
     pub idx: ConnIdx,
     /// Endpoints, file, reuse reason.
     pub info: ConnInfo,
-    /// Per direction: `[a2b, b2a]`.
-    pub dir: [DirStats; 2],
-    /// Longest time with no packet in either direction (ns).
-    pub max_idle_ns: u64,
 }
 
 impl ConnStats {
@@ -247,6 +252,8 @@ impl Sink for StatsSink {
         self.conns.push(Box::new(ConnStats { idx: conn, info: *info, dir: Default::default(), max_idle_ns: 0 }));
     }
 
+    // Inlined into the analysis, which builds `s` only to hand it here.
+    #[inline]
     fn segment(&mut self, s: &SegmentInfo) {
         let t = s.at.ts_ns;
         let c = &mut self.conns[s.at.conn];

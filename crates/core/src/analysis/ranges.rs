@@ -72,10 +72,16 @@ impl RangeSet {
     }
 
     /// Removes `[start, end)`.
+    // The set is empty for almost every segment: that test is inlined, the work is not.
+    #[inline]
     pub fn remove(&mut self, start: SeqOff, end: SeqOff) {
         if end <= start || self.ranges.is_empty() {
             return;
         }
+        self.remove_slow(start, end);
+    }
+
+    fn remove_slow(&mut self, start: SeqOff, end: SeqOff) {
         let mut out = Vec::new();
         let first = self.ranges.partition_point(|&(_, re)| re <= start);
         let mut last = first;
@@ -93,7 +99,11 @@ impl RangeSet {
     }
 
     /// Removes everything below `off`; returns the number of bytes removed.
+    #[inline]
     pub fn remove_below(&mut self, off: SeqOff) -> u64 {
+        if self.ranges.is_empty() {
+            return 0;
+        }
         let before = self.total();
         self.remove(SeqOff::MIN, off);
         before - self.total()

@@ -286,10 +286,14 @@ pub struct Document<'a, F: Fn(usize) -> bool> {
 impl<F: Fn(usize) -> bool> Document<'_, F> {
     /// The selected connections as JSON views, in id order.
     pub fn connections(&self) -> impl Iterator<Item = ConnJson> + '_ {
-        self.an.conns.iter().enumerate().filter(|(i, _)| (self.selected)(i + 1)).map(|(i, c)| {
-            let file = self.an.files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
-            ConnJson::new(c, i + 1, file)
-        })
+        (1..=self.an.conns.len()).filter(|&id| (self.selected)(id)).map(|id| self.connection(id))
+    }
+
+    /// The JSON view of connection `id` (1-based, at most the number of connections).
+    pub fn connection(&self, id: usize) -> ConnJson {
+        let c = &self.an.conns[id - 1];
+        let file = self.an.files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
+        ConnJson::new(c, id, file)
     }
 }
 

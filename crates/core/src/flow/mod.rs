@@ -82,6 +82,7 @@ pub struct FlowTable {
 
 impl FlowTable {
     /// The current connection of the segment's 4-tuple and the segment's direction in it.
+    #[inline]
     pub fn lookup(&mut self, seg: &Segment<'_>) -> Option<(ConnIdx, Dir)> {
         let src = Endpoint { addr: seg.src, port: seg.sport };
         let dst = Endpoint { addr: seg.dst, port: seg.dport };

@@ -2,6 +2,7 @@
 //! it. The rules applied here are defined in `docs/screening.md`.
 
 use std::collections::VecDeque;
+use std::sync::LazyLock;
 
 use super::rules::Classify;
 use super::{AckBehaviour, BurstCount, Burstiness, DirScreen, Limits, OosClass, OosCounts, OosEvent};
@@ -525,8 +526,57 @@ fn count_burst(counts: &mut [[u32; 2]; BURST_MAX_LEN as usize + 1], b: &Burst) {
     c[1] += b.lost as u32;
 }
 
-/// Histogram bin of a rate in bits/s.
-fn rate_bin(bps: f64) -> usize {
+/// Histogram bin of a rate in bits/s, by the definition (a log10 per data packet was a third
+/// of the screen's time; [`rate_bin`] looks the same answer up).
+fn rate_bin_by_log(bps: f64) -> usize {
     let x = (bps.max(1e3) / 1e3).log10() * RATE_BINS_PER_DECADE;
     (x as usize).min(RATE_BINS - 1)
+}
+
+/// Histogram bin of a rate in bits/s: a binary search in the bins' lower edges, each edge the
+/// smallest float that [`rate_bin_by_log`] puts in that bin (found once, by bisection on the
+/// bit pattern, which orders positive floats), so both give the same bin.
+fn rate_bin(bps: f64) -> usize {
+    static EDGES: LazyLock<[f64; RATE_BINS]> = LazyLock::new(|| {
+        let mut edges = [0.0; RATE_BINS];
+        let (mut lo, hi) = (1e3f64.to_bits(), 1e13f64.to_bits());
+        for (bin, edge) in edges.iter_mut().enumerate().skip(1) {
+            // Invariant: rate_bin_by_log(lo) < bin <= rate_bin_by_log(hi).
+            let mut h = hi;
+            while h - lo > 1 {
+                let mid = lo + (h - lo) / 2;
+                if rate_bin_by_log(f64::from_bits(mid)) >= bin { h = mid } else { lo = mid }
+            }
+            *edge = f64::from_bits(h);
+        }
+        edges
+    });
+    if bps.is_nan() || bps < EDGES[1] {
+        return 0; // NaN too, as the definition does
+    }
+    EDGES.partition_point(|&e| e <= bps) - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_bin_lookup_matches_the_log_definition() {
+        let mut next = crate::testutil::rng(0x9E3779B97F4A7C15);
+        let check = |x: f64| assert_eq!(rate_bin(x), rate_bin_by_log(x), "{x:e}");
+        for x in [0.0, -1.0, 1.0, 999.0, 1e3, 1e12, 1e15, f64::INFINITY, f64::NAN] {
+            check(x);
+        }
+        for k in 0..=100 {
+            // Around each decade fraction, one ulp either way.
+            let x = 1e3 * 10f64.powf(k as f64 / RATE_BINS_PER_DECADE);
+            for b in [x.to_bits() - 1, x.to_bits(), x.to_bits() + 1] {
+                check(f64::from_bits(b));
+            }
+        }
+        for _ in 0..100_000 {
+            check(10f64.powf(next(1500) as f64 / 100.0) * (1.0 + next(1000) as f64 / 1e3));
+        }
+    }
 }
