@@ -16,10 +16,11 @@ fn selected(args: &CommonArgs) -> impl Fn(usize) -> bool + '_ {
     move |id| args.conn.is_empty() || args.conn.contains(&id)
 }
 
-pub(crate) fn check_ids(an: &Analysis, args: &CommonArgs) -> io::Result<()> {
+/// Every id asked for with `-c` exists among `n` connections.
+pub(crate) fn check_ids(n: usize, args: &CommonArgs) -> io::Result<()> {
     for &id in &args.conn {
-        if id == 0 || id > an.conns.len() {
-            return Err(io::Error::other(format!("no connection {id} (the input has {})", an.conns.len())));
+        if id == 0 || id > n {
+            return Err(io::Error::other(format!("no connection {id} (the input has {n})")));
         }
     }
     Ok(())
@@ -69,7 +70,7 @@ const CONNS_FIELDS: &[&str] = &[
 ];
 
 pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Result<()> {
-    check_ids(an, args)?;
+    check_ids(an.conns.len(), args)?;
     let doc = json::document(an, selected(args));
     if args.json {
         let v = serde_json::json!({
@@ -133,7 +134,7 @@ fn ep(e: &json::EndpointJson) -> String {
 }
 
 pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Result<()> {
-    check_ids(an, args)?;
+    check_ids(an.conns.len(), args)?;
     let doc = json::document(an, selected(args));
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;

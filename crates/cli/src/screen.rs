@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 use tcpscope_core::pass::Analysis;
 use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
-use tcpscope_core::stats::{ConnStats, StatsSink};
+use tcpscope_core::flow::ConnInfo;
 
 use crate::args::ScreenArgs;
 use crate::output::{check_ids, flatten, to_value, write_csv};
@@ -17,30 +17,27 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
         Some(p) => Rules::load(p).map_err(io::Error::other)?,
         None => Rules::default(),
     };
-    let (files, sinks) = analyse_with(&args.common, || (StatsSink::default(), ScreenSink::new(rules.clone())))?;
-    let mut conns = Vec::new();
+    // The screen results carry each connection's endpoints: no statistics pass needed.
+    let (files, sinks) = analyse_with(&args.common, || ScreenSink::new(rules.clone()))?;
     let mut screens = Vec::new();
-    for (stats, screen) in sinks {
+    for sink in sinks {
         // Moved, not copied, when there is one part: the results are the bulk of the memory.
-        let (c, s) = (stats.conns, screen.finish());
+        let s = sink.finish();
         if screens.is_empty() {
-            (conns, screens) = (c, s);
+            screens = s;
         } else {
-            conns.extend(c);
             screens.extend(s);
         }
     }
-    let an = Analysis { files, conns };
-    check_ids(&an, &args.common)?;
+    check_ids(screens.len(), &args.common)?;
+    let status = status(&Analysis { files, conns: Vec::new() });
 
     // Rank: most severe first, then by id. Boring ones hidden unless asked for (or named).
     let named = !args.common.conn.is_empty();
-    let mut rows: Vec<(usize, &ConnStats, &ConnScreen)> = an
-        .conns
+    let mut rows: Vec<(usize, &ConnInfo, &ConnScreen)> = screens
         .iter()
-        .zip(&screens)
         .enumerate()
-        .map(|(i, (c, s))| (i + 1, c.as_ref(), s))
+        .map(|(i, s)| (i + 1, &s.info, s))
         .filter(|(id, _, _)| !named || args.common.conn.contains(id))
         .collect();
     let total = rows.len();
@@ -72,15 +69,15 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
         text(&mut out, &rows, total, hidden, args.events)?;
     }
     out.flush()?;
-    Ok(status(&an))
+    Ok(status)
 }
 
 /// One connection as JSON (schema in docs/json.md); `events` adds the evidence list.
-fn conn_json((id, c, s): &(usize, &ConnStats, &ConnScreen), events: bool) -> io::Result<Value> {
+fn conn_json((id, c, s): &(usize, &ConnInfo, &ConnScreen), events: bool) -> io::Result<Value> {
     let mut v = json!({
         "id": id,
-        "a": c.info.a.to_string(),
-        "b": c.info.b.to_string(),
+        "a": c.a.to_string(),
+        "b": c.b.to_string(),
         "boring": s.boring,
         "severity": s.severity,
         "verdict": s.verdict,
@@ -98,13 +95,13 @@ fn conn_json((id, c, s): &(usize, &ConnStats, &ConnScreen), events: bool) -> io:
     Ok(v)
 }
 
-fn text<W: Write>(out: &mut W, rows: &[(usize, &ConnStats, &ConnScreen)], total: usize, hidden: usize, events: bool) -> io::Result<()> {
+fn text<W: Write>(out: &mut W, rows: &[(usize, &ConnInfo, &ConnScreen)], total: usize, hidden: usize, events: bool) -> io::Result<()> {
     writeln!(out, "{total} connection{}, {hidden} boring hidden (--all shows them)", if total == 1 { "" } else { "s" })?;
     let idw = rows.iter().map(|r| r.0.to_string().len()).max().unwrap_or(2).max(2);
-    let epw = rows.iter().map(|r| r.1.info.a.to_string().len() + r.1.info.b.to_string().len() + 4).max().unwrap_or(10);
+    let epw = rows.iter().map(|r| r.1.a.to_string().len() + r.1.b.to_string().len() + 4).max().unwrap_or(10);
     writeln!(out, "{:>idw$}  {:>8}  {:<epw$}  {:>9}  verdict", "id", "severity", "connection", "duration")?;
     for (id, c, s) in rows {
-        let ends = format!("{} -> {}", c.info.a, c.info.b);
+        let ends = format!("{} -> {}", c.a, c.b);
         writeln!(out, "{id:>idw$}  {:>8.3}  {ends:<epw$}  {:>8.2}s  {}", s.severity, s.duration_s, s.verdict)?;
         if events {
             for e in &s.events {

@@ -260,6 +260,9 @@ pub struct ConnScreen {
     /// Index (id - 1) within its file.
     #[serde(skip)]
     pub idx: ConnIdx,
+    /// Endpoints (a sent the SYN), file, reuse reason.
+    #[serde(skip)]
+    pub info: ConnInfo,
     /// Whether the boring rules hold.
     pub boring: bool,
     /// 0 (fine) to 1 (very troubled); see [`severity`].
@@ -288,6 +291,7 @@ pub const MAX_EVIDENCE: usize = 256;
 /// Screening state of one connection: both sides while it is open, their results once it has
 /// closed (so memory follows the live connections, not all connections seen).
 struct Conn {
+    info: ConnInfo,
     side: Option<Box<[Side; 2]>>,
     done: Option<Box<[DirScreen; 2]>>,
     first_ns: u64,
@@ -316,9 +320,9 @@ impl ScreenSink {
 }
 
 impl Sink for ScreenSink {
-    fn connection(&mut self, conn: ConnIdx, _info: &ConnInfo) {
+    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
         debug_assert_eq!(conn, self.conns.len());
-        self.conns.push(Conn { side: Some(Box::default()), done: None, first_ns: 0, last_ns: 0, events: Vec::new(), events_dropped: 0 });
+        self.conns.push(Conn { info: *info, side: Some(Box::default()), done: None, first_ns: 0, last_ns: 0, events: Vec::new(), events_dropped: 0 });
     }
 
     fn event(&mut self, at: &At, ev: &Event) {
@@ -434,6 +438,7 @@ fn conclude(idx: ConnIdx, c: Conn, rules: &Rules) -> ConnScreen {
     oos.add(&dir[1].out_of_sequence);
     let mut s = ConnScreen {
         idx,
+        info: c.info,
         boring: false,
         severity: 0.0,
         verdict: String::new(),
