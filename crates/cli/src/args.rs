@@ -218,7 +218,8 @@ pub struct ScreenArgs {
 /// Analysis options of `view` and `report`.
 #[derive(Args, Debug)]
 pub struct ViewCommon {
-    /// Capture files (pcap, pcapng; plain, .gz or .zst). Only these are served.
+    /// Capture files (pcap, pcapng; plain, .gz or .zst), or ring directories (each read whole as
+    /// one trace). Only these are served.
     #[arg(required = true, value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
     /// Window scale to assume for connections whose handshake was not captured (0-14).

@@ -242,6 +242,34 @@ pub struct Traces {
     details: Mutex<HashMap<usize, DetailCell>>,
 }
 
+/// A ring directory read whole, in time order, as one trace (docs/capture.md); its files'
+/// counts are summed into one summary named by the directory.
+fn analyze_ring<S: Sink>(dir: &std::path::Path, settings: Settings, sink: S) -> (pass::FileSummary, S) {
+    let mut sum = pass::FileSummary::default();
+    sum.path = dir.to_path_buf();
+    let set = match tcpscope_core::capture::set::TraceSet::open(&[dir.to_path_buf()]) {
+        Ok(set) => set,
+        Err(e) => {
+            sum.error = Some(e.to_string());
+            return (sum, sink);
+        }
+    };
+    let (files, sink) = pass::analyze_set_with(&set, 0, u64::MAX, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
+    for f in &files {
+        sum.packets += f.packets;
+        sum.captured_bytes += f.captured_bytes;
+        sum.tcp_packets += f.tcp_packets;
+        sum.first_ts_ns = if sum.first_ts_ns == 0 { f.first_ts_ns } else { sum.first_ts_ns.min(f.first_ts_ns) };
+        sum.last_ts_ns = sum.last_ts_ns.max(f.last_ts_ns);
+        if sum.error.is_none()
+            && let Some(e) = &f.error
+        {
+            sum.error = Some(format!("{}: {e}", f.path.display()));
+        }
+    }
+    (sum, sink)
+}
+
 impl Traces {
     /// Analyses each file (one pass each) and keeps the connection statistics and screening.
     pub fn load(paths: Vec<PathBuf>, settings: Settings) -> Traces {
@@ -252,11 +280,20 @@ impl Traces {
         let rules = Rules::default();
         for (i, p) in paths.iter().enumerate() {
             let sinks = (StatsSink::default(), ScreenSink::new(rules.clone()));
-            let (file, (stats, screen)) = pass::analyze_file_with(p, i, settings, pipelined, &|_, _| {}, sinks);
+            let (file, (mut stats, screen)) =
+                if p.is_dir() { analyze_ring(p, settings, sinks) } else { pass::analyze_file_with(p, i, settings, pipelined, &|_, _| {}, sinks) };
+            let mut screen = screen.finish();
+            // One entry per TRACE, a ring included: the details pass reads it whole again.
+            for c in &mut stats.conns {
+                c.info.file = i;
+            }
+            for s in &mut screen {
+                s.info.file = i;
+            }
             base.push(an.conns.len());
             an.files.push(file);
             an.conns.extend(stats.conns);
-            screens.extend(screen.finish());
+            screens.extend(screen);
         }
         Traces { paths, settings, an, screens, base, details: Mutex::new(HashMap::new()) }
     }

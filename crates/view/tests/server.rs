@@ -163,3 +163,25 @@ fn non_loopback_server_requires_the_token() {
     assert_eq!(get(addr, &format!("/{token}/")).0, 200);
     s.stop();
 }
+
+/// A ring directory named on the command line is one trace, read whole: the same connections,
+/// screening and details as the capture it was cut from.
+#[test]
+fn a_ring_directory_is_one_trace() {
+    let dir = std::env::temp_dir().join(format!("tcpscope-view-ring-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(data("loss-snd.pcap"), dir.join("loss-snd.pcap")).unwrap();
+    let ring = Traces::load(vec![data("zerowin-snd.pcap"), dir.clone()], Settings::default());
+    let files = Traces::load(vec![data("zerowin-snd.pcap"), data("loss-snd.pcap")], Settings::default());
+    assert_eq!(ring.an.files[1].path, dir);
+    assert_eq!(ring.an.files[1].packets, files.an.files[1].packets);
+    assert_eq!(ring.an.conns.len(), 2);
+    assert_eq!(ring.an.conns[1].info.file, 1);
+    assert_eq!(ring.an.conns[1].dir[0].rexmit_packets, files.an.conns[1].dir[0].rexmit_packets);
+    assert_eq!(ring.screens[1].verdict, files.screens[1].verdict);
+    let (a, b) = (ring.detail(2).unwrap(), files.detail(2).unwrap());
+    assert_eq!(a.packets.len(), b.packets.len());
+    assert_eq!(a.tsg[0].segments.len(), b.tsg[0].segments.len());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
