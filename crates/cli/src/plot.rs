@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use tcpscope_core::analysis::{Dir, Settings};
 use tcpscope_core::plot::{self, Figure, View, rtt::RttView, tsg::TsgView};
-use tcpscope_core::series::{burst, dupack, flight, rtt, ssize, tput, tsg};
+use tcpscope_core::series::{self, burst, dupack, flight, rtt, ssize, tput, tsg};
 
 use crate::args::{DirArg, KindArg, PlotArgs};
 
@@ -254,28 +254,28 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<Figure> {
     let view = View { from_s, to_s, title: args.title.clone(), columns: Some(columns), window_s: args.window };
     let (path, c, d) = (t.trace.as_path(), t.conn - 1, t.dir);
     macro_rules! series {
-        ($m:ident) => {{
-            let (s, err) = $m::from_file(path, c, d, settings).map_err(file_error)?;
+        ($m:ty) => {{
+            let (s, err) = series::from_file::<$m>(path, c, d, settings).map_err(file_error)?;
             report(err)?;
             s.ok_or_else(no_conn)?
         }};
     }
     Ok(match args.kind {
         KindArg::Tsg => {
-            let s = series!(tsg);
+            let s = series!(tsg::TsgSink);
             let (seq_from, seq_to) = seq_limits(args, t, settings)?;
             let v = TsgView { from_s, to_s, seq_from, seq_to, columns: Some(columns), title: args.title.clone() };
             plot::tsg::tsg(&s, &v)
         }
         KindArg::Rtt => {
-            let s = series!(rtt);
+            let s = series!(rtt::RttSink);
             plot::rtt::rtt(&s, &RttView { from_s, to_s, title: args.title.clone(), columns: Some(columns) })
         }
-        KindArg::Tput => plot::tput::tput(&series!(tput), &view),
-        KindArg::Flight => plot::flight::flight(&series!(flight), &view),
-        KindArg::Ssize => plot::ssize::ssize(&series!(ssize), &view),
-        KindArg::Burst => plot::burst::burst(&series!(burst), &view),
-        KindArg::BurstCdf => plot::burst::burst_cdf(&series!(burst), &view),
-        KindArg::Dupack => plot::dupack::dupack(&series!(dupack), &view),
+        KindArg::Tput => plot::tput::tput(&series!(tput::TputSink), &view),
+        KindArg::Flight => plot::flight::flight(&series!(flight::FlightSink), &view),
+        KindArg::Ssize => plot::ssize::ssize(&series!(ssize::SsizeSink), &view),
+        KindArg::Burst => plot::burst::burst(&series!(burst::BurstSink), &view),
+        KindArg::BurstCdf => plot::burst::burst_cdf(&series!(burst::BurstSink), &view),
+        KindArg::Dupack => plot::dupack::dupack(&series!(dupack::DupackSink), &view),
     })
 }

@@ -609,7 +609,7 @@ mod tests {
     #[test]
     fn fast_paths_draw_what_the_scans_draw() {
         let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
-        let (fast, _) = crate::series::tsg::from_file(path, 0, Dir::AtoB, Settings::default()).unwrap();
+        let (fast, _) = crate::series::from_file::<crate::series::tsg::TsgSink>(path, 0, Dir::AtoB, Settings::default()).unwrap();
         let fast = fast.unwrap();
         assert!(fast.segments_time_ordered);
         let mut slow = fast.clone();
@@ -641,7 +641,7 @@ mod tests {
     #[test]
     fn indexed_figure_equals_the_scan() {
         let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
-        let (one, _) = crate::series::tsg::from_file(path, 0, Dir::AtoB, Settings::default()).unwrap();
+        let (one, _) = crate::series::from_file::<crate::series::tsg::TsgSink>(path, 0, Dir::AtoB, Settings::default()).unwrap();
         let one = one.unwrap();
         let (dt, ds) = (one.last_ns + 1_000_000, one.segments.iter().map(|s| s.end()).max().unwrap() + 1000);
         let mut big = one.clone();

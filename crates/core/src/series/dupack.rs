@@ -117,17 +117,6 @@ impl Sink for DupackSink {
     }
 }
 
-/// Runs the analysis over a file and returns the series of one connection and data direction,
-/// with the error that ended reading early, if any.
-pub fn from_file(
-    path: &std::path::Path,
-    conn: ConnIdx,
-    dir: Dir,
-    settings: crate::analysis::Settings,
-) -> Result<(Option<DupackSeries>, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
-    let (sink, err) = super::run_file(path, settings, DupackSink::new(conn, dir))?;
-    Ok((sink.finish(), err))
-}
 
 #[cfg(test)]
 mod tests {
@@ -139,7 +128,7 @@ mod tests {
     #[test]
     fn loss_trace_counts_match_the_statistics() {
         let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
-        let (s, err) = from_file(path, 0, Dir::AtoB, Settings::default()).unwrap();
+        let (s, err) = crate::series::from_file::<DupackSink>(path, 0, Dir::AtoB, Settings::default()).unwrap();
         assert!(err.is_none());
         let s = s.unwrap();
         let stats = crate::pass::analyze_file(path, 0, Settings::default(), false, &|_, _| {});

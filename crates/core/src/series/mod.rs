@@ -19,8 +19,8 @@
 //! - [`dupack::DupackSink`] duplicate ACKs and retransmissions of one direction's data.
 //!
 //! Every series struct is plain data (`Vec`s of `Copy` points) with the connection, the
-//! direction, the endpoints and the time of the last packet. Each module has a `from_file` that
-//! runs one pass over a capture; to fill several series in one pass, combine sinks in a tuple
+//! direction, the endpoints and the time of the last packet. [`from_file`]`::<SomeSink>` runs one
+//! pass over a capture for one series; to fill several series in one pass, combine sinks in a tuple
 //! (`(TputSink, (RttSink, FlightSink))` is a [`crate::analysis::Sink`]).
 //!
 //! ```
@@ -109,6 +109,50 @@ pub(crate) fn run_pkts<S: Sink>(pkts: &[crate::testutil::Pkt], settings: crate::
         an.record(&crate::capture::Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame: i as u64 + 1, offset: 0 });
     }
     an.sink
+}
+
+/// A sink that collects the series of one connection and direction.
+pub trait OneConnection: Sink + Sized {
+    /// The series it yields.
+    type Series;
+    /// A sink for connection `conn` (0-based), direction `dir`.
+    fn for_conn(conn: ConnIdx, dir: Dir) -> Self;
+    /// The series, `None` if the connection never appeared.
+    fn into_series(self) -> Option<Self::Series>;
+}
+
+macro_rules! one_connection {
+    ($sink:ty, $series:ty) => {
+        impl OneConnection for $sink {
+            type Series = $series;
+            fn for_conn(conn: ConnIdx, dir: Dir) -> Self {
+                <$sink>::new(conn, dir)
+            }
+            fn into_series(self) -> Option<$series> {
+                self.finish()
+            }
+        }
+    };
+}
+one_connection!(burst::BurstSink, burst::BurstSeries);
+one_connection!(dupack::DupackSink, dupack::DupackSeries);
+one_connection!(flight::FlightSink, flight::FlightSeries);
+one_connection!(rtt::RttSink, rtt::RttSeries);
+one_connection!(ssize::SsizeSink, ssize::SsizeSeries);
+one_connection!(tput::TputSink, tput::TputSeries);
+one_connection!(tsg::TsgSink, tsg::Tsg);
+
+/// Runs one pass over the capture (or ring directory) at `path` and returns the series `S`
+/// collects for connection `conn` (0-based), direction `dir` (`None` if there is no such
+/// connection), with the read error that ended the pass early, if any.
+pub fn from_file<S: OneConnection>(
+    path: &std::path::Path,
+    conn: ConnIdx,
+    dir: Dir,
+    settings: crate::analysis::Settings,
+) -> Result<(Option<S::Series>, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
+    let (sink, err) = run_file(path, settings, S::for_conn(conn, dir))?;
+    Ok((sink.into_series(), err))
 }
 
 /// Runs the analysis over a file with `sink` and returns the sink, with the error that ended

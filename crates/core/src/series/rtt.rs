@@ -82,14 +82,3 @@ impl Sink for RttSink {
     }
 }
 
-/// Runs the analysis over a file and returns the RTT series of one connection and direction,
-/// with the error that ended reading early, if any.
-pub fn from_file(
-    path: &std::path::Path,
-    conn: ConnIdx,
-    dir: Dir,
-    settings: crate::analysis::Settings,
-) -> Result<(Option<RttSeries>, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
-    let (sink, err) = super::run_file(path, settings, RttSink::new(conn, dir))?;
-    Ok((sink.finish(), err))
-}

@@ -83,14 +83,3 @@ impl Sink for SsizeSink {
     }
 }
 
-/// Runs the analysis over a file and returns the series of one connection and direction, with
-/// the error that ended reading early, if any.
-pub fn from_file(
-    path: &std::path::Path,
-    conn: ConnIdx,
-    dir: Dir,
-    settings: crate::analysis::Settings,
-) -> Result<(Option<SsizeSeries>, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
-    let (sink, err) = super::run_file(path, settings, SsizeSink::new(conn, dir))?;
-    Ok((sink.finish(), err))
-}

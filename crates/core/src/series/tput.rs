@@ -176,17 +176,6 @@ impl Sink for TputSink {
     }
 }
 
-/// Runs the analysis over a file and returns the series of one connection and direction, with
-/// the error that ended reading early, if any.
-pub fn from_file(
-    path: &std::path::Path,
-    conn: ConnIdx,
-    dir: Dir,
-    settings: crate::analysis::Settings,
-) -> Result<(Option<TputSeries>, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
-    let (sink, err) = super::run_file(path, settings, TputSink::new(conn, dir))?;
-    Ok((sink.finish(), err))
-}
 
 #[cfg(test)]
 mod tests {

@@ -386,18 +386,6 @@ impl Sink for TsgSink {
     }
 }
 
-/// Runs one pass over the capture at `path` and returns the series of connection `conn`
-/// (0-based), direction `dir` (`Ok(None)` if there is no such connection). A read error after
-/// the first packet ends the pass early and is returned with what was read.
-pub fn from_file(
-    path: &std::path::Path,
-    conn: ConnIdx,
-    dir: Dir,
-    settings: crate::analysis::Settings,
-) -> Result<(Option<Tsg>, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
-    let (sink, err) = super::run_file(path, settings, TsgSink::new(conn, dir))?;
-    Ok((sink.finish(), err))
-}
 
 #[cfg(test)]
 mod tests {
@@ -410,7 +398,7 @@ mod tests {
     #[test]
     fn zerowin_trace_has_one_probe_segment_and_one_z_per_zero_window() {
         let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/zerowin-snd.pcap"));
-        let (tsg, err) = from_file(path, 0, Dir::AtoB, Settings::default()).unwrap();
+        let (tsg, err) = crate::series::from_file::<TsgSink>(path, 0, Dir::AtoB, Settings::default()).unwrap();
         assert!(err.is_none());
         let tsg = tsg.unwrap();
         let probes = tsg.segments.iter().filter(|s| s.kind == SegKind::ZeroWindowProbe).count();
