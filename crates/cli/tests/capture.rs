@@ -176,13 +176,7 @@ fn transfer(ns: &Netns, rounds: usize, chunk: usize) -> u64 {
 
 /// The ring's capture files, in name (= time) order.
 fn ring_files(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "pcap" || e == "pcapng"))
-        .collect();
-    v.sort();
-    v
+    util::capture_files(dir)
 }
 
 /// Every record of a file by a plain sequential read: (ts_ns, frame, offset). Fails on any

@@ -35,6 +35,11 @@ pub fn public_files() -> Vec<PathBuf> {
         eprintln!("skipping: ../shared/traces/public is absent");
         return vec![];
     };
+    capture_files(&dir)
+}
+
+/// The .pcap and .pcapng files of a directory, in name order.
+pub fn capture_files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
