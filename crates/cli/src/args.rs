@@ -69,6 +69,13 @@ pub struct CommonArgs {
     /// Only these connection ids (repeatable or comma-separated).
     #[arg(short = 'c', long = "conn", value_name = "ID", value_delimiter = ',')]
     pub conn: Vec<usize>,
+    #[command(flatten)]
+    pub window: WindowArgs,
+}
+
+/// The time window of a command: `--from`, `--for`, `--to`.
+#[derive(Args, Debug)]
+pub struct WindowArgs {
     /// Start of the time window: a clock time on the trace's date (12:06:00), a date and time
     /// (2026-11-22T12:06:00, optionally Z or +01:00), @EPOCH_SECONDS, or an offset from the
     /// trace's first packet (+30s). A TRACE may be a directory (a capture ring). With a window,
@@ -83,9 +90,9 @@ pub struct CommonArgs {
     pub to: Option<TimeSpec>,
 }
 
-impl CommonArgs {
+impl WindowArgs {
     /// The time window given (possibly unbounded).
-    pub fn window(&self) -> Window {
+    pub fn get(&self) -> Window {
         Window { from: self.from, length_ns: self.for_ns, to: self.to }
     }
 }
@@ -229,6 +236,8 @@ pub struct ViewCommon {
     /// starts a new connection on the same 4-tuple.
     #[arg(long, value_name = "SECONDS", default_value_t = 240.0)]
     pub idle_split: f64,
+    #[command(flatten)]
+    pub window: WindowArgs,
 }
 
 #[derive(Args, Debug)]

@@ -67,7 +67,7 @@ pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sy
     let settings = settings(args)?;
     let total: u64 = args.traces.iter().map(|p| input_bytes(p)).sum();
     let progress = Progress::new(total, args.quiet);
-    let windowed = args.window().is_set() || args.traces.iter().any(|p| p.is_dir());
+    let windowed = args.window.get().is_set() || args.traces.iter().any(|p| p.is_dir());
     let (files, sinks) = if windowed {
         analyse_sets(args, settings, &make, &progress)?
     } else if args.merge {
@@ -178,7 +178,7 @@ pub(crate) fn open_set(paths: &[std::path::PathBuf]) -> io::Result<TraceSet> {
 /// The window `[from, to)` of the arguments for this set.
 pub(crate) fn window(args: &CommonArgs, set: &TraceSet, tz: &jiff::tz::TimeZone) -> io::Result<(u64, u64)> {
     let start = set.start_ns().unwrap_or(0);
-    let (from, to) = args.window().resolve(start, tz).map_err(io::Error::other)?;
+    let (from, to) = args.window.get().resolve(start, tz).map_err(io::Error::other)?;
     if from >= to {
         return Err(io::Error::other(format!(
             "empty time window: it ends ({}) before it starts ({})",

@@ -14,7 +14,7 @@ fn load(c: &ViewCommon) -> io::Result<Traces> {
         return Err(io::Error::other("--idle-split must be a positive number of seconds"));
     }
     let settings = Settings { idle_split_ns: (c.idle_split * 1e9) as u64, assume_wscale: c.wscale };
-    let t = Traces::load(c.traces.clone(), settings);
+    let t = Traces::load_window(c.traces.clone(), settings, &c.window.get());
     let mut err = io::stderr().lock();
     for f in &t.an.files {
         if let Some(e) = &f.error {

@@ -3,10 +3,11 @@
 //! from one more pass over its file (kept, so every zoom is answered from memory).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tcpscope_core::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Settings, Sink};
+use tcpscope_core::capture::{TraceSet, Window, time};
 use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::{self, Analysis};
 use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
@@ -239,22 +240,53 @@ pub struct Traces {
     pub screens: Vec<ConnScreen>,
     /// Global index of each file's first connection.
     base: Vec<usize>,
+    /// What was read of each file: the details pass reads the same.
+    parts: Vec<Part>,
     details: Mutex<HashMap<usize, DetailCell>>,
 }
 
-/// A ring directory read whole, in time order, as one trace (docs/capture.md); its files'
-/// counts are summed into one summary named by the directory.
-fn analyze_ring<S: Sink>(dir: &std::path::Path, settings: Settings, sink: S) -> (pass::FileSummary, S) {
+/// What the viewer reads of a TRACE: a file whole, or a trace set — a ring directory, or any
+/// trace when a time window was given — from `from` to `to` (ns, `[from, to)`).
+#[derive(Clone, Copy, Debug)]
+enum Part {
+    File,
+    Set { from: u64, to: u64 },
+}
+
+/// The part of `path` the window asks for. An unreadable set or a window that cannot be placed
+/// on it is an error naming the trace.
+fn part_of(path: &Path, window: &Window) -> Result<Part, String> {
+    if !window.is_set() && !path.is_dir() {
+        return Ok(Part::File);
+    }
+    let set = TraceSet::open(&[path.to_path_buf()]).map_err(|e| e.to_string())?;
+    let tz = time::local_zone();
+    let (from, to) = window.resolve(set.start_ns().unwrap_or(0), &tz).map_err(|e| e.to_string())?;
+    if from >= to {
+        return Err(format!("empty time window: it ends ({}) before it starts ({})", time::clock(to, &tz), time::clock(from, &tz)));
+    }
+    Ok(Part::Set { from, to })
+}
+
+/// Reads the set part of `path` as one trace in time order; its files' counts are summed into one
+/// summary named by `path` (docs/capture.md). An empty window is an error saying where the trace is.
+fn analyze_set<S: Sink>(path: &Path, from: u64, to: u64, settings: Settings, sink: S) -> (pass::FileSummary, S) {
     let mut sum = pass::FileSummary::default();
-    sum.path = dir.to_path_buf();
-    let set = match tcpscope_core::capture::set::TraceSet::open(&[dir.to_path_buf()]) {
+    sum.path = path.to_path_buf();
+    let set = match TraceSet::open(&[path.to_path_buf()]) {
         Ok(set) => set,
         Err(e) => {
             sum.error = Some(e.to_string());
             return (sum, sink);
         }
     };
-    let (files, sink) = pass::analyze_set_with(&set, 0, u64::MAX, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
+    let (files, sink) = pass::analyze_set_with(&set, from, to, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
+    if files.is_empty() {
+        let tz = time::local_zone();
+        let start = set.start_ns().map_or("it has no packets".to_string(), |s| format!("its first packet is at {}", time::clock(s, &tz)));
+        let end = if to == u64::MAX { "the end".to_string() } else { time::clock(to, &tz) };
+        sum.error = Some(format!("no packets from {} to {end} ({start})", time::clock(from, &tz)));
+    }
     for f in &files {
         sum.packets += f.packets;
         sum.captured_bytes += f.captured_bytes;
@@ -271,19 +303,35 @@ fn analyze_ring<S: Sink>(dir: &std::path::Path, settings: Settings, sink: S) -> 
 }
 
 impl Traces {
-    /// Analyses each file (one pass each) and keeps the connection statistics and screening.
+    /// Analyses each file whole (one pass each) and keeps the connection statistics and screening.
     pub fn load(paths: Vec<PathBuf>, settings: Settings) -> Traces {
+        Traces::load_window(paths, settings, &Window::default())
+    }
+
+    /// As [`Traces::load`], reading only the time window of each trace (`view --from/--for/--to`,
+    /// placed on each trace as `conns` places it); connection ids number the connections seen in
+    /// the window. A trace whose window cannot be read has no connections and its error in `an.files`.
+    pub fn load_window(paths: Vec<PathBuf>, settings: Settings, window: &Window) -> Traces {
         let mut an = Analysis::default();
         let mut screens = Vec::new();
         let mut base = Vec::with_capacity(paths.len());
+        let mut parts = Vec::with_capacity(paths.len());
         let pipelined = paths.len() == 1;
         let rules = Rules::default();
         for (i, p) in paths.iter().enumerate() {
             let sinks = (StatsSink::default(), ScreenSink::new(rules.clone()));
-            let (file, (mut stats, screen)) =
-                if p.is_dir() { analyze_ring(p, settings, sinks) } else { pass::analyze_file_with(p, i, settings, pipelined, &|_, _| {}, sinks) };
+            let part = part_of(p, window);
+            let (file, (mut stats, screen)) = match part {
+                Ok(Part::File) => pass::analyze_file_with(p, i, settings, pipelined, &|_, _| {}, sinks),
+                Ok(Part::Set { from, to }) => analyze_set(p, from, to, settings, sinks),
+                Err(ref e) => {
+                    let mut sum = pass::FileSummary::default();
+                    (sum.path, sum.error) = (p.clone(), Some(e.clone()));
+                    (sum, sinks)
+                }
+            };
             let mut screen = screen.finish();
-            // One entry per TRACE, a ring included: the details pass reads it whole again.
+            // One entry per TRACE, a ring included: the details pass reads the same part again.
             for c in &mut stats.conns {
                 c.info.file = i;
             }
@@ -291,11 +339,12 @@ impl Traces {
                 s.info.file = i;
             }
             base.push(an.conns.len());
+            parts.push(part.unwrap_or(Part::File));
             an.files.push(file);
             an.conns.extend(stats.conns);
             screens.extend(screen);
         }
-        Traces { paths, settings, an, screens, base, details: Mutex::new(HashMap::new()) }
+        Traces { paths, settings, an, screens, base, parts, details: Mutex::new(HashMap::new()) }
     }
 
     /// The detail of connection `id` (1-based), from memory or from one pass over its file.
@@ -320,8 +369,17 @@ impl Traces {
                 events: Vec::new(),
             };
             let path = &self.paths[file];
-            let (sink, err) = tcpscope_core::series::run_file(path, self.settings, sink)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let (sink, err) = match self.parts[file] {
+                Part::File => {
+                    let (sink, err) = tcpscope_core::series::run_file(path, self.settings, sink)
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    (sink, err.map(|e| e.to_string()))
+                }
+                Part::Set { from, to } => {
+                    let (sum, sink) = analyze_set(path, from, to, self.settings, sink);
+                    (sink, sum.error)
+                }
+            };
             let [ta, tb] = sink.tsg;
             let [ra, rb] = sink.rtt;
             let [pa, pb] = sink.tput;
@@ -333,7 +391,7 @@ impl Traces {
             let flight = [fa.finish().ok_or_else(missing)?, fb.finish().ok_or_else(missing)?];
             let lines = [Dir::AtoB, Dir::BtoA].map(|d| Lines::new(&rtt[d.idx()], &tput[d.idx()], &flight[d.idx()]));
             let tsg_index = [TsgIndex::new(&tsg[0]), TsgIndex::new(&tsg[1])];
-            Ok(Arc::new(Detail { id, tsg, tsg_index, rtt, packets: sink.packets, events: sink.events, error: err.map(|e| e.to_string()), lines }))
+            Ok(Arc::new(Detail { id, tsg, tsg_index, rtt, packets: sink.packets, events: sink.events, error: err, lines }))
         })
         .clone()
     }
