@@ -4,8 +4,8 @@
 
 import "./style.css";
 import * as api from "./api";
-import type { Conn, Dir, EventRow, Figure, Mark, Panels, PacketRow } from "./api";
-import { BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, drawPanel, highlight, hit, ix, iy, prepare, si, sx, sy } from "./draw";
+import type { Conn, Dir, EventRow, Figure, Panels, PacketRow } from "./api";
+import { BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, drawPanel, highlight, hit, ix, iy, markPoint, prepare, si } from "./draw";
 import type { Frame } from "./draw";
 
 interface View {
@@ -195,7 +195,8 @@ class ConnPlot {
   pan?: Panels;
   ctl?: AbortController;
   frame?: Frame;
-  hover: Mark | null = null;
+  /** The hovered mark of `fig` (-1: none). */
+  hover = -1;
 
   constructor(public id: number) {
     this.el = document.createElement("div");
@@ -237,6 +238,7 @@ class ConnPlot {
       perf.fetches.push(performance.now() - start);
       this.fig = fig;
       this.pan = pan;
+      this.hover = -1;
       const h2 = this.el.querySelector("h2")!;
       h2.textContent = fig.title;
       this.el.querySelector(".legend")!.innerHTML = fig.legend
@@ -282,10 +284,10 @@ class ConnPlot {
     const f = this.frame;
     if (!f || !this.fig) return;
     if (focusFrame !== null) {
-      const m = this.fig.marks.find((m) => m.f === focusFrame);
-      if (m) highlight(ctx, f, m);
+      const m = this.fig.frame.indexOf(focusFrame);
+      if (m >= 0) highlight(ctx, f, this.fig, m);
     }
-    if (this.hover) highlight(ctx, f, this.hover);
+    if (this.hover >= 0) highlight(ctx, f, this.fig, this.hover);
     if (rect) {
       ctx.strokeStyle = "#2b6fd6";
       ctx.fillStyle = "rgba(43,111,214,0.1)";
@@ -441,7 +443,7 @@ function bindInput(p: ConnPlot) {
     } else if (m) moveTip(e.clientX, e.clientY);
   });
   o.addEventListener("mouseleave", () => {
-    p.hover = null;
+    p.hover = -1;
     p.drawOverlay();
     $("tip").hidden = true;
   });
@@ -462,27 +464,29 @@ function moveTip(cx: number, cy: number) {
   tip.style.top = `${Math.min(cy + 14, window.innerHeight - h - 4)}px`;
 }
 
-async function showTip(p: ConnPlot, m: Mark | null, cx: number, cy: number) {
+async function showTip(p: ConnPlot, m: number, cx: number, cy: number) {
   const tip = $("tip");
-  if (!m || m.f === null) {
+  const fig = p.fig;
+  if (m < 0 || !fig || Number.isNaN(fig.frame[m])) {
     tip.hidden = true;
     return;
   }
-  const agg = m.n > 1 ? `<div>${m.n} packets in this pixel column; first:</div>` : "";
-  tip.innerHTML = `<b>${escapeHtml(m.c)}</b>${agg}<div>frame ${m.f}</div>`;
+  const frame = fig.frame[m], n = fig.count[m], cls = fig.classes[fig.cls[m]];
+  const agg = n > 1 ? `<div>${n} packets in this pixel column; first:</div>` : "";
+  tip.innerHTML = `<b>${escapeHtml(cls)}</b>${agg}<div>frame ${frame}</div>`;
   tip.hidden = false;
   moveTip(cx, cy);
-  const key = `${p.id}:${m.f}`;
-  if (!packetCache.has(key)) packetCache.set(key, api.packet(p.id, m.f).catch(() => null));
+  const key = `${p.id}:${frame}`;
+  if (!packetCache.has(key)) packetCache.set(key, api.packet(p.id, frame).catch(() => null));
   const row = await packetCache.get(key)!;
-  if (p.hover !== m) return;
-  const evs = row ? row.events : events.filter((e) => e.frame === m.f);
+  if (p.hover !== m || p.fig !== fig) return;
+  const evs = row ? row.events : events.filter((e) => e.frame === frame);
   const table = row
     ? `<table class="pkt"><tr><th>frame</th><th>time s</th><th>dir</th><th>seq</th><th>ack</th><th>win</th><th>len</th><th>flags</th></tr>
        <tr><td>${row.frame}</td><td>${row.t.toFixed(6)}</td><td>${row.dir}</td><td>${row.seq}</td><td>${row.ack ?? ""}</td><td>${row.win}</td><td>${row.len}</td><td>${row.flags}</td></tr></table>`
-    : `<div>frame ${m.f}</div>`;
+    : `<div>frame ${frame}</div>`;
   const evHtml = evs.map((e) => `<li>${escapeHtml(e.kind)} ${escapeHtml(e.text)}</li>`).join("");
-  tip.innerHTML = `<b>${escapeHtml(m.c)}</b>${agg}${table}${evHtml ? `<ul>${evHtml}</ul>` : ""}`;
+  tip.innerHTML = `<b>${escapeHtml(cls)}</b>${agg}${table}${evHtml ? `<ul>${evHtml}</ul>` : ""}`;
   moveTip(cx, cy);
 }
 
@@ -625,12 +629,11 @@ async function main() {
   if (!p?.frame || !p.fig) return null;
   const f = p.frame;
   const r = p.overlay.getBoundingClientRect();
-  for (const m of p.fig.marks) {
-    if (!m.c.startsWith(prefix)) continue;
-    const l = m.p.find((q) => q[0] === "l" && q[2] === q[4]) ?? m.p[0];
-    const x = sx(f, l[2] as number);
-    const y = l[0] === "l" ? (sy(f, l[3] as number) + sy(f, l[5] as number)) / 2 : sy(f, l[3] as number);
-    if (x > LEFT && x < f.w - RIGHT && y > TOP && y < f.h - BOTTOM) return [r.left + x, r.top + y, m.f];
+  const fig = p.fig;
+  for (let i = 0; i < fig.n; i++) {
+    if (!fig.classes[fig.cls[i]].startsWith(prefix)) continue;
+    const [x, y] = markPoint(f, fig, i);
+    if (x > LEFT && x < f.w - RIGHT && y > TOP && y < f.h - BOTTOM) return [r.left + x, r.top + y, Number.isNaN(fig.frame[i]) ? null : fig.frame[i]];
   }
   return null;
 };

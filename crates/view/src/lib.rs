@@ -2,7 +2,8 @@
 //!
 //! - [`data::Traces`] loads the traces named on the command line (one statistics pass) and
 //!   keeps, per opened connection, its series from one more pass ([`data::Detail`]).
-//! - [`api`] builds the JSON answers; every one is bounded by the viewport's pixel width.
+//! - [`api`] builds the JSON answers; every one is bounded by the viewport's pixel width;
+//!   [`pack`] the compact form of the figure and panels that the page reads (`fmt=bin`).
 //! - [`Server`] serves the page (the Vite build of `web/`, embedded at compile time) and the API
 //!   on one port; [`report`] writes the same page with the data inline.
 //!
@@ -15,6 +16,7 @@
 
 pub mod api;
 pub mod data;
+pub mod pack;
 pub mod report;
 
 use std::io;
@@ -69,7 +71,7 @@ struct Ctx {
     hosts: Option<Vec<String>>,
     /// The last answers, newest last: stepping back out through the zoom history asks for
     /// views seen before, and a zoomed-out figure of millions of packets is the costly one.
-    recent: std::sync::Mutex<std::collections::VecDeque<(String, Arc<Vec<u8>>)>>,
+    recent: std::sync::Mutex<std::collections::VecDeque<(String, &'static str, Arc<Vec<u8>>)>>,
 }
 
 /// Answers kept in [`Ctx::recent`].
@@ -151,8 +153,11 @@ fn send(req: Request, status: u16, ctype: &str, body: Vec<u8>) -> io::Result<()>
     req.respond(resp)
 }
 
+const JSON: &str = "application/json";
+const BIN: &str = "application/octet-stream";
+
 fn send_json(req: Request, status: u16, v: &impl serde::Serialize) -> io::Result<()> {
-    send(req, status, "application/json", serde_json::to_vec(v).unwrap_or_default())
+    send(req, status, JSON, serde_json::to_vec(v).unwrap_or_default())
 }
 
 fn error(req: Request, status: u16, msg: &str) -> io::Result<()> {
@@ -214,10 +219,13 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
         "/api/conns" => send_json(req, 200, &api::conns(t)),
         "/api/tsg" | "/api/panels" | "/api/events" | "/api/packet" => {
             let key = format!("{route}?{query}");
-            let hit = ctx.recent.lock().ok().and_then(|r| r.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()));
-            if let Some(body) = hit {
-                return send(req, 200, "application/json", body.to_vec());
+            let hit = ctx.recent.lock().ok().and_then(|r| r.iter().find(|(k, ..)| *k == key).map(|(_, c, v)| (*c, v.clone())));
+            if let Some((ctype, body)) = hit {
+                return send(req, 200, ctype, body.to_vec());
             }
+            // `fmt=bin`: the packed form (crate::pack) of the figure and the panels.
+            let bin = q.get("fmt") == Some("bin");
+            let ctype = if bin && matches!(route, "/api/tsg" | "/api/panels") { BIN } else { JSON };
             let built = (|| -> Result<Vec<u8>, (u16, String)> {
                 let id: usize = q.num("conn").map_err(|e| (400, e))?.ok_or((400, "conn missing".to_string()))?;
                 let d = t.detail(id).map_err(|e| (404, e))?;
@@ -225,10 +233,17 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                     "/api/tsg" => {
                         let dir = q.dir().map_err(|e| (400, e))?;
                         let f = api::tsg_figure(&d, dir, &q.viewport().map_err(|e| (400, e))?);
+                        if bin {
+                            return Ok(pack::figure(&d, dir, &f));
+                        }
                         return serde_json::to_vec(&api::figure_out(&d, dir, &f)).map_err(|e| (500, e.to_string()));
                     }
                     "/api/panels" => {
-                        api::panels_json(&d, q.dir().map_err(|e| (400, e))?, &q.viewport().map_err(|e| (400, e))?)
+                        let p = api::panels(&d, q.dir().map_err(|e| (400, e))?, &q.viewport().map_err(|e| (400, e))?);
+                        if bin {
+                            return Ok(pack::panels(&p));
+                        }
+                        p.to_json()
                     }
                     "/api/events" => api::events_json(&d),
                     _ => {
@@ -244,9 +259,9 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                         if r.len() == RECENT {
                             r.pop_front();
                         }
-                        r.push_back((key, Arc::new(body.clone())));
+                        r.push_back((key, ctype, Arc::new(body.clone())));
                     }
-                    send(req, 200, "application/json", body)
+                    send(req, 200, ctype, body)
                 }
                 Err((status, msg)) => error(req, status, &msg),
             }
