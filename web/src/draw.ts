@@ -357,11 +357,8 @@ export function si(v: number): string {
   return String(Math.round(v * 1000) / 1000);
 }
 
-/**
- * A panel under the time-sequence plot: series on the shared time axis, as lines (or dots for
- * samples); an aggregated series as a min-max band per column so that no spike vanishes.
- */
-export function drawPanel(ctx: CanvasRenderingContext2D, x0: number, x1: number, w: number, h: number, title: string, lines: PanelLine[]) {
+/** The highest value of the lines over [x0, x1]. */
+export function seriesMax(lines: PanelLine[], x0: number, x1: number): number {
   let ymax = 0;
   for (const l of lines) {
     const { ot, t, hi } = l.s;
@@ -370,6 +367,15 @@ export function drawPanel(ctx: CanvasRenderingContext2D, x0: number, x1: number,
       if (x >= x0 && x <= x1 && hi[i] > ymax) ymax = hi[i];
     }
   }
+  return ymax;
+}
+
+/**
+ * A panel under the time-sequence plot: series on the shared time axis, as lines (or dots for
+ * samples); an aggregated series as a min-max band per column so that no spike vanishes. The
+ * value axis goes up to `ymax` (by default the lines' highest value in view).
+ */
+export function drawPanel(ctx: CanvasRenderingContext2D, x0: number, x1: number, w: number, h: number, title: string, lines: PanelLine[], ymax = seriesMax(lines, x0, x1)) {
   // Headroom above the highest value for the title row.
   const f: Frame = { x0, x1, y0: 0, y1: ymax > 0 ? ymax * 1.3 : 1, w, h };
   axes(ctx, f, "", false, (l) => si(Number(l)));
