@@ -135,7 +135,7 @@ await page.screenshot({ path: path.join(root, "bench/out/view-5m.png") });
 // frame read back, so rasterized then) while the CPU time of every chromium process is read
 // (renderer, GPU, browser: where the canvas is rasterized depends on the build), as well as
 // the wall clock per frame. With OLD_PAGE, the same for that page, served in place of ours.
-const cdp = await page.context().newCDPSession(page);
+const cdp = await browser.newBrowserCDPSession();
 const chromiumCpuMs = async () => {
   const { processInfo } = await cdp.send("SystemInfo.getProcessInfo");
   return processInfo.reduce((a, p) => a + cpuMs(p.id), 0);

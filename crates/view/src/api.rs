@@ -278,12 +278,6 @@ pub fn figure_out<'a>(d: &'a Detail, dir: Dir, f: &'a Figure) -> FigureOut<'a> {
     }
 }
 
-/// The time-sequence figure of one direction for a viewport, as a JSON value (for the report).
-pub fn tsg_json(d: &Detail, dir: Dir, v: &Viewport) -> Value {
-    let f = tsg_figure(d, dir, v);
-    serde_json::to_value(figure_out(d, dir, &f)).unwrap_or(Value::Null)
-}
-
 /// Index of the first point at or after `t` seconds.
 fn first_at<T>(pts: &[(u64, T)], t: f64) -> usize {
     pts.partition_point(|p| (p.0 as f64 / 1e9) < t)

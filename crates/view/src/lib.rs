@@ -71,8 +71,11 @@ struct Ctx {
     hosts: Option<Vec<String>>,
     /// The last answers, newest last: stepping back out through the zoom history asks for
     /// views seen before, and a zoomed-out figure of millions of packets is the costly one.
-    recent: std::sync::Mutex<std::collections::VecDeque<(String, &'static str, Arc<Vec<u8>>)>>,
+    recent: std::sync::Mutex<std::collections::VecDeque<Recent>>,
 }
+
+/// A recent answer: the request (route and query), its content type and body.
+type Recent = (String, &'static str, Arc<Vec<u8>>);
 
 /// Answers kept in [`Ctx::recent`].
 const RECENT: usize = 64;

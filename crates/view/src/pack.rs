@@ -269,9 +269,12 @@ pub fn panels(p: &crate::api::PanelsData) -> Vec<u8> {
     out.finish()
 }
 
-/// Reads a packed answer: its header and each array's bytes (for the tests; the page has its
-/// own reader, `web/src/api.ts`).
-pub fn unpack(b: &[u8]) -> Option<(Map<String, Value>, HashMap<String, (String, &[u8], usize)>)> {
+/// An array of a packed answer: its type, bytes and element count.
+pub type Array<'a> = (String, &'a [u8], usize);
+
+/// Reads a packed answer: its header and each array (for the tests; the page has its own
+/// reader, `web/src/api.ts`).
+pub fn unpack(b: &[u8]) -> Option<(Map<String, Value>, HashMap<String, Array<'_>>)> {
     if b.get(..4)? != MAGIC {
         return None;
     }
@@ -293,7 +296,7 @@ pub fn unpack(b: &[u8]) -> Option<(Map<String, Value>, HashMap<String, (String, 
 }
 
 /// An unpacked array as `f64`s (for the tests).
-pub fn values(a: &(String, &[u8], usize)) -> Vec<f64> {
+pub fn values(a: &Array<'_>) -> Vec<f64> {
     let (ty, b, _) = a;
     match ty.as_str() {
         "u8" => b.iter().map(|x| *x as f64).collect(),
