@@ -110,7 +110,11 @@ for (const [a, b] of views) {
 
 // The page: wheel zooms in and out, each answered before the next; frame times from the page.
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox", "--headless=new"] });
-const page = await (await browser.newContext({ viewport: { width: 1700, height: 1000 } })).newPage();
+const context = await browser.newContext({ viewport: { width: 1700, height: 1000 } });
+// The connection list as wide as the previous page's (440 px), so that both pages draw plots of
+// the same width: the page's list is resizable, and its default is wider.
+await context.addInitScript(() => localStorage.setItem("tcpscope.side-width", "440"));
+const page = await context.newPage();
 const errors = [];
 page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
 await page.goto(`${url}#c=${conn.id}`);
@@ -130,13 +134,14 @@ await page.mouse.up();
 await page.keyboard.up("Shift");
 await page.waitForTimeout(500);
 const perf = await page.evaluate(() => window.tcpscopePerf);
+const plotPx = await page.evaluate(() => document.querySelector(".plot canvas").clientWidth);
 await page.screenshot({ path: path.join(root, "bench/out/view-5m.png") });
 
 // Frames in CPU terms: for a few views, the page redraws the view 20 times in a row (each
 // frame read back, so rasterized then) while the CPU time of every chromium process is read
 // (renderer, GPU, browser: where the canvas is rasterized depends on the build), as well as
 // the wall clock per frame. With OLD_PAGE, the same for that page, served in place of ours, in
-// alternate rounds (three each): on a shared machine the other load changes CPU time too (the
+// alternate rounds (five each): on a shared machine the other load changes CPU time too (the
 // two cores share caches), so each page's figure is its best round.
 const cdp = await browser.newBrowserCDPSession();
 const chromiumCpuMs = async () => {
@@ -156,17 +161,18 @@ async function openAt(html, a, b) {
 async function redraw(pg) {
   const c0 = await chromiumCpuMs();
   const wall = await pg.evaluate(() => window.tcpscopeRedraw(20));
-  return { cpu: ((await chromiumCpuMs()) - c0) / 20, wall };
+  return { cpu: ((await chromiumCpuMs()) - c0) / 20, wall, px: await pg.evaluate(() => document.querySelector(".plot canvas").clientWidth) };
 }
 const frameCpuNew = [], frameCpuOld = [];
 for (const [a, b] of FRAME_VIEWS) {
   const pages = [await openAt(null, a, b), oldHtml ? await openAt(oldHtml, a, b) : null];
   const runs = [[], []];
-  for (let r = 0; r < 3; r++) for (const k of [0, 1]) if (pages[k]) runs[k].push(await redraw(pages[k]));
+  // Five rounds, which page goes first alternating.
+  for (let r = 0; r < 5; r++) for (const k of r % 2 ? [1, 0] : [0, 1]) if (pages[k]) runs[k].push(await redraw(pages[k]));
   for (const k of [0, 1]) {
     if (!pages[k]) continue;
     const cpu = runs[k].map((x) => +x.cpu.toFixed(2));
-    (k ? frameCpuOld : frameCpuNew).push({ span_s: b - a, cpu_ms_per_frame: Math.min(...cpu), cpu_ms_per_frame_rounds: cpu, wall_ms: stats(runs[k].flatMap((x) => x.wall)) });
+    (k ? frameCpuOld : frameCpuNew).push({ span_s: b - a, cpu_ms_per_frame: Math.min(...cpu), cpu_ms_per_frame_rounds: cpu, canvas_px: runs[k][0].px, wall_ms: stats(runs[k].flatMap((x) => x.wall)) });
     await pages[k].close();
   }
 }
@@ -180,6 +186,7 @@ const result = {
   versions: { tcpscope: execFileSync(bin, ["--version"]).toString().trim(), node: process.version, chromium: chromiumVersion },
   input: { file: path.relative(root, trace), sha256: await sha256(trace), packets, connection: conn.id },
   plot_width_px: W,
+  page_canvas_px: plotPx,
   load_s: +loadS.toFixed(2),
   first_open_ms: +first.ms.toFixed(1),
   server_zoom_ms: stats(steps.map((s) => s.ms)),
