@@ -19,13 +19,13 @@ pub mod data;
 pub mod pack;
 pub mod report;
 
-use std::io;
+use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use tcpscope_core::analysis::Dir;
-use tiny_http::{Header, Method, Request, Response};
+use tiny_http::{Method, Request};
 
 use crate::api::Viewport;
 use crate::data::Traces;
@@ -141,19 +141,47 @@ impl Server {
     }
 }
 
-fn header(name: &str, value: &str) -> Header {
-    // Both are ASCII constants of ours: from_bytes cannot fail on them.
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
+/// Writes an answer and asks the client to close the connection.
+///
+/// Written raw because tiny_http drops a `Connection` header we set, and keep-alive connections
+/// hang the server: tiny_http reads each connection on a pool thread until the client closes
+/// it, and when several connections arrive at once (the page opens five) its pool can queue one
+/// behind threads that a browser's idle keep-alive connections hold — for minutes (seen in the
+/// browser tests: a plot's answers never came). Closed after each answer, a connection frees
+/// its thread at once; a new one costs a fraction of a millisecond on loopback.
+fn send_with(req: Request, status: u16, headers: &[(&str, &str)], body: &[u8]) -> io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        301 => "Moved Permanently",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Internal Server Error",
+    };
+    let head_only = *req.method() == Method::Head;
+    let mut out = format!("HTTP/1.1 {status} {reason}\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nConnection: close\r\n\r\n");
+    let mut buf = out.into_bytes();
+    if !head_only {
+        buf.extend_from_slice(body);
+    }
+    // One write: headers and body in separate packets made every other answer wait for the
+    // client's delayed ACK (see TCP_NODELAY in Server::start).
+    let mut w = req.into_writer();
+    let r = w.write_all(&buf).and_then(|_| w.flush());
+    // A client that went away is not our error.
+    match r {
+        Err(e) if matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted) => Ok(()),
+        r => r,
+    }
 }
 
 fn send(req: Request, status: u16, ctype: &str, body: Vec<u8>) -> io::Result<()> {
-    let resp = Response::from_data(body)
-        .with_status_code(status)
-        .with_header(header("Content-Type", ctype))
-        .with_header(header("Cache-Control", "no-store"))
-        .with_header(header("X-Content-Type-Options", "nosniff"))
-        .with_header(header("Referrer-Policy", "no-referrer"));
-    req.respond(resp)
+    send_with(req, status, &[("Content-Type", ctype)], &body)
 }
 
 const JSON: &str = "application/json";
@@ -216,8 +244,7 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
     match route {
         "/" | "/index.html" => send(req, 200, "text/html; charset=utf-8", PAGE.as_bytes().to_vec()),
         "" => {
-            let resp = Response::empty(301).with_header(header("Location", &format!("{}/", ctx.prefix)));
-            req.respond(resp)
+            send_with(req, 301, &[("Location", &format!("{}/", ctx.prefix))], b"")
         }
         "/api/conns" => send_json(req, 200, &api::conns(t)),
         "/api/tsg" | "/api/panels" | "/api/events" | "/api/packet" => {

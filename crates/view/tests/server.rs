@@ -293,3 +293,39 @@ fn packed_answers_decode_to_the_json_answers() {
     }
     s.stop();
 }
+
+/// Every answer asks the client to close its connection (`Connection: close`; browsers do): a
+/// connection kept alive held one of tiny_http's threads, and several opened at once could then
+/// queue one behind them for ever (see `send_with` in lib.rs). The length is exact, so the
+/// client knows where the answer ends.
+#[test]
+fn answers_ask_to_close_their_connection() {
+    let s = start(IpAddr::from([127, 0, 0, 1]));
+    for path in ["/api/conns", "/api/tsg?conn=1&w=50&fmt=bin", "/nowhere", "/", ""] {
+        let mut c = TcpStream::connect(s.addr).expect("connect");
+        c.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        let req = format!("GET /{} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n", path.trim_start_matches('/'), s.addr.port());
+        c.write_all(req.as_bytes()).expect("write");
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 65536];
+        let (head, len) = loop {
+            let n = c.read(&mut chunk).expect("read");
+            assert!(n > 0, "{path}: closed before the headers");
+            buf.extend_from_slice(&chunk[..n]);
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&buf[..i]).to_string();
+                let len: usize = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).expect("length").parse().unwrap();
+                break (head, i + 4 + len);
+            }
+        };
+        while buf.len() < len {
+            let n = c.read(&mut chunk).expect("read");
+            assert!(n > 0, "{path}: closed before the body's end");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        assert_eq!(buf.len(), len, "{path}: nothing after the answer");
+        assert!(head.starts_with("HTTP/1.1 "), "{path}: {head}");
+        assert!(head.contains("\r\nConnection: close"), "{path}: {head}");
+    }
+    s.stop();
+}
