@@ -3,11 +3,13 @@
 // with the machine, versions, input hash and raw timings.
 //
 // TCPSCOPE_BIN: the release binary; BIGTRACE: the trace (default bench/out/view-5m.pcap, made
-// by `cargo run --release -p tcpscope-view --example bigtrace`); CHROMIUM: the browser.
+// by `cargo run --release -p tcpscope-view --example bigtrace`); CHROMIUM: the browser;
+// OLD_PAGE: optionally, another build of the page (an index.html, e.g. the previous version's,
+// which reads the JSON answers) to measure its frames the same way, side by side.
 
 import { spawn, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -30,6 +32,7 @@ async function sha256(file) {
   return h.digest("hex");
 }
 
+const loadAtStart = os.loadavg().map((l) => +l.toFixed(2));
 const t0 = performance.now();
 const server = spawn(bin, ["view", "--no-open", trace], { stdio: ["ignore", "pipe", "inherit"] });
 const url = await new Promise((resolve, reject) => {
@@ -43,16 +46,17 @@ const url = await new Promise((resolve, reject) => {
 });
 const loadS = (performance.now() - t0) / 1000;
 
-// CPU time of the server (all its threads, ns, from the scheduler's /proc/PID/task/*/schedstat;
+// CPU time of a process (all its threads, ms, from the scheduler's /proc/PID/task/*/schedstat;
 // Linux): on a shared machine the wall clock of a step is mostly waiting for a core.
-function serverCpuMs() {
+function cpuMs(pid) {
   try {
-    const dir = `/proc/${server.pid}/task`;
+    const dir = `/proc/${pid}/task`;
     return readdirSync(dir).reduce((a, t) => a + Number(readFileSync(`${dir}/${t}/schedstat`, "utf8").split(" ")[0]), 0) / 1e6;
   } catch {
     return NaN;
   }
 }
+const serverCpuMs = () => cpuMs(server.pid);
 
 async function get(p) {
   const s = performance.now();
@@ -60,6 +64,15 @@ async function get(p) {
   const body = await r.text();
   if (!r.ok) throw new Error(`${p}: ${body}`);
   return { ms: performance.now() - s, bytes: body.length, json: JSON.parse(body) };
+}
+
+// A packed answer (fmt=bin), as the page asks for it.
+async function getBin(p) {
+  const s = performance.now();
+  const r = await fetch(url + p + "&fmt=bin");
+  const body = await r.arrayBuffer();
+  if (!r.ok) throw new Error(`${p}: ${new TextDecoder().decode(body)}`);
+  return { ms: performance.now() - s, bytes: body.byteLength };
 }
 
 const conns = (await get("api/conns")).json.conns;
@@ -87,16 +100,21 @@ for (let k = 12; k >= 0; k -= 3) views.push(views[k]); // back out
 for (const [a, b] of views) {
   const s = performance.now();
   const cpu0 = serverCpuMs();
-  const [tsg, pan] = await Promise.all([
-    get(`api/tsg?conn=${conn.id}&dir=a2b&t0=${a}&t1=${b}&w=${W}`),
-    get(`api/panels?conn=${conn.id}&dir=a2b&t0=${a}&t1=${b}&w=${W}`),
-  ]);
-  steps.push({ span_s: b - a, ms: performance.now() - s, server_cpu_ms: serverCpuMs() - cpu0, tsg_ms: tsg.ms, panels_ms: pan.ms, bytes: tsg.bytes + pan.bytes, marks: tsg.json.marks.length });
+  const q = `conn=${conn.id}&dir=a2b&t0=${a}&t1=${b}&w=${W}`;
+  const [tsg, pan] = await Promise.all([getBin(`api/tsg?${q}`), getBin(`api/panels?${q}`)]);
+  const step = { span_s: b - a, ms: performance.now() - s, server_cpu_ms: serverCpuMs() - cpu0, tsg_ms: tsg.ms, panels_ms: pan.ms, bytes: tsg.bytes + pan.bytes };
+  // The JSON answers of the same view, for their size (not timed).
+  const [tj, pj] = await Promise.all([get(`api/tsg?${q}`), get(`api/panels?${q}`)]);
+  steps.push({ ...step, json_bytes: tj.bytes + pj.bytes, marks: tj.json.marks.length });
 }
 
 // The page: wheel zooms in and out, each answered before the next; frame times from the page.
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox", "--headless=new"] });
-const page = await (await browser.newContext({ viewport: { width: 1700, height: 1000 } })).newPage();
+const context = await browser.newContext({ viewport: { width: 1700, height: 1000 } });
+// The connection list as wide as the previous page's (440 px), so that both pages draw plots of
+// the same width: the page's list is resizable, and its default is wider.
+await context.addInitScript(() => localStorage.setItem("tcpscope.side-width", "440"));
+const page = await context.newPage();
 const errors = [];
 page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
 await page.goto(`${url}#c=${conn.id}`);
@@ -116,7 +134,48 @@ await page.mouse.up();
 await page.keyboard.up("Shift");
 await page.waitForTimeout(500);
 const perf = await page.evaluate(() => window.tcpscopePerf);
+const plotPx = await page.evaluate(() => document.querySelector(".plot canvas").clientWidth);
 await page.screenshot({ path: path.join(root, "bench/out/view-5m.png") });
+
+// Frames in CPU terms: for a few views, the page redraws the view 20 times in a row (each
+// frame read back, so rasterized then) while the CPU time of every chromium process is read
+// (renderer, GPU, browser: where the canvas is rasterized depends on the build), as well as
+// the wall clock per frame. With OLD_PAGE, the same for that page, served in place of ours, in
+// alternate rounds (five each): on a shared machine the other load changes CPU time too (the
+// two cores share caches), so each page's figure is its best round.
+const cdp = await browser.newBrowserCDPSession();
+const chromiumCpuMs = async () => {
+  const { processInfo } = await cdp.send("SystemInfo.getProcessInfo");
+  return processInfo.reduce((a, p) => a + cpuMs(p.id), 0);
+};
+const FRAME_VIEWS = [1, 1 / 4, 1 / 16, 1 / 512, 1 / 4096].map((f) => [last / 2 - (last * f) / 2, last / 2 + (last * f) / 2]);
+const oldHtml = process.env.OLD_PAGE && existsSync(process.env.OLD_PAGE) ? readFileSync(process.env.OLD_PAGE, "utf8") : null;
+async function openAt(html, a, b) {
+  const pg = await page.context().newPage();
+  if (html) await pg.route(url, (r) => r.fulfill({ contentType: "text/html", body: html }));
+  await pg.goto(`${url}#c=${conn.id}&t=${a},${b}`);
+  await pg.waitForFunction(() => window.tcpscopePerf.fetches.length > 0, null, { timeout: 120000 });
+  await pg.evaluate(() => window.tcpscopeRedraw(3)); // warm up
+  return pg;
+}
+async function redraw(pg) {
+  const c0 = await chromiumCpuMs();
+  const wall = await pg.evaluate(() => window.tcpscopeRedraw(20));
+  return { cpu: ((await chromiumCpuMs()) - c0) / 20, wall, px: await pg.evaluate(() => document.querySelector(".plot canvas").clientWidth) };
+}
+const frameCpuNew = [], frameCpuOld = [];
+for (const [a, b] of FRAME_VIEWS) {
+  const pages = [await openAt(null, a, b), oldHtml ? await openAt(oldHtml, a, b) : null];
+  const runs = [[], []];
+  // Five rounds, which page goes first alternating.
+  for (let r = 0; r < 5; r++) for (const k of r % 2 ? [1, 0] : [0, 1]) if (pages[k]) runs[k].push(await redraw(pages[k]));
+  for (const k of [0, 1]) {
+    if (!pages[k]) continue;
+    const cpu = runs[k].map((x) => +x.cpu.toFixed(2));
+    (k ? frameCpuOld : frameCpuNew).push({ span_s: b - a, cpu_ms_per_frame: Math.min(...cpu), cpu_ms_per_frame_rounds: cpu, canvas_px: runs[k][0].px, wall_ms: stats(runs[k].flatMap((x) => x.wall)) });
+    await pages[k].close();
+  }
+}
 const chromiumVersion = await browser.version();
 await browser.close();
 server.kill();
@@ -127,6 +186,7 @@ const result = {
   versions: { tcpscope: execFileSync(bin, ["--version"]).toString().trim(), node: process.version, chromium: chromiumVersion },
   input: { file: path.relative(root, trace), sha256: await sha256(trace), packets, connection: conn.id },
   plot_width_px: W,
+  page_canvas_px: plotPx,
   load_s: +loadS.toFixed(2),
   first_open_ms: +first.ms.toFixed(1),
   server_zoom_ms: stats(steps.map((s) => s.ms)),
@@ -134,7 +194,11 @@ const result = {
   page_fetch_ms: stats(perf.fetches.slice(1)),
   page_frame_ms: stats(perf.frames),
   max_answer_bytes: Math.max(...steps.map((s) => s.bytes)),
+  max_answer_bytes_json: Math.max(...steps.map((s) => s.json_bytes)),
+  frame_cpu: frameCpuNew,
+  frame_cpu_old_page: oldHtml ? frameCpuOld : null,
   console_errors: errors,
+  load_avg_start: loadAtStart,
   load_avg: os.loadavg().map((l) => +l.toFixed(2)),
   page_frames_ms: perf.frames.map((x) => +x.toFixed(2)),
   page_fetches_ms: perf.fetches.map((x) => +x.toFixed(2)),

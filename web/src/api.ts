@@ -3,32 +3,61 @@
 
 export type Dir = "a2b" | "b2a";
 
-/** One primitive: [op, colour, ...numbers, extra]; see docs/viewer.md. */
-export type Prim = [string, string, ...(number | string)[]];
+/** Primitive kinds of a packed figure (`prim_op`; crates/view/src/pack.rs). */
+export const OP = { LINE: 0, ARROW: 1, TICK: 2, DIAMOND: 3, BOX: 4, DOT: 5, POLYLINE: 6, RECT: 7, TEXT: 8 } as const;
 
-export interface Mark {
-  c: string; // class, as in the SVG (seg new, ack dup agg, ...)
-  f: number | null; // frame (first, for an aggregate)
-  n: number; // packets it stands for
-  p: Prim[];
-}
-
+/**
+ * A time-sequence figure as the page holds it: the packed answer's typed arrays as they came
+ * (no object per mark or primitive), plus a few indexes built once when it arrives. Mark i
+ * has primitives `mprim[i]..mprim[i+1]`; primitive j has coordinates `xy[pxy[j]..pxy[j+1]]`,
+ * offsets from (`ox`, `oy`). Layout: docs/viewer.md.
+ */
 export interface Figure {
   title: string;
   x: [number, number];
   y: [number, number];
-  marks: Mark[];
   legend: { color: string; sample: string; text: string }[];
   remarks: string[];
   dir: Dir;
   last: number;
   error: string | null;
+  ox: number;
+  oy: number;
+  classes: string[];
+  colors: string[];
+  texts: string[];
+  /** Number of marks. */
+  n: number;
+  cls: Uint8Array;
+  /** Frame of each mark (the first, for an aggregate); NaN for none. */
+  frame: Float64Array;
+  count: Uint32Array;
+  mprim: Uint32Array;
+  op: Uint8Array;
+  color: Uint8Array;
+  /** Way of an arrowhead or tick (0 up, 1 down, 2 horizontal); anchor of a text (a b l r c). */
+  extra: Uint8Array;
+  pxy: Uint32Array;
+  xy: Float32Array;
+  // Built on arrival:
+  /** Per colour, its primitives but text, in drawing order: one path per colour. */
+  byColor: Uint32Array[];
+  /** The text primitives. */
+  textPrims: Uint32Array;
+  /** Per mark, the data length of its first vertical line (arrowheads shrink on short ones), or -1. */
+  segLen: Float32Array;
+  /** Per class: 0 segment, 0.5 note, 1 SACK, 1.5 ack/window line (hover prefers the first). */
+  classBias: Float32Array;
+  /** Per class: an ack or window stair step (its tread is not the packet). */
+  classStep: Uint8Array;
 }
 
+/** A panel series: times are offsets from `ot` (seconds). */
 export interface Series {
-  t: number[];
-  lo: number[];
-  hi: number[];
+  ot: number;
+  t: Float32Array;
+  lo: Float32Array;
+  hi: Float32Array;
   agg: boolean;
 }
 
@@ -42,6 +71,91 @@ export interface Panels {
   rtt_karn_ms: Series;
   flight_bytes: Series;
   window_bytes: Series;
+}
+
+type Typed = Uint8Array | Uint32Array | Float32Array | Float64Array;
+const CTORS = { u8: Uint8Array, u32: Uint32Array, f32: Float32Array, f64: Float64Array };
+// Typed arrays use the machine's byte order; the answers are little-endian.
+const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Reads a packed answer (`fmt=bin`): its JSON header and views of its arrays (no copies). */
+export function unpack(buf: ArrayBuffer): { head: Record<string, unknown>; arrays: Record<string, Typed> } {
+  if (!LITTLE) throw new Error("this page needs a little-endian machine");
+  const magic = new Uint8Array(buf, 0, 4);
+  if (String.fromCharCode(...magic) !== "TSC1") throw new Error("not a packed answer");
+  const hl = new DataView(buf).getUint32(4, true);
+  const head = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 8, hl)));
+  const base = Math.ceil((8 + hl) / 8) * 8;
+  const arrays: Record<string, Typed> = {};
+  for (const [name, [ty, off, len]] of Object.entries(head.arrays as Record<string, [keyof typeof CTORS, number, number]>)) {
+    arrays[name] = new CTORS[ty](buf, base + off, len);
+  }
+  return { head, arrays };
+}
+
+/** A figure from its packed answer, with the indexes drawing and hover use. */
+export function figureOf(buf: ArrayBuffer): Figure {
+  const { head: h, arrays: a } = unpack(buf);
+  const fig = {
+    ...(h as object),
+    n: a.mark_class.length,
+    cls: a.mark_class,
+    frame: a.mark_frame,
+    count: a.mark_count,
+    mprim: a.mark_prim,
+    op: a.prim_op,
+    color: a.prim_color,
+    extra: a.prim_extra,
+    pxy: a.prim_xy,
+    xy: a.xy,
+  } as Figure;
+  const np = fig.op.length;
+  // Two passes over the primitives: count per colour, then fill.
+  const per = new Uint32Array(fig.colors.length + 1);
+  let nText = 0;
+  for (let j = 0; j < np; j++) {
+    if (fig.op[j] === OP.TEXT) nText++;
+    else per[fig.color[j]]++;
+  }
+  fig.byColor = Array.from(per.subarray(0, fig.colors.length), (n) => new Uint32Array(n));
+  fig.textPrims = new Uint32Array(nText);
+  per.fill(0);
+  nText = 0;
+  for (let j = 0; j < np; j++) {
+    if (fig.op[j] === OP.TEXT) fig.textPrims[nText++] = j;
+    else fig.byColor[fig.color[j]][per[fig.color[j]]++] = j;
+  }
+  fig.segLen = new Float32Array(fig.n).fill(-1);
+  for (let i = 0; i < fig.n; i++) {
+    for (let j = fig.mprim[i]; j < fig.mprim[i + 1]; j++) {
+      const k = fig.pxy[j];
+      if (fig.op[j] === OP.LINE && fig.xy[k] === fig.xy[k + 2] && fig.xy[k + 1] !== fig.xy[k + 3]) {
+        fig.segLen[i] = Math.abs(fig.xy[k + 3] - fig.xy[k + 1]);
+        break;
+      }
+    }
+  }
+  fig.classBias = Float32Array.from(fig.classes, (c) => (c.startsWith("seg") ? 0 : c.startsWith("note") ? 0.5 : c.includes("sack") ? 1 : 1.5));
+  fig.classStep = Uint8Array.from(fig.classes, (c) => (c.startsWith("ack step") || c.startsWith("win step") ? 1 : 0));
+  return fig;
+}
+
+/** Panels from their packed answer. */
+export function panelsOf(buf: ArrayBuffer): Panels {
+  const { head: h, arrays: a } = unpack(buf);
+  const out: Record<string, unknown> = { t: h.t, window_scaled: h.window_scaled };
+  for (const [name, agg] of Object.entries(h.series as Record<string, boolean>)) {
+    const lo = a[`${name}.lo`] as Float32Array;
+    out[name] = { ot: h.ot as number, t: a[`${name}.t`] as Float32Array, lo, hi: (a[`${name}.hi`] as Float32Array) ?? lo, agg };
+  }
+  return out as unknown as Panels;
+}
+
+function fromBase64(s: string): ArrayBuffer {
+  const bin = atob(s);
+  const b = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) b[i] = bin.charCodeAt(i);
+  return b.buffer;
 }
 
 export interface EventRow {
@@ -94,8 +208,11 @@ export interface Viewport {
 }
 
 interface ReportDetail {
-  dirs: Record<Dir, { tsg: Figure; panels: Panels }>;
+  /** Packed answers, base64 (the same bytes `view` serves with `fmt=bin`). */
+  dirs: Record<Dir, { tsg: string; panels: string }>;
   events: { events: EventRow[]; more: number };
+  /** The packet-listing row of every frame a mark stands for. */
+  packets: Record<string, PacketRow>;
 }
 
 type Report = ConnList & { report: { plotted: number[]; columns: number }; details: Record<string, ReportDetail> };
@@ -116,6 +233,23 @@ async function get<T>(path: string, params: Record<string, string | number | und
   const body = await r.json();
   if (!r.ok) throw new Error(body.error ?? `${r.status}`);
   return body as T;
+}
+
+/** Fetches a packed answer. */
+async function getBin(path: string, params: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<ArrayBuffer> {
+  const q = new URLSearchParams({ fmt: "bin" });
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, String(v));
+  const r = await fetch(`api/${path}?${q}`, { signal });
+  if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error ?? `${r.status}`);
+  return r.arrayBuffer();
+}
+
+// The report's figures and panels, decoded once each.
+const decoded = new Map<string, Figure | Panels>();
+function reportPart<T extends Figure | Panels>(conn: number, dir: Dir, part: "tsg" | "panels", of: (b: ArrayBuffer) => T): T {
+  const key = `${conn}/${dir}/${part}`;
+  if (!decoded.has(key)) decoded.set(key, of(fromBase64(detail(conn).dirs[dir][part])));
+  return decoded.get(key) as T;
 }
 
 function detail(conn: number): ReportDetail {
@@ -140,13 +274,13 @@ export function plottable(conn: number): boolean {
 
 export function tsg(conn: number, dir: Dir, v: Viewport, signal?: AbortSignal): Promise<Figure> {
   // The report holds the whole connection at its resolution; the page zooms into it.
-  if (report) return Promise.resolve(detail(conn).dirs[dir].tsg);
-  return get("tsg", viewParams(conn, dir, v), signal);
+  if (report) return Promise.resolve(reportPart(conn, dir, "tsg", figureOf));
+  return getBin("tsg", viewParams(conn, dir, v), signal).then(figureOf);
 }
 
 export function panels(conn: number, dir: Dir, v: Viewport, signal?: AbortSignal): Promise<Panels> {
-  if (report) return Promise.resolve(detail(conn).dirs[dir].panels);
-  return get("panels", viewParams(conn, dir, v), signal);
+  if (report) return Promise.resolve(reportPart(conn, dir, "panels", panelsOf));
+  return getBin("panels", viewParams(conn, dir, v), signal).then(panelsOf);
 }
 
 export function events(conn: number): Promise<{ events: EventRow[]; more: number }> {
@@ -155,6 +289,6 @@ export function events(conn: number): Promise<{ events: EventRow[]; more: number
 }
 
 export function packet(conn: number, frame: number): Promise<PacketRow | null> {
-  if (report) return Promise.resolve(null);
+  if (report) return Promise.resolve(detail(conn).packets?.[String(frame)] ?? null);
   return get("packet", { conn, frame });
 }

@@ -2,7 +2,8 @@
 // sizes and colours: crates/core/src/plot/svg.rs) and of the panels below it. Our own code
 // because the primitives (arrowheads, stair steps, ticks) are not what a chart library draws.
 
-import type { Figure, Mark, Series } from "./api";
+import { OP } from "./api";
+import type { Figure, Series } from "./api";
 
 export const LEFT = 84;
 export const RIGHT = 16;
@@ -98,114 +99,183 @@ function clip(ctx: CanvasRenderingContext2D, f: Frame) {
   ctx.clip();
 }
 
-/** Arrowhead size of a mark: shrinks on short segments (as the SVG) so stacks stay readable. */
-function headOf(f: Frame, m: Mark): number {
-  for (const p of m.p) {
-    if (p[0] === "l" && p[2] === p[4] && p[3] !== p[5]) {
-      const l = Math.abs(sy(f, p[3] as number) - sy(f, p[5] as number));
-      return Math.min(ARROW_H, Math.max(2, l / 3));
-    }
-  }
-  return ARROW_H;
+/** Maps a figure's packed coordinates (offsets from its origin) to css pixels of `f`. */
+interface Map2 {
+  ax: number;
+  bx: number;
+  ay: number;
+  by: number;
 }
 
-/** Adds one primitive's path to `path` (text is drawn separately). */
-function trace(path: Path2D, f: Frame, p: (number | string)[], head: number) {
-  const op = p[0];
-  if (op === "l") {
-    path.moveTo(sx(f, p[2] as number), sy(f, p[3] as number));
-    path.lineTo(sx(f, p[4] as number), sy(f, p[5] as number));
-    return;
-  }
-  const px = sx(f, p[2] as number), py = sy(f, p[3] as number);
-  if (op === "a") {
-    const back = p[4] === "u" ? head : -head;
+function mapOf(f: Frame, fig: Figure): Map2 {
+  const ax = (f.w - LEFT - RIGHT) / (f.x1 - f.x0 || 1);
+  const hy = (f.h - TOP - BOTTOM) / (f.y1 - f.y0 || 1);
+  return { ax, bx: LEFT + (fig.ox - f.x0) * ax, ay: -hy, by: f.h - BOTTOM - (fig.oy - f.y0) * hy };
+}
+
+/** Arrowhead size of mark i: shrinks on short segments (as the SVG) so stacks stay readable. */
+function headOf(fig: Figure, m: Map2, i: number): number {
+  const l = fig.segLen[i];
+  return l < 0 ? ARROW_H : Math.min(ARROW_H, Math.max(2, (l * -m.ay) / 3));
+}
+
+/** Adds glyph primitive j (arrowhead, tick, diamond, box, dot) at (px, py) to the current path. */
+function glyph(ctx: CanvasRenderingContext2D | Path2D, o: number, way: number, px: number, py: number, head: number) {
+  if (o === OP.ARROW) {
+    const back = way === 0 ? head : -head;
     const half = (ARROW_W * head) / ARROW_H;
-    path.moveTo(px - half, py + back);
-    path.lineTo(px, py);
-    path.lineTo(px + half, py + back);
-  } else if (op === "t") {
-    if (p[4] === "h") {
-      path.moveTo(px - TICK / 2, py);
-      path.lineTo(px + TICK / 2, py);
+    ctx.moveTo(px - half, py + back);
+    ctx.lineTo(px, py);
+    ctx.lineTo(px + half, py + back);
+  } else if (o === OP.TICK) {
+    if (way === 2) {
+      ctx.moveTo(px - TICK / 2, py);
+      ctx.lineTo(px + TICK / 2, py);
     } else {
-      path.moveTo(px, py);
-      path.lineTo(px, py + (p[4] === "u" ? -TICK : TICK));
+      ctx.moveTo(px, py);
+      ctx.lineTo(px, py + (way === 0 ? -TICK : TICK));
     }
-  } else if (op === "d") {
-    path.moveTo(px, py - SYM);
-    path.lineTo(px + SYM, py);
-    path.lineTo(px, py + SYM);
-    path.lineTo(px - SYM, py);
-    path.closePath();
-  } else if (op === "b") {
-    path.rect(px - SYM, py - SYM, 2 * SYM, 2 * SYM);
-  } else if (op === "o") {
-    path.moveTo(px + 1.5, py);
-    path.arc(px, py, 1.5, 0, 2 * Math.PI);
-  } else if (op === "p") {
-    for (let i = 2; i + 1 < p.length; i += 2) {
-      const [x, y] = [sx(f, p[i] as number), sy(f, p[i + 1] as number)];
-      if (i === 2) path.moveTo(x, y);
-      else path.lineTo(x, y);
-    }
-  } else if (op === "r") {
-    const x2 = sx(f, p[4] as number), y2 = sy(f, p[5] as number);
-    path.rect(Math.min(px, x2), Math.min(py, y2), Math.abs(x2 - px), Math.abs(y2 - py));
+  } else if (o === OP.DIAMOND) {
+    ctx.moveTo(px, py - SYM);
+    ctx.lineTo(px + SYM, py);
+    ctx.lineTo(px, py + SYM);
+    ctx.lineTo(px - SYM, py);
+    ctx.closePath();
+  } else if (o === OP.BOX) {
+    ctx.rect(px - SYM, py - SYM, 2 * SYM, 2 * SYM);
+  } else if (o === OP.DOT) {
+    ctx.moveTo(px + 1.5, py);
+    ctx.arc(px, py, 1.5, 0, 2 * Math.PI);
   }
 }
+
+/** Adds primitive j of mark i, whole, to `path` (the hover outline; text is left out). */
+function traceAll(path: Path2D, fig: Figure, m: Map2, i: number, j: number) {
+  const o = fig.op[j], k = fig.pxy[j], xy = fig.xy;
+  const X = (n: number) => m.bx + m.ax * xy[k + n], Y = (n: number) => m.by + m.ay * xy[k + n];
+  if (o === OP.LINE) {
+    path.moveTo(X(0), Y(1));
+    path.lineTo(X(2), Y(3));
+  } else if (o === OP.POLYLINE) {
+    path.moveTo(X(0), Y(1));
+    for (let n = 2; n + 1 < fig.pxy[j + 1] - k; n += 2) path.lineTo(X(n), Y(n + 1));
+  } else if (o === OP.RECT) {
+    const [x1, y1, x2, y2] = [X(0), Y(1), X(2), Y(3)];
+    path.rect(Math.min(x1, x2), Math.min(y1, y2), Math.abs(x2 - x1), Math.abs(y2 - y1));
+  } else if (o !== OP.TEXT) glyph(path, o, fig.extra[j], X(0), Y(1), headOf(fig, m, i));
+}
+
+// Reused from frame to frame: drawing allocates nothing per primitive.
+const seen = new Set<number>();
 
 /**
- * Draws the figure's marks in `f`. One path per colour, stroked once: a frame with thousands
- * of marks costs a few strokes, not thousands.
+ * Draws the figure's marks in `f`: one path per colour, stroked once. What would land on
+ * pixels already drawn is left out, so the cost follows the pixels, not the packets: a run of
+ * connected lines (the ack and window stair steps) adds a vertex only once it has moved half a
+ * pixel, so steps whose treads and risers are under a pixel become one line within half a pixel
+ * of them; a glyph (arrowhead, tick, ...) of the same kind, way and size as one already drawn in
+ * the same pixel is drawn once; lines wholly outside the plot are skipped.
  */
 export function drawFigure(ctx: CanvasRenderingContext2D, f: Frame, fig: Figure) {
   ctx.save();
   clip(ctx, f);
-  const paths = new Map<string, Path2D>();
-  const texts: (number | string)[][] = [];
-  for (const m of fig.marks) {
-    const head = headOf(f, m);
-    for (const p of m.p) {
-      if (p[0] === "x") {
-        texts.push(p);
-        continue;
-      }
-      let path = paths.get(p[1]);
-      if (!path) paths.set(p[1], (path = new Path2D()));
-      trace(path, f, p, head);
-    }
-  }
   ctx.lineWidth = 1;
-  for (const [color, path] of paths) {
-    ctx.strokeStyle = color;
-    ctx.stroke(path);
+  const m = mapOf(f, fig);
+  const { ax, bx, ay, by } = m;
+  const { op, pxy, xy, extra } = fig;
+  const L = LEFT, R = f.w - RIGHT, T = TOP, B = f.h - BOTTOM, G = 10;
+  // The primitive's mark, for the arrowhead size (only arrowheads need it: found by search).
+  const markOf = (j: number) => {
+    let lo = 0, hi = fig.n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (fig.mprim[mid] <= j) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
+  for (let c = 0; c < fig.byColor.length; c++) {
+    const list = fig.byColor[c];
+    if (!list.length) continue;
+    ctx.beginPath();
+    seen.clear();
+    // (ex, ey): where the last line ended exactly; (px, py): where the path has got to;
+    // open: whether the path's current point is (px, py).
+    let ex = NaN, ey = NaN, px = NaN, py = NaN, open = false;
+    for (let n = 0; n < list.length; n++) {
+      const j = list[n], o = op[j], k = pxy[j];
+      if (o === OP.LINE) {
+        const x1 = bx + ax * xy[k], y1 = by + ay * xy[k + 1], x2 = bx + ax * xy[k + 2], y2 = by + ay * xy[k + 3];
+        if ((x1 < L && x2 < L) || (x1 > R && x2 > R) || (y1 < T && y2 < T) || (y1 > B && y2 > B)) continue;
+        if (x1 !== ex || y1 !== ey) {
+          if (ex === ex && (ex !== px || ey !== py)) {
+            if (!open) ctx.moveTo(px, py);
+            ctx.lineTo(ex, ey);
+          }
+          ctx.moveTo(x1, y1);
+          px = x1;
+          py = y1;
+          open = true;
+        } else if (!open) {
+          ctx.moveTo(px, py);
+          open = true;
+        }
+        ex = x2;
+        ey = y2;
+        if (Math.abs(x2 - px) >= 0.5 || Math.abs(y2 - py) >= 0.5) {
+          ctx.lineTo(x2, y2);
+          px = x2;
+          py = y2;
+        }
+      } else if (o === OP.POLYLINE || o === OP.RECT) {
+        const p = new Path2D();
+        traceAll(p, fig, m, markOf(j), j);
+        ctx.stroke(p);
+      } else {
+        const gx = bx + ax * xy[k], gy = by + ay * xy[k + 1];
+        if (gx < L - G || gx > R + G || gy < T - G || gy > B + G) continue;
+        const head = o === OP.ARROW ? headOf(fig, m, markOf(j)) : 0;
+        const key = (((o * 4 + extra[j]) * 8 + Math.round(head)) * 8192 + (gx | 0)) * 8192 + (gy | 0);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        glyph(ctx, o, extra[j], gx, gy, head);
+        open = false;
+      }
+    }
+    if (ex === ex && (ex !== px || ey !== py)) {
+      if (!open) ctx.moveTo(px, py);
+      ctx.lineTo(ex, ey);
+    }
+    ctx.strokeStyle = fig.colors[c];
+    ctx.stroke();
   }
   ctx.font = "10px sans-serif";
   // Labels (R, O, P, 3, Z, ...) that would print over one another are drawn once per 8-pixel
   // cell: zoomed out, hundreds of R's in one spot read as a blot and cost a frame.
-  const taken = new Set<number>();
-  for (const p of texts) {
-    const px = sx(f, p[2] as number), py = sy(f, p[3] as number);
-    if (px < LEFT - 20 || px > f.w + 20 || py < -20 || py > f.h + 20) continue;
-    const cell = Math.floor(px / 8) * 100003 + Math.floor(py / 8);
-    if (taken.has(cell)) continue;
-    taken.add(cell);
-    const a = p[4];
-    ctx.fillStyle = p[1] as string;
-    ctx.textAlign = a === "l" ? "right" : a === "r" ? "left" : "center";
-    const [tx, ty] =
-      a === "a" ? [px, py - ARROW_H - 2] : a === "b" ? [px, py + ARROW_H + 11] : a === "l" ? [px - 4, py + 4] : a === "r" ? [px + 4, py + 4] : [px, py + 4];
-    ctx.fillText(p[5] as string, tx, ty);
+  seen.clear();
+  for (let n = 0; n < fig.textPrims.length; n++) {
+    const j = fig.textPrims[n], k = pxy[j];
+    const tx0 = bx + ax * xy[k], ty0 = by + ay * xy[k + 1];
+    if (tx0 < LEFT - 20 || tx0 > f.w + 20 || ty0 < -20 || ty0 > f.h + 20) continue;
+    const cell = Math.floor(tx0 / 8) * 100003 + Math.floor(ty0 / 8);
+    if (seen.has(cell)) continue;
+    seen.add(cell);
+    const a = extra[j];
+    ctx.fillStyle = fig.colors[fig.color[j]];
+    ctx.textAlign = a === 2 ? "right" : a === 3 ? "left" : "center";
+    const tx = a === 2 ? tx0 - 4 : a === 3 ? tx0 + 4 : tx0;
+    const ty = a === 0 ? ty0 - ARROW_H - 2 : a === 1 ? ty0 + ARROW_H + 11 : ty0 + 4;
+    ctx.fillText(fig.texts[xy[k + 2]], tx, ty);
   }
   ctx.restore();
 }
 
-/** Distance in pixels from (mx, my) to a primitive. */
-function dist(f: Frame, p: (number | string)[], mx: number, my: number): number {
-  const x1 = sx(f, p[2] as number), y1 = sy(f, p[3] as number);
-  if (p[0] !== "l") return Math.hypot(mx - x1, my - y1);
-  const x2 = sx(f, p[4] as number), y2 = sy(f, p[5] as number);
+/** Distance in pixels from (mx, my) to primitive j (a line, or a point for the rest). */
+function dist(fig: Figure, m: Map2, j: number, mx: number, my: number): number {
+  const k = fig.pxy[j], xy = fig.xy;
+  const x1 = m.bx + m.ax * xy[k], y1 = m.by + m.ay * xy[k + 1];
+  if (fig.op[j] !== OP.LINE) return Math.hypot(mx - x1, my - y1);
+  const x2 = m.bx + m.ax * xy[k + 2], y2 = m.by + m.ay * xy[k + 3];
   const dx = x2 - x1, dy = y2 - y1;
   const len2 = dx * dx + dy * dy;
   const t = len2 === 0 ? 0 : Math.max(0, Math.min(1, ((mx - x1) * dx + (my - y1) * dy) / len2));
@@ -213,40 +283,60 @@ function dist(f: Frame, p: (number | string)[], mx: number, my: number): number 
 }
 
 /**
- * The mark nearest to the pointer within `radius` pixels. When several are about as close,
- * segments win over notes, notes over SACK blocks, those over the ack and window lines: at
- * full zoom out they overlap, and the segment is what a user points at.
+ * The mark nearest to the pointer within `radius` pixels (its index, or -1). When several are
+ * about as close, segments win over notes, notes over SACK blocks, those over the ack and window
+ * lines: at full zoom out they overlap, and the segment is what a user points at.
  */
-export function hit(f: Frame, fig: Figure, mx: number, my: number, radius = 6): Mark | null {
-  let best: Mark | null = null;
+export function hit(f: Frame, fig: Figure, mx: number, my: number, radius = 6): number {
+  const m = mapOf(f, fig);
+  let best = -1;
   let bestD = radius;
-  for (const m of fig.marks) {
-    if (m.f === null) continue;
-    const bias = m.c.startsWith("seg") ? 0 : m.c.startsWith("note") ? 0.5 : m.c.includes("sack") ? 1 : 1.5;
-    for (const p of m.p) {
+  for (let i = 0; i < fig.n; i++) {
+    if (Number.isNaN(fig.frame[i])) continue;
+    const c = fig.cls[i], bias = fig.classBias[c], step = fig.classStep[c];
+    if (bias >= bestD) continue;
+    for (let j = fig.mprim[i]; j < fig.mprim[i + 1]; j++) {
+      const k = fig.pxy[j];
       // Only the vertical part of a stair step is the packet; its tread is the time between.
-      if ((m.c.startsWith("ack step") || m.c.startsWith("win step")) && p[0] === "l" && p[3] === p[5]) continue;
-      const d = dist(f, p, mx, my) + bias;
+      if (step && fig.op[j] === OP.LINE && fig.xy[k + 1] === fig.xy[k + 3]) continue;
+      const d = dist(fig, m, j, mx, my) + bias;
       if (d < bestD) {
         bestD = d;
-        best = m;
+        best = i;
       }
     }
   }
   return best;
 }
 
-/** Outlines a mark on the overlay (hover). */
-export function highlight(ctx: CanvasRenderingContext2D, f: Frame, m: Mark) {
+/** Outlines mark i on the overlay (hover). */
+export function highlight(ctx: CanvasRenderingContext2D, f: Frame, fig: Figure, i: number) {
   ctx.save();
   clip(ctx, f);
   const path = new Path2D();
-  const head = headOf(f, m);
-  for (const p of m.p) if (p[0] !== "x") trace(path, f, p, head);
+  const m = mapOf(f, fig);
+  for (let j = fig.mprim[i]; j < fig.mprim[i + 1]; j++) traceAll(path, fig, m, i, j);
   ctx.strokeStyle = "rgba(30, 120, 255, 0.55)";
   ctx.lineWidth = 5;
   ctx.stroke(path);
   ctx.restore();
+}
+
+/** Where mark i is drawn (css pixels in `f`): its first vertical line's middle, else its first point. */
+export function markPoint(f: Frame, fig: Figure, i: number): [number, number] {
+  const m = mapOf(f, fig);
+  let j = fig.mprim[i];
+  for (let q = j; q < fig.mprim[i + 1]; q++) {
+    const k = fig.pxy[q];
+    if (fig.op[q] === OP.LINE && fig.xy[k] === fig.xy[k + 2]) {
+      j = q;
+      break;
+    }
+  }
+  const k = fig.pxy[j], xy = fig.xy;
+  const x = m.bx + m.ax * xy[k];
+  const y = fig.op[j] === OP.LINE ? m.by + (m.ay * (xy[k + 1] + xy[k + 3])) / 2 : m.by + m.ay * xy[k + 1];
+  return [x, y];
 }
 
 export interface PanelLine {
@@ -267,43 +357,59 @@ export function si(v: number): string {
   return String(Math.round(v * 1000) / 1000);
 }
 
+/** The highest value of the lines over [x0, x1]. */
+export function seriesMax(lines: PanelLine[], x0: number, x1: number): number {
+  let ymax = 0;
+  for (const l of lines) {
+    const { ot, t, hi } = l.s;
+    for (let i = 0; i < t.length; i++) {
+      const x = ot + t[i];
+      if (x >= x0 && x <= x1 && hi[i] > ymax) ymax = hi[i];
+    }
+  }
+  return ymax;
+}
+
 /**
  * A panel under the time-sequence plot: series on the shared time axis, as lines (or dots for
- * samples); an aggregated series as a min-max band per column so that no spike vanishes.
+ * samples); an aggregated series as a min-max band per column so that no spike vanishes. The
+ * value axis goes up to `ymax` (by default the lines' highest value in view).
  */
-export function drawPanel(ctx: CanvasRenderingContext2D, x0: number, x1: number, w: number, h: number, title: string, lines: PanelLine[]) {
-  let ymax = 0;
-  for (const l of lines) for (let i = 0; i < l.s.t.length; i++) if (l.s.t[i] >= x0 && l.s.t[i] <= x1) ymax = Math.max(ymax, l.s.hi[i]);
+export function drawPanel(ctx: CanvasRenderingContext2D, x0: number, x1: number, w: number, h: number, title: string, lines: PanelLine[], ymax = seriesMax(lines, x0, x1)) {
   // Headroom above the highest value for the title row.
   const f: Frame = { x0, x1, y0: 0, y1: ymax > 0 ? ymax * 1.3 : 1, w, h };
   axes(ctx, f, "", false, (l) => si(Number(l)));
   ctx.save();
   clip(ctx, f);
+  const ax = (w - LEFT - RIGHT) / (x1 - x0 || 1);
+  const hy = (h - TOP - BOTTOM) / (f.y1 - f.y0);
+  const Y = (v: number) => h - BOTTOM - v * hy;
   for (const l of lines) {
     ctx.strokeStyle = l.color;
     ctx.fillStyle = l.color;
     ctx.lineWidth = 1;
-    const path = new Path2D();
-    const { t, lo, hi } = l.s;
+    ctx.beginPath();
+    const { ot, t, lo, hi } = l.s;
+    const bx = LEFT + (ot - x0) * ax;
     for (let i = 0; i < t.length; i++) {
-      const x = sx(f, t[i]);
+      const x = bx + t[i] * ax;
       if (l.dots) {
-        path.rect(x - 1, sy(f, hi[i]) - 1, 2, 2);
-        if (lo[i] !== hi[i]) path.rect(x - 1, sy(f, lo[i]) - 1, 2, 2);
+        ctx.rect(x - 1, Y(hi[i]) - 1, 2, 2);
+        if (lo[i] !== hi[i]) ctx.rect(x - 1, Y(lo[i]) - 1, 2, 2);
         continue;
       }
-      if (i === 0) path.moveTo(x, sy(f, hi[i]));
+      if (i === 0) ctx.moveTo(x, Y(hi[i]));
       else {
-        if (l.step) path.lineTo(x, sy(f, hi[i - 1]));
-        path.lineTo(x, sy(f, hi[i]));
+        if (l.step) ctx.lineTo(x, Y(hi[i - 1]));
+        ctx.lineTo(x, Y(hi[i]));
       }
       if (l.s.agg && lo[i] !== hi[i]) {
-        path.lineTo(x, sy(f, lo[i]));
-        path.moveTo(x, sy(f, hi[i]));
+        ctx.lineTo(x, Y(lo[i]));
+        ctx.moveTo(x, Y(hi[i]));
       }
     }
-    if (l.dots) ctx.fill(path);
-    else ctx.stroke(path);
+    if (l.dots) ctx.fill();
+    else ctx.stroke();
   }
   ctx.restore();
   ctx.save();

@@ -4,15 +4,18 @@
 
 import "./style.css";
 import * as api from "./api";
-import type { Conn, Dir, EventRow, Figure, Mark, Panels, PacketRow } from "./api";
-import { BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, drawPanel, highlight, hit, ix, iy, prepare, si, sx, sy } from "./draw";
-import type { Frame } from "./draw";
+import type { Conn, Dir, EventRow, Figure, Panels, PacketRow } from "./api";
+import { BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, drawPanel, highlight, hit, ix, iy, markPoint, prepare, seriesMax, si } from "./draw";
+import type { Frame, PanelLine } from "./draw";
 
 interface View {
   t0?: number;
   t1?: number;
+  /** Sequence range of the first plot. */
   s0?: number;
   s1?: number;
+  /** Compared with a second connection: its sequence range is the first's plus `o`. */
+  o?: number;
 }
 
 interface State {
@@ -48,6 +51,7 @@ function writeUrl() {
   const v = state.view;
   if (v.t0 !== undefined && v.t1 !== undefined) q.set("t", `${v.t0},${v.t1}`);
   if (v.s0 !== undefined && v.s1 !== undefined) q.set("s", `${Math.floor(v.s0)},${Math.ceil(v.s1)}`);
+  if (v.s0 !== undefined && v.o) q.set("o", String(Math.round(v.o)));
   if (state.sort !== DEFAULT_SORT || !state.desc) {
     q.set("sort", state.sort);
     q.set("desc", state.desc ? "1" : "0");
@@ -71,6 +75,8 @@ function readUrl() {
   state.view = {};
   if (t.length === 2 && t[1] > t[0]) Object.assign(state.view, { t0: t[0], t1: t[1] });
   if (s.length === 2 && s[1] > s[0]) Object.assign(state.view, { s0: s[0], s1: s[1] });
+  const o = Number(q.get("o"));
+  if (state.view.s0 !== undefined && Number.isFinite(o) && o) state.view.o = o;
   state.sort = q.get("sort") ?? DEFAULT_SORT;
   state.desc = q.get("sort") === null || q.get("desc") === "1";
   state.filter = q.get("q") ?? "";
@@ -160,7 +166,10 @@ function renderList() {
     for (const col of COLUMNS) {
       const td = document.createElement("td");
       td.textContent = col.cell(c);
-      if (col.key === "verdict") td.title = td.textContent;
+      if (col.key === "verdict" || col.key === "endpoints") {
+        td.title = td.textContent;
+        td.className = col.key;
+      }
       r.append(td);
     }
     if (c.boring) r.classList.add("boring");
@@ -195,7 +204,8 @@ class ConnPlot {
   pan?: Panels;
   ctl?: AbortController;
   frame?: Frame;
-  hover: Mark | null = null;
+  /** The hovered mark of `fig` (-1: none). */
+  hover = -1;
 
   constructor(public id: number) {
     this.el = document.createElement("div");
@@ -222,10 +232,11 @@ class ConnPlot {
     bindInput(this);
   }
 
-  async load() {
+  async load(off = 0) {
     this.ctl?.abort();
     const ctl = (this.ctl = new AbortController());
-    const v = state.view;
+    const v = { ...state.view };
+    if (v.s0 !== undefined && v.s1 !== undefined) [v.s0, v.s1] = [v.s0 + off, v.s1 + off];
     const w = Math.max(1, this.canvas.clientWidth - LEFT - RIGHT);
     const start = performance.now();
     try {
@@ -237,6 +248,7 @@ class ConnPlot {
       perf.fetches.push(performance.now() - start);
       this.fig = fig;
       this.pan = pan;
+      this.hover = -1;
       const h2 = this.el.querySelector("h2")!;
       h2.textContent = fig.title;
       this.el.querySelector(".legend")!.innerHTML = fig.legend
@@ -250,30 +262,38 @@ class ConnPlot {
     }
   }
 
-  draw(x0: number, x1: number, y0: number, y1: number) {
+  /** The panels' series (throughput, RTT, bytes), as drawn. */
+  panelLines(): PanelLine[][] {
+    const p = this.pan;
+    if (!p) return [];
+    return [
+      [
+        { s: p.tput_bps, color: "#f07800", label: "throughput", step: true },
+        { s: p.goodput_bps, color: "#2b6fd6", label: "goodput (new bytes)", step: true },
+      ],
+      [
+        { s: p.rtt_ms, color: "#1a9a3a", label: "timestamp + Karn", dots: true },
+        { s: p.rtt_karn_ms, color: "#e0181c", label: "Karn", dots: true },
+      ],
+      [
+        { s: p.flight_bytes, color: "#000000", label: "in flight", step: true },
+        { s: p.window_bytes, color: "#c99a00", label: p.window_scaled ? "advertised window" : "advertised window (raw: scale unknown)", step: true },
+        { s: p.cwnd_bytes, color: "#8a2be2", label: "cwnd estimate", dots: true },
+      ],
+    ];
+  }
+
+  /** Draws the plot over the given ranges, each panel up to `pmax[k]` (shared when compared). */
+  draw(x0: number, x1: number, y0: number, y1: number, pmax: number[]) {
     const ctx = prepare(this.canvas);
     const f: Frame = { x0, x1, y0, y1, w: this.canvas.clientWidth, h: this.canvas.clientHeight };
     this.frame = f;
     axes(ctx, f, "relative sequence number");
     if (this.fig) drawFigure(ctx, f, this.fig);
-    const p = this.pan;
     const pw = this.canvas.clientWidth;
-    const [tp, rp, fp] = this.panels.map(prepare);
-    if (p) {
-      drawPanel(tp, x0, x1, pw, this.panels[0].clientHeight, "b/s", [
-        { s: p.tput_bps, color: "#f07800", label: "throughput", step: true },
-        { s: p.goodput_bps, color: "#2b6fd6", label: "goodput (new bytes)", step: true },
-      ]);
-      drawPanel(rp, x0, x1, pw, this.panels[1].clientHeight, "RTT ms", [
-        { s: p.rtt_ms, color: "#1a9a3a", label: "timestamp + Karn", dots: true },
-        { s: p.rtt_karn_ms, color: "#e0181c", label: "Karn", dots: true },
-      ]);
-      drawPanel(fp, x0, x1, pw, this.panels[2].clientHeight, "bytes", [
-        { s: p.flight_bytes, color: "#000000", label: "in flight", step: true },
-        { s: p.window_bytes, color: "#c99a00", label: p.window_scaled ? "advertised window" : "advertised window (raw: scale unknown)", step: true },
-        { s: p.cwnd_bytes, color: "#8a2be2", label: "cwnd estimate", dots: true },
-      ]);
-    }
+    const ctxs = this.panels.map(prepare);
+    const titles = ["b/s", "RTT ms", "bytes"];
+    this.panelLines().forEach((lines, k) => drawPanel(ctxs[k], x0, x1, pw, this.panels[k].clientHeight, titles[k], lines, pmax[k]));
     this.drawOverlay();
   }
 
@@ -282,10 +302,10 @@ class ConnPlot {
     const f = this.frame;
     if (!f || !this.fig) return;
     if (focusFrame !== null) {
-      const m = this.fig.marks.find((m) => m.f === focusFrame);
-      if (m) highlight(ctx, f, m);
+      const m = this.fig.frame.indexOf(focusFrame);
+      if (m >= 0) highlight(ctx, f, this.fig, m);
     }
-    if (this.hover) highlight(ctx, f, this.hover);
+    if (this.hover >= 0) highlight(ctx, f, this.fig, this.hover);
     if (rect) {
       ctx.strokeStyle = "#2b6fd6";
       ctx.fillStyle = "rgba(43,111,214,0.1)";
@@ -306,16 +326,38 @@ function rebuildPlots() {
   cols.classList.toggle("two", plots.length === 2);
 }
 
-/** The ranges drawn: the view where set, else the union of the figures (one scale for all). */
-function ranges(): [number, number, number, number] {
+/**
+ * The ranges drawn: one time range for all plots, and for each plot a sequence range of the
+ * same span (the same bytes per pixel, so two connections compare on one scale, thesis fig.
+ * 3.7/3.8). Where the view does not set them: the time range is the union of the figures', and
+ * each plot's sequence range starts at its own figure's lowest value and spans the largest of
+ * the figures' spans; the view's sequence range is the first plot's, the second's is offset by
+ * the view's `o`.
+ */
+function ranges(): { x0: number; x1: number; y: [number, number][] } {
   const v = state.view;
-  const figs = plots.map((p) => p.fig).filter((f): f is Figure => !!f);
+  const figs = plots.map((p) => p.fig);
+  const have = figs.filter((f): f is Figure => !!f);
   const x0 = v.t0 ?? 0;
-  const x1 = v.t1 ?? Math.max(1e-6, ...figs.map((f) => (v.t0 === undefined ? f.x[1] : f.last)));
-  const y0 = v.s0 ?? (figs.length ? Math.min(...figs.map((f) => f.y[0])) : 0);
-  const y1 = v.s1 ?? (figs.length ? Math.max(...figs.map((f) => f.y[1])) : 1);
-  return [x0, x1, y0, y1];
+  const x1 = v.t1 ?? Math.max(1e-6, ...have.map((f) => (v.t0 === undefined ? f.x[1] : f.last)));
+  if (v.s0 !== undefined && v.s1 !== undefined) {
+    const [s0, s1] = [v.s0, v.s1];
+    return { x0, x1, y: plots.map((_, i) => { const o = offsetOf(i); return [s0 + o, s1 + o]; }) };
+  }
+  const span = have.length ? Math.max(...have.map((f) => f.y[1] - f.y[0])) : 1;
+  const base = have.length ? Math.min(...have.map((f) => f.y[0])) : 0;
+  return { x0, x1, y: figs.map((f) => { const y0 = f ? f.y[0] : base; return [y0, y0 + span]; }) };
 }
+
+/** Each panel's highest value over [x0, x1] across the plots: compared plots share the panels' scales too. */
+function panelMax(x0: number, x1: number): number[] {
+  const out = [0, 0, 0];
+  for (const p of plots) p.panelLines().forEach((lines, k) => (out[k] = Math.max(out[k], seriesMax(lines, x0, x1))));
+  return out;
+}
+
+/** Offset of plot i's sequence range from the first plot's, in the view. */
+const offsetOf = (i: number) => (i === 0 ? 0 : (state.view.o ?? 0));
 
 let frameRequested = false;
 function requestFrame() {
@@ -324,10 +366,12 @@ function requestFrame() {
   requestAnimationFrame(() => {
     frameRequested = false;
     const start = performance.now();
-    const [x0, x1, y0, y1] = ranges();
-    for (const p of plots) p.draw(x0, x1, y0, y1);
+    const { x0, x1, y } = ranges();
+    const pmax = panelMax(x0, x1);
+    plots.forEach((p, i) => p.draw(x0, x1, y[i][0], y[i][1], pmax));
     perf.frames.push(performance.now() - start);
-    $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · seq ${Math.round(y0)}–${Math.round(y1)} · zoom depth ${history.length}`;
+    const seq = y.map(([a, b]) => `${Math.round(a)}–${Math.round(b)}`).join(" | ");
+    $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · seq ${seq} · zoom depth ${history.length}`;
   });
 }
 
@@ -335,7 +379,7 @@ let loadTimer = 0;
 /** Fetches for the current view: at once, or after input pauses (wheel, pan). */
 function loadAll(delay = 0) {
   clearTimeout(loadTimer);
-  loadTimer = window.setTimeout(() => plots.forEach((p) => p.load()), delay);
+  loadTimer = window.setTimeout(() => plots.forEach((p, i) => p.load(offsetOf(i))), delay);
 }
 
 // ---------- zoom, pan, history ----------
@@ -346,9 +390,19 @@ function setView(v: View, push = true, delay = 0) {
   changed({ view: true, delay });
 }
 
+/** The view as drawn, explicit: the first plot's sequence range and the second's offset. */
 function currentBox(): View {
-  const [t0, t1, s0, s1] = ranges();
-  return { t0, t1, s0, s1 };
+  const { x0, x1, y } = ranges();
+  const b: View = { t0: x0, t1: x1, s0: y[0]?.[0] ?? 0, s1: y[0]?.[1] ?? 1 };
+  if (y.length > 1) b.o = y[1][0] - y[0][0];
+  return b;
+}
+
+/** Plot p's sequence number as the first plot's (the view's coordinates), as drawn now. */
+function toFirst(p: ConnPlot, seq: number): number {
+  const { y } = ranges();
+  const i = plots.indexOf(p);
+  return i > 0 ? seq - (y[i][0] - y[0][0]) : seq;
 }
 
 function back() {
@@ -364,16 +418,16 @@ function reset() {
   setView({});
 }
 
-function zoomAt(f: Frame, px: number, py: number, factor: number, push: boolean) {
+function zoomAt(p: ConnPlot, f: Frame, px: number, py: number, factor: number, push: boolean) {
   const b = currentBox();
-  const x = ix(f, px), y = iy(f, py);
-  setView({ t0: x - (x - b.t0!) * factor, t1: x + (b.t1! - x) * factor, s0: y - (y - b.s0!) * factor, s1: y + (b.s1! - y) * factor }, push, 80);
+  const x = ix(f, px), y = toFirst(p, iy(f, py));
+  setView({ t0: x - (x - b.t0!) * factor, t1: x + (b.t1! - x) * factor, s0: y - (y - b.s0!) * factor, s1: y + (b.s1! - y) * factor, o: b.o }, push, 80);
 }
 
 function panBy(dxFrac: number, dyFrac: number, push: boolean) {
   const b = currentBox();
   const dx = (b.t1! - b.t0!) * dxFrac, dy = (b.s1! - b.s0!) * dyFrac;
-  setView({ t0: b.t0! + dx, t1: b.t1! + dx, s0: b.s0! + dy, s1: b.s1! + dy }, push, 80);
+  setView({ t0: b.t0! + dx, t1: b.t1! + dx, s0: b.s0! + dy, s1: b.s1! + dy, o: b.o }, push, 80);
 }
 
 let lastWheel = 0;
@@ -399,7 +453,7 @@ function bindInput(p: ConnPlot) {
       const f = p.frame;
       const dt = ((x - drag.x) / (f.w - LEFT - RIGHT)) * (drag.box.t1! - drag.box.t0!);
       const ds = ((y - drag.y) / (f.h - TOP - BOTTOM)) * (drag.box.s1! - drag.box.s0!);
-      setView({ t0: drag.box.t0! - dt, t1: drag.box.t1! - dt, s0: drag.box.s0! + ds, s1: drag.box.s1! + ds }, false, 60);
+      setView({ t0: drag.box.t0! - dt, t1: drag.box.t1! - dt, s0: drag.box.s0! + ds, s1: drag.box.s1! + ds, o: drag.box.o }, false, 60);
     } else {
       p.drawOverlay([Math.min(drag.x, x), Math.min(drag.y, y), Math.max(drag.x, x), Math.max(drag.y, y)]);
     }
@@ -414,8 +468,8 @@ function bindInput(p: ConnPlot) {
     if (Math.abs(x - d.x) < 5 || Math.abs(y - d.y) < 5) return;
     const f = p.frame;
     const [ta, tb] = [ix(f, d.x), ix(f, x)].sort((a, b) => a - b);
-    const [sa, sb] = [iy(f, d.y), iy(f, y)].sort((a, b) => a - b);
-    setView({ t0: ta, t1: tb, s0: sa, s1: sb });
+    const [sa, sb] = [toFirst(p, iy(f, d.y)), toFirst(p, iy(f, y))].sort((a, b) => a - b);
+    setView({ t0: ta, t1: tb, s0: sa, s1: sb, o: currentBox().o });
   });
   o.addEventListener("wheel", (e) => {
     if (!p.frame) return;
@@ -423,7 +477,7 @@ function bindInput(p: ConnPlot) {
     const [x, y] = pos(e);
     const now = performance.now();
     // One history step per wheel gesture, not per notch.
-    zoomAt(p.frame, x, y, e.deltaY < 0 ? 0.8 : 1.25, now - lastWheel > 400);
+    zoomAt(p, p.frame, x, y, e.deltaY < 0 ? 0.8 : 1.25, now - lastWheel > 400);
     lastWheel = now;
   }, { passive: false });
   o.addEventListener("contextmenu", (e) => {
@@ -441,7 +495,7 @@ function bindInput(p: ConnPlot) {
     } else if (m) moveTip(e.clientX, e.clientY);
   });
   o.addEventListener("mouseleave", () => {
-    p.hover = null;
+    p.hover = -1;
     p.drawOverlay();
     $("tip").hidden = true;
   });
@@ -462,27 +516,29 @@ function moveTip(cx: number, cy: number) {
   tip.style.top = `${Math.min(cy + 14, window.innerHeight - h - 4)}px`;
 }
 
-async function showTip(p: ConnPlot, m: Mark | null, cx: number, cy: number) {
+async function showTip(p: ConnPlot, m: number, cx: number, cy: number) {
   const tip = $("tip");
-  if (!m || m.f === null) {
+  const fig = p.fig;
+  if (m < 0 || !fig || Number.isNaN(fig.frame[m])) {
     tip.hidden = true;
     return;
   }
-  const agg = m.n > 1 ? `<div>${m.n} packets in this pixel column; first:</div>` : "";
-  tip.innerHTML = `<b>${escapeHtml(m.c)}</b>${agg}<div>frame ${m.f}</div>`;
+  const frame = fig.frame[m], n = fig.count[m], cls = fig.classes[fig.cls[m]];
+  const agg = n > 1 ? `<div>${n} packets in this pixel column; first:</div>` : "";
+  tip.innerHTML = `<b>${escapeHtml(cls)}</b>${agg}<div>frame ${frame}</div>`;
   tip.hidden = false;
   moveTip(cx, cy);
-  const key = `${p.id}:${m.f}`;
-  if (!packetCache.has(key)) packetCache.set(key, api.packet(p.id, m.f).catch(() => null));
+  const key = `${p.id}:${frame}`;
+  if (!packetCache.has(key)) packetCache.set(key, api.packet(p.id, frame).catch(() => null));
   const row = await packetCache.get(key)!;
-  if (p.hover !== m) return;
-  const evs = row ? row.events : events.filter((e) => e.frame === m.f);
+  if (p.hover !== m || p.fig !== fig) return;
+  const evs = row ? row.events : events.filter((e) => e.frame === frame);
   const table = row
     ? `<table class="pkt"><tr><th>frame</th><th>time s</th><th>dir</th><th>seq</th><th>ack</th><th>win</th><th>len</th><th>flags</th></tr>
        <tr><td>${row.frame}</td><td>${row.t.toFixed(6)}</td><td>${row.dir}</td><td>${row.seq}</td><td>${row.ack ?? ""}</td><td>${row.win}</td><td>${row.len}</td><td>${row.flags}</td></tr></table>`
-    : `<div>frame ${m.f}</div>`;
+    : `<div>frame ${frame}</div>`;
   const evHtml = evs.map((e) => `<li>${escapeHtml(e.kind)} ${escapeHtml(e.text)}</li>`).join("");
-  tip.innerHTML = `<b>${escapeHtml(m.c)}</b>${agg}${table}${evHtml ? `<ul>${evHtml}</ul>` : ""}`;
+  tip.innerHTML = `<b>${escapeHtml(cls)}</b>${agg}${table}${evHtml ? `<ul>${evHtml}</ul>` : ""}`;
   moveTip(cx, cy);
 }
 
@@ -516,7 +572,7 @@ async function loadEvents() {
 /** Shows an event: its data direction's plot, a time window around it, its packet marked. */
 function jumpTo(e: EventRow) {
   const dir: Dir = DATA_SIDE.has(e.kind) ? e.dir : e.dir === "a2b" ? "b2a" : "a2b";
-  const [x0, x1] = ranges();
+  const { x0, x1 } = ranges();
   const last = Math.max(...plots.map((p) => p.fig?.last ?? 0), x1);
   const span = Math.max(1e-4, Math.min(x1 - x0, last / 20));
   focusFrame = e.frame;
@@ -545,8 +601,53 @@ function changed(what: { list?: boolean; plots?: boolean; events?: boolean; view
   }
 }
 
+/** The splitter between the list and the plots: drag to resize the list; the width is kept. */
+function bindSplitter() {
+  const side = $("side"), split = $("split");
+  const KEY = "tcpscope.side-width";
+  const apply = (w: number | null) => {
+    if (w === null) side.style.removeProperty("--side-w");
+    else side.style.setProperty("--side-w", `${Math.round(w)}px`);
+    requestFrame();
+    loadAll(150);
+  };
+  try {
+    const w = Number(localStorage.getItem(KEY));
+    if (w > 0) side.style.setProperty("--side-w", `${w}px`);
+  } catch {
+    // No storage (a report opened from a file in some browsers): the default width.
+  }
+  split.addEventListener("mousedown", (e) => {
+    e.preventDefault();
+    const x0 = e.clientX, w0 = side.getBoundingClientRect().width;
+    split.classList.add("drag");
+    const move = (m: MouseEvent) => apply(Math.max(260, Math.min(window.innerWidth * 0.85, w0 + m.clientX - x0)));
+    const up = () => {
+      split.classList.remove("drag");
+      window.removeEventListener("mousemove", move);
+      window.removeEventListener("mouseup", up);
+      try {
+        localStorage.setItem(KEY, String(Math.round(side.getBoundingClientRect().width)));
+      } catch {
+        // As above.
+      }
+    };
+    window.addEventListener("mousemove", move);
+    window.addEventListener("mouseup", up);
+  });
+  split.addEventListener("dblclick", () => {
+    try {
+      localStorage.removeItem(KEY);
+    } catch {
+      // As above.
+    }
+    apply(null);
+  });
+}
+
 async function main() {
   readUrl();
+  bindSplitter();
   try {
     const list = await api.conns();
     conns = list.conns;
@@ -619,20 +720,63 @@ async function main() {
   changed({ list: true, plots: true, events: true });
 }
 
-// For the browser tests and the benchmark: where a mark is drawn, in client pixels.
+// For the browser tests and the benchmark: where a mark of a class (prefix) is drawn that the
+// pointer would hover there, in client pixels, and its frame.
 (window as unknown as { tcpscopeMarkAt: unknown }).tcpscopeMarkAt = (prefix: string, plot = 0): [number, number, number | null] | null => {
   const p = plots[plot];
   if (!p?.frame || !p.fig) return null;
   const f = p.frame;
   const r = p.overlay.getBoundingClientRect();
-  for (const m of p.fig.marks) {
-    if (!m.c.startsWith(prefix)) continue;
-    const l = m.p.find((q) => q[0] === "l" && q[2] === q[4]) ?? m.p[0];
-    const x = sx(f, l[2] as number);
-    const y = l[0] === "l" ? (sy(f, l[3] as number) + sy(f, l[5] as number)) / 2 : sy(f, l[3] as number);
-    if (x > LEFT && x < f.w - RIGHT && y > TOP && y < f.h - BOTTOM) return [r.left + x, r.top + y, m.f];
+  const fig = p.fig;
+  for (let i = 0; i < fig.n; i++) {
+    if (!fig.classes[fig.cls[i]].startsWith(prefix)) continue;
+    const [mx, my] = markPoint(f, fig, i);
+    // Whole client pixels, as a pointer has them; one the pointer would hover there (not a
+    // segment drawn over it).
+    const [cx, cy] = [Math.round(r.left + mx), Math.round(r.top + my)];
+    const [x, y] = [cx - r.left, cy - r.top];
+    if (x > LEFT && x < f.w - RIGHT && y > TOP && y < f.h - BOTTOM && hit(f, fig, x, y) === i) return [cx, cy, Number.isNaN(fig.frame[i]) ? null : fig.frame[i]];
   }
   return null;
+};
+
+// For the tests: the page's reading of a packed figure, back in the JSON answer's shape
+// (docs/viewer.md), to compare with the JSON answer of the same view.
+(window as unknown as { tcpscopeMarksOf: unknown }).tcpscopeMarksOf = async (conn: number, dir: Dir, v: api.Viewport) => {
+  const f = await api.tsg(conn, dir, v);
+  const OPS = "latdbopr";
+  const WAYS = "udh", ANCHORS = "ablrc";
+  const marks = [];
+  for (let i = 0; i < f.n; i++) {
+    const p = [];
+    for (let j = f.mprim[i]; j < f.mprim[i + 1]; j++) {
+      const k = f.pxy[j], n = f.pxy[j + 1] - k, o = f.op[j];
+      const nums = Array.from(f.xy.subarray(k, k + (o === api.OP.TEXT ? 2 : n)), (v, q) => v + (q % 2 ? f.oy : f.ox));
+      const word = o === api.OP.ARROW || o === api.OP.TICK ? [WAYS[f.extra[j]]] : o === api.OP.TEXT ? [ANCHORS[f.extra[j]], f.texts[f.xy[k + 2]]] : [];
+      p.push([o === api.OP.TEXT ? "x" : OPS[o], f.colors[f.color[j]], ...nums, ...word]);
+    }
+    marks.push({ c: f.classes[f.cls[i]], f: Number.isNaN(f.frame[i]) ? null : f.frame[i], n: f.count[i], p });
+  }
+  return { x: f.x, y: f.y, title: f.title, marks };
+};
+
+// For the tests: each plot's drawn ranges and pixel box.
+(window as unknown as { tcpscopeFrames: unknown }).tcpscopeFrames = () => plots.map((p) => p.frame);
+
+// For the benchmark: draws the current view `n` times in a row, each frame read back from its
+// canvases so that it is rasterized then (the browser would otherwise defer and merge the
+// work); returns each frame's ms.
+(window as unknown as { tcpscopeRedraw: unknown }).tcpscopeRedraw = (n: number): number[] => {
+  const out = [];
+  for (let k = 0; k < n; k++) {
+    const start = performance.now();
+    const { x0, x1, y } = ranges();
+    const pmax = panelMax(x0, x1);
+    plots.forEach((p, i) => p.draw(x0, x1, y[i][0], y[i][1], pmax));
+    for (const p of plots) for (const c of [p.canvas, ...p.panels]) c.getContext("2d")!.getImageData(0, 0, 1, 1);
+    out.push(performance.now() - start);
+  }
+  return out;
 };
 
 main();

@@ -60,6 +60,22 @@ async function expectDepth(pg, n) {
   assert.equal(await depth(pg), n);
 }
 const hash = async (pg) => new URLSearchParams((await pg.evaluate(() => location.hash)).slice(1));
+// The plot's margins (web/src/draw.ts).
+const TOP = 10, BOTTOM = 34;
+
+/** Both plots drawn over the same time range and the same sequence span per pixel. */
+async function expectOneScale(pg, when) {
+  const fr = await pg.evaluate(() => window.tcpscopeFrames());
+  assert.equal(fr.length, 2, when);
+  const [a, b] = fr;
+  assert.ok(a && b, `${when}: both plots drawn`);
+  assert.equal(a.x0, b.x0, `${when}: same time range`);
+  assert.equal(a.x1, b.x1, `${when}: same time range`);
+  assert.equal(a.w, b.w, `${when}: same width`);
+  const perPx = (f) => (f.y1 - f.y0) / (f.h - TOP - BOTTOM);
+  assert.ok(Math.abs(perPx(a) - perPx(b)) <= 1e-9 * perPx(a), `${when}: bytes per pixel ${perPx(a)} vs ${perPx(b)}`);
+  return fr;
+}
 
 before(async () => {
   assert.ok(existsSync(bin), `${bin} missing: build it first (make build)`);
@@ -118,6 +134,45 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   assert.match(tip, /retransmission seq \d+, \d+ bytes/);
   await pg.screenshot({ path: path.join(out, "2-hover.png") });
 
+  // The page reads the packed answer (fmt=bin) into the marks the JSON answer has, for views
+  // zoomed out (aggregates), in, and to a sequence range.
+  for (const v of [{ w: 300 }, { w: 1000 }, { t0: 0.07, t1: 0.09, w: 800 }, { t0: 0.07, t1: 0.09, s0: 40000, s1: 60000, w: 600 }]) {
+    const q = new URLSearchParams({ conn: worst.id, dir: "a2b", ...v });
+    const want = await (await fetch(`${url}api/tsg?${q}`)).json();
+    const got = await pg.evaluate(([id, v]) => window.tcpscopeMarksOf(id, "a2b", v), [worst.id, v]);
+    assert.equal(got.marks.length, want.marks.length, JSON.stringify(v));
+    assert.deepEqual(got.x, want.x);
+    assert.deepEqual(got.y, want.y);
+    got.marks.forEach((m, i) => {
+      const w = want.marks[i];
+      assert.deepEqual([m.c, m.f, m.n, m.p.length], [w.c, w.f, w.n, w.p.length], `mark ${i}`);
+      m.p.forEach((p, k) => {
+        const wp = w.p[k];
+        assert.equal(p.length, wp.length, `mark ${i} prim ${k}`);
+        p.forEach((x, j) => {
+          if (typeof x === "number") {
+            const origin = j % 2 === 0 ? want.x[0] : want.y[0];
+            assert.ok(Math.abs(x - wp[j]) <= 1.2e-7 * Math.abs(wp[j] - origin) + 1e-9, `mark ${i} prim ${k}[${j}]: ${x} vs ${wp[j]}`);
+          } else assert.equal(x, wp[j]);
+        });
+      });
+    });
+  }
+
+  // The list is wide enough for its columns by default, and the splitter widens it.
+  const [sw, cw] = await pg.evaluate(() => { const l = document.getElementById("list"); return [l.scrollWidth, l.clientWidth]; });
+  assert.ok(sw <= cw + 1, `every column of the list shows without scrolling (${sw} px in ${cw})`);
+  const sideW = (await pg.locator("#side").boundingBox()).width;
+  const split = await pg.locator("#split").boundingBox();
+  await pg.mouse.move(split.x + 3, split.y + 200);
+  await pg.mouse.down();
+  await pg.mouse.move(split.x + 153, split.y + 200, { steps: 5 });
+  await pg.mouse.up();
+  assert.ok(Math.abs((await pg.locator("#side").boundingBox()).width - (sideW + 150)) < 2, "the splitter resized the list");
+  await pg.dblclick("#split");
+  assert.ok(Math.abs((await pg.locator("#side").boundingBox()).width - sideW) < 2, "double-click: default width");
+  await nextFrame(pg);
+
   // Rectangle zoom around the first retransmission.
   const box = await pg.locator(".plot .overlay").boundingBox();
   n = await fetches(pg);
@@ -166,10 +221,47 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   n = await fetches(pg);
   await pg.click(`#conns tbody tr[data-id="${other.id}"]`, { modifiers: ["Control"] });
   await pg.waitForFunction(() => document.querySelectorAll(".plot").length === 2);
-  await pg.waitForFunction((n) => window.tcpscopePerf.fetches.length >= n + 2, n);
+  // Both plots' data in (each plot's title is written when its answers arrive).
+  await pg.waitForFunction(() => [...document.querySelectorAll(".plot h2")].filter((h) => h.textContent).length === 2);
   await nextFrame(pg);
   assert.equal((await hash(pg)).get("c"), `${worst.id},${other.id}`);
   await pg.screenshot({ path: path.join(out, "4-compare.png") });
+  await expectOneScale(pg, "whole connections");
+  // A rectangle zoom in the second plot: both plots follow, still on one scale, and the second
+  // shows the sequence range the rectangle covered on it.
+  // Answers still on their way (a resize reloads after 150 ms) would move the plot under the
+  // pointer: let them land.
+  let settled = -1;
+  while (settled !== (settled = await fetches(pg))) await pg.waitForTimeout(400);
+  await nextFrame(pg);
+  const f1 = (await pg.evaluate(() => window.tcpscopeFrames()))[1];
+  const box2 = await pg.locator(".plot:nth-child(2) .overlay").boundingBox();
+  // Whole pixels: the browser hands the page the pointer's position in whole pixels.
+  // Around the second connection's data (the lowest 15% of the shared span: it sent 262 kB,
+  // the first 1 MB).
+  const [ya, yb] = [Math.round(box2.y + 300), Math.round(box2.y + 384)];
+  const seqAt = (py) => f1.y0 + ((f1.h - BOTTOM - (py - box2.y)) / (f1.h - TOP - BOTTOM)) * (f1.y1 - f1.y0);
+  n = await fetches(pg);
+  await pg.mouse.move(Math.round(box2.x + 90), ya);
+  await pg.mouse.down();
+  await pg.mouse.move(Math.round(box2.x + 200), yb, { steps: 4 });
+  await pg.mouse.up();
+  await pg.waitForFunction((n) => window.tcpscopePerf.fetches.length >= n + 2, n);
+  await nextFrame(pg);
+  const [z0, z1] = await expectOneScale(pg, "after a zoom in the second plot");
+  assert.ok(Math.abs(z1.y0 - seqAt(yb)) < 2 && Math.abs(z1.y1 - seqAt(ya)) < 2, `second plot shows ${z1.y0}..${z1.y1}, the rectangle ${seqAt(yb)}..${seqAt(ya)}`);
+  assert.ok(z0.x1 - z0.x0 < f1.x1 - f1.x0, "zoomed in time");
+  assert.ok(await pg.evaluate(() => window.tcpscopeMarkAt("seg", 1)), "the second plot shows its segments");
+  await pg.screenshot({ path: path.join(out, "4b-compare-zoomed.png") });
+  // The view, offsets included, comes back from the URL.
+  const pg3 = await page();
+  await pg3.goto(pg.url());
+  await pg3.waitForFunction(() => window.tcpscopePerf.fetches.length >= 2);
+  await nextFrame(pg3);
+  const again = await pg3.evaluate(() => window.tcpscopeFrames());
+  for (const k of ["x0", "x1", "y0", "y1"]) assert.ok(Math.abs(again[1][k] - z1[k]) < 1.5, `${k}: ${again[1][k]} vs ${z1[k]}`);
+  assert.deepEqual(pg3.errors, []);
+  await pg3.close();
 
   const frames = await pg.evaluate(() => window.tcpscopePerf.frames);
   assert.ok(frames.length > 3);
@@ -189,10 +281,32 @@ test("report: one file that works offline", async () => {
   const pg = await page();
   const outside = [];
   await pg.route("**/*", (r) => (r.request().url().startsWith("file:") ? r.continue() : (outside.push(r.request().url()), r.abort())));
-  await pg.goto("file://" + file);
+  // The loss trace's connection (the one with retransmissions to hover).
+  const loss = JSON.parse(execFileSync(bin, ["stats", "--json", ...TRACES])).connections.find((c) => c.a2b.rexmit_packets > 0);
+  await pg.goto(`file://${file}#c=${loss.id}`);
   await pg.waitForFunction(() => window.tcpscopePerf.fetches.length > 0);
   await nextFrame(pg);
   assert.match(await pg.textContent(".plot .legend"), /data segment/);
+  // Hover: the full packet-listing row and events, as the live viewer shows them (the oracle:
+  // the live server's row for the same frame of the same traces).
+  const plotted = Number(new URLSearchParams((await pg.evaluate(() => location.hash)).slice(1)).get("c"));
+  for (const prefix of ["seg rexmit", "ack"]) {
+    const at = await pg.evaluate((p) => window.tcpscopeMarkAt(p), prefix);
+    assert.ok(at, `a ${prefix} mark is drawn in the report`);
+    await pg.mouse.move(10, 10);
+    await pg.mouse.move(at[0], at[1]);
+    await pg.waitForSelector("#tip table.pkt");
+    const row = await (await fetch(`${url}api/packet?conn=${plotted}&frame=${at[2]}`)).json();
+    const cells = await pg.locator("#tip table.pkt tr:nth-child(2) td").allTextContents();
+    assert.deepEqual(cells, [String(row.frame), row.t.toFixed(6), row.dir, String(row.seq), String(row.ack ?? ""), String(row.win), String(row.len), row.flags], prefix);
+    const items = await pg.locator("#tip li").allTextContents();
+    assert.deepEqual(items, row.events.map((e) => `${e.kind} ${e.text}`), `${prefix}: the frame's events`);
+    if (prefix === "seg rexmit") {
+      assert.ok(items.some((t) => t.startsWith("retransmission")), "the retransmission's event");
+      await pg.screenshot({ path: path.join(out, "5a-report-hover.png") });
+    }
+  }
+  await pg.mouse.move(10, 10);
   // Zooming works on the inline data.
   const box = await pg.locator(".plot .overlay").boundingBox();
   await pg.mouse.move(box.x + 200, box.y + 100);

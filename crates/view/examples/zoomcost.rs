@@ -1,6 +1,7 @@
 //! Where a zoom answer's time goes, without HTTP: for the zoom levels of `web/bench/zoom.mjs`
 //! (the whole connection down by halves), the time to build the time-sequence figure, to
-//! serialize it, and to build and serialize the panels. Each figure is the fastest of five
+//! serialize it (JSON, and packed as the page asks for it: `fmt=bin`), and to build and
+//! serialize the panels (JSON, packed), with the answers' sizes. Each figure is the fastest of five
 //! runs on one thread (on a shared machine the fastest run is the closest to its CPU time).
 //!
 //! `cargo run --release -p tcpscope-view --example zoomcost -- TRACE [WIDTH]`
@@ -8,7 +9,8 @@
 use std::time::Instant;
 
 use tcpscope_core::analysis::{Dir, Settings};
-use tcpscope_view::api::{Viewport, figure_out, panels_json, tsg_figure};
+use tcpscope_view::api::{Viewport, figure_out, panels, panels_json, tsg_figure};
+use tcpscope_view::pack;
 use tcpscope_view::data::Traces;
 
 fn best<T>(mut f: impl FnMut() -> T) -> (f64, T) {
@@ -35,13 +37,25 @@ fn main() {
     let d = t.detail(id).expect("detail");
     println!("open {:.2} s", s.elapsed().as_secs_f64());
     let last = d.last_ns() as f64 / 1e9;
-    println!("{:>12} {:>8} {:>8} {:>8} {:>8} {:>9}", "span s", "figure", "json", "panels", "marks", "bytes");
+    println!(
+        "{:>12} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9}",
+        "span s", "figure", "json", "bin", "pan js", "pan bin", "marks", "fig json", "fig bin", "pan json", "pan bin"
+    );
     for k in 0..=20 {
         let span = last / 2f64.powi(k);
         let v = Viewport { t0: Some(last / 2.0 - span / 2.0), t1: Some(last / 2.0 + span / 2.0), s0: None, s1: None, w };
         let (fig_ms, f) = best(|| tsg_figure(&d, Dir::AtoB, &v));
         let (ser_ms, body) = best(|| serde_json::to_vec(&figure_out(&d, Dir::AtoB, &f)).expect("json"));
-        let (pan_ms, _) = best(|| serde_json::to_vec(&panels_json(&d, Dir::AtoB, &v)).expect("json"));
-        println!("{span:>12.6} {fig_ms:>8.2} {ser_ms:>8.2} {pan_ms:>8.2} {:>8} {:>9}", f.marks.len(), body.len());
+        let (bin_ms, bin) = best(|| pack::figure(&d, Dir::AtoB, &f));
+        let (pan_ms, pj) = best(|| serde_json::to_vec(&panels_json(&d, Dir::AtoB, &v)).expect("json"));
+        let (pbin_ms, pb) = best(|| pack::panels(&panels(&d, Dir::AtoB, &v)));
+        println!(
+            "{span:>12.6} {fig_ms:>7.2} {ser_ms:>7.2} {bin_ms:>7.2} {pan_ms:>7.2} {pbin_ms:>7.2} {:>6} {:>9} {:>9} {:>9} {:>9}",
+            f.marks.len(),
+            body.len(),
+            bin.len(),
+            pj.len(),
+            pb.len()
+        );
     }
 }

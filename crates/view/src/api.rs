@@ -278,12 +278,6 @@ pub fn figure_out<'a>(d: &'a Detail, dir: Dir, f: &'a Figure) -> FigureOut<'a> {
     }
 }
 
-/// The time-sequence figure of one direction for a viewport, as a JSON value (for the report).
-pub fn tsg_json(d: &Detail, dir: Dir, v: &Viewport) -> Value {
-    let f = tsg_figure(d, dir, v);
-    serde_json::to_value(figure_out(d, dir, &f)).unwrap_or(Value::Null)
-}
-
 /// Index of the first point at or after `t` seconds.
 fn first_at<T>(pts: &[(u64, T)], t: f64) -> usize {
     pts.partition_point(|p| (p.0 as f64 / 1e9) < t)
@@ -301,7 +295,7 @@ fn after<T>(pts: &[(u64, T)], t: f64) -> usize {
 /// Definition (the test oracle): column k of w covers `[t0 + k·(t1−t0)/w, t0 + (k+1)·(t1−t0)/w)`,
 /// the last column includes `t1`; `lo[k]`/`hi[k]` are the min/max of the values in it. Each
 /// column costs two binary searches and a [`Line::min_max`], whatever the number of points.
-pub fn reduce(line: &Line, t0: f64, t1: f64, w: u32) -> Value {
+pub fn reduce(line: &Line, t0: f64, t1: f64, w: u32) -> Reduced {
     let pts = &line.pts;
     let (i0, i1) = (first_at(pts, t0), after(pts, t1));
     let w = w.clamp(1, MAX_COLUMNS) as usize;
@@ -309,7 +303,7 @@ pub fn reduce(line: &Line, t0: f64, t1: f64, w: u32) -> Value {
         let vis = &pts[i0..i1.max(i0)];
         let t: Vec<f64> = vis.iter().map(|p| p.0 as f64 / 1e9).collect();
         let v: Vec<f64> = vis.iter().map(|p| p.1).collect();
-        return json!({ "t": t, "lo": v, "hi": v, "agg": false });
+        return Reduced { t, lo: v.clone(), hi: v, agg: false };
     }
     let span = t1 - t0;
     let (mut t, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
@@ -324,7 +318,7 @@ pub fn reduce(line: &Line, t0: f64, t1: f64, w: u32) -> Value {
         }
         i = j;
     }
-    json!({ "t": t, "lo": lo, "hi": hi, "agg": true })
+    Reduced { t, lo, hi, agg: true }
 }
 
 /// Throughput and goodput (bits per second) over `[t0, t1]`, one value per group of four
@@ -333,7 +327,7 @@ pub fn reduce(line: &Line, t0: f64, t1: f64, w: u32) -> Value {
 /// group's end and drawn as a step over the group (each value at the group's start, one more
 /// point at `t1`).
 /// The cumulated bytes make each value two binary searches, whatever the packets.
-fn throughput(d: &Detail, dir: Dir, t0: f64, t1: f64, w: u32) -> (Value, Value) {
+fn throughput(d: &Detail, dir: Dir, t0: f64, t1: f64, w: u32) -> (Reduced, Reduced) {
     let sent = &d.lines[dir.idx()].sent;
     let cols = (w.clamp(1, MAX_COLUMNS) as usize / 4).max(1);
     let span = (t1 - t0).max(f64::MIN_POSITIVE);
@@ -359,27 +353,81 @@ fn throughput(d: &Detail, dir: Dir, t0: f64, t1: f64, w: u32) -> (Value, Value) 
         all.push(a);
         new.push(n);
     }
-    (json!({ "t": t, "lo": all, "hi": all, "agg": false }), json!({ "t": t, "lo": new, "hi": new, "agg": false }))
+    (Reduced { t: t.clone(), lo: all.clone(), hi: all, agg: false }, Reduced { t, lo: new.clone(), hi: new, agg: false })
+}
+
+/// A panel series over the view: times (s) and per point the lowest and highest value (equal
+/// unless `agg`: then each point stands for a pixel column's min and max).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reduced {
+    /// Times, s since the connection's first packet.
+    pub t: Vec<f64>,
+    /// Lowest value at each time.
+    pub lo: Vec<f64>,
+    /// Highest value at each time.
+    pub hi: Vec<f64>,
+    /// Whether points are min/max per pixel column.
+    pub agg: bool,
+}
+
+impl Reduced {
+    /// As the JSON answer has it: `{t, lo, hi, agg}`.
+    pub fn to_json(&self) -> Value {
+        json!({ "t": self.t, "lo": self.lo, "hi": self.hi, "agg": self.agg })
+    }
+}
+
+/// The panels under the time-sequence plot for one view (see [`panels`]).
+pub struct PanelsData {
+    /// Start of the view, s.
+    pub t0: f64,
+    /// End of the view, s.
+    pub t1: f64,
+    /// Whether the advertised window is scaled (the scale was seen in the handshake).
+    pub window_scaled: bool,
+    /// The series by their API names (`tput_bps`, `rtt_ms`, ...).
+    pub series: Vec<(&'static str, Reduced)>,
+}
+
+impl PanelsData {
+    /// The JSON answer of `api/panels`.
+    pub fn to_json(&self) -> Value {
+        let mut o = serde_json::Map::new();
+        o.insert("t".into(), json!([self.t0, self.t1]));
+        o.insert("window_scaled".into(), json!(self.window_scaled));
+        for (name, s) in &self.series {
+            o.insert((*name).into(), s.to_json());
+        }
+        Value::Object(o)
+    }
 }
 
 /// The panels under the time-sequence plot, for the same time range: throughput, RTT, bytes in
 /// flight and the advertised window (of the returning direction, which limits this one).
-pub fn panels_json(d: &Detail, dir: Dir, v: &Viewport) -> Value {
+pub fn panels(d: &Detail, dir: Dir, v: &Viewport) -> PanelsData {
     let t0 = v.t0.unwrap_or(0.0);
     let t1 = v.t1.unwrap_or(d.last_ns() as f64 / 1e9).max(t0);
     let l = &d.lines[dir.idx()];
     let (tput, goodput) = throughput(d, dir, t0, t1, v.w);
-    json!({
-        "t": [t0, t1],
-        "tput_bps": tput,
-        "goodput_bps": goodput,
-        "window_scaled": l.window_scaled,
-        "cwnd_bytes": reduce(&l.cwnd_bytes, t0, t1, v.w),
-        "rtt_ms": reduce(&l.rtt_ms, t0, t1, v.w),
-        "rtt_karn_ms": reduce(&l.rtt_karn_ms, t0, t1, v.w),
-        "flight_bytes": reduce(&l.flight_bytes, t0, t1, v.w),
-        "window_bytes": reduce(&l.window_bytes, t0, t1, v.w),
-    })
+    PanelsData {
+        t0,
+        t1,
+        window_scaled: l.window_scaled,
+        series: vec![
+            ("tput_bps", tput),
+            ("goodput_bps", goodput),
+            ("cwnd_bytes", reduce(&l.cwnd_bytes, t0, t1, v.w)),
+            ("rtt_ms", reduce(&l.rtt_ms, t0, t1, v.w)),
+            ("rtt_karn_ms", reduce(&l.rtt_karn_ms, t0, t1, v.w)),
+            ("flight_bytes", reduce(&l.flight_bytes, t0, t1, v.w)),
+            ("window_bytes", reduce(&l.window_bytes, t0, t1, v.w)),
+        ],
+    }
+}
+
+/// The panels as the JSON answer of `api/panels`.
+pub fn panels_json(d: &Detail, dir: Dir, v: &Viewport) -> Value {
+    panels(d, dir, v).to_json()
 }
 
 /// TCP flags as a packet listing shows them (`S`, `A`, `F`, `R`, `P`, `U`, `E`, `C`).
@@ -500,7 +548,7 @@ mod tests {
             assert_eq!(line.min_max(i, j), want, "{i}..{j}");
         }
         for (t0, t1, w) in [(0.0, t as f64 / 1e9, 100u32), (3.0, 7.5, 37), (1.0, 1.001, 500), (0.0, 50.0, 9000)] {
-            let r = reduce(&line, t0, t1, w);
+            let r = reduce(&line, t0, t1, w).to_json();
             let w = w.min(MAX_COLUMNS) as usize;
             let vis: Vec<&(u64, f64)> = pts.iter().filter(|p| p.0 as f64 / 1e9 >= t0 && p.0 as f64 / 1e9 <= t1).collect();
             let got_t: Vec<f64> = r["t"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();

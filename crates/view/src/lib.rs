@@ -2,7 +2,8 @@
 //!
 //! - [`data::Traces`] loads the traces named on the command line (one statistics pass) and
 //!   keeps, per opened connection, its series from one more pass ([`data::Detail`]).
-//! - [`api`] builds the JSON answers; every one is bounded by the viewport's pixel width.
+//! - [`api`] builds the JSON answers; every one is bounded by the viewport's pixel width;
+//!   [`pack`] the compact form of the figure and panels that the page reads (`fmt=bin`).
 //! - [`Server`] serves the page (the Vite build of `web/`, embedded at compile time) and the API
 //!   on one port; [`report`] writes the same page with the data inline.
 //!
@@ -15,15 +16,16 @@
 
 pub mod api;
 pub mod data;
+pub mod pack;
 pub mod report;
 
-use std::io;
+use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use tcpscope_core::analysis::Dir;
-use tiny_http::{Header, Method, Request, Response};
+use tiny_http::{Method, Request};
 
 use crate::api::Viewport;
 use crate::data::Traces;
@@ -69,8 +71,11 @@ struct Ctx {
     hosts: Option<Vec<String>>,
     /// The last answers, newest last: stepping back out through the zoom history asks for
     /// views seen before, and a zoomed-out figure of millions of packets is the costly one.
-    recent: std::sync::Mutex<std::collections::VecDeque<(String, Arc<Vec<u8>>)>>,
+    recent: std::sync::Mutex<std::collections::VecDeque<Recent>>,
 }
+
+/// A recent answer: the request (route and query), its content type and body.
+type Recent = (String, &'static str, Arc<Vec<u8>>);
 
 /// Answers kept in [`Ctx::recent`].
 const RECENT: usize = 64;
@@ -136,23 +141,54 @@ impl Server {
     }
 }
 
-fn header(name: &str, value: &str) -> Header {
-    // Both are ASCII constants of ours: from_bytes cannot fail on them.
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
+/// Writes an answer and asks the client to close the connection.
+///
+/// Written raw because tiny_http drops a `Connection` header we set, and keep-alive connections
+/// hang the server: tiny_http reads each connection on a pool thread until the client closes
+/// it, and when several connections arrive at once (the page opens five) its pool can queue one
+/// behind threads that a browser's idle keep-alive connections hold — for minutes (seen in the
+/// browser tests: a plot's answers never came). Closed after each answer, a connection frees
+/// its thread at once; a new one costs a fraction of a millisecond on loopback.
+fn send_with(req: Request, status: u16, headers: &[(&str, &str)], body: &[u8]) -> io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        301 => "Moved Permanently",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Internal Server Error",
+    };
+    let head_only = *req.method() == Method::Head;
+    let mut out = format!("HTTP/1.1 {status} {reason}\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nConnection: close\r\n\r\n");
+    let mut buf = out.into_bytes();
+    if !head_only {
+        buf.extend_from_slice(body);
+    }
+    // One write: headers and body in separate packets made every other answer wait for the
+    // client's delayed ACK (see TCP_NODELAY in Server::start).
+    let mut w = req.into_writer();
+    let r = w.write_all(&buf).and_then(|_| w.flush());
+    // A client that went away is not our error.
+    match r {
+        Err(e) if matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted) => Ok(()),
+        r => r,
+    }
 }
 
 fn send(req: Request, status: u16, ctype: &str, body: Vec<u8>) -> io::Result<()> {
-    let resp = Response::from_data(body)
-        .with_status_code(status)
-        .with_header(header("Content-Type", ctype))
-        .with_header(header("Cache-Control", "no-store"))
-        .with_header(header("X-Content-Type-Options", "nosniff"))
-        .with_header(header("Referrer-Policy", "no-referrer"));
-    req.respond(resp)
+    send_with(req, status, &[("Content-Type", ctype)], &body)
 }
 
+const JSON: &str = "application/json";
+const BIN: &str = "application/octet-stream";
+
 fn send_json(req: Request, status: u16, v: &impl serde::Serialize) -> io::Result<()> {
-    send(req, status, "application/json", serde_json::to_vec(v).unwrap_or_default())
+    send(req, status, JSON, serde_json::to_vec(v).unwrap_or_default())
 }
 
 fn error(req: Request, status: u16, msg: &str) -> io::Result<()> {
@@ -208,16 +244,18 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
     match route {
         "/" | "/index.html" => send(req, 200, "text/html; charset=utf-8", PAGE.as_bytes().to_vec()),
         "" => {
-            let resp = Response::empty(301).with_header(header("Location", &format!("{}/", ctx.prefix)));
-            req.respond(resp)
+            send_with(req, 301, &[("Location", &format!("{}/", ctx.prefix))], b"")
         }
         "/api/conns" => send_json(req, 200, &api::conns(t)),
         "/api/tsg" | "/api/panels" | "/api/events" | "/api/packet" => {
             let key = format!("{route}?{query}");
-            let hit = ctx.recent.lock().ok().and_then(|r| r.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()));
-            if let Some(body) = hit {
-                return send(req, 200, "application/json", body.to_vec());
+            let hit = ctx.recent.lock().ok().and_then(|r| r.iter().find(|(k, ..)| *k == key).map(|(_, c, v)| (*c, v.clone())));
+            if let Some((ctype, body)) = hit {
+                return send(req, 200, ctype, body.to_vec());
             }
+            // `fmt=bin`: the packed form (crate::pack) of the figure and the panels.
+            let bin = q.get("fmt") == Some("bin");
+            let ctype = if bin && matches!(route, "/api/tsg" | "/api/panels") { BIN } else { JSON };
             let built = (|| -> Result<Vec<u8>, (u16, String)> {
                 let id: usize = q.num("conn").map_err(|e| (400, e))?.ok_or((400, "conn missing".to_string()))?;
                 let d = t.detail(id).map_err(|e| (404, e))?;
@@ -225,10 +263,17 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                     "/api/tsg" => {
                         let dir = q.dir().map_err(|e| (400, e))?;
                         let f = api::tsg_figure(&d, dir, &q.viewport().map_err(|e| (400, e))?);
+                        if bin {
+                            return Ok(pack::figure(&d, dir, &f));
+                        }
                         return serde_json::to_vec(&api::figure_out(&d, dir, &f)).map_err(|e| (500, e.to_string()));
                     }
                     "/api/panels" => {
-                        api::panels_json(&d, q.dir().map_err(|e| (400, e))?, &q.viewport().map_err(|e| (400, e))?)
+                        let p = api::panels(&d, q.dir().map_err(|e| (400, e))?, &q.viewport().map_err(|e| (400, e))?);
+                        if bin {
+                            return Ok(pack::panels(&p));
+                        }
+                        p.to_json()
                     }
                     "/api/events" => api::events_json(&d),
                     _ => {
@@ -244,9 +289,9 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                         if r.len() == RECENT {
                             r.pop_front();
                         }
-                        r.push_back((key, Arc::new(body.clone())));
+                        r.push_back((key, ctype, Arc::new(body.clone())));
                     }
-                    send(req, 200, "application/json", body)
+                    send(req, 200, ctype, body)
                 }
                 Err((status, msg)) => error(req, status, &msg),
             }

@@ -2,9 +2,11 @@
 //!
 //! The file carries the connection list and, for the most troubled connections, each
 //! direction's time-sequence figure and panels computed for [`REPORT_COLUMNS`] pixel columns
-//! over the whole connection, and its events. The page zooms into that data in the browser: a
-//! connection with fewer segments than columns is there in full detail, a bigger one down to one
-//! mark per column (the live viewer has no such limit).
+//! over the whole connection (packed as `api/tsg?fmt=bin` and `api/panels?fmt=bin` answer, in
+//! base64: the page reads one format), its events, and the packet-listing row of every frame a
+//! mark stands for (the hover shows it, as in the live viewer). The page zooms into that data in
+//! the browser: a connection with fewer segments than columns is there in full detail, a bigger
+//! one down to one mark per column (the live viewer has no such limit).
 
 use std::io;
 use std::path::Path;
@@ -13,6 +15,7 @@ use serde_json::{Map, Value, json};
 use tcpscope_core::analysis::Dir;
 
 use crate::api::{self, Viewport};
+use crate::pack;
 use crate::data::Traces;
 
 /// Pixel columns the report's figures are computed for.
@@ -34,11 +37,19 @@ pub fn report_data(t: &Traces, ids: &[usize]) -> Result<Value, String> {
     for &id in ids {
         let d = t.detail(id)?;
         let mut dirs = Map::new();
+        let mut frames = Vec::new();
         for dir in [Dir::AtoB, Dir::BtoA] {
             let v = Viewport { w: REPORT_COLUMNS, ..Default::default() };
-            dirs.insert(dir.name().into(), json!({ "tsg": api::tsg_json(&d, dir, &v), "panels": api::panels_json(&d, dir, &v) }));
+            let f = api::tsg_figure(&d, dir, &v);
+            frames.extend(f.marks.iter().filter_map(|m| m.frame));
+            let tsg = pack::base64(&pack::figure(&d, dir, &f));
+            dirs.insert(dir.name().into(), json!({ "tsg": tsg, "panels": pack::base64(&pack::panels(&api::panels(&d, dir, &v))) }));
         }
-        details.insert(id.to_string(), json!({ "dirs": dirs, "events": api::events_json(&d) }));
+        // Bounded by the marks (at most a few per column), not by the connection's packets.
+        frames.sort_unstable();
+        frames.dedup();
+        let packets: Map<String, Value> = frames.iter().map(|&f| (f.to_string(), api::packet_json(&d, f))).collect();
+        details.insert(id.to_string(), json!({ "dirs": dirs, "events": api::events_json(&d), "packets": packets }));
     }
     let mut conns = api::conns(t);
     conns["report"] = json!({ "columns": REPORT_COLUMNS, "plotted": ids, "rule": "screen: not boring, most severe first" });

@@ -185,3 +185,147 @@ fn a_ring_directory_is_one_trace() {
     assert_eq!(a.tsg[0].segments.len(), b.tsg[0].segments.len());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The body of a `GET` as bytes (the packed answers are binary).
+fn get_bytes(addr: SocketAddr, path: &str) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\n\r\n", addr.port()).as_bytes()).expect("write");
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).expect("read");
+    let i = buf.windows(4).position(|w| w == b"\r\n\r\n").expect("headers end");
+    assert!(buf.starts_with(b"HTTP/1.0 200") || buf.starts_with(b"HTTP/1.1 200"), "{path}");
+    buf.split_off(i + 4)
+}
+
+/// Whether a packed coordinate (an f32 offset from `origin`) is the JSON answer's number.
+fn close(got: f64, want: f64, origin: f64) -> bool {
+    (got - want).abs() <= 1.2e-7 * (want - origin).abs() + 1e-12
+}
+
+/// The packed answers (`fmt=bin`, what the page reads) hold the same marks and series as the
+/// JSON answers, mark for mark and primitive for primitive, coordinates to f32 precision of
+/// their offset from the view's origin; zoomed out, in, and to a sequence range.
+#[test]
+fn packed_answers_decode_to_the_json_answers() {
+    use tcpscope_view::pack::{unpack, values};
+    let s = start(IpAddr::from([127, 0, 0, 1]));
+    let ops = ["l", "a", "t", "d", "b", "o", "p", "r", "x"];
+    let mut seen_ops = std::collections::BTreeSet::new();
+    for q in [
+        "conn=1&dir=a2b&w=50",
+        "conn=1&dir=a2b&w=1200",
+        "conn=1&dir=b2a&w=1200",
+        "conn=1&dir=a2b&t0=0.07&t1=0.09&w=1000",
+        "conn=1&dir=a2b&t0=0.07&t1=0.09&s0=40000&s1=60000&w=700",
+        "conn=2&dir=a2b&w=800",
+        "conn=2&dir=b2a&t0=1&t1=3&w=800",
+    ] {
+        let js = json(s.addr, &format!("/api/tsg?{q}"));
+        let bin = get_bytes(s.addr, &format!("/api/tsg?{q}&fmt=bin"));
+        let (h, a) = unpack(&bin).expect("a packed answer");
+        for k in ["title", "x", "y", "legend", "remarks", "dir", "last", "error"] {
+            assert_eq!(h[k], js[k], "{q}: {k}");
+        }
+        let (ox, oy) = (h["ox"].as_f64().unwrap(), h["oy"].as_f64().unwrap());
+        let table = |k: &str| h[k].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect::<Vec<_>>();
+        let (classes, colors, texts) = (table("classes"), table("colors"), table("texts"));
+        let arr = |k: &str| values(&a[k]);
+        let (cls, frame, count, mprim) = (arr("mark_class"), arr("mark_frame"), arr("mark_count"), arr("mark_prim"));
+        let (op, color, extra, pxy, xy) = (arr("prim_op"), arr("prim_color"), arr("prim_extra"), arr("prim_xy"), arr("xy"));
+        let marks = js["marks"].as_array().unwrap();
+        assert_eq!(cls.len(), marks.len(), "{q}");
+        for (i, m) in marks.iter().enumerate() {
+            assert_eq!(classes[cls[i] as usize], m["c"].as_str().unwrap(), "{q}: mark {i}");
+            assert_eq!(if frame[i].is_nan() { Value::Null } else { Value::from(frame[i] as u64) }, m["f"], "{q}: mark {i}");
+            assert_eq!(count[i] as u64, m["n"].as_u64().unwrap());
+            let prims = m["p"].as_array().unwrap();
+            assert_eq!((mprim[i + 1] - mprim[i]) as usize, prims.len(), "{q}: mark {i}");
+            for (k, p) in prims.iter().enumerate() {
+                let j = mprim[i] as usize + k;
+                let p = p.as_array().unwrap();
+                let o = ops[op[j] as usize];
+                seen_ops.insert(o);
+                assert_eq!(p[0], o, "{q}: mark {i}");
+                assert_eq!(colors[color[j] as usize], p[1].as_str().unwrap());
+                let c = &xy[pxy[j] as usize..pxy[j + 1] as usize];
+                let nums: Vec<f64> = p[2..].iter().filter_map(|v| v.as_f64()).collect();
+                let words: Vec<&str> = p[2..].iter().filter_map(|v| v.as_str()).collect();
+                match o {
+                    "a" | "t" => assert_eq!(words, [["u", "d", "h"][extra[j] as usize]]),
+                    "x" => {
+                        assert_eq!(words, [["a", "b", "l", "r", "c"][extra[j] as usize], texts[c[2] as usize].as_str()]);
+                    }
+                    _ => assert!(words.is_empty()),
+                }
+                for (n, want) in nums.iter().enumerate() {
+                    let origin = if n % 2 == 0 { ox } else { oy };
+                    assert!(close(c[n] + origin, *want, origin), "{q}: mark {i} prim {k}: {} vs {want}", c[n] + origin);
+                }
+            }
+        }
+        // The panels of the same view.
+        let pj = json(s.addr, &format!("/api/panels?{q}"));
+        let pbin = get_bytes(s.addr, &format!("/api/panels?{q}&fmt=bin"));
+        let (ph, pa) = unpack(&pbin).expect("packed panels");
+        assert_eq!(ph["t"], pj["t"]);
+        assert_eq!(ph["window_scaled"], pj["window_scaled"]);
+        let ot = ph["ot"].as_f64().unwrap();
+        for (name, agg) in ph["series"].as_object().unwrap() {
+            assert_eq!(*agg, pj[name]["agg"], "{name}");
+            let want = |k: &str| pj[name][k].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>();
+            let t = values(&pa[&format!("{name}.t")]);
+            let lo = values(&pa[&format!("{name}.lo")]);
+            let hi = pa.get(&format!("{name}.hi")).map_or_else(|| lo.clone(), values);
+            assert_eq!(t.len(), want("t").len(), "{q}: {name}");
+            for (got, w) in t.iter().zip(want("t")) {
+                assert!(close(got + ot, w, ot), "{q}: {name}: t {} vs {w}", got + ot);
+            }
+            for (k, got) in [("lo", &lo), ("hi", &hi)] {
+                for (g, w) in got.iter().zip(want(k)) {
+                    assert!(close(*g, w, 0.0), "{q}: {name}: {k} {g} vs {w}");
+                }
+            }
+        }
+    }
+    // The recorded traces draw lines, arrowheads, ticks and letters at least.
+    for o in ["l", "a", "t", "x"] {
+        assert!(seen_ops.contains(o), "{o} not exercised: {seen_ops:?}");
+    }
+    s.stop();
+}
+
+/// Every answer asks the client to close its connection (`Connection: close`; browsers do): a
+/// connection kept alive held one of tiny_http's threads, and several opened at once could then
+/// queue one behind them for ever (see `send_with` in lib.rs). The length is exact, so the
+/// client knows where the answer ends.
+#[test]
+fn answers_ask_to_close_their_connection() {
+    let s = start(IpAddr::from([127, 0, 0, 1]));
+    for path in ["/api/conns", "/api/tsg?conn=1&w=50&fmt=bin", "/nowhere", "/", ""] {
+        let mut c = TcpStream::connect(s.addr).expect("connect");
+        c.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        let req = format!("GET /{} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n", path.trim_start_matches('/'), s.addr.port());
+        c.write_all(req.as_bytes()).expect("write");
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 65536];
+        let (head, len) = loop {
+            let n = c.read(&mut chunk).expect("read");
+            assert!(n > 0, "{path}: closed before the headers");
+            buf.extend_from_slice(&chunk[..n]);
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&buf[..i]).to_string();
+                let len: usize = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).expect("length").parse().unwrap();
+                break (head, i + 4 + len);
+            }
+        };
+        while buf.len() < len {
+            let n = c.read(&mut chunk).expect("read");
+            assert!(n > 0, "{path}: closed before the body's end");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        assert_eq!(buf.len(), len, "{path}: nothing after the answer");
+        assert!(head.starts_with("HTTP/1.1 "), "{path}: {head}");
+        assert!(head.contains("\r\nConnection: close"), "{path}: {head}");
+    }
+    s.stop();
+}
