@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use crate::analysis::{ConnIdx, Connection, Settings, Sink};
+use crate::analysis::{At, ConnIdx, Connection, Event, SegmentInfo, Settings, Sink};
 use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record, SetReader, TraceSet};
 use crate::decode::{self, Anomaly, Segment, Skip};
-use crate::flow::{FlowKey, FlowTable};
+use crate::flow::{ConnInfo, FlowKey, FlowTable};
 use crate::stats::{ConnStats, StatsSink};
 
 /// A closed connection silent this long (trace time) is evicted: twice Linux's TIME-WAIT.
@@ -287,8 +287,9 @@ struct Decoded {
 
 /// Analyses one file. `progress` is called now and then with the bytes consumed so far.
 ///
-/// With `pipelined`, two threads: one reads and decodes records, the other runs flow and
-/// analysis on batches of decoded segments, so a single large file uses two cores (use it when
+/// With `pipelined`, three threads: one reads and decodes records, one runs flow and analysis
+/// on batches of decoded segments, one runs the sink on what the analysis said, so a single
+/// large file uses two cores or more (use it when
 /// the file is alone; several files are better spread over the cores one thread each). The
 /// answer is the same either way (a test checks it).
 pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: bool, progress: &(dyn Fn(u64, u64) + Sync)) -> Analysis {
@@ -297,7 +298,7 @@ pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: boo
 }
 
 /// [`analyze_file`] with any sink: returns the file's summary and the sink.
-pub fn analyze_file_with<S: Sink>(
+pub fn analyze_file_with<S: Sink + Send>(
     path: &Path,
     file: usize,
     settings: Settings,
@@ -315,18 +316,25 @@ pub fn analyze_file_with<S: Sink>(
     };
     summary.format = Some(reader.format());
     summary.compression = Some(reader.compression());
-    let mut an = Analyzer::new(settings, sink);
-    an.set_file(file);
     if !pipelined {
+        let mut an = Analyzer::new(settings, sink);
+        an.set_file(file);
         let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
             an.segment(seg, frame, ts_ns);
             true
         });
         return (summary.finish(), an.sink);
     }
+    // Three stages: reading and decoding | flow and analysis | the sink, each batch handed on
+    // through a bounded channel and its buffer handed back for reuse. On two cores the OS
+    // shares them out: the analysis alone was the busiest thread when it also ran the sink.
+    let mut an = Analyzer::new(settings, Recorder::default());
+    an.set_file(file);
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
-    let summary = std::thread::scope(|scope| {
+    let (said_tx, said_rx) = mpsc::sync_channel::<Vec<Said>>(4);
+    let (said_empty_tx, said_empty_rx) = mpsc::channel::<Vec<Said>>();
+    let (summary, sink) = std::thread::scope(|scope| {
         let reading = scope.spawn(move || {
             let mut batch = Vec::with_capacity(BATCH);
             let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
@@ -340,17 +348,71 @@ pub fn analyze_file_with<S: Sink>(
             let _ = full_tx.send(batch);
             summary
         });
+        let sinking = scope.spawn(move || {
+            let mut sink = sink;
+            for mut said in said_rx {
+                for s in &said {
+                    s.replay(&mut sink);
+                }
+                said.clear();
+                let _ = said_empty_tx.send(said);
+            }
+            sink
+        });
         for mut batch in full_rx {
             for d in &batch {
                 an.segment(&d.seg, d.frame, d.ts_ns);
             }
             batch.clear();
             let _ = empty_tx.send(batch);
+            let next = said_empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH + BATCH / 4));
+            let _ = said_tx.send(std::mem::replace(&mut an.sink.said, next));
         }
-        // A panic while reading is a bug in tcpscope: let it surface as one.
-        reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+        drop(said_tx);
+        // A panic in another stage is a bug in tcpscope: let it surface as one.
+        let summary = reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let sink = sinking.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (summary, sink)
     });
-    (summary.finish(), an.sink)
+    (summary.finish(), sink)
+}
+
+/// What the analysis told its sink, in order, to be told again on another thread.
+enum Said {
+    Connection(ConnIdx, ConnInfo),
+    Event(At, Event),
+    Segment(SegmentInfo),
+}
+
+impl Said {
+    #[inline]
+    fn replay<S: Sink>(&self, sink: &mut S) {
+        match self {
+            Said::Connection(idx, info) => sink.connection(*idx, info),
+            Said::Event(at, ev) => sink.event(at, ev),
+            Said::Segment(seg) => sink.segment(seg),
+        }
+    }
+}
+
+/// A sink that records what it is told (the analysis stage of [`analyze_file_with`]).
+#[derive(Default)]
+struct Recorder {
+    said: Vec<Said>,
+}
+
+impl Sink for Recorder {
+    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
+        self.said.push(Said::Connection(conn, *info));
+    }
+    #[inline]
+    fn segment(&mut self, seg: &SegmentInfo) {
+        self.said.push(Said::Segment(*seg));
+    }
+    #[inline]
+    fn event(&mut self, at: &At, ev: &Event) {
+        self.said.push(Said::Event(*at, *ev));
+    }
 }
 
 /// Analyses several files as one trace in time order (pieces of one capture).
