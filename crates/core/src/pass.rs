@@ -278,6 +278,10 @@ pub fn read_segments(
 /// Segments handed from the reading thread to the analysing thread at a time.
 const BATCH: usize = 4096;
 
+/// Segments whose records are handed from the analysing thread to the sink's at a time: small
+/// enough that a batch (~140 bytes a record) stays in cache between the two.
+const SAID_BATCH: usize = 1024;
+
 /// A decoded segment with its frame number and time, detached from the capture buffer.
 struct Decoded {
     seg: Segment<'static>,
@@ -287,9 +291,9 @@ struct Decoded {
 
 /// Analyses one file. `progress` is called now and then with the bytes consumed so far.
 ///
-/// With `pipelined`, three threads: one reads and decodes records, one runs flow and analysis
-/// on batches of decoded segments, one runs the sink on what the analysis said, so a single
-/// large file uses two cores or more (use it when
+/// With `pipelined`, two threads: one reads and decodes records, the other runs flow and
+/// analysis on batches of decoded segments, plus a third for the sink if it asks for one
+/// ([`Sink::own_thread`]), so a single large file uses two cores or more (use it when
 /// the file is alone; several files are better spread over the cores one thread each). The
 /// answer is the same either way (a test checks it).
 pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: bool, progress: &(dyn Fn(u64, u64) + Sync)) -> Analysis {
@@ -325,9 +329,12 @@ pub fn analyze_file_with<S: Sink + Send>(
         });
         return (summary.finish(), an.sink);
     }
+    if !sink.own_thread() {
+        return two_stages(reader, summary, file, settings, progress, sink);
+    }
     // Three stages: reading and decoding | flow and analysis | the sink, each batch handed on
     // through a bounded channel and its buffer handed back for reuse. On two cores the OS
-    // shares them out: the analysis alone was the busiest thread when it also ran the sink.
+    // shares them out: the analysis was the busiest thread when it also ran the screen sink.
     let mut an = Analyzer::new(settings, Recorder::default());
     an.set_file(file);
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
@@ -360,13 +367,15 @@ pub fn analyze_file_with<S: Sink + Send>(
             sink
         });
         for mut batch in full_rx {
-            for d in &batch {
-                an.segment(&d.seg, d.frame, d.ts_ns);
+            for part in batch.chunks(SAID_BATCH) {
+                for d in part {
+                    an.segment(&d.seg, d.frame, d.ts_ns);
+                }
+                let next = said_empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(SAID_BATCH * 2));
+                let _ = said_tx.send(std::mem::replace(&mut an.sink.said, next));
             }
             batch.clear();
             let _ = empty_tx.send(batch);
-            let next = said_empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH + BATCH / 4));
-            let _ = said_tx.send(std::mem::replace(&mut an.sink.said, next));
         }
         drop(said_tx);
         // A panic in another stage is a bug in tcpscope: let it surface as one.
@@ -375,6 +384,47 @@ pub fn analyze_file_with<S: Sink + Send>(
         (summary, sink)
     });
     (summary.finish(), sink)
+}
+
+/// Reading and decoding | flow, analysis and the sink: for a light sink, whose records would
+/// cost more to hand to another thread than to consume in place.
+fn two_stages<S: Sink>(
+    mut reader: CaptureReader,
+    mut summary: FileSummary,
+    file: usize,
+    settings: Settings,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    sink: S,
+) -> (FileSummary, S) {
+    let mut an = Analyzer::new(settings, sink);
+    an.set_file(file);
+    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
+    let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
+    let summary = std::thread::scope(|scope| {
+        let reading = scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
+                batch.push(Decoded { seg: seg.detach(), frame, ts_ns });
+                if batch.len() < BATCH {
+                    return true;
+                }
+                let next = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                full_tx.send(std::mem::replace(&mut batch, next)).is_ok()
+            });
+            let _ = full_tx.send(batch);
+            summary
+        });
+        for mut batch in full_rx {
+            for d in &batch {
+                an.segment(&d.seg, d.frame, d.ts_ns);
+            }
+            batch.clear();
+            let _ = empty_tx.send(batch);
+        }
+        // A panic while reading is a bug in tcpscope: let it surface as one.
+        reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+    });
+    (summary.finish(), an.sink)
 }
 
 /// What the analysis told its sink, in order, to be told again on another thread.
@@ -545,4 +595,31 @@ pub fn analyze_set_with<S: Sink>(
         }
     }
     (summaries.into_iter().map(FileSummary::finish).collect(), an.sink)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::screen::{Rules, ScreenSink};
+
+    #[test]
+    fn every_pipeline_gives_the_same_answer() {
+        let screen = || ScreenSink::new(Rules::default());
+        assert!(screen().own_thread() && !StatsSink::default().own_thread());
+        for name in ["randloss-snd.pcap", "loss-rcv.pcap"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(name);
+            // Pipelined: three stages for the screen sink (more than one batch of records), two
+            // for the statistics sink.
+            let run = |pipelined| {
+                let (sum, sink) = analyze_file_with(&path, 0, Settings::default(), pipelined, &|_, _| {}, (StatsSink::default(), screen()));
+                let stats: Vec<String> = sink.0.conns.iter().map(|c| format!("{c:?}")).collect();
+                (sum.tcp_packets, stats, serde_json::to_string(&sink.1.finish()).unwrap())
+            };
+            let (one, piped) = (run(false), run(true));
+            assert!(one.0 > SAID_BATCH as u64, "{name}: {} packets", one.0);
+            assert_eq!(one, piped, "{name}");
+            let (_, stats) = analyze_file_with(&path, 0, Settings::default(), true, &|_, _| {}, StatsSink::default());
+            assert_eq!(one.1, stats.conns.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>(), "{name}");
+        }
+    }
 }
