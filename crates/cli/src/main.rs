@@ -15,6 +15,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+// glibc's malloc was ~15% of the CPU time on 200,000 short connections (per-connection state,
+// its outstanding-data queues, the text blocks); mimalloc cut `stats` there by ~20% wall.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
     match run::run(cli) {

@@ -58,13 +58,11 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
             .map_err(io::Error::other)?;
         writeln!(out)?;
     } else if c.csv {
-        let mut table = Vec::new();
-        for r in &rows {
+        write_csv(&mut out, &rows, |r| {
             let mut flat = Vec::new();
             flatten("", &conn_json(r, false)?, &mut flat);
-            table.push(flat);
-        }
-        write_csv(&mut out, &table)?;
+            Ok(flat)
+        })?;
     } else {
         text(&mut out, &rows, total, hidden, args.events)?;
     }

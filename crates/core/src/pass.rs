@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use crate::analysis::{ConnIdx, Connection, Settings, Sink};
+use crate::analysis::{At, ConnIdx, Connection, Event, SegmentInfo, Settings, Sink};
 use crate::capture::{CaptureError, CaptureReader, Compression, Format, MergedReader, Record, SetReader, TraceSet};
 use crate::decode::{self, Anomaly, Segment, Skip};
-use crate::flow::{FlowKey, FlowTable};
+use crate::flow::{ConnInfo, FlowKey, FlowTable};
 use crate::stats::{ConnStats, StatsSink};
 
 /// A closed connection silent this long (trace time) is evicted: twice Linux's TIME-WAIT.
@@ -278,6 +278,10 @@ pub fn read_segments(
 /// Segments handed from the reading thread to the analysing thread at a time.
 const BATCH: usize = 4096;
 
+/// Segments whose records are handed from the analysing thread to the sink's at a time: small
+/// enough that a batch (~140 bytes a record) stays in cache between the two.
+const SAID_BATCH: usize = 1024;
+
 /// A decoded segment with its frame number and time, detached from the capture buffer.
 struct Decoded {
     seg: Segment<'static>,
@@ -288,7 +292,8 @@ struct Decoded {
 /// Analyses one file. `progress` is called now and then with the bytes consumed so far.
 ///
 /// With `pipelined`, two threads: one reads and decodes records, the other runs flow and
-/// analysis on batches of decoded segments, so a single large file uses two cores (use it when
+/// analysis on batches of decoded segments, plus a third for the sink if it asks for one
+/// ([`Sink::own_thread`]), so a single large file uses two cores or more (use it when
 /// the file is alone; several files are better spread over the cores one thread each). The
 /// answer is the same either way (a test checks it).
 pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: bool, progress: &(dyn Fn(u64, u64) + Sync)) -> Analysis {
@@ -297,7 +302,7 @@ pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: boo
 }
 
 /// [`analyze_file`] with any sink: returns the file's summary and the sink.
-pub fn analyze_file_with<S: Sink>(
+pub fn analyze_file_with<S: Sink + Send>(
     path: &Path,
     file: usize,
     settings: Settings,
@@ -315,15 +320,84 @@ pub fn analyze_file_with<S: Sink>(
     };
     summary.format = Some(reader.format());
     summary.compression = Some(reader.compression());
-    let mut an = Analyzer::new(settings, sink);
-    an.set_file(file);
     if !pipelined {
+        let mut an = Analyzer::new(settings, sink);
+        an.set_file(file);
         let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
             an.segment(seg, frame, ts_ns);
             true
         });
         return (summary.finish(), an.sink);
     }
+    if !sink.own_thread() {
+        return two_stages(reader, summary, file, settings, progress, sink);
+    }
+    // Three stages: reading and decoding | flow and analysis | the sink, each batch handed on
+    // through a bounded channel and its buffer handed back for reuse. On two cores the OS
+    // shares them out: the analysis was the busiest thread when it also ran the screen sink.
+    let mut an = Analyzer::new(settings, Recorder::default());
+    an.set_file(file);
+    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
+    let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
+    let (said_tx, said_rx) = mpsc::sync_channel::<Vec<Said>>(4);
+    let (said_empty_tx, said_empty_rx) = mpsc::channel::<Vec<Said>>();
+    let (summary, sink) = std::thread::scope(|scope| {
+        let reading = scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
+                batch.push(Decoded { seg: seg.detach(), frame, ts_ns });
+                if batch.len() < BATCH {
+                    return true;
+                }
+                let next = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                full_tx.send(std::mem::replace(&mut batch, next)).is_ok()
+            });
+            let _ = full_tx.send(batch);
+            summary
+        });
+        let sinking = scope.spawn(move || {
+            let mut sink = sink;
+            for mut said in said_rx {
+                for s in &said {
+                    s.replay(&mut sink);
+                }
+                said.clear();
+                let _ = said_empty_tx.send(said);
+            }
+            sink
+        });
+        for mut batch in full_rx {
+            for part in batch.chunks(SAID_BATCH) {
+                for d in part {
+                    an.segment(&d.seg, d.frame, d.ts_ns);
+                }
+                let next = said_empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(SAID_BATCH * 2));
+                let _ = said_tx.send(std::mem::replace(&mut an.sink.said, next));
+            }
+            batch.clear();
+            let _ = empty_tx.send(batch);
+        }
+        drop(said_tx);
+        // A panic in another stage is a bug in tcpscope: let it surface as one.
+        let summary = reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let sink = sinking.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (summary, sink)
+    });
+    (summary.finish(), sink)
+}
+
+/// Reading and decoding | flow, analysis and the sink: for a light sink, whose records would
+/// cost more to hand to another thread than to consume in place.
+fn two_stages<S: Sink>(
+    mut reader: CaptureReader,
+    mut summary: FileSummary,
+    file: usize,
+    settings: Settings,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    sink: S,
+) -> (FileSummary, S) {
+    let mut an = Analyzer::new(settings, sink);
+    an.set_file(file);
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
     let summary = std::thread::scope(|scope| {
@@ -351,6 +425,44 @@ pub fn analyze_file_with<S: Sink>(
         reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
     (summary.finish(), an.sink)
+}
+
+/// What the analysis told its sink, in order, to be told again on another thread.
+enum Said {
+    Connection(ConnIdx, ConnInfo),
+    Event(At, Event),
+    Segment(SegmentInfo),
+}
+
+impl Said {
+    #[inline]
+    fn replay<S: Sink>(&self, sink: &mut S) {
+        match self {
+            Said::Connection(idx, info) => sink.connection(*idx, info),
+            Said::Event(at, ev) => sink.event(at, ev),
+            Said::Segment(seg) => sink.segment(seg),
+        }
+    }
+}
+
+/// A sink that records what it is told (the analysis stage of [`analyze_file_with`]).
+#[derive(Default)]
+struct Recorder {
+    said: Vec<Said>,
+}
+
+impl Sink for Recorder {
+    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
+        self.said.push(Said::Connection(conn, *info));
+    }
+    #[inline]
+    fn segment(&mut self, seg: &SegmentInfo) {
+        self.said.push(Said::Segment(*seg));
+    }
+    #[inline]
+    fn event(&mut self, at: &At, ev: &Event) {
+        self.said.push(Said::Event(*at, *ev));
+    }
 }
 
 /// Analyses several files as one trace in time order (pieces of one capture).
@@ -483,4 +595,31 @@ pub fn analyze_set_with<S: Sink>(
         }
     }
     (summaries.into_iter().map(FileSummary::finish).collect(), an.sink)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::screen::{Rules, ScreenSink};
+
+    #[test]
+    fn every_pipeline_gives_the_same_answer() {
+        let screen = || ScreenSink::new(Rules::default());
+        assert!(screen().own_thread() && !StatsSink::default().own_thread());
+        for name in ["randloss-snd.pcap", "loss-rcv.pcap"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(name);
+            // Pipelined: three stages for the screen sink (more than one batch of records), two
+            // for the statistics sink.
+            let run = |pipelined| {
+                let (sum, sink) = analyze_file_with(&path, 0, Settings::default(), pipelined, &|_, _| {}, (StatsSink::default(), screen()));
+                let stats: Vec<String> = sink.0.conns.iter().map(|c| format!("{c:?}")).collect();
+                (sum.tcp_packets, stats, serde_json::to_string(&sink.1.finish()).unwrap())
+            };
+            let (one, piped) = (run(false), run(true));
+            assert!(one.0 > SAID_BATCH as u64, "{name}: {} packets", one.0);
+            assert_eq!(one, piped, "{name}");
+            let (_, stats) = analyze_file_with(&path, 0, Settings::default(), true, &|_, _| {}, StatsSink::default());
+            assert_eq!(one.1, stats.conns.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>(), "{name}");
+        }
+    }
 }

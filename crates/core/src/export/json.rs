@@ -26,8 +26,31 @@ pub struct EndpointJson {
 
 impl From<Endpoint> for EndpointJson {
     fn from(e: Endpoint) -> Self {
-        EndpointJson { addr: e.addr.to_string(), port: e.port }
+        let addr = match e.addr {
+            std::net::IpAddr::V4(a) => ipv4_text(a),
+            a => a.to_string(),
+        };
+        EndpointJson { addr, port: e.port }
     }
+}
+
+/// `a.to_string()` without the formatting machinery: `Display` was ~2,800 instructions a
+/// connection when printing 200,000 of them.
+fn ipv4_text(a: std::net::Ipv4Addr) -> String {
+    let mut s = String::with_capacity(15);
+    for (i, o) in a.octets().into_iter().enumerate() {
+        if i > 0 {
+            s.push('.');
+        }
+        if o >= 100 {
+            s.push(char::from(b'0' + o / 100));
+        }
+        if o >= 10 {
+            s.push(char::from(b'0' + o / 10 % 10));
+        }
+        s.push(char::from(b'0' + o % 10));
+    }
+    s
 }
 
 /// A value of one field, for printers that lay fields out themselves (the text table).
@@ -316,4 +339,17 @@ impl<F: Fn(usize) -> bool> Serialize for Document<'_, F> {
 /// The document for the connections whose id (1-based) passes `selected`.
 pub fn document<F: Fn(usize) -> bool>(an: &Analysis, selected: F) -> Document<'_, F> {
     Document { an, selected }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ipv4_text_is_display() {
+        for o in 0..=255u8 {
+            for a in [[o, 0, 0, 0], [1, o, 9, 10], [255, 99, o, 100], [10, 0, 0, o], [o, o, o, o]] {
+                let a = std::net::Ipv4Addr::from(a);
+                assert_eq!(super::ipv4_text(a), a.to_string());
+            }
+        }
+    }
 }

@@ -405,6 +405,10 @@ impl Sink for ScreenSink {
             c.side = None;
         }
     }
+
+    fn own_thread(&self) -> bool {
+        true
+    }
 }
 
 /// The two sides as (the sender of a packet going `dir`, its peer).

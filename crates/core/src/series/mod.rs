@@ -65,6 +65,9 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
         self.0.event(at, ev);
         self.1.event(at, ev);
     }
+    fn own_thread(&self) -> bool {
+        self.0.own_thread() || self.1.own_thread()
+    }
 }
 
 /// What every series sink tracks: which connection and direction, its endpoints, and the clock
