@@ -34,3 +34,13 @@ if [ ! -s "$OUT/mid.pcap" ]; then
 fi
 
 python3 bench/measure.py --bin target/release/tcpscope --out "$OUT" --results bench/results
+
+# The same comparison with the tools run in turn, round after round: on a virtual machine whose
+# speed drifts (other load, CPU steal), a ratio taken within one round is the steadier figure.
+echo "run.sh: paired rounds (bench/paired.py)" >&2
+for input in bulk:${BENCH_PAIRED_ROUNDS:-15} many:${BENCH_PAIRED_ROUNDS_MANY:-3}; do
+    f=$OUT/${input%%:*}.pcap
+    echo "${input%%:*}:"
+    bench/paired.py "${input##*:}" "tcptrace -l -r -n $f" \
+        "target/release/tcpscope stats -q $f" "target/release/tcpscope screen -q --all $f"
+done
