@@ -342,19 +342,7 @@ pub fn analyze_file_with<S: Sink + Send>(
     let (said_tx, said_rx) = mpsc::sync_channel::<Vec<Said>>(4);
     let (said_empty_tx, said_empty_rx) = mpsc::channel::<Vec<Said>>();
     let (summary, sink) = std::thread::scope(|scope| {
-        let reading = scope.spawn(move || {
-            let mut batch = Vec::with_capacity(BATCH);
-            let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
-                batch.push(Decoded { seg: seg.detach(), frame, ts_ns });
-                if batch.len() < BATCH {
-                    return true;
-                }
-                let next = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                full_tx.send(std::mem::replace(&mut batch, next)).is_ok()
-            });
-            let _ = full_tx.send(batch);
-            summary
-        });
+        let reading = scope.spawn(move || read_batches(reader, summary, progress, full_tx, empty_rx));
         let sinking = scope.spawn(move || {
             let mut sink = sink;
             for mut said in said_rx {
@@ -386,11 +374,33 @@ pub fn analyze_file_with<S: Sink + Send>(
     (summary.finish(), sink)
 }
 
+/// The reading stage: decodes the file's segments into batches of [`BATCH`] handed on through
+/// `full`, reusing the buffers that come back through `empty`.
+fn read_batches(
+    mut reader: CaptureReader,
+    mut summary: FileSummary,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    full: mpsc::SyncSender<Vec<Decoded>>,
+    empty: mpsc::Receiver<Vec<Decoded>>,
+) -> FileSummary {
+    let mut batch = Vec::with_capacity(BATCH);
+    let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
+        batch.push(Decoded { seg: seg.detach(), frame, ts_ns });
+        if batch.len() < BATCH {
+            return true;
+        }
+        let next = empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        full.send(std::mem::replace(&mut batch, next)).is_ok()
+    });
+    let _ = full.send(batch);
+    summary
+}
+
 /// Reading and decoding | flow, analysis and the sink: for a light sink, whose records would
 /// cost more to hand to another thread than to consume in place.
 fn two_stages<S: Sink>(
-    mut reader: CaptureReader,
-    mut summary: FileSummary,
+    reader: CaptureReader,
+    summary: FileSummary,
     file: usize,
     settings: Settings,
     progress: &(dyn Fn(u64, u64) + Sync),
@@ -401,19 +411,7 @@ fn two_stages<S: Sink>(
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
     let summary = std::thread::scope(|scope| {
-        let reading = scope.spawn(move || {
-            let mut batch = Vec::with_capacity(BATCH);
-            let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
-                batch.push(Decoded { seg: seg.detach(), frame, ts_ns });
-                if batch.len() < BATCH {
-                    return true;
-                }
-                let next = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                full_tx.send(std::mem::replace(&mut batch, next)).is_ok()
-            });
-            let _ = full_tx.send(batch);
-            summary
-        });
+        let reading = scope.spawn(move || read_batches(reader, summary, progress, full_tx, empty_rx));
         for mut batch in full_rx {
             for d in &batch {
                 an.segment(&d.seg, d.frame, d.ts_ns);
