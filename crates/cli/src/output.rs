@@ -6,7 +6,8 @@
 use std::io::{self, Write};
 
 use rayon::prelude::*;
-use serde_json::{Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 use tcpscope_core::export::json::{self, Cell};
 use tcpscope_core::pass::Analysis;
 
@@ -88,24 +89,9 @@ pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
     check_ids(an.conns.len(), args)?;
     let doc = json::document(an, selected(args));
     if args.json {
-        let v = serde_json::json!({
-            "files": to_value(&an.files)?,
-            "connections": doc.connections().map(|c| {
-                let full = to_value(&c).unwrap_or(Value::Null);
-                let mut m = Map::new();
-                for k in ["id", "file", "a", "b", "state", "handshake", "reuse", "first_time", "last_time", "duration_s"] {
-                    m.insert(k.into(), full[k].clone());
-                }
-                for d in ["a2b", "b2a"] {
-                    let mut dm = Map::new();
-                    for k in ["packets", "data_packets", "payload_bytes", "unique_bytes"] {
-                        dm.insert(k.into(), full[d][k].clone());
-                    }
-                    m.insert(d.into(), Value::Object(dm));
-                }
-                Value::Object(m)
-            }).collect::<Vec<_>>(),
-        });
+        // Rows are serialized as they are made: a document of 200,000 connections built first
+        // as JSON values took ~2 GB.
+        let v = ConnsDoc { files: to_value(&an.files)?, connections: json::LazySeq::new(doc.connections().map(ConnsRow::from)) };
         serde_json::to_writer_pretty(&mut *out, &v).map_err(io::Error::other)?;
         return writeln!(out);
     }
@@ -141,6 +127,64 @@ pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
         )?;
     }
     Ok(())
+}
+
+/// `conns --json`: the files, then one row per connection (docs/json.md#conns).
+#[derive(Serialize)]
+struct ConnsDoc<R> {
+    files: Value,
+    connections: R,
+}
+
+/// A connection's identity and size: the `stats --json` keys `conns --json` keeps, in their order.
+#[derive(Serialize)]
+struct ConnsRow {
+    id: usize,
+    file: String,
+    a: json::EndpointJson,
+    b: json::EndpointJson,
+    state: &'static str,
+    handshake: bool,
+    reuse: Option<&'static str>,
+    first_time: f64,
+    last_time: f64,
+    duration_s: f64,
+    a2b: ConnsDir,
+    b2a: ConnsDir,
+}
+
+#[derive(Serialize)]
+struct ConnsDir {
+    packets: u64,
+    data_packets: u64,
+    payload_bytes: u64,
+    unique_bytes: u64,
+}
+
+impl From<&json::DirJson> for ConnsDir {
+    fn from(d: &json::DirJson) -> Self {
+        ConnsDir { packets: d.packets, data_packets: d.data_packets, payload_bytes: d.payload_bytes, unique_bytes: d.unique_bytes }
+    }
+}
+
+impl From<json::ConnJson> for ConnsRow {
+    fn from(c: json::ConnJson) -> Self {
+        let (a2b, b2a) = ((&c.a2b).into(), (&c.b2a).into());
+        ConnsRow {
+            id: c.id,
+            file: c.file,
+            a: c.a,
+            b: c.b,
+            state: c.state,
+            handshake: c.handshake,
+            reuse: c.reuse,
+            first_time: c.first_time,
+            last_time: c.last_time,
+            duration_s: c.duration_s,
+            a2b,
+            b2a,
+        }
+    }
 }
 
 fn ep(e: &json::EndpointJson) -> String {

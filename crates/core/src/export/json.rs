@@ -323,16 +323,28 @@ impl<F: Fn(usize) -> bool> Document<'_, F> {
 impl<F: Fn(usize) -> bool> Serialize for Document<'_, F> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        struct Lazy<'b, G: Fn(usize) -> bool>(&'b Document<'b, G>);
-        impl<G: Fn(usize) -> bool> Serialize for Lazy<'_, G> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_seq(self.0.connections())
-            }
-        }
         let mut st = s.serialize_struct("Document", 2)?;
         st.serialize_field("files", &self.an.files)?;
-        st.serialize_field("connections", &Lazy(self))?;
+        st.serialize_field("connections", &LazySeq::new(self.connections()))?;
         st.end()
+    }
+}
+
+/// A sequence serialized from an iterator as it goes, so that a document of many connections is
+/// never held whole (serde has no lazy sequence of its own). It can be serialized once.
+pub struct LazySeq<I>(std::cell::RefCell<Option<I>>);
+
+impl<I> LazySeq<I> {
+    /// The sequence of what `it` yields.
+    pub fn new(it: I) -> Self {
+        LazySeq(std::cell::RefCell::new(Some(it)))
+    }
+}
+
+impl<I: Iterator<Item = T>, T: Serialize> Serialize for LazySeq<I> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let it = self.0.borrow_mut().take().ok_or_else(|| serde::ser::Error::custom("a lazy sequence serialized twice"))?;
+        s.collect_seq(it)
     }
 }
 
