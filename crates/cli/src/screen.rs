@@ -3,7 +3,9 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use serde::Serialize;
 use serde_json::{Value, json};
+use tcpscope_core::export::json::LazySeq;
 use tcpscope_core::pass::Analysis;
 use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
 use tcpscope_core::flow::ConnInfo;
@@ -53,9 +55,10 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let c = &args.common;
     if c.json {
-        let list: Vec<Value> = rows.iter().map(|r| conn_json(r, true)).collect::<io::Result<_>>()?;
-        serde_json::to_writer_pretty(&mut out, &json!({ "connections": list, "connections_total": total, "boring_hidden": hidden }))
-            .map_err(io::Error::other)?;
+        // Each row is made and written in turn: the whole list as JSON values took ~5 GB for
+        // 200,000 connections.
+        let doc = ScreenDoc { connections: LazySeq::new(rows.iter().map(JsonRow)), connections_total: total, boring_hidden: hidden };
+        serde_json::to_writer_pretty(&mut out, &doc).map_err(io::Error::other)?;
         writeln!(out)?;
     } else if c.csv {
         write_csv(&mut out, &rows, |r| {
@@ -68,6 +71,23 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
     }
     out.flush()?;
     Ok(status)
+}
+
+/// `screen --json` (docs/json.md#screen).
+#[derive(Serialize)]
+struct ScreenDoc<R> {
+    connections: R,
+    connections_total: usize,
+    boring_hidden: usize,
+}
+
+/// A row of `screen --json`, made into JSON when it is written.
+struct JsonRow<'a>(&'a (usize, &'a ConnInfo, &'a ConnScreen));
+
+impl Serialize for JsonRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        conn_json(self.0, true).map_err(serde::ser::Error::custom)?.serialize(s)
+    }
 }
 
 /// One connection as JSON (schema in docs/json.md); `events` adds the evidence list.
