@@ -177,23 +177,12 @@ pub(crate) fn open_set(paths: &[std::path::PathBuf]) -> io::Result<TraceSet> {
 
 /// The window `[from, to)` of the arguments for this set.
 pub(crate) fn window(args: &CommonArgs, set: &TraceSet, tz: &jiff::tz::TimeZone) -> io::Result<(u64, u64)> {
-    let start = set.start_ns().unwrap_or(0);
-    let (from, to) = args.window.get().resolve(start, tz).map_err(io::Error::other)?;
-    if from >= to {
-        return Err(io::Error::other(format!(
-            "empty time window: it ends ({}) before it starts ({})",
-            time::clock(to, tz),
-            time::clock(from, tz)
-        )));
-    }
-    Ok((from, to))
+    set.window(&args.window.get(), tz).map_err(io::Error::other)
 }
 
 /// Says on stderr that a window held no packet, and where the trace is.
 pub(crate) fn empty_window_note(set: &TraceSet, from: u64, to: u64, tz: &jiff::tz::TimeZone) -> io::Result<()> {
-    let start = set.start_ns().map_or("no packets at all".to_string(), |s| format!("its first packet is at {}", time::clock(s, tz)));
-    let end = if to == u64::MAX { "the end".to_string() } else { time::clock(to, tz) };
-    writeln!(io::stderr(), "tcpscope: no packets from {} to {end} ({start})", time::clock(from, tz))
+    writeln!(io::stderr(), "tcpscope: {}", set.empty_window_text(from, to, tz))
 }
 
 /// Bytes of an input, for the progress bar: a file's size, or the sum of a directory's files.

@@ -260,11 +260,7 @@ fn part_of(path: &Path, window: &Window) -> Result<Part, String> {
         return Ok(Part::File);
     }
     let set = TraceSet::open(&[path.to_path_buf()]).map_err(|e| e.to_string())?;
-    let tz = time::local_zone();
-    let (from, to) = window.resolve(set.start_ns().unwrap_or(0), &tz).map_err(|e| e.to_string())?;
-    if from >= to {
-        return Err(format!("empty time window: it ends ({}) before it starts ({})", time::clock(to, &tz), time::clock(from, &tz)));
-    }
+    let (from, to) = set.window(window, &time::local_zone())?;
     Ok(Part::Set { from, to })
 }
 
@@ -282,10 +278,7 @@ fn analyze_set<S: Sink>(path: &Path, from: u64, to: u64, settings: Settings, sin
     };
     let (files, sink) = pass::analyze_set_with(&set, from, to, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
     if files.is_empty() {
-        let tz = time::local_zone();
-        let start = set.start_ns().map_or("it has no packets".to_string(), |s| format!("its first packet is at {}", time::clock(s, &tz)));
-        let end = if to == u64::MAX { "the end".to_string() } else { time::clock(to, &tz) };
-        sum.error = Some(format!("no packets from {} to {end} ({start})", time::clock(from, &tz)));
+        sum.error = Some(set.empty_window_text(from, to, &time::local_zone()));
     }
     for f in &files {
         sum.packets += f.packets;

@@ -156,6 +156,29 @@ impl TraceSet {
         self.files.iter().filter_map(|f| f.first_ts_ns).min()
     }
 
+    /// `[from, to)` of `window` placed on this set (offsets count from its first packet, clock
+    /// times are in `tz` on its date); a window that ends before it starts is an error.
+    pub fn window(&self, window: &super::Window, tz: &jiff::tz::TimeZone) -> Result<(u64, u64), String> {
+        let (from, to) = window.resolve(self.start_ns().unwrap_or(0), tz).map_err(|e| e.to_string())?;
+        if from >= to {
+            return Err(format!(
+                "empty time window: it ends ({}) before it starts ({})",
+                super::time::clock(to, tz),
+                super::time::clock(from, tz)
+            ));
+        }
+        Ok((from, to))
+    }
+
+    /// What to tell a user whose window `[from, to)` held no packet: the window, and where the
+    /// trace is.
+    pub fn empty_window_text(&self, from: u64, to: u64, tz: &jiff::tz::TimeZone) -> String {
+        use super::time::clock;
+        let start = self.start_ns().map_or("no packets at all".to_string(), |s| format!("its first packet is at {}", clock(s, tz)));
+        let end = if to == u64::MAX { "the end".to_string() } else { clock(to, tz) };
+        format!("no packets from {} to {end} ({start})", clock(from, tz))
+    }
+
     /// Builds the index of file `i` in memory if it has none (reads the file through).
     pub fn ensure_index(&mut self, i: usize) -> Result<&Index, SetError> {
         let f = &mut self.files[i];
