@@ -253,30 +253,35 @@ enum Part {
     Set { from: u64, to: u64 },
 }
 
-/// The part of `path` the window asks for. An unreadable set or a window that cannot be placed
-/// on it is an error naming the trace.
-fn part_of(path: &Path, window: &Window) -> Result<Part, String> {
-    if !window.is_set() && !path.is_dir() {
-        return Ok(Part::File);
-    }
-    let set = TraceSet::open(&[path.to_path_buf()]).map_err(|e| e.to_string())?;
-    let (from, to) = set.window(window, &time::local_zone())?;
-    Ok(Part::Set { from, to })
+fn open_set(path: &Path) -> Result<TraceSet, String> {
+    TraceSet::open(&[path.to_path_buf()]).map_err(|e| e.to_string())
 }
 
-/// Reads the set part of `path` as one trace in time order; its files' counts are summed into one
-/// summary named by `path` (docs/capture.md). An empty window is an error saying where the trace is.
-fn analyze_set<S: Sink>(path: &Path, from: u64, to: u64, settings: Settings, sink: S) -> (pass::FileSummary, S) {
+/// The part of `path` the window asks for, with the set opened to place it (none for a whole
+/// file). An unreadable set or a window that cannot be placed on it is an error.
+fn part_of(path: &Path, window: &Window) -> Result<(Part, Option<TraceSet>), String> {
+    if !window.is_set() && !path.is_dir() {
+        return Ok((Part::File, None));
+    }
+    let set = open_set(path)?;
+    let (from, to) = set.window(window, &time::local_zone())?;
+    Ok((Part::Set { from, to }, Some(set)))
+}
+
+/// A summary of `path` holding only an error.
+fn failed(path: &Path, e: String) -> pass::FileSummary {
+    let mut sum = pass::FileSummary::default();
+    (sum.path, sum.error) = (path.to_path_buf(), Some(e));
+    sum
+}
+
+/// Reads `[from, to)` of the set of `path` as one trace in time order; its files' counts are summed
+/// into one summary named by `path` (docs/capture.md). An empty window is an error saying where the
+/// trace is.
+fn analyze_set<S: Sink>(path: &Path, set: &TraceSet, from: u64, to: u64, settings: Settings, sink: S) -> (pass::FileSummary, S) {
     let mut sum = pass::FileSummary::default();
     sum.path = path.to_path_buf();
-    let set = match TraceSet::open(&[path.to_path_buf()]) {
-        Ok(set) => set,
-        Err(e) => {
-            sum.error = Some(e.to_string());
-            return (sum, sink);
-        }
-    };
-    let (files, sink) = pass::analyze_set_with(&set, from, to, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
+    let (files, sink) = pass::analyze_set_with(set, from, to, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
     if files.is_empty() {
         sum.error = Some(set.empty_window_text(from, to, &time::local_zone()));
     }
@@ -313,15 +318,10 @@ impl Traces {
         let rules = Rules::default();
         for (i, p) in paths.iter().enumerate() {
             let sinks = (StatsSink::default(), ScreenSink::new(rules.clone()));
-            let part = part_of(p, window);
-            let (file, (mut stats, screen)) = match part {
-                Ok(Part::File) => pass::analyze_file_with(p, i, settings, pipelined, &|_, _| {}, sinks),
-                Ok(Part::Set { from, to }) => analyze_set(p, from, to, settings, sinks),
-                Err(ref e) => {
-                    let mut sum = pass::FileSummary::default();
-                    (sum.path, sum.error) = (p.clone(), Some(e.clone()));
-                    (sum, sinks)
-                }
+            let (part, (file, (mut stats, screen))) = match part_of(p, window) {
+                Ok((Part::Set { from, to }, Some(set))) => (Part::Set { from, to }, analyze_set(p, &set, from, to, settings, sinks)),
+                Ok(_) => (Part::File, pass::analyze_file_with(p, i, settings, pipelined, &|_, _| {}, sinks)),
+                Err(e) => (Part::File, (failed(p, e), sinks)),
             };
             let mut screen = screen.finish();
             // One entry per TRACE, a ring included: the details pass reads the same part again.
@@ -332,7 +332,7 @@ impl Traces {
                 s.info.file = i;
             }
             base.push(an.conns.len());
-            parts.push(part.unwrap_or(Part::File));
+            parts.push(part);
             an.files.push(file);
             an.conns.extend(stats.conns);
             screens.extend(screen);
@@ -369,7 +369,9 @@ impl Traces {
                     (sink, err.map(|e| e.to_string()))
                 }
                 Part::Set { from, to } => {
-                    let (sum, sink) = analyze_set(path, from, to, self.settings, sink);
+                    // Opened again: a ring changes while the viewer runs.
+                    let set = open_set(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                    let (sum, sink) = analyze_set(path, &set, from, to, self.settings, sink);
                     (sink, sum.error)
                 }
             };
