@@ -24,35 +24,14 @@ demo: build
 
 # The peer tools are test oracles: install them on a fresh Debian machine if missing.
 deps:
-	@missing=""; \
-	for t in tcptrace:tcptrace tshark:tshark; do \
-	  command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t##*:}"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else \
-	    echo "note:$$missing not installed and not root: oracle tests will be skipped"; \
-	  fi; \
-	fi
+	@tools/need-debian.sh --soft "oracle tests will be skipped" tcptrace:tcptrace tshark:tshark
 
 # `tcpscope capture` links libpcap; its tests make network namespaces (ip) and read the files
 # back with tcpdump as an oracle.
 deps: deps-capture
 deps-capture:
-	@missing=""; \
-	[ -e /usr/include/pcap.h ] || [ -e /usr/include/pcap/pcap.h ] || pkg-config --exists libpcap 2>/dev/null || missing="$$missing libpcap-dev"; \
-	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
-	command -v tcpdump >/dev/null 2>&1 || missing="$$missing tcpdump"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else \
-	    echo "note:$$missing not installed and not root: building capture or its tests may fail"; \
-	  fi; \
-	fi
+	@tools/need-debian.sh --soft "building capture or its tests may fail" \
+	  /usr/include/pcap/pcap.h:libpcap-dev ip:iproute2 tcpdump:tcpdump
 
 test: deps web
 	$(CARGO) test --workspace
@@ -63,12 +42,7 @@ WEB_SRC := $(wildcard web/src/*) web/index.html web/vite.config.ts web/tsconfig.
 
 # Node and npm from Debian when missing (the build needs them; CI reaches Debian and npm).
 web-deps:
-	@if ! command -v npm >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing nodejs npm"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
-	  else echo "error: npm is needed to build the viewer (web/); install Node.js" >&2; exit 1; fi; \
-	fi
+	@tools/need-debian.sh npm:npm node:nodejs
 
 # `npm install`, not `npm ci`: the registry we reach lacks some of rollup's optional
 # per-platform packages, so the lock file lists only those it has, and `npm ci` refuses it.
@@ -82,12 +56,7 @@ web: web/dist/index.html
 
 # Debian's chromium for the browser tests (playwright-core drives it; no browser download).
 browser-deps:
-	@if ! command -v chromium >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing chromium"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "error: chromium is needed for the browser tests" >&2; exit 1; fi; \
-	fi
+	@tools/need-debian.sh chromium:chromium
 
 # Loads the recorded traces in the viewer and the report, in a real browser.
 test-web: web browser-deps
