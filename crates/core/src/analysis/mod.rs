@@ -283,8 +283,10 @@ impl Connection {
             };
             let pay_start = start + syn;
             let pay_end = pay_start + len as i64;
-            let seen_all = seen(start, end, &me.out().holes);
-            let seen_pay = seen(pay_start, pay_end, &me.out().holes) as u32;
+            // One lookup of the outstanding state for the whole block (it is in every packet's path).
+            let out = me.out.get_or_insert_default();
+            let seen_all = seen(start, end, &out.holes);
+            let seen_pay = seen(pay_start, pay_end, &out.holes) as u32;
             let hole_fill = start < snd_max && (end - start) as u64 > seen_all;
             // Conservation: each payload byte is new or seen before (or part of a probe).
             rexmit_bytes = seen_pay;
@@ -292,7 +294,7 @@ impl Connection {
             if !keepalive {
                 is_rexmit = seen_all > 0;
                 if is_rexmit {
-                    let (prev_sent, acked) = rexmit_evidence(me, start, end);
+                    let (prev_sent, acked) = rexmit_evidence(out, me.snd_una, start, end);
                     sink.event(&at, &Event::Retransmission { seq_off: start, bytes: seen_pay, prev_sent, acked });
                 }
                 if hole_fill && end < snd_max {
@@ -302,29 +304,29 @@ impl Connection {
             let accepted_probe = me.probe_end.take().is_some_and(|p| p >= start && snd_max < start);
             if start > snd_max && !accepted_probe {
                 sink.event(&at, &Event::Hole { from: snd_max, to: start });
-                if !me.out().holes.insert(snd_max, start) {
-                    partial(me, 1, "holes", &at, sink);
+                if !out.holes.insert(snd_max, start) {
+                    partial(&mut me.partial, 1, "holes", &at, sink);
                 }
             }
-            me.out().holes.remove(start, end);
+            out.holes.remove(start, end);
             me.snd_max = Some(snd_max.max(end));
             if flags.fin() {
                 me.fin_off = Some(end - 1);
             }
             // Remember the transmission for RTT sampling.
             let sent = Sent { start, end, ts_ns, frame, last_ts_ns: ts_ns, last_frame: frame, ambiguous: is_rexmit };
-            if me.out().unacked.back().is_none_or(|b| b.end <= start) {
-                if me.out().unacked.len() >= MAX_UNACKED {
-                    me.out().unacked.pop_front();
-                    partial(me, 2, "unacked segments", &at, sink);
+            if out.unacked.back().is_none_or(|b| b.end <= start) {
+                if out.unacked.len() >= MAX_UNACKED {
+                    out.unacked.pop_front();
+                    partial(&mut me.partial, 2, "unacked segments", &at, sink);
                 }
-                me.out().unacked.push_back(sent);
+                out.unacked.push_back(sent);
             } else {
                 // Below the highest range: mark what it repeats; a range it alone covers (a hole
                 // fill) is inserted in order.
-                let first = me.out().unacked.partition_point(|s| s.end <= start);
+                let first = out.unacked.partition_point(|s| s.end <= start);
                 let mut i = first;
-                while let Some(s) = me.out().unacked.get_mut(i).filter(|s| s.start < end) {
+                while let Some(s) = out.unacked.get_mut(i).filter(|s| s.start < end) {
                     s.ambiguous = true;
                     s.last_ts_ns = ts_ns;
                     s.last_frame = frame;
@@ -332,7 +334,7 @@ impl Connection {
                 }
                 if i == first && me.snd_una.is_none_or(|una| end > una) {
                     let start = me.snd_una.map_or(start, |una| start.max(una));
-                    me.out().unacked.insert(first, Sent { start, ..sent });
+                    out.unacked.insert(first, Sent { start, ..sent });
                 }
             }
         }
@@ -366,7 +368,7 @@ impl Connection {
                 }
                 sink.event(&at, &Event::Sack { from: l, to: r });
                 if r > a && !peer.out().sacked.insert(l.max(a), r) {
-                    partial(peer, 4, "SACK scoreboard", &at, sink);
+                    partial(&mut peer.partial, 4, "SACK scoreboard", &at, sink);
                 }
             }
         }
@@ -412,24 +414,25 @@ impl Connection {
         // Timestamps: RTT from the echo (RFC 7323 §4.3), measured for the peer's data.
         if let Some((tsval, tsecr)) = seg.options.timestamps {
             if flags.ack() && tsecr != 0 {
-                while let Some(&(v, t, f)) = peer.out().ts_pending.front() {
+                let pending = &mut peer.out().ts_pending;
+                while let Some(&(v, t, f)) = pending.front() {
                     let d = SeqNum(v).diff(SeqNum(tsecr));
                     if d > 0 {
                         break;
                     }
-                    peer.out().ts_pending.pop_front();
+                    pending.pop_front();
                     if d == 0 {
                         let rat = At { dir: dir.rev(), ..at };
                         sink.event(&rat, &Event::RttSample { rtt_ns: ts_ns.saturating_sub(t), kind: RttKind::Timestamp, sent_frame: f });
                     }
                 }
             }
-            let newer = me.out().ts_pending.back().is_none_or(|&(v, _, _)| SeqNum(tsval).diff(SeqNum(v)) > 0);
-            if newer {
-                if me.out().ts_pending.len() >= MAX_TS_PENDING {
-                    me.out().ts_pending.pop_front();
+            let pending = &mut me.out().ts_pending;
+            if pending.back().is_none_or(|&(v, _, _)| SeqNum(tsval).diff(SeqNum(v)) > 0) {
+                if pending.len() >= MAX_TS_PENDING {
+                    pending.pop_front();
                 }
-                me.out().ts_pending.push_back((tsval, ts_ns, frame));
+                pending.push_back((tsval, ts_ns, frame));
             }
         }
 
@@ -487,9 +490,8 @@ fn split(half: &mut [Half; 2], dir: Dir) -> (&mut Half, &mut Half) {
 /// What the sender's state says about a retransmission of `[start, end)`: when the first
 /// repeated range was last sent (time, frame), and whether the receiver already had every byte
 /// (below the cumulative ACK or SACKed). Only called for retransmissions, off the common path.
-fn rexmit_evidence(h: &Half, start: SeqOff, end: SeqOff) -> (Option<(u64, u64)>, bool) {
-    let una = h.snd_una.unwrap_or(SeqOff::MIN);
-    let Some(o) = h.out.as_deref() else { return (None, end <= una) };
+fn rexmit_evidence(o: &Outstanding, snd_una: Option<SeqOff>, start: SeqOff, end: SeqOff) -> (Option<(u64, u64)>, bool) {
+    let una = snd_una.unwrap_or(SeqOff::MIN);
     let i = o.unacked.partition_point(|s| s.end <= start);
     let prev = o.unacked.get(i).filter(|s| s.start < end).map(|s| (s.last_ts_ns, s.last_frame));
     let above = start.max(una);
@@ -497,9 +499,9 @@ fn rexmit_evidence(h: &Half, start: SeqOff, end: SeqOff) -> (Option<(u64, u64)>,
     (prev, acked)
 }
 
-fn partial<S: Sink>(h: &mut Half, bit: u8, what: &'static str, at: &At, sink: &mut S) {
-    if h.partial & bit == 0 {
-        h.partial |= bit;
+fn partial<S: Sink>(done: &mut u8, bit: u8, what: &'static str, at: &At, sink: &mut S) {
+    if *done & bit == 0 {
+        *done |= bit;
         sink.event(at, &Event::AnalysisPartial { what });
     }
 }
@@ -511,7 +513,8 @@ fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
     }
     let data_dir = At { dir: at.dir.rev(), ..*at };
     // Acknowledged but never captured: holes below a, and anything above the highest byte seen.
-    let mut unseen = h.out().holes.remove_below(a);
+    let out = h.out.get_or_insert_default();
+    let mut unseen = out.holes.remove_below(a);
     if let Some(max) = h.snd_max {
         let from = h.snd_una.unwrap_or(max).max(max);
         if a > from {
@@ -532,7 +535,7 @@ fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
         }
     }
     h.snd_una = Some(a);
-    h.out().sacked.remove_below(a);
+    out.sacked.remove_below(a);
 
     // RTT (RFC 6298 §3 Karn's rule, tcptrace's exact-match rule): the ACK must end exactly on a
     // transmission that was never repeated, and no earlier transmission it covers may have
@@ -540,8 +543,8 @@ fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
     // `unacked` is in sequence order, so everything this ACK covers is at the front.
     let mut candidate: Option<Sent> = None;
     let mut latest_other = 0u64;
-    while let Some(s) = h.out().unacked.front().copied().filter(|s| s.end <= a) {
-        h.out().unacked.pop_front();
+    while let Some(s) = out.unacked.front().copied().filter(|s| s.end <= a) {
+        out.unacked.pop_front();
         if let Some(c) = candidate.replace(s) {
             latest_other = latest_other.max(c.last_ts_ns);
         }
@@ -549,7 +552,7 @@ fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
     if candidate.is_some_and(|c| c.end != a) {
         candidate = None;
     }
-    if let Some(front) = h.out().unacked.front_mut()
+    if let Some(front) = out.unacked.front_mut()
         && front.start < a {
             front.start = a;
         }
