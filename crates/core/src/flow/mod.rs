@@ -78,12 +78,35 @@ pub struct FlowTable {
     /// The last lookup's answer for each direction of its 4-tuple: consecutive packets mostly
     /// belong to one connection, and comparing addresses is cheaper than hashing them.
     recent: [Option<(Endpoint, Endpoint, ConnIdx, Dir)>; 2],
+    /// The same answer keyed by [`v4_key`] when the 4-tuple is IPv4 (the common case: two
+    /// integer compares instead of four `IpAddr`/port compares).
+    recent_v4: [Option<(u128, ConnIdx, Dir)>; 2],
+}
+
+/// A segment's addresses and ports packed into one integer, when both addresses are IPv4. The
+/// packing is exact, so equal keys mean equal directed 4-tuples.
+#[inline]
+fn v4_key(src: IpAddr, sport: u16, dst: IpAddr, dport: u16) -> Option<u128> {
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            Some((u32::from(s) as u128) << 64 | (u32::from(d) as u128) << 32 | (sport as u128) << 16 | dport as u128)
+        }
+        _ => None,
+    }
 }
 
 impl FlowTable {
     /// The current connection of the segment's 4-tuple and the segment's direction in it.
     #[inline]
     pub fn lookup(&mut self, seg: &Segment<'_>) -> Option<(ConnIdx, Dir)> {
+        let key = v4_key(seg.src, seg.sport, seg.dst, seg.dport);
+        if let Some(key) = key {
+            for &(k, idx, dir) in self.recent_v4.iter().flatten() {
+                if k == key {
+                    return Some((idx, dir));
+                }
+            }
+        }
         let src = Endpoint { addr: seg.src, port: seg.sport };
         let dst = Endpoint { addr: seg.dst, port: seg.dport };
         for &(s, d, idx, dir) in self.recent.iter().flatten() {
@@ -94,8 +117,17 @@ impl FlowTable {
         let (key, _) = FlowKey::of(seg);
         let &(idx, a) = self.map.get(&key)?;
         let dir = if a == src { Dir::AtoB } else { Dir::BtoA };
-        self.recent = [Some((src, dst, idx, dir)), Some((dst, src, idx, dir.rev()))];
+        self.remember(src, dst, idx, dir);
         Some((idx, dir))
+    }
+
+    /// Makes `idx` the answer of the one-connection cache for both directions.
+    fn remember(&mut self, src: Endpoint, dst: Endpoint, idx: ConnIdx, dir: Dir) {
+        self.recent = [Some((src, dst, idx, dir)), Some((dst, src, idx, dir.rev()))];
+        self.recent_v4 = match (v4_key(src.addr, src.port, dst.addr, dst.port), v4_key(dst.addr, dst.port, src.addr, src.port)) {
+            (Some(k), Some(rk)) => [Some((k, idx, dir)), Some((rk, idx, dir.rev()))],
+            _ => [None, None],
+        };
     }
 
     /// Makes `idx` the current connection of the segment's 4-tuple, with endpoint a chosen from
@@ -108,7 +140,7 @@ impl FlowTable {
         let syn_ack = seg.flags.syn() && seg.flags.ack();
         let (a, b, dir) = if syn_ack { (dst, src, Dir::BtoA) } else { (src, dst, Dir::AtoB) };
         self.map.insert(key, (idx, a));
-        self.recent = [Some((src, dst, idx, dir)), Some((dst, src, idx, dir.rev()))];
+        self.remember(src, dst, idx, dir);
         (ConnInfo { a, b, file, reuse }, dir)
     }
 
@@ -117,6 +149,7 @@ impl FlowTable {
         if self.map.get(seg_key).is_some_and(|&(i, _)| i == idx) {
             self.map.remove(seg_key);
             self.recent = [None, None];
+            self.recent_v4 = [None, None];
         }
     }
 
