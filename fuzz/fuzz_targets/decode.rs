@@ -8,11 +8,12 @@
 //! - `orig_len`: the wire length handed to `decode`, used as is (it may be below, equal to or
 //!   above the frame length).
 //!
-//! Never panics; a decoded segment satisfies the invariants checked below.
+//! Never panics; the IPv4 fast path agrees with etherparse; a decoded segment satisfies the
+//! invariants checked below.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tcpscope_core::decode::{Anomaly, decode};
+use tcpscope_core::decode::{Anomaly, decode, ip_fast_path_agrees, link};
 
 const KNOWN: [u32; 12] = [0, 1, 9, 10, 50, 101, 104, 108, 113, 228, 229, 276];
 
@@ -31,6 +32,10 @@ fuzz_target!(|data: &[u8]| {
     let orig_len = u32::from_le_bytes(data[4..8].try_into().unwrap());
     let frame = &data[8..];
 
+    // The direct IPv4 reading and etherparse's agree wherever the former applies.
+    if let Ok(at) = link::ip_offset(link_type, frame) {
+        assert!(ip_fast_path_agrees(&frame[at..]), "IPv4 fast path differs from etherparse");
+    }
     let Ok(seg) = decode(link_type, frame, orig_len) else { return };
 
     let plen = seg.payload.len();

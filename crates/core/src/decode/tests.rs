@@ -122,3 +122,68 @@ fn every_truncation_of_a_frame_is_handled() {
         }
     }
 }
+
+/// The direct IPv4 reading agrees with etherparse's on every variation of a header near the
+/// edge of the fast path's conditions, and does take the common ones.
+#[test]
+fn the_ipv4_fast_path_agrees_with_the_general_one() {
+    let base = ip4(10); // 20-byte IP header, 20-byte TCP header, 10 bytes of payload
+    let set = |edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut p = base.clone();
+        edit(&mut p);
+        p
+    };
+    let total = |p: &mut Vec<u8>, t: u16| p[2..4].copy_from_slice(&t.to_be_bytes());
+    let taken = [
+        base.clone(),
+        set(&|p| p.extend_from_slice(&[0; 6])),    // Ethernet padding after the packet
+        set(&|p| p.truncate(45)),                  // snaplen cut the payload
+        set(&|p| p.truncate(30)),                  // ... and the TCP header
+        set(&|p| p.truncate(20)),                  // ... all of TCP
+        set(&|p| p[6] = 0x40),                     // DF
+        set(&|p| p[1] = 0xbb),                     // DSCP and ECN bits
+        set(&|p| total(p, 20)),                    // total length says no TCP at all
+        set(&|p| total(p, 9000)),                  // total length beyond the capture
+    ];
+    for p in &taken {
+        assert!(plain_ipv4(p).is_some(), "fast path not taken for {p:02x?}");
+        assert!(ip_fast_path_agrees(p), "fast and general paths differ on {p:02x?}");
+    }
+    let declined = [
+        set(&|p| total(p, 0)),            // TSO / BIG TCP: length from the frame
+        set(&|p| total(p, 19)),           // shorter than its own header
+        set(&|p| p[6] = 0x20),            // MF: a first fragment
+        set(&|p| p[7] = 1),               // a later fragment
+        set(&|p| p[9] = 17),              // UDP
+        set(&|p| p[0] = 0x46),            // options
+        set(&|p| p[0] = 0x65),            // not version 4
+        set(&|p| p.truncate(19)),         // header cut off
+    ];
+    for p in &declined {
+        assert!(plain_ipv4(p).is_none(), "fast path taken for {p:02x?}");
+        assert!(ip_fast_path_agrees(p));
+    }
+}
+
+/// Every frame of the public traces (skipped when `../shared` is absent) gets the same IP
+/// reading from the fast path as from etherparse.
+#[test]
+fn the_ipv4_fast_path_agrees_on_the_public_traces() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/public");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("skipping: ../shared/traces/public is absent");
+        return;
+    };
+    let (mut fast, mut frames) = (0, 0);
+    for path in entries.map(|e| e.unwrap().path()) {
+        let Ok(mut r) = crate::capture::CaptureReader::open(&path) else { continue };
+        while let Ok(Some(rec)) = r.next_record() {
+            frames += 1;
+            let Ok(at) = link::ip_offset(rec.link_type, rec.data) else { continue };
+            let ip = &rec.data[at..];
+            fast += plain_ipv4(ip).is_some() as u32;
+            assert!(ip_fast_path_agrees(ip), "{}: frame {} differs", path.display(), rec.frame);
+        }
+    }
+    assert!(fast > 1000, "the fast path was taken for only {fast} of {frames} frames");
+}
