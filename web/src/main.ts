@@ -38,9 +38,31 @@ let conns: Conn[] = [];
 let events: EventRow[] = [];
 let focusFrame: number | null = null;
 
-// Timings the benchmark and the tests read (ms).
-const perf = { frames: [] as number[], fetches: [] as number[] };
+// Timings the benchmark and the tests read (ms). frames: each requestAnimationFrame callback;
+// painted: from its start until the browser has done the frame's rendering work on this thread
+// (style, layout, paint, and the canvases' rasterization at commit, which happens after the
+// callback: 2D canvases are rasterized in software here), read by a message posted at the
+// callback's end, so a task queued before it counts too; long: the browser's long animation
+// frames (over 50 ms, whatever their work: answers read, input, frames).
+const perf = { frames: [] as number[], painted: [] as number[], fetches: [] as number[], long: [] as number[] };
 (window as unknown as { tcpscopePerf: typeof perf }).tcpscopePerf = perf;
+try {
+  new PerformanceObserver((l) => l.getEntries().forEach((e) => perf.long.push(e.duration))).observe({ type: "long-animation-frame", buffered: true });
+} catch {
+  // Not in this browser: `painted` still measures each frame.
+}
+const afterRender = new MessageChannel();
+let paintStart: number[] = [];
+afterRender.port1.onmessage = () => {
+  const now = performance.now();
+  for (const s of paintStart) perf.painted.push(now - s);
+  paintStart = [];
+};
+/** Records, once the browser has rendered this frame, how long since `start`. */
+function timeRendering(start: number) {
+  paintStart.push(start);
+  afterRender.port2.postMessage(0);
+}
 
 // ---------- URL state ----------
 
@@ -370,6 +392,7 @@ function requestFrame() {
     const pmax = panelMax(x0, x1);
     plots.forEach((p, i) => p.draw(x0, x1, y[i][0], y[i][1], pmax));
     perf.frames.push(performance.now() - start);
+    timeRendering(start);
     const seq = y.map(([a, b]) => `${Math.round(a)}–${Math.round(b)}`).join(" | ");
     $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · seq ${seq} · zoom depth ${history.length}`;
   });
