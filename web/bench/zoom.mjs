@@ -120,6 +120,7 @@ await context.addInitScript(() => localStorage.setItem("tcpscope.side-width", "4
 const page = await context.newPage();
 const errors = [];
 page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+page.on("pageerror", (e) => errors.push(String(e)));
 await page.goto(`${url}#c=${conn.id}`);
 await page.waitForFunction(() => window.tcpscopePerf.fetches.length > 0, null, { timeout: 120000 });
 const box = await page.locator(".plot .overlay").boundingBox();
@@ -197,6 +198,7 @@ const result = {
   page_fetch_ms: stats(perf.fetches.slice(1)),
   page_frame_ms: stats(perf.frames),
   page_frame_painted_ms: stats(perf.painted),
+  page_answer_shown_ms: perf.shown?.length ? stats(perf.shown) : null,
   page_long_frames_ms: perf.long.length ? { ...stats(perf.long), all: perf.long.map((x) => +x.toFixed(1)) } : { n: 0 },
   max_answer_bytes: Math.max(...steps.map((s) => s.bytes)),
   max_answer_bytes_json: Math.max(...steps.map((s) => s.json_bytes)),
