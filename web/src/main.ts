@@ -272,11 +272,6 @@ class DataLayer {
     }
     if (t !== this.shown) this.canvas.style.transform = this.shown = t;
   }
-
-  /** The frame the picture was drawn at (`f` when none). */
-  at(f: Frame): Frame {
-    return this.drawn?.f ?? f;
-  }
 }
 
 /** A canvas redrawn only when what it shows (`key`) changes: axes, ticks, labels. */
