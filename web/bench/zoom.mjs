@@ -33,6 +33,9 @@ async function sha256(file) {
 }
 
 const loadAtStart = os.loadavg().map((l) => +l.toFixed(2));
+// The one-minute load average every two seconds: on a shared machine, what the others ran.
+const loadSeen = [];
+const loadTimer = setInterval(() => loadSeen.push(+os.loadavg()[0].toFixed(2)), 2000).unref();
 const t0 = performance.now();
 const server = spawn(bin, ["view", "--no-open", trace], { stdio: ["ignore", "pipe", "inherit"] });
 const url = await new Promise((resolve, reject) => {
@@ -117,6 +120,7 @@ await context.addInitScript(() => localStorage.setItem("tcpscope.side-width", "4
 const page = await context.newPage();
 const errors = [];
 page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+page.on("pageerror", (e) => errors.push(String(e)));
 await page.goto(`${url}#c=${conn.id}`);
 await page.waitForFunction(() => window.tcpscopePerf.fetches.length > 0, null, { timeout: 120000 });
 const box = await page.locator(".plot .overlay").boundingBox();
@@ -193,6 +197,9 @@ const result = {
   server_zoom_cpu_ms: stats(steps.map((s) => s.server_cpu_ms)),
   page_fetch_ms: stats(perf.fetches.slice(1)),
   page_frame_ms: stats(perf.frames),
+  page_frame_painted_ms: stats(perf.painted),
+  page_answer_shown_ms: perf.shown?.length ? stats(perf.shown) : null,
+  page_long_frames_ms: perf.long.length ? { ...stats(perf.long), all: perf.long.map((x) => +x.toFixed(1)) } : { n: 0 },
   max_answer_bytes: Math.max(...steps.map((s) => s.bytes)),
   max_answer_bytes_json: Math.max(...steps.map((s) => s.json_bytes)),
   frame_cpu: frameCpuNew,
@@ -200,12 +207,15 @@ const result = {
   console_errors: errors,
   load_avg_start: loadAtStart,
   load_avg: os.loadavg().map((l) => +l.toFixed(2)),
+  load_avg_1min_seen: { min: Math.min(...loadSeen), max: Math.max(...loadSeen) },
   page_frames_ms: perf.frames.map((x) => +x.toFixed(2)),
+  page_frames_painted_ms: perf.painted.map((x) => +x.toFixed(2)),
   page_fetches_ms: perf.fetches.map((x) => +x.toFixed(2)),
   steps,
 };
 mkdirSync(path.join(root, "bench/results"), { recursive: true });
 writeFileSync(path.join(root, "bench/results/view-zoom.json"), JSON.stringify(result, null, 1) + "\n");
-const { steps: _, page_frames_ms: _f, page_fetches_ms: _g, ...summary } = result;
+clearInterval(loadTimer);
+const { steps: _, page_frames_ms: _f, page_frames_painted_ms: _p, page_fetches_ms: _g, ...summary } = result;
 console.log(JSON.stringify(summary, null, 1));
 if (errors.length) process.exitCode = 1;

@@ -43,10 +43,9 @@ export function ticks(a: number, b: number, n: number): { v: number; label: stri
   return out;
 }
 
-/** Sizes the canvas for the device pixel ratio and returns a context in css pixels. */
-export function prepare(c: HTMLCanvasElement): CanvasRenderingContext2D {
+/** Sizes the canvas (w × h css pixels) for the device pixel ratio, clears it and returns a context in css pixels. */
+export function prepare(c: HTMLCanvasElement, w: number, h: number): CanvasRenderingContext2D {
   const dpr = window.devicePixelRatio || 1;
-  const w = c.clientWidth, h = c.clientHeight;
   if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) {
     c.width = Math.round(w * dpr);
     c.height = Math.round(h * dpr);
@@ -370,18 +369,35 @@ export function seriesMax(lines: PanelLine[], x0: number, x1: number): number {
   return ymax;
 }
 
-/**
- * A panel under the time-sequence plot: series on the shared time axis, as lines (or dots for
- * samples); an aggregated series as a min-max band per column so that no spike vanishes. The
- * value axis goes up to `ymax` (by default the lines' highest value in view).
- */
-export function drawPanel(ctx: CanvasRenderingContext2D, x0: number, x1: number, w: number, h: number, title: string, lines: PanelLine[], ymax = seriesMax(lines, x0, x1)) {
-  // Headroom above the highest value for the title row.
-  const f: Frame = { x0, x1, y0: 0, y1: ymax > 0 ? ymax * 1.3 : 1, w, h };
+/** The frame of a panel: the shared time axis, values from 0 up to `ymax` with headroom above for the title row. */
+export const panelFrame = (x0: number, x1: number, w: number, h: number, ymax: number): Frame => ({ x0, x1, y0: 0, y1: ymax > 0 ? ymax * 1.3 : 1, w, h });
+
+/** A panel's axes, title and legend (drawn over its data). */
+export function panelAxes(ctx: CanvasRenderingContext2D, f: Frame, title: string, lines: PanelLine[]) {
   axes(ctx, f, "", false, (l) => si(Number(l)));
   ctx.save();
+  ctx.font = "11px sans-serif";
+  let x = LEFT + 6;
+  ctx.fillStyle = "#333";
+  ctx.fillText(title, x, TOP + 12);
+  x += ctx.measureText(title).width + 10;
+  for (const l of lines) {
+    ctx.fillStyle = l.color;
+    ctx.fillText(l.label, x, TOP + 12);
+    x += ctx.measureText(l.label).width + 10;
+  }
+  ctx.restore();
+}
+
+/**
+ * A panel's series (under the time-sequence plot, on its time axis) in `f`: as lines (or dots
+ * for samples); an aggregated series as a min-max band per column so that no spike vanishes.
+ */
+export function panelData(ctx: CanvasRenderingContext2D, f: Frame, lines: PanelLine[]) {
+  ctx.save();
   clip(ctx, f);
-  const ax = (w - LEFT - RIGHT) / (x1 - x0 || 1);
+  const { x0, x1, h } = f;
+  const ax = (f.w - LEFT - RIGHT) / (x1 - x0 || 1);
   const hy = (h - TOP - BOTTOM) / (f.y1 - f.y0);
   const Y = (v: number) => h - BOTTOM - v * hy;
   for (const l of lines) {
@@ -410,18 +426,6 @@ export function drawPanel(ctx: CanvasRenderingContext2D, x0: number, x1: number,
     }
     if (l.dots) ctx.fill();
     else ctx.stroke();
-  }
-  ctx.restore();
-  ctx.save();
-  ctx.font = "11px sans-serif";
-  let x = LEFT + 6;
-  ctx.fillStyle = "#333";
-  ctx.fillText(title, x, TOP + 12);
-  x += ctx.measureText(title).width + 10;
-  for (const l of lines) {
-    ctx.fillStyle = l.color;
-    ctx.fillText(l.label, x, TOP + 12);
-    x += ctx.measureText(l.label).width + 10;
   }
   ctx.restore();
 }

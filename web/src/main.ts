@@ -5,7 +5,7 @@
 import "./style.css";
 import * as api from "./api";
 import type { Conn, Dir, EventRow, Figure, Panels, PacketRow } from "./api";
-import { BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, drawPanel, highlight, hit, ix, iy, markPoint, prepare, seriesMax, si } from "./draw";
+import { BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, highlight, hit, ix, iy, markPoint, panelAxes, panelData, panelFrame, prepare, seriesMax, si } from "./draw";
 import type { Frame, PanelLine } from "./draw";
 
 interface View {
@@ -38,9 +38,32 @@ let conns: Conn[] = [];
 let events: EventRow[] = [];
 let focusFrame: number | null = null;
 
-// Timings the benchmark and the tests read (ms).
-const perf = { frames: [] as number[], fetches: [] as number[] };
+// Timings the benchmark and the tests read (ms). frames: each requestAnimationFrame callback;
+// painted: from its start until the browser has done the frame's rendering work on this thread
+// (style, layout, paint, and the canvases' rasterization at commit, which happens after the
+// callback: 2D canvases are rasterized in software here), read by a message posted at the
+// callback's end, so a task queued before it counts too; long: the browser's long animation
+// frames (over 50 ms, whatever their work: answers read, input, frames); shown: from an
+// answer's arrival (read) until the frame that drew the last of it is rendered.
+const perf = { frames: [] as number[], painted: [] as number[], shown: [] as number[], fetches: [] as number[], long: [] as number[] };
 (window as unknown as { tcpscopePerf: typeof perf }).tcpscopePerf = perf;
+try {
+  new PerformanceObserver((l) => l.getEntries().forEach((e) => perf.long.push(e.duration))).observe({ type: "long-animation-frame", buffered: true });
+} catch {
+  // Not in this browser: `painted` still measures each frame.
+}
+const afterRender = new MessageChannel();
+let rendering: [number, number[]][] = [];
+afterRender.port1.onmessage = () => {
+  const now = performance.now();
+  for (const [s, into] of rendering) into.push(now - s);
+  rendering = [];
+};
+/** Records into `into`, once the browser has rendered this frame, how long since `start`. */
+function timeRendering(start: number, into = perf.painted) {
+  if (!rendering.length) afterRender.port2.postMessage(0);
+  rendering.push([start, into]);
+}
 
 // ---------- URL state ----------
 
@@ -195,17 +218,114 @@ function select(id: number, compare: boolean) {
 
 // ---------- plots ----------
 
+/**
+ * A canvas over the plot area holding data (the figure's marks, or a panel's series) drawn at
+ * one view. Until it is drawn again, a later view shows it moved and scaled by a CSS transform:
+ * the compositor's work, so a wheel notch or a drag step redraws no data, and the new answer
+ * replaces the stretched picture when it comes.
+ */
+class DataLayer {
+  canvas = document.createElement("canvas");
+  box = document.createElement("div");
+  /** The answer (ConnPlot.gen) and the frame it was drawn from and at. */
+  drawn: { gen: number; f: Frame } | null = null;
+  private shown = "";
+
+  constructor(parent: HTMLElement) {
+    this.box.className = "clip";
+    Object.assign(this.box.style, { left: `${LEFT}px`, right: `${RIGHT}px`, top: `${TOP}px`, bottom: `${BOTTOM}px` });
+    this.canvas.className = "data";
+    this.box.append(this.canvas);
+    parent.append(this.box);
+  }
+
+  /** Whether it must be drawn for answer `gen` at frame `f` (`y`: a panel's scale must match too). */
+  stale(gen: number, f: Frame, y = false): boolean {
+    const d = this.drawn;
+    return !d || d.gen !== gen || d.f.w !== f.w || d.f.h !== f.h || (y && (d.f.y0 !== f.y0 || d.f.y1 !== f.y1));
+  }
+
+  draw(gen: number, f: Frame, paint: (ctx: CanvasRenderingContext2D) => void) {
+    const ctx = prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM);
+    ctx.translate(-LEFT, -TOP);
+    paint(ctx);
+    this.drawn = { gen, f };
+    this.show(f);
+  }
+
+  /** Empties it: nothing to draw for answer `gen` (none yet, or another direction's). */
+  clear(gen: number, f: Frame) {
+    prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM);
+    this.drawn = { gen, f };
+  }
+
+  /** Maps the picture drawn at `drawn.f` onto `f` (identity when they are the same view). */
+  show(f: Frame) {
+    const d = this.drawn?.f;
+    let t = "none";
+    if (d && (d.x0 !== f.x0 || d.x1 !== f.x1 || d.y0 !== f.y0 || d.y1 !== f.y1)) {
+      const pw = f.w - LEFT - RIGHT, ph = f.h - TOP - BOTTOM;
+      const sx = (d.x1 - d.x0) / (f.x1 - f.x0 || 1), sy = (d.y1 - d.y0) / (f.y1 - f.y0 || 1);
+      const tx = ((d.x0 - f.x0) / (f.x1 - f.x0 || 1)) * pw;
+      const ty = ph * (1 - sy) - ((d.y0 - f.y0) / (f.y1 - f.y0 || 1)) * ph;
+      t = `matrix(${sx},0,0,${sy},${tx},${ty})`;
+    }
+    if (t !== this.shown) this.canvas.style.transform = this.shown = t;
+  }
+}
+
+/** A canvas redrawn only when what it shows (`key`) changes: axes, ticks, labels. */
+class KeyedCanvas {
+  key = "";
+  constructor(public canvas: HTMLCanvasElement) {}
+  draw(key: string, [w, h]: [number, number], paint: (ctx: CanvasRenderingContext2D) => void, force = false) {
+    key += `,${w},${h}`;
+    if (key === this.key && !force) return;
+    this.key = key;
+    paint(prepare(this.canvas, w, h));
+  }
+}
+
+const PANEL_TITLES = ["b/s", "RTT ms", "bytes"];
+
 class ConnPlot {
   el: HTMLElement;
+  /** The time-sequence plot's axes (full size: the plot's size is read from it). */
   canvas: HTMLCanvasElement;
   overlay: HTMLCanvasElement;
+  /** The panels' axes canvases. */
   panels: HTMLCanvasElement[];
+  marks: DataLayer;
+  series: DataLayer[];
+  axes: KeyedCanvas[];
   fig?: Figure;
   pan?: Panels;
+  /** Counts the answers: layers drawn from an older one are redrawn. */
+  gen = 0;
+  /** When the last answer arrived, until it is wholly drawn (0: drawn). */
+  arrived = 0;
   ctl?: AbortController;
   frame?: Frame;
   /** The hovered mark of `fig` (-1: none). */
   hover = -1;
+  /** Whether the overlay holds anything (else a new view need not clear it). */
+  private inked = false;
+  /**
+   * The canvases' sizes (css px) as last laid out, kept by a ResizeObserver: reading them from
+   * the elements in a frame would have the browser lay the page out there and then (at load,
+   * with thousands of events just listed, that took longer than the frame's drawing).
+   */
+  private sizes = new Map<Element, [number, number]>();
+  private resized = new ResizeObserver((es) => {
+    for (const e of es) {
+      const el = e.target as HTMLElement;
+      const [w, h] = this.sizes.get(el) ?? [0, 0];
+      if (w !== el.clientWidth || h !== el.clientHeight) {
+        this.sizes.set(el, [el.clientWidth, el.clientHeight]);
+        requestFrame();
+      }
+    }
+  });
 
   constructor(public id: number) {
     this.el = document.createElement("div");
@@ -216,20 +336,48 @@ class ConnPlot {
     const wrap = document.createElement("div");
     wrap.className = "tsg";
     this.canvas = document.createElement("canvas");
+    this.canvas.className = "axes";
     this.overlay = document.createElement("canvas");
     this.overlay.className = "overlay";
     wrap.append(this.canvas, this.overlay);
+    this.marks = new DataLayer(wrap);
     this.el.append(wrap);
+    this.series = [];
     this.panels = ["tput", "rtt", "flight"].map((k) => {
+      const div = document.createElement("div");
+      div.className = `panel ${k}`;
       const c = document.createElement("canvas");
-      c.className = `panel ${k}`;
-      this.el.append(c);
+      c.className = "axes";
+      div.append(c);
+      this.series.push(new DataLayer(div));
+      this.el.append(div);
       return c;
     });
+    this.axes = [this.canvas, ...this.panels].map((c) => new KeyedCanvas(c));
+    for (const c of [this.canvas, ...this.panels]) this.resized.observe(c);
     const legend = document.createElement("div");
     legend.className = "legend";
     this.el.append(legend);
     bindInput(this);
+  }
+
+  /** The size of one of its canvases (css px). */
+  size(c: HTMLElement): [number, number] {
+    let s = this.sizes.get(c);
+    if (!s) this.sizes.set(c, (s = [c.clientWidth, c.clientHeight]));
+    return s;
+  }
+
+  dispose() {
+    this.resized.disconnect();
+    this.ctl?.abort();
+  }
+
+  /** Forgets the figure (another direction): its layers are cleared at the next frame. */
+  drop() {
+    this.fig = undefined;
+    this.pan = undefined;
+    this.gen++;
   }
 
   async load(off = 0) {
@@ -237,7 +385,7 @@ class ConnPlot {
     const ctl = (this.ctl = new AbortController());
     const v = { ...state.view };
     if (v.s0 !== undefined && v.s1 !== undefined) [v.s0, v.s1] = [v.s0 + off, v.s1 + off];
-    const w = Math.max(1, this.canvas.clientWidth - LEFT - RIGHT);
+    const w = Math.max(1, this.size(this.canvas)[0] - LEFT - RIGHT);
     const start = performance.now();
     try {
       const [fig, pan] = await Promise.all([
@@ -248,14 +396,22 @@ class ConnPlot {
       perf.fetches.push(performance.now() - start);
       this.fig = fig;
       this.pan = pan;
+      this.gen++;
+      this.arrived = performance.now();
       this.hover = -1;
+      // Written only when changed: a write makes the browser lay the page out again.
       const h2 = this.el.querySelector("h2")!;
-      h2.textContent = fig.title;
-      this.el.querySelector(".legend")!.innerHTML = fig.legend
+      if (h2.textContent !== fig.title) h2.textContent = fig.title;
+      const legend = fig.legend
         .map((l) => `<span><i style="background:${l.color}"></i>${escapeHtml(l.text)}</span>`)
         .concat(fig.remarks.map((r) => `<span class="remark">${escapeHtml(r)}</span>`))
         .concat(fig.error ? [`<span class="error">${escapeHtml(fig.error)}</span>`] : [])
         .join("");
+      const el = this.el.querySelector(".legend") as HTMLElement;
+      if (el.dataset.html !== legend) {
+        el.innerHTML = legend;
+        el.dataset.html = legend;
+      }
       requestFrame();
     } catch (e) {
       if ((e as Error).name !== "AbortError") status(`connection ${this.id}: ${(e as Error).message}`);
@@ -283,22 +439,55 @@ class ConnPlot {
     ];
   }
 
-  /** Draws the plot over the given ranges, each panel up to `pmax[k]` (shared when compared). */
-  draw(x0: number, x1: number, y0: number, y1: number, pmax: number[]) {
-    const ctx = prepare(this.canvas);
-    const f: Frame = { x0, x1, y0, y1, w: this.canvas.clientWidth, h: this.canvas.clientHeight };
+  /** Whether a panel's data is to be drawn again (a new answer, a new size): the panels' scales are then worked out again. */
+  panelsStale(): boolean {
+    const [w] = this.size(this.canvas);
+    return this.series.some((l, k) => l.stale(this.gen, { x0: 0, x1: 1, y0: 0, y1: 1, w, h: this.size(this.panels[k])[1] }));
+  }
+
+  /**
+   * Brings the plot to the view [x0, x1] × [y0, y1], each panel up to `pmax[k]` (shared when
+   * compared; null: no panel is to be redrawn, each keeps its scale). A layer whose data is
+   * stale is drawn if `mayDraw()` allows, else shown moved until a later frame; returns whether
+   * any was left for later. `force`: draw everything (the benchmark's full frame).
+   */
+  draw(x0: number, x1: number, y0: number, y1: number, pmax: number[] | null, mayDraw: () => boolean, force = false): boolean {
+    const [w, h] = this.size(this.canvas);
+    const f: Frame = { x0, x1, y0, y1, w, h };
     this.frame = f;
-    axes(ctx, f, "relative sequence number");
-    if (this.fig) drawFigure(ctx, f, this.fig);
-    const pw = this.canvas.clientWidth;
-    const ctxs = this.panels.map(prepare);
-    const titles = ["b/s", "RTT ms", "bytes"];
-    this.panelLines().forEach((lines, k) => drawPanel(ctxs[k], x0, x1, pw, this.panels[k].clientHeight, titles[k], lines, pmax[k]));
-    this.drawOverlay();
+    let left = false;
+    const fig = this.fig;
+    if (force || this.marks.stale(this.gen, f)) {
+      if (!fig) this.marks.clear(this.gen, f);
+      else if (force || mayDraw()) this.marks.draw(this.gen, f, (ctx) => drawFigure(ctx, f, fig));
+      else left = true;
+    }
+    this.marks.show(f);
+    this.axes[0].draw(`${x0},${x1},${y0},${y1}`, [w, h], (ctx) => axes(ctx, f, "relative sequence number"), force);
+    const lines = this.panelLines();
+    this.series.forEach((layer, k) => {
+      const ph = this.size(this.panels[k])[1];
+      let pf = panelFrame(x0, x1, w, ph, pmax ? pmax[k] : 0);
+      if (!pmax && layer.drawn) pf = { ...pf, y0: layer.drawn.f.y0, y1: layer.drawn.f.y1 };
+      if (force || layer.stale(this.gen, pf, !!pmax)) {
+        if (!lines.length) layer.clear(this.gen, pf);
+        else if (force || mayDraw()) layer.draw(this.gen, pf, (ctx) => panelData(ctx, pf, lines[k]));
+        else left = true;
+      }
+      // A panel not drawn again keeps the scale it was drawn at: its axes say so.
+      if (layer.drawn) pf = { ...pf, y0: layer.drawn.f.y0, y1: layer.drawn.f.y1 };
+      layer.show(pf);
+      const labels = (lines[k] ?? []).map((l) => l.label).join();
+      this.axes[k + 1].draw(`${x0},${x1},${pf.y1},${labels}`, [w, ph], (ctx) => panelAxes(ctx, pf, PANEL_TITLES[k], lines[k] ?? []), force);
+    });
+    if (force || this.inked || this.hover >= 0 || focusFrame !== null) this.drawOverlay();
+    return left;
   }
 
   drawOverlay(rect?: [number, number, number, number]) {
-    const ctx = prepare(this.overlay);
+    const [w, h] = this.size(this.canvas);
+    const ctx = prepare(this.overlay, w, h);
+    this.inked = false;
     const f = this.frame;
     if (!f || !this.fig) return;
     if (focusFrame !== null) {
@@ -312,6 +501,7 @@ class ConnPlot {
       ctx.fillRect(rect[0], rect[1], rect[2] - rect[0], rect[3] - rect[1]);
       ctx.strokeRect(rect[0] + 0.5, rect[1] + 0.5, rect[2] - rect[0], rect[3] - rect[1]);
     }
+    this.inked = focusFrame !== null || this.hover >= 0 || !!rect;
   }
 }
 
@@ -319,6 +509,7 @@ let plots: ConnPlot[] = [];
 
 function rebuildPlots() {
   const cols = $("columns");
+  for (const p of plots) p.dispose();
   cols.innerHTML = "";
   plots = state.ids.map((id) => new ConnPlot(id));
   if (!plots.length) cols.innerHTML = `<p class="empty">Select a connection (ctrl-click a second one to compare on one scale).</p>`;
@@ -359,6 +550,14 @@ function panelMax(x0: number, x1: number): number[] {
 /** Offset of plot i's sequence range from the first plot's, in the view. */
 const offsetOf = (i: number) => (i === 0 ? 0 : (state.view.o ?? 0));
 
+/**
+ * Data drawn in one frame, at most (ms of the callback; at least one layer is drawn): a new
+ * answer's layers beyond it wait for the next frame, shown moved meanwhile, so that one frame
+ * with everything to draw does not miss its turn (the rasterization after the callback costs
+ * about as much again).
+ */
+const BUDGET_MS = 6;
+
 let frameRequested = false;
 function requestFrame() {
   if (frameRequested) return;
@@ -367,9 +566,17 @@ function requestFrame() {
     frameRequested = false;
     const start = performance.now();
     const { x0, x1, y } = ranges();
-    const pmax = panelMax(x0, x1);
-    plots.forEach((p, i) => p.draw(x0, x1, y[i][0], y[i][1], pmax));
-    perf.frames.push(performance.now() - start);
+    const pmax = plots.some((p) => p.panelsStale()) ? panelMax(x0, x1) : null;
+    let drew = false;
+    const mayDraw = () => (drew && performance.now() - start > BUDGET_MS ? false : (drew = true));
+    let left = false;
+    plots.forEach((p, i) => (left = p.draw(x0, x1, y[i][0], y[i][1], pmax, mayDraw) || left));
+    const end = performance.now();
+    perf.frames.push(end - start);
+    timeRendering(start);
+    // An answer is on screen once the frame that drew its last layer is rendered.
+    if (!left) for (const p of plots) if (p.arrived) timeRendering(p.arrived, perf.shown), (p.arrived = 0);
+    if (left) requestFrame();
     const seq = y.map(([a, b]) => `${Math.round(a)}–${Math.round(b)}`).join(" | ");
     $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · seq ${seq} · zoom depth ${history.length}`;
   });
@@ -379,7 +586,10 @@ let loadTimer = 0;
 /** Fetches for the current view: at once, or after input pauses (wheel, pan). */
 function loadAll(delay = 0) {
   clearTimeout(loadTimer);
-  loadTimer = window.setTimeout(() => plots.forEach((p, i) => p.load(offsetOf(i))), delay);
+  loadTimer = window.setTimeout(() => {
+    if (delay) writeUrl();
+    plots.forEach((p, i) => p.load(offsetOf(i)));
+  }, delay);
 }
 
 // ---------- zoom, pan, history ----------
@@ -578,7 +788,7 @@ function jumpTo(e: EventRow) {
   focusFrame = e.frame;
   if (dir !== state.dir) {
     state.dir = dir;
-    plots.forEach((p) => (p.fig = undefined));
+    plots.forEach((p) => p.drop());
   }
   setView({ t0: e.t - span / 2, t1: e.t + span / 2 });
 }
@@ -590,7 +800,9 @@ function status(s: string) {
 }
 
 function changed(what: { list?: boolean; plots?: boolean; events?: boolean; view?: boolean; delay?: number }) {
-  writeUrl();
+  // A wheel notch or drag step writes the URL once the input pauses (with the fetch): each
+  // write took milliseconds, inside the frame that input is dispatched in.
+  if (!what.delay) writeUrl();
   if (what.list) renderList();
   if (what.plots) rebuildPlots();
   if (what.events) loadEvents();
@@ -684,7 +896,7 @@ async function main() {
   for (const b of document.querySelectorAll<HTMLButtonElement>("[data-dir]"))
     b.onclick = () => {
       state.dir = b.dataset.dir as Dir;
-      plots.forEach((p) => (p.fig = undefined));
+      plots.forEach((p) => p.drop());
       changed({ view: true });
     };
   $("back").onclick = back;
@@ -763,17 +975,17 @@ async function main() {
 // For the tests: each plot's drawn ranges and pixel box.
 (window as unknown as { tcpscopeFrames: unknown }).tcpscopeFrames = () => plots.map((p) => p.frame);
 
-// For the benchmark: draws the current view `n` times in a row, each frame read back from its
-// canvases so that it is rasterized then (the browser would otherwise defer and merge the
-// work); returns each frame's ms.
+// For the benchmark: draws the current view `n` times in a row, every layer (data, axes,
+// overlay) as if all were new, each frame read back from its canvases so that it is rasterized
+// then (the browser would otherwise defer and merge the work); returns each frame's ms.
 (window as unknown as { tcpscopeRedraw: unknown }).tcpscopeRedraw = (n: number): number[] => {
   const out = [];
   for (let k = 0; k < n; k++) {
     const start = performance.now();
     const { x0, x1, y } = ranges();
     const pmax = panelMax(x0, x1);
-    plots.forEach((p, i) => p.draw(x0, x1, y[i][0], y[i][1], pmax));
-    for (const p of plots) for (const c of [p.canvas, ...p.panels]) c.getContext("2d")!.getImageData(0, 0, 1, 1);
+    plots.forEach((p, i) => p.draw(x0, x1, y[i][0], y[i][1], pmax, () => true, true));
+    for (const p of plots) for (const c of p.el.querySelectorAll("canvas")) c.getContext("2d")!.getImageData(0, 0, 1, 1);
     out.push(performance.now() - start);
   }
   return out;
