@@ -1,17 +1,27 @@
 //! Printing: aligned text for a terminal, CSV and JSON for programs.
 //!
-//! The text and CSV views are generated from the JSON view (`tcpscope_core::export::json`), so
-//! the three can never disagree and every column is documented once, in `docs/json.md`.
+//! The text and CSV views take their fields, names and order from the JSON view
+//! (`tcpscope_core::export::json`: `DirJson::NAMES` and `DirJson::cells`), so the three can never
+//! disagree and every column is documented once, in `docs/json.md`. `stats` writes its text and
+//! CSV straight from the statistics rather than through JSON values or strings (tests hold
+//! each to the JSON view): that was most of the time of printing 200,000 connections.
 
 use std::io::{self, Write};
 
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
+use std::net::IpAddr;
+
 use tcpscope_core::export::json::{self, Cell};
+use tcpscope_core::flow::Endpoint;
 use tcpscope_core::pass::Analysis;
+use tcpscope_core::stats::ConnStats;
 
 use crate::args::CommonArgs;
+
+mod fixed;
+use fixed::push_fixed;
 
 fn selected(args: &CommonArgs) -> impl Fn(usize) -> bool + '_ {
     move |id| args.conn.is_empty() || args.conn.contains(&id)
@@ -200,11 +210,7 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
     }
     if args.csv {
         let ids: Vec<usize> = (1..=an.conns.len()).filter(|&id| (doc.selected)(id)).collect();
-        return write_csv(out, &ids, |&id| {
-            let mut flat = Vec::new();
-            flatten("", &to_value(&doc.connection(id))?, &mut flat);
-            Ok(flat)
-        });
+        return stats_csv(out, an, &ids);
     }
     for f in &an.files {
         let skipped: u64 = f.skipped.values().sum();
@@ -225,15 +231,47 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
     // Connections are formatted in parallel, a block at a time, and written in order: the text
     // for 200,000 connections (~800 MB) cost three times the analysis when printed by one thread.
     let ids: Vec<usize> = (1..=an.conns.len()).filter(|&id| (doc.selected)(id)).collect();
+    let table = Table::new();
     for block in ids.chunks(TEXT_BLOCK) {
         let parts: Vec<Vec<u8>> = block
             .par_chunks(TEXT_CHUNK)
             .map(|ids| {
                 let mut buf = Vec::with_capacity(ids.len() * 4096);
+                let mut cell = Vec::with_capacity(32);
                 for &id in ids {
-                    stats_text(&mut buf, &doc.connection(id))?;
+                    table.connection(&mut buf, &an.conns[id - 1], id, &mut cell);
                 }
-                Ok(buf)
+                buf
+            })
+            .collect();
+        for p in parts {
+            out.write_all(&p)?;
+        }
+    }
+    Ok(())
+}
+
+/// `stats --csv`: the flattened `stats --json` connection, one row each, written straight from the
+/// statistics (a test holds the two together): building a JSON value per row was ~50 µs a
+/// connection. Rows are made in parallel a block at a time and written in order.
+fn stats_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize]) -> io::Result<()> {
+    if ids.is_empty() {
+        return Ok(()); // no row, no header
+    }
+    let files: Vec<String> = an.files.iter().map(|f| f.path.display().to_string()).collect();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(stats_csv_header())?;
+    out.write_all(&w.into_inner().map_err(|e| e.into_error())?)?;
+    for block in ids.chunks(CSV_BLOCK) {
+        let parts: Vec<Vec<u8>> = block
+            .par_chunks(TEXT_CHUNK)
+            .map(|ids| {
+                let mut w = csv::Writer::from_writer(Vec::with_capacity(ids.len() * 1024));
+                for &id in ids {
+                    let c = &an.conns[id - 1];
+                    stats_csv_row(&mut w, c, id, files.get(c.info.file).map_or("", String::as_str))?;
+                }
+                w.into_inner().map_err(|e| e.into_error())
             })
             .collect::<io::Result<_>>()?;
         for p in parts {
@@ -243,115 +281,365 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
     Ok(())
 }
 
+/// The keys of a flattened [`json::ConnJson`] before its directions.
+const CSV_HEAD: [&str; 13] = [
+    "id", "file", "a_addr", "a_port", "b_addr", "b_port", "state", "handshake", "reuse", "first_time", "last_time",
+    "duration_s", "max_idle_s",
+];
+
+fn stats_csv_header() -> Vec<String> {
+    let dir = |p: &str| json::DirJson::NAMES.map(|n| format!("{p}_{n}"));
+    CSV_HEAD.iter().map(|k| k.to_string()).chain(dir("a2b")).chain(dir("b2a")).collect()
+}
+
+/// One connection's row, fields as serde_json writes the values (floats shortest round-trip
+/// through `zmij`, as serde_json does; `null` empty).
+fn stats_csv_row(w: &mut csv::Writer<Vec<u8>>, c: &ConnStats, id: usize, file: &str) -> io::Result<()> {
+    let mut ib = itoa::Buffer::new();
+    w.write_field(ib.format(id))?;
+    w.write_field(file)?;
+    let mut addr = Vec::with_capacity(40);
+    for e in [c.info.a, c.info.b] {
+        addr.clear();
+        match e.addr {
+            IpAddr::V4(a) => json::push_ipv4(&mut addr, a),
+            IpAddr::V6(a) => {
+                let _ = write!(addr, "{a}");
+            }
+        }
+        w.write_field(&addr)?;
+        w.write_field(ib.format(e.port))?;
+    }
+    w.write_field(c.state().name())?;
+    csv_cell(w, Cell::Bool(c.handshake()))?;
+    w.write_field(c.info.reuse.map_or("", json::reuse_name))?;
+    for t in json::conn_times(c) {
+        csv_cell(w, Cell::Float(t))?;
+    }
+    for d in &c.dir {
+        for v in json::DirJson::from(d).cells() {
+            csv_cell(w, v)?;
+        }
+    }
+    w.write_record(None::<&[u8]>)?;
+    Ok(())
+}
+
+/// A value as serde_json writes it, `null` (and what JSON cannot hold, non-finite floats) empty.
+fn csv_cell(w: &mut csv::Writer<Vec<u8>>, v: Cell) -> csv::Result<()> {
+    match v {
+        Cell::Int(i) => w.write_field(itoa::Buffer::new().format(i)),
+        Cell::Float(f) if f.is_finite() => w.write_field(zmij::Buffer::new().format_finite(f)),
+        Cell::Bool(b) => w.write_field(if b { "true" } else { "false" }),
+        Cell::Float(_) | Cell::Null => w.write_field(""),
+    }
+}
+
 /// Connections formatted per parallel block (~8 MB of text held at a time), and per task
 /// within it.
 const TEXT_BLOCK: usize = 2048;
 const TEXT_CHUNK: usize = 256;
 
-/// One connection of the `stats` text table.
-fn stats_text<W: Write>(out: &mut W, c: &json::ConnJson) -> io::Result<()> {
-    writeln!(out)?;
-    writeln!(out, "connection {}: {} -> {}  ({}{})", c.id, ep(&c.a), ep(&c.b), c.state.replace('_', " "),
-        match c.reuse { Some(r) => format!(", 4-tuple reused: {}", r.replace('_', " ")), None => String::new() })?;
-    writeln!(out, "  first packet {:.6}  last packet {:.6}  duration {:.6} s  longest idle {:.6} s",
-        c.first_time, c.last_time, c.duration_s, c.max_idle_s)?;
-    out.write_all(COLUMNS)?;
-    // Each row is put together in `line` and written once: six small writes per row were most
-    // of the cost of printing 200,000 connections.
-    let mut line = String::with_capacity(128);
-    let mut cell = String::new();
-    for ((k, va), (_, vb)) in c.a2b.cells().into_iter().zip(c.b2a.cells()) {
-        line.clear();
-        line.push_str("  ");
-        line.push_str(k);
-        pad(&mut line, 26 - k.len().min(26));
-        for v in [va, vb] {
-            cell.clear();
-            text(&mut cell, k, v);
-            pad(&mut line, 21 - cell.len().min(21));
-            line.push_str(&cell);
-        }
-        line.push('\n');
-        out.write_all(line.as_bytes())?;
-    }
-    Ok(())
-}
-
 /// The column heads, as `format!("  {:<26} {:>20} {:>20}\n", "", "a2b", "b2a")`.
 const COLUMNS: &[u8] = b"                                              a2b                  b2a\n";
 
-const SPACES: &str = "                                ";
+/// A row of the table: `format!("  {name:<26}{a:>21}{b:>21}\n")`, when the name and the cells
+/// fit their widths.
+const NAME_WIDTH: usize = 26;
+const CELL_WIDTH: usize = 21;
+const ROW: usize = 2 + NAME_WIDTH + 2 * CELL_WIDTH + 1;
 
-// Padding by hand: `{:>20}` pads one char at a time, which dominated the time of printing
-// 200,000 connections.
-fn pad(line: &mut String, n: usize) {
-    line.push_str(&SPACES[..n]);
+/// The `stats` text table of one connection, written straight from its statistics (no JSON
+/// view with its strings; the cells come from [`json::DirJson`], so the three outputs agree).
+///
+/// Every connection's table has the same names in the same places: it is copied blank in one
+/// piece, and the cells are written right-aligned into their places. Building each row from
+/// padding, name and cells (six small copies a row) was ~36,000 instructions a connection.
+struct Table {
+    /// The column heads and every row with blank cells.
+    blank: Vec<u8>,
+    /// How each row's values are written.
+    rows: [CellFormat; json::DIR_FIELDS],
 }
 
-/// A value for the text table: unknown is "-" (the window scale says "unknown"), floats rounded
-/// to what their unit makes useful.
-fn text(buf: &mut String, key: &str, v: Cell) {
-    use std::fmt::Write as _;
-    let _ = match v {
-        Cell::Null if key == "window_scale" => write!(buf, "unknown"),
-        Cell::Null => write!(buf, "-"),
-        Cell::Bool(b) => {
-            buf.push_str(if b { "yes" } else { "no" });
-            Ok(())
-        }
-        Cell::Int(i) => {
-            buf.push_str(itoa::Buffer::new().format(i));
-            Ok(())
-        }
-        Cell::Float(f) if key.ends_with("_ms") => fixed(buf, f, 3),
-        Cell::Float(f) if key.ends_with("_time") || key.ends_with("_s") => fixed(buf, f, 6),
-        Cell::Float(f) => fixed(buf, f, 1),
-    };
+/// How the values of a row are written: unknown is "-" (the window scale says "unknown"),
+/// floats rounded to what their unit makes useful.
+#[derive(Clone, Copy)]
+struct CellFormat {
+    decimals: usize,
+    null: &'static [u8],
 }
 
-/// `format!("{f:.d$}")` by integer arithmetic: std's exact float formatting was a tenth of the
-/// time of printing 200,000 connections. Values too large for exact integers fall back to it.
-fn fixed(buf: &mut String, f: f64, d: u32) -> std::fmt::Result {
-    use std::fmt::Write as _;
-    let scale = 10i64.pow(d);
-    let v = (f * scale as f64).round_ties_even();
-    if !v.is_finite() || v.abs() >= 9.0e15 {
-        return write!(buf, "{f:.*}", d as usize);
+impl CellFormat {
+    fn of(name: &str) -> Self {
+        let decimals = if name.ends_with("_ms") {
+            3
+        } else if name.ends_with("_time") || name.ends_with("_s") {
+            6
+        } else {
+            1
+        };
+        CellFormat { decimals, null: if name == "window_scale" { b"unknown" } else { b"-" } }
     }
-    let v = v as i64;
-    if v < 0 {
-        buf.push('-');
+
+    fn write(self, buf: &mut Vec<u8>, v: Cell) {
+        match v {
+            Cell::Null => buf.extend_from_slice(self.null),
+            Cell::Bool(b) => buf.extend_from_slice(if b { b"yes" } else { b"no" }),
+            Cell::Int(i) => buf.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
+            Cell::Float(f) => push_fixed(buf, f, self.decimals),
+        }
     }
-    let v = v.unsigned_abs();
-    let scale = scale as u64;
-    // itoa and zero padding by hand: `{:0width$}` went through the generic formatter.
-    let mut ib = itoa::Buffer::new();
-    buf.push_str(ib.format(v / scale));
-    buf.push('.');
-    let frac = ib.format(v % scale);
-    for _ in frac.len()..d as usize {
-        buf.push('0');
+
+    /// Writes `v` right-aligned into `slot` (blank), as [`CellFormat::write`] would; false when
+    /// it is wider than the slot. Floats go through `scratch`.
+    #[inline]
+    fn put(self, slot: &mut [u8], v: Cell, scratch: &mut Vec<u8>) -> bool {
+        let mut ib = itoa::Buffer::new();
+        let text = match v {
+            // Most counters of short connections are single digits.
+            Cell::Int(i) if i < 10 => {
+                slot[slot.len() - 1] = b'0' + i as u8;
+                return true;
+            }
+            Cell::Int(i) => ib.format(i).as_bytes(),
+            Cell::Null => self.null,
+            Cell::Bool(b) => if b { &b"yes"[..] } else { b"no" },
+            Cell::Float(f) => {
+                scratch.clear();
+                push_fixed(scratch, f, self.decimals);
+                scratch
+            }
+        };
+        let Some(at) = slot.len().checked_sub(text.len()) else { return false };
+        slot[at..].copy_from_slice(text);
+        true
     }
-    buf.push_str(frac);
-    Ok(())
+}
+
+impl Table {
+    fn new() -> Self {
+        let mut blank = COLUMNS.to_vec();
+        for name in json::DirJson::NAMES {
+            debug_assert!(name.len() <= NAME_WIDTH, "{name} is wider than the names' column");
+            let at = blank.len();
+            blank.resize(at + ROW, b' ');
+            blank[at + 2..at + 2 + name.len()].copy_from_slice(name.as_bytes());
+            blank[at + ROW - 1] = b'\n';
+        }
+        Table { blank, rows: json::DirJson::NAMES.map(CellFormat::of) }
+    }
+
+    /// Appends one connection's text; `cell` is scratch space.
+    fn connection(&self, buf: &mut Vec<u8>, c: &ConnStats, id: usize, cell: &mut Vec<u8>) {
+        let start = buf.len();
+        conn_head(buf, c, id);
+        let rows_at = buf.len() + COLUMNS.len();
+        buf.extend_from_slice(&self.blank);
+        let (a, b) = (json::DirJson::from(&c.dir[0]).cells(), json::DirJson::from(&c.dir[1]).cells());
+        let rows = buf[rows_at..].chunks_exact_mut(ROW);
+        for (((row, fmt), va), vb) in rows.zip(&self.rows).zip(a).zip(b) {
+            let (sa, sb) = row[ROW - 1 - 2 * CELL_WIDTH..ROW - 1].split_at_mut(CELL_WIDTH);
+            if !(fmt.put(sa, va, cell) && fmt.put(sb, vb, cell)) {
+                // A cell wider than its column pushes the rest of the row right.
+                buf.truncate(start);
+                return self.connection_by_rows(buf, c, id);
+            }
+        }
+    }
+
+    /// [`Table::connection`] a row at a time, for cells of any width.
+    fn connection_by_rows(&self, buf: &mut Vec<u8>, c: &ConnStats, id: usize) {
+        conn_head(buf, c, id);
+        buf.extend_from_slice(COLUMNS);
+        let (a, b) = (json::DirJson::from(&c.dir[0]).cells(), json::DirJson::from(&c.dir[1]).cells());
+        for (((name, fmt), va), vb) in json::DirJson::NAMES.iter().zip(&self.rows).zip(a).zip(b) {
+            buf.extend_from_slice(b"  ");
+            buf.extend_from_slice(name.as_bytes());
+            buf.resize(buf.len() + NAME_WIDTH.saturating_sub(name.len()), b' ');
+            for v in [va, vb] {
+                let at = buf.len();
+                fmt.write(buf, v);
+                let n = buf.len() - at;
+                if n < CELL_WIDTH {
+                    // Right-align: move the cell right and fill in front of it.
+                    buf.resize(at + CELL_WIDTH, b' ');
+                    buf.copy_within(at..at + n, at + CELL_WIDTH - n);
+                    buf[at..at + CELL_WIDTH - n].fill(b' ');
+                }
+            }
+            buf.push(b'\n');
+        }
+    }
+}
+
+/// The first two lines of a connection in the `stats` text: who, state, and times.
+fn conn_head(buf: &mut Vec<u8>, c: &ConnStats, id: usize) {
+    buf.extend_from_slice(b"\nconnection ");
+    buf.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+    buf.extend_from_slice(b": ");
+    push_endpoint(buf, c.info.a);
+    buf.extend_from_slice(b" -> ");
+    push_endpoint(buf, c.info.b);
+    buf.extend_from_slice(b"  (");
+    push_words(buf, c.state().name());
+    if let Some(r) = c.info.reuse {
+        buf.extend_from_slice(b", 4-tuple reused: ");
+        push_words(buf, json::reuse_name(r));
+    }
+    buf.extend_from_slice(b")\n");
+    let [first, last, duration, idle] = json::conn_times(c);
+    buf.extend_from_slice(b"  first packet ");
+    push_fixed(buf, first, 6);
+    buf.extend_from_slice(b"  last packet ");
+    push_fixed(buf, last, 6);
+    buf.extend_from_slice(b"  duration ");
+    push_fixed(buf, duration, 6);
+    buf.extend_from_slice(b" s  longest idle ");
+    push_fixed(buf, idle, 6);
+    buf.extend_from_slice(b" s\n");
+}
+
+/// A name with its underscores as spaces.
+fn push_words(buf: &mut Vec<u8>, name: &str) {
+    buf.extend(name.bytes().map(|b| if b == b'_' { b' ' } else { b }));
+}
+
+/// `addr:port`, `[addr]:port` for IPv6, as [`ep`] writes it.
+fn push_endpoint(buf: &mut Vec<u8>, e: Endpoint) {
+    match e.addr {
+        IpAddr::V4(a) => {
+            json::push_ipv4(buf, a);
+            buf.push(b':');
+            buf.extend_from_slice(itoa::Buffer::new().format(e.port).as_bytes());
+        }
+        IpAddr::V6(_) => {
+            let _ = write!(buf, "{e}");
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use tcpscope_core::flow::{ConnInfo, SplitReason};
+    use tcpscope_core::stats::DirStats;
+
     #[test]
     fn column_heads_as_formatted() {
-        assert_eq!(super::COLUMNS, format!("  {:<26} {:>20} {:>20}\n", "", "a2b", "b2a").as_bytes());
+        assert_eq!(COLUMNS, format!("  {:<26} {:>20} {:>20}\n", "", "a2b", "b2a").as_bytes());
+    }
+
+    fn endpoint(s: &str) -> Endpoint {
+        s.parse::<std::net::SocketAddr>().map(|a| Endpoint { addr: a.ip(), port: a.port() }).unwrap()
+    }
+
+    /// Connections with every kind of cell: unknowns, flags, floats of each unit, IPv6, reuse,
+    /// and (`huge`) cells wider than their column.
+    fn sample(id: usize, v6: bool, huge: bool) -> ConnStats {
+        let mut dir = [DirStats::default(), DirStats::default()];
+        for (i, d) in dir.iter_mut().enumerate() {
+            let k = (id * 7 + i) as u64;
+            d.first_ts_ns = 1_700_000_000_123_456_789 + k * 1_000_500;
+            d.last_ts_ns = d.first_ts_ns + k * 999_999_937;
+            d.max_idle_ns = k * 1234;
+            d.packets = k + 1;
+            d.data_packets = k;
+            d.payload_bytes = if huge { u64::MAX } else { k * 1460 };
+            d.unique_bytes = if huge { u64::MAX / 2 } else { k * 1000 };
+            d.first_data_ts_ns = d.first_ts_ns + 10;
+            d.last_data_ts_ns = if huge { d.first_data_ts_ns + 1 } else { d.last_ts_ns };
+            d.last_ack_advance_ts_ns = d.last_ts_ns;
+            d.acked_bytes = k * 900;
+            d.mss = (i == 0).then_some(1460);
+            d.wscale = (k % 3 != 0).then_some(7);
+            d.sack_permitted = k % 2 == 0;
+            d.timestamp_packets = k % 3;
+            d.partial = huge;
+            for x in 0..k % 5 {
+                d.rtt.add(1_000_000 * x + 2_500 * k + 500);
+                d.rtt_ts.add(37_000 * x + k);
+                d.window.add(65_535 * x + k);
+            }
+        }
+        let (a, b) = if v6 { ("[2001:db8::1]:443", "[fe80::2:3]:51234") } else { ("10.0.0.1:80", "192.168.100.255:65535") };
+        let info = ConnInfo {
+            a: endpoint(a),
+            b: endpoint(b),
+            file: 0,
+            reuse: [None, Some(SplitReason::NewIsn), Some(SplitReason::IdleGap)][id % 3],
+        };
+        ConnStats { max_idle_ns: id as u64 * 1_000_000_007, dir, idx: id - 1, info }
+    }
+
+    /// The text as the `format!` machinery wrote it before.
+    fn reference(c: &json::ConnJson) -> String {
+        let mut out = format!(
+            "\nconnection {}: {} -> {}  ({}{})\n",
+            c.id,
+            ep(&c.a),
+            ep(&c.b),
+            c.state.replace('_', " "),
+            match c.reuse {
+                Some(r) => format!(", 4-tuple reused: {}", r.replace('_', " ")),
+                None => String::new(),
+            }
+        );
+        out += &format!(
+            "  first packet {:.6}  last packet {:.6}  duration {:.6} s  longest idle {:.6} s\n",
+            c.first_time, c.last_time, c.duration_s, c.max_idle_s
+        );
+        out += &format!("  {:<26} {:>20} {:>20}\n", "", "a2b", "b2a");
+        for ((k, va), vb) in json::DirJson::NAMES.iter().zip(c.a2b.cells()).zip(c.b2a.cells()) {
+            let [a, b] = [va, vb].map(|v| match v {
+                Cell::Float(f) => format!("{f:.*}", CellFormat::of(k).decimals),
+                v => {
+                    let mut s = Vec::new();
+                    CellFormat::of(k).write(&mut s, v);
+                    String::from_utf8(s).unwrap()
+                }
+            });
+            out += &format!("  {k:<26}{a:>21}{b:>21}\n");
+        }
+        out
     }
 
     #[test]
-    fn fixed_matches_std_formatting() {
-        for &f in &[0.0, 0.5, 1.25, -7.125, 1795306570.849758, 123.0004999, -0.0004, 65.887654, 1e17] {
-            for d in [1u32, 3, 6] {
-                let mut s = String::new();
-                super::fixed(&mut s, f, d).unwrap();
-                let std = format!("{f:.*}", d as usize);
-                // std rounds half to even on the exact binary value; both agree off the midpoint.
-                assert_eq!(s.trim_start_matches('-'), std.trim_start_matches('-'), "{f} {d}");
+    fn csv_is_the_flattened_json() {
+        let files = ["a/b,c.pcap", ""];
+        for id in 1..=12 {
+            for (v6, huge) in [(false, false), (true, false), (false, true), (true, true)] {
+                let mut c = sample(id, v6, huge);
+                c.info.file = id % 2;
+                c.dir[1].rtt.add(u64::MAX); // a mean of 1.8e13 ms, and rates in the exponent form
+                let mut flat = Vec::new();
+                flatten("", &to_value(&json::ConnJson::new(&c, id, files[id % 2].to_string())).unwrap(), &mut flat);
+                let header: Vec<String> = flat.iter().map(|(k, _)| k.clone()).collect();
+                assert_eq!(stats_csv_header(), header);
+                let mut want = csv::Writer::from_writer(Vec::new());
+                want.write_record(flat.iter().map(|(_, v)| csv_field(v))).unwrap();
+                let mut got = csv::Writer::from_writer(Vec::new());
+                stats_csv_row(&mut got, &c, id, files[id % 2]).unwrap();
+                assert_eq!(String::from_utf8(got.into_inner().unwrap()).unwrap(), String::from_utf8(want.into_inner().unwrap()).unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn table_is_the_formatted_text() {
+        let table = Table::new();
+        let mut cell = Vec::new();
+        for id in 1..=12 {
+            for (v6, huge) in [(false, false), (true, false), (false, true), (true, true)] {
+                let c = sample(id, v6, huge);
+                let want = reference(&json::ConnJson::new(&c, id, String::new()));
+                let mut fast = b"before".to_vec();
+                table.connection(&mut fast, &c, id, &mut cell);
+                assert_eq!(String::from_utf8(fast).unwrap(), format!("before{want}"));
+                let mut by_rows = Vec::new();
+                table.connection_by_rows(&mut by_rows, &c, id);
+                assert_eq!(String::from_utf8(by_rows).unwrap(), want);
+                assert_eq!(huge, want.lines().skip(4).any(|l| l.len() > ROW - 1), "a wide cell in the sample");
             }
         }
     }
