@@ -5,7 +5,7 @@
 import "./style.css";
 import * as api from "./api";
 import type { Conn, Dir, EventRow, Figure, Panels, PacketRow } from "./api";
-import { BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, highlight, hit, ix, iy, markPoint, panelAxes, panelData, panelFrame, prepare, seriesMax, si } from "./draw";
+import { AX, BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, highlight, hit, ix, iy, markPoint, panelAxes, panelData, panelFrame, prepare, seriesMax, si } from "./draw";
 import type { Frame, PanelLine } from "./draw";
 
 interface View {
@@ -246,7 +246,7 @@ class DataLayer {
   }
 
   draw(gen: number, f: Frame, paint: (ctx: CanvasRenderingContext2D) => void) {
-    const ctx = prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM);
+    const ctx = prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM, true);
     ctx.translate(-LEFT, -TOP);
     paint(ctx);
     this.drawn = { gen, f };
@@ -255,7 +255,7 @@ class DataLayer {
 
   /** Empties it: nothing to draw for answer `gen` (none yet, or another direction's). */
   clear(gen: number, f: Frame) {
-    prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM);
+    prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM, true);
     this.drawn = { gen, f };
   }
 
@@ -274,30 +274,68 @@ class DataLayer {
   }
 }
 
-/** A canvas redrawn only when what it shows (`key`) changes: axes, ticks, labels. */
-class KeyedCanvas {
+/**
+ * A strip of a plot's axes (the labels left of it, the ticks under it, a panel's title): a
+ * canvas covering only that part of the plot (`place` gives its box in the plot's css pixels
+ * for a plot of w × h), redrawn only when what it shows (`key`) changes. The browser
+ * rasterizes (in software here) and hands over every canvas drawn in a frame, whole: one
+ * canvas over the whole plot for a few labels at its edges cost most of a frame.
+ */
+class AxisStrip {
   key = "";
-  constructor(public canvas: HTMLCanvasElement) {}
+  canvas = document.createElement("canvas");
+  private placed = "";
+
+  constructor(parent: HTMLElement, private place: (w: number, h: number) => [number, number, number, number]) {
+    this.canvas.className = "axes";
+    parent.append(this.canvas);
+  }
+
   draw(key: string, [w, h]: [number, number], paint: (ctx: CanvasRenderingContext2D) => void, force = false) {
     key += `,${w},${h}`;
     if (key === this.key && !force) return;
     this.key = key;
-    paint(prepare(this.canvas, w, h));
+    const [x, y, cw, ch] = this.place(w, h);
+    const placed = `${x},${y},${cw},${ch}`;
+    // Written only when changed: a write makes the browser lay the plot out again.
+    if (placed !== this.placed) {
+      this.placed = placed;
+      Object.assign(this.canvas.style, { left: `${x}px`, top: `${y}px`, width: `${cw}px`, height: `${ch}px` });
+    }
+    const ctx = prepare(this.canvas, cw, ch);
+    ctx.translate(-x, -y);
+    paint(ctx);
   }
 }
+
+/** The frame around a plot area: a CSS box, never repainted. */
+function frameBox(parent: HTMLElement) {
+  const b = document.createElement("div");
+  b.className = "frame";
+  // The canvas drew it with 1-px lines on the plot area's first and last pixel rows and columns.
+  Object.assign(b.style, { left: `${LEFT}px`, right: `${RIGHT - 1}px`, top: `${TOP}px`, bottom: `${BOTTOM - 1}px` });
+  parent.append(b);
+}
+
+/** Ticks under a panel (no labels: the plot's time axis labels them): this tall. */
+const PANEL_TICKS = 6;
+/** A panel's title and legend, over its plot area: this tall. */
+const PANEL_TITLE = TOP + 18;
 
 const PANEL_TITLES = ["b/s", "RTT ms", "bytes"];
 
 class ConnPlot {
   el: HTMLElement;
-  /** The time-sequence plot's axes (full size: the plot's size is read from it). */
-  canvas: HTMLCanvasElement;
+  /** The time-sequence plot (its box: the plot's size is read from it). */
+  tsg: HTMLElement;
   overlay: HTMLCanvasElement;
-  /** The panels' axes canvases. */
-  panels: HTMLCanvasElement[];
+  /** The panels' boxes. */
+  panels: HTMLElement[];
   marks: DataLayer;
   series: DataLayer[];
-  axes: KeyedCanvas[];
+  /** The plot's axes: sequence labels, time labels; then per panel its labels, ticks and title. */
+  axes: AxisStrip[];
+  panelAxes: AxisStrip[][];
   fig?: Figure;
   pan?: Panels;
   /** Counts the answers: layers drawn from an older one are redrawn. */
@@ -311,7 +349,7 @@ class ConnPlot {
   /** Whether the overlay holds anything (else a new view need not clear it). */
   private inked = false;
   /**
-   * The canvases' sizes (css px) as last laid out, kept by a ResizeObserver: reading them from
+   * The plot's and panels' sizes (css px) as last laid out, kept by a ResizeObserver: reading them from
    * the elements in a frame would have the browser lay the page out there and then (at load,
    * with thousands of events just listed, that took longer than the frame's drawing).
    */
@@ -333,28 +371,32 @@ class ConnPlot {
     this.el.dataset.conn = String(id);
     const title = document.createElement("h2");
     this.el.append(title);
-    const wrap = document.createElement("div");
+    const wrap = (this.tsg = document.createElement("div"));
     wrap.className = "tsg";
-    this.canvas = document.createElement("canvas");
-    this.canvas.className = "axes";
     this.overlay = document.createElement("canvas");
     this.overlay.className = "overlay";
-    wrap.append(this.canvas, this.overlay);
+    // The overlay first: the plot's first canvas is as wide as the plot (the benchmark reads it).
+    wrap.append(this.overlay);
     this.marks = new DataLayer(wrap);
+    frameBox(wrap);
+    this.axes = [new AxisStrip(wrap, (_, h) => [0, 0, LEFT, h]), new AxisStrip(wrap, (w, h) => [0, h - BOTTOM, w, BOTTOM])];
     this.el.append(wrap);
     this.series = [];
+    this.panelAxes = [];
     this.panels = ["tput", "rtt", "flight"].map((k) => {
       const div = document.createElement("div");
       div.className = `panel ${k}`;
-      const c = document.createElement("canvas");
-      c.className = "axes";
-      div.append(c);
       this.series.push(new DataLayer(div));
+      frameBox(div);
+      this.panelAxes.push([
+        new AxisStrip(div, (_, h) => [0, 0, LEFT, h]),
+        new AxisStrip(div, (w, h) => [0, h - BOTTOM, w, PANEL_TICKS]),
+        new AxisStrip(div, (w) => [LEFT, 0, w - LEFT - RIGHT, PANEL_TITLE]),
+      ]);
       this.el.append(div);
-      return c;
+      return div;
     });
-    this.axes = [this.canvas, ...this.panels].map((c) => new KeyedCanvas(c));
-    for (const c of [this.canvas, ...this.panels]) this.resized.observe(c);
+    for (const c of [wrap, ...this.panels]) this.resized.observe(c);
     const legend = document.createElement("div");
     legend.className = "legend";
     this.el.append(legend);
@@ -385,7 +427,7 @@ class ConnPlot {
     const ctl = (this.ctl = new AbortController());
     const v = { ...state.view };
     if (v.s0 !== undefined && v.s1 !== undefined) [v.s0, v.s1] = [v.s0 + off, v.s1 + off];
-    const w = Math.max(1, this.size(this.canvas)[0] - LEFT - RIGHT);
+    const w = Math.max(1, this.size(this.tsg)[0] - LEFT - RIGHT);
     const start = performance.now();
     try {
       const [fig, pan] = await Promise.all([
@@ -441,7 +483,7 @@ class ConnPlot {
 
   /** Whether a panel's data is to be drawn again (a new answer, a new size): the panels' scales are then worked out again. */
   panelsStale(): boolean {
-    const [w] = this.size(this.canvas);
+    const [w] = this.size(this.tsg);
     return this.series.some((l, k) => l.stale(this.gen, { x0: 0, x1: 1, y0: 0, y1: 1, w, h: this.size(this.panels[k])[1] }));
   }
 
@@ -452,7 +494,7 @@ class ConnPlot {
    * any was left for later. `force`: draw everything (the benchmark's full frame).
    */
   draw(x0: number, x1: number, y0: number, y1: number, pmax: number[] | null, mayDraw: () => boolean, force = false): boolean {
-    const [w, h] = this.size(this.canvas);
+    const [w, h] = this.size(this.tsg);
     const f: Frame = { x0, x1, y0, y1, w, h };
     this.frame = f;
     let left = false;
@@ -463,7 +505,9 @@ class ConnPlot {
       else left = true;
     }
     this.marks.show(f);
-    this.axes[0].draw(`${x0},${x1},${y0},${y1}`, [w, h], (ctx) => axes(ctx, f, "relative sequence number"), force);
+    // Each strip only when its ticks move: a horizontal pan leaves the sequence labels be.
+    this.axes[0].draw(`${y0},${y1}`, [w, h], (ctx) => axes(ctx, f, "relative sequence number", true, undefined, AX.Y), force);
+    this.axes[1].draw(`${x0},${x1}`, [w, h], (ctx) => axes(ctx, f, "", true, undefined, AX.X), force);
     const lines = this.panelLines();
     this.series.forEach((layer, k) => {
       const ph = this.size(this.panels[k])[1];
@@ -478,22 +522,29 @@ class ConnPlot {
       if (layer.drawn) pf = { ...pf, y0: layer.drawn.f.y0, y1: layer.drawn.f.y1 };
       layer.show(pf);
       const labels = (lines[k] ?? []).map((l) => l.label).join();
-      this.axes[k + 1].draw(`${x0},${x1},${pf.y1},${labels}`, [w, ph], (ctx) => panelAxes(ctx, pf, PANEL_TITLES[k], lines[k] ?? []), force);
+      const [ya, xa, ta] = this.panelAxes[k];
+      const paint = (parts: number) => (ctx: CanvasRenderingContext2D) => panelAxes(ctx, pf, PANEL_TITLES[k], lines[k] ?? [], parts);
+      ya.draw(`${pf.y0},${pf.y1}`, [w, ph], paint(AX.Y), force);
+      xa.draw(`${x0},${x1}`, [w, ph], paint(AX.X), force);
+      ta.draw(labels, [w, ph], paint(AX.TITLE), force);
     });
     if (force || this.inked || this.hover >= 0 || focusFrame !== null) this.drawOverlay();
     return left;
   }
 
   drawOverlay(rect?: [number, number, number, number]) {
-    const [w, h] = this.size(this.canvas);
-    const ctx = prepare(this.overlay, w, h);
-    this.inked = false;
     const f = this.frame;
-    if (!f || !this.fig) return;
-    if (focusFrame !== null) {
-      const m = this.fig.frame.indexOf(focusFrame);
-      if (m >= 0) highlight(ctx, f, this.fig, m);
+    const m = focusFrame !== null && this.fig ? this.fig.frame.indexOf(focusFrame) : -1;
+    this.inked = !!f && !!this.fig && (m >= 0 || this.hover >= 0 || !!rect);
+    if (!this.inked || !f || !this.fig) {
+      // Empty: no pixels at all, rather than a transparent canvas over the whole plot, which
+      // the compositor (in software here) blends over the plot in every frame.
+      if (this.overlay.width) this.overlay.width = this.overlay.height = 0;
+      return;
     }
+    const [w, h] = this.size(this.tsg);
+    const ctx = prepare(this.overlay, w, h);
+    if (m >= 0) highlight(ctx, f, this.fig, m);
     if (this.hover >= 0) highlight(ctx, f, this.fig, this.hover);
     if (rect) {
       ctx.strokeStyle = "#2b6fd6";
@@ -501,7 +552,6 @@ class ConnPlot {
       ctx.fillRect(rect[0], rect[1], rect[2] - rect[0], rect[3] - rect[1]);
       ctx.strokeRect(rect[0] + 0.5, rect[1] + 0.5, rect[2] - rect[0], rect[3] - rect[1]);
     }
-    this.inked = focusFrame !== null || this.hover >= 0 || !!rect;
   }
 }
 
@@ -756,9 +806,87 @@ async function showTip(p: ConnPlot, m: number, cx: number, cy: number) {
 
 const DATA_SIDE = new Set(["retransmission", "out_of_order", "hole", "zero_window_probe", "keep_alive", "rtt_sample", "ack_advance", "karn_discard", "post_loss_ack", "analysis_partial"]);
 
+/**
+ * A list showing only the rows in sight (and a few around them) of a long array: a connection
+ * may have thousands of events, and building thousands of rows made the frame that listed them
+ * take 100–190 ms on a five-million-packet connection. Rows have one fixed height (CSS
+ * `--row`), so the scroll height and each row's place follow from the count; a scroll or a
+ * resize renders the rows then in sight, at most one frame's worth.
+ */
+class VirtualList<T> {
+  private items: T[] = [];
+  private first = -1;
+  private last = -1;
+  private height = 0;
+  /** scrollTop as of the last scroll event (reading it from the element may lay the page out). */
+  private scrolled = 0;
+  private readonly rowH: number;
+  private readonly spacer = document.createElement("li");
+  private queued = false;
+
+  constructor(private el: HTMLElement, private row: (item: T, i: number) => HTMLElement) {
+    this.rowH = parseFloat(getComputedStyle(el).getPropertyValue("--row")) || 16;
+    this.spacer.className = "spacer";
+    this.spacer.setAttribute("aria-hidden", "true");
+    // Scroll events come once per frame, before its callbacks: the rows are in for that frame.
+    el.addEventListener("scroll", () => {
+      this.scrolled = el.scrollTop;
+      this.render();
+    }, { passive: true });
+    new ResizeObserver(() => {
+      this.height = el.clientHeight;
+      this.queue();
+    }).observe(el);
+  }
+
+  set(items: T[]) {
+    this.items = items;
+    this.first = this.last = -1;
+    if (this.scrolled) this.el.scrollTop = this.scrolled = 0;
+    this.spacer.style.height = `${items.length * this.rowH}px`;
+    this.el.replaceChildren(this.spacer);
+    this.render();
+  }
+
+  private queue() {
+    if (this.queued) return;
+    this.queued = true;
+    requestAnimationFrame(() => {
+      this.queued = false;
+      this.render();
+    });
+  }
+
+  /** The rows in [scrollTop, scrollTop + height], and a screenful either side for scrolling. */
+  private render() {
+    const n = this.items.length;
+    const seen = Math.ceil((this.height || 400) / this.rowH);
+    const top = Math.floor(this.scrolled / this.rowH);
+    const first = Math.max(0, top - seen), last = Math.min(n, top + 2 * seen + 1);
+    // Only when the rows in sight are no longer all drawn: most scroll steps change nothing.
+    if (this.first >= 0 && top >= this.first && Math.min(n, top + seen + 1) <= this.last) return;
+    this.first = first;
+    this.last = last;
+    const rows: HTMLElement[] = [];
+    for (let i = first; i < last; i++) {
+      const r = this.row(this.items[i], i);
+      r.style.top = `${i * this.rowH}px`;
+      rows.push(r);
+    }
+    this.el.replaceChildren(this.spacer, ...rows);
+  }
+}
+
+let eventList: VirtualList<EventRow> | undefined;
+
 async function loadEvents() {
-  const list = $("events");
-  list.innerHTML = "";
+  eventList ??= new VirtualList<EventRow>($("events"), (e) => {
+    const li = document.createElement("li");
+    li.textContent = `${e.t.toFixed(6)} ${e.dir} ${e.kind} ${e.text}`;
+    li.onclick = () => jumpTo(e);
+    return li;
+  });
+  eventList.set([]);
   events = [];
   $("ev-count").textContent = "";
   if (!state.ids.length) return;
@@ -766,14 +894,7 @@ async function loadEvents() {
     const r = await api.events(state.ids[0]);
     events = r.events;
     $("ev-count").textContent = `(${r.events.length}${r.more ? ` + ${r.more} more` : ""})`;
-    const frag = document.createDocumentFragment();
-    for (const e of r.events) {
-      const li = document.createElement("li");
-      li.textContent = `${e.t.toFixed(6)} ${e.dir} ${e.kind} ${e.text}`;
-      li.onclick = () => jumpTo(e);
-      frag.append(li);
-    }
-    list.append(frag);
+    eventList.set(r.events);
   } catch (e) {
     status(`events: ${(e as Error).message}`);
   }

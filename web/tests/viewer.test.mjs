@@ -268,6 +268,48 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   assert.deepEqual(pg.errors, [], "no console errors");
 });
 
+test("the event list builds only the rows in sight, and they jump, hover and scroll as before", async () => {
+  const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
+  const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
+  const want = (await (await fetch(`${url}api/events?conn=${worst.id}`)).json()).events;
+  const text = (e) => `${e.t.toFixed(6)} ${e.dir} ${e.kind} ${e.text}`;
+  // A short window: the list has room for a few rows of the connection's events.
+  const ctx = await browser.newContext({ viewport: { width: 1500, height: 560 } });
+  const pg = await ctx.newPage();
+  const errors = [];
+  pg.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  pg.on("pageerror", (e) => errors.push(String(e)));
+  await pg.goto(`${url}#c=${worst.id}`);
+  await pg.waitForFunction((n) => document.querySelector("#ev-count")?.textContent === `(${n})`, want.length);
+  await nextFrame(pg);
+  const rows = () => pg.locator("#events li:not(.spacer)").allTextContents();
+  let got = await rows();
+  assert.ok(want.length > 20 && got.length < want.length, `${got.length} of ${want.length} events built`);
+  assert.deepEqual(got, want.slice(0, got.length).map(text), "the first rows, in order");
+  // Scrolled to the end: the last events are built, in order, where they scrolled to.
+  const last = want.length - 1;
+  await pg.evaluate(() => { const l = document.getElementById("events"); l.scrollTop = l.scrollHeight; });
+  await nextFrame(pg);
+  got = await rows();
+  assert.equal(got.at(-1), text(want[last]), "the last event is built");
+  assert.deepEqual(got, want.slice(want.length - got.length).map(text));
+  const row = pg.locator("#events li:not(.spacer)").last();
+  const [lb, rb] = [await pg.locator("#events").boundingBox(), await row.boundingBox()];
+  assert.ok(rb.y >= lb.y && rb.y + rb.height <= lb.y + lb.height + 1, "the last row shows at the list's bottom");
+  // Hover highlights the row under the pointer across the list; a click jumps the view there.
+  await row.hover();
+  assert.equal(await row.evaluate((e) => getComputedStyle(e).backgroundColor), "rgb(238, 244, 255)");
+  assert.ok(rb.width >= lb.width - 20, "the row spans the list");
+  const n = await fetches(pg);
+  await row.click();
+  await afterFetch(pg, n);
+  const [t0, t1] = new URLSearchParams((await pg.evaluate(() => location.hash)).slice(1)).get("t").split(",").map(Number);
+  assert.ok(t0 < want[last].t && want[last].t < t1, `the view ${t0}..${t1} is around the event at ${want[last].t}`);
+  await pg.screenshot({ path: path.join(out, "5-events-scrolled.png") });
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
 test("the server answers only its routes", async () => {
   for (const p of ["../../etc/passwd", "api/../../../etc/passwd", "tests/data/loss-snd.pcap", "api/file?path=/etc/passwd"]) {
     const r = await fetch(url + p);
