@@ -44,15 +44,15 @@ export function ticks(a: number, b: number, n: number): { v: number; label: stri
 }
 
 /** Sizes the canvas (w × h css pixels) for the device pixel ratio, clears it and returns a context in css pixels. */
-export function prepare(c: HTMLCanvasElement, w: number, h: number, opaque = false): CanvasRenderingContext2D {
-  const dpr = window.devicePixelRatio || 1;
+export function prepare(c: HTMLCanvasElement | OffscreenCanvas, w: number, h: number, opaque = false, dpr = window.devicePixelRatio || 1): CanvasRenderingContext2D {
   if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) {
     c.width = Math.round(w * dpr);
     c.height = Math.round(h * dpr);
   }
   // Opaque (white, the page's background): the compositor draws it without blending and skips
   // what it covers; it is the same picture as a transparent canvas over white.
-  const ctx = c.getContext("2d", { alpha: !opaque })!;
+  // (An OffscreenCanvas's context draws the same: one type for both.)
+  const ctx = c.getContext("2d", { alpha: !opaque }) as CanvasRenderingContext2D;
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   if (opaque) {
     ctx.fillStyle = "#fff";

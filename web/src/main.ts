@@ -7,6 +7,7 @@ import * as api from "./api";
 import type { Conn, Dir, EventRow, Figure, Panels, PacketRow } from "./api";
 import { AX, BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, highlight, hit, ix, iy, markPoint, panelAxes, panelData, panelFrame, prepare, seriesMax, si } from "./draw";
 import type { Frame, PanelLine } from "./draw";
+import DrawWorker from "./drawworker?worker&inline";
 
 interface View {
   t0?: number;
@@ -230,8 +231,14 @@ class DataLayer {
   /** The answer (ConnPlot.gen) and the frame it was drawn from and at. */
   drawn: { gen: number; f: Frame } | null = null;
   private shown = "";
+  /** With the worker: the last drawing asked of it, and the one shown (equal: none awaited). */
+  private asked = "";
+  private answered = "";
+  /** A bitmap from the worker, shown at the next frame. */
+  ready: { gen: number; f: Frame; ask: string; bmp: ImageBitmap } | null = null;
 
-  constructor(parent: HTMLElement) {
+  /** `key`, `index`: the plot's and the layer's, as the worker knows them. */
+  constructor(parent: HTMLElement, private key: string, private index: number) {
     this.box.className = "clip";
     Object.assign(this.box.style, { left: `${LEFT}px`, right: `${RIGHT}px`, top: `${TOP}px`, bottom: `${BOTTOM}px` });
     this.canvas.className = "data";
@@ -253,10 +260,38 @@ class DataLayer {
     this.show(f);
   }
 
+  /** Asks the worker to draw it for answer `gen` at `f`, once per answer, size (and `y`: scale). */
+  ask(gen: number, f: Frame, y: boolean, again = false) {
+    const ask = `${gen},${f.w},${f.h}` + (y ? `,${f.y0},${f.y1}` : "");
+    if (ask === this.asked && !again) return;
+    this.asked = ask;
+    painter!.postMessage({ draw: this.key, layer: this.index, gen, f, ask, dpr: window.devicePixelRatio || 1 });
+  }
+
+  /** Whether a drawing asked of the worker has not been shown yet. */
+  awaited(): boolean {
+    return this.asked !== this.answered;
+  }
+
+  /** Shows the worker's bitmap, if one came: no drawing, no rasterizing on this thread. */
+  place() {
+    const r = this.ready;
+    if (!r) return;
+    this.ready = null;
+    if (this.canvas.width !== r.bmp.width || this.canvas.height !== r.bmp.height) [this.canvas.width, this.canvas.height] = [r.bmp.width, r.bmp.height];
+    (this.canvas.getContext("bitmaprenderer") as ImageBitmapRenderingContext).transferFromImageBitmap(r.bmp);
+    this.drawn = { gen: r.gen, f: r.f };
+    this.answered = r.ask;
+  }
+
   /** Empties it: nothing to draw for answer `gen` (none yet, or another direction's). */
   clear(gen: number, f: Frame) {
-    prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM, true);
+    if (painter) (this.canvas.getContext("bitmaprenderer") as ImageBitmapRenderingContext).transferFromImageBitmap(null);
+    else prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM, true);
     this.drawn = { gen, f };
+    this.ready?.bmp.close();
+    this.ready = null;
+    this.asked = this.answered = "";
   }
 
   /** Maps the picture drawn at `drawn.f` onto `f` (identity when they are the same view). */
@@ -272,6 +307,36 @@ class DataLayer {
     }
     if (t !== this.shown) this.canvas.style.transform = this.shown = t;
   }
+}
+
+/**
+ * The drawing worker (drawworker.ts): the data layers are drawn and rasterized there and the
+ * page only shows the bitmaps. Null where it cannot run (no OffscreenCanvas, or it failed to
+ * start): the layers are then drawn on this thread, a few per frame (BUDGET_MS).
+ */
+let painter: Worker | null = null;
+try {
+  if (typeof OffscreenCanvas !== "undefined" && "transferToImageBitmap" in OffscreenCanvas.prototype) {
+    painter = new DrawWorker();
+    painter.onmessage = (e) => {
+      const m = e.data as { key: string; layer: number; gen: number; f: Frame; ask: string; bmp: ImageBitmap };
+      const p = plots.find((p) => p.key === m.key);
+      const layer = p?.layers()[m.layer];
+      if (!p || !layer || p.gen !== m.gen) return m.bmp.close();
+      layer.ready?.bmp.close();
+      layer.ready = m;
+      requestFrame();
+    };
+    // A worker that cannot start (a page's security policy, say) reports it here: draw here.
+    painter.onerror = () => {
+      painter?.terminate();
+      painter = null;
+      rebuildPlots();
+      plots.forEach((p, i) => p.load(offsetOf(i)));
+    };
+  }
+} catch {
+  painter = null;
 }
 
 /**
@@ -324,8 +389,12 @@ const PANEL_TITLE = TOP + 18;
 
 const PANEL_TITLES = ["b/s", "RTT ms", "bytes"];
 
+let plotSerial = 0;
+
 class ConnPlot {
   el: HTMLElement;
+  /** This plot, to the drawing worker (a connection may be plotted again after a rebuild). */
+  key = `${this.id}#${++plotSerial}`;
   /** The time-sequence plot (its box: the plot's size is read from it). */
   tsg: HTMLElement;
   overlay: HTMLCanvasElement;
@@ -377,7 +446,7 @@ class ConnPlot {
     this.overlay.className = "overlay";
     // The overlay first: the plot's first canvas is as wide as the plot (the benchmark reads it).
     wrap.append(this.overlay);
-    this.marks = new DataLayer(wrap);
+    this.marks = new DataLayer(wrap, this.key, 0);
     frameBox(wrap);
     this.axes = [new AxisStrip(wrap, (_, h) => [0, 0, LEFT, h]), new AxisStrip(wrap, (w, h) => [0, h - BOTTOM, w, BOTTOM])];
     this.el.append(wrap);
@@ -386,7 +455,7 @@ class ConnPlot {
     this.panels = ["tput", "rtt", "flight"].map((k) => {
       const div = document.createElement("div");
       div.className = `panel ${k}`;
-      this.series.push(new DataLayer(div));
+      this.series.push(new DataLayer(div, this.key, this.series.length + 1));
       frameBox(div);
       this.panelAxes.push([
         new AxisStrip(div, (_, h) => [0, 0, LEFT, h]),
@@ -403,6 +472,11 @@ class ConnPlot {
     bindInput(this);
   }
 
+  /** Its data layers: the figure's, then the panels'. */
+  layers(): DataLayer[] {
+    return [this.marks, ...this.series];
+  }
+
   /** The size of one of its canvases (css px). */
   size(c: HTMLElement): [number, number] {
     let s = this.sizes.get(c);
@@ -411,6 +485,7 @@ class ConnPlot {
   }
 
   dispose() {
+    painter?.postMessage({ forget: this.key });
     this.resized.disconnect();
     this.ctl?.abort();
   }
@@ -439,6 +514,8 @@ class ConnPlot {
       this.fig = fig;
       this.pan = pan;
       this.gen++;
+      // The worker draws from its own copy (copied here, between frames).
+      painter?.postMessage({ data: this.key, gen: this.gen, fig, lines: this.panelLines() });
       this.arrived = performance.now();
       this.hover = -1;
       // Written only when changed: a write makes the browser lay the page out again.
@@ -499,8 +576,10 @@ class ConnPlot {
     this.frame = f;
     let left = false;
     const fig = this.fig;
+    for (const l of this.layers()) l.place();
     if (force || this.marks.stale(this.gen, f)) {
       if (!fig) this.marks.clear(this.gen, f);
+      else if (painter) this.marks.ask(this.gen, f, false, force);
       else if (force || mayDraw()) this.marks.draw(this.gen, f, (ctx) => drawFigure(ctx, f, fig));
       else left = true;
     }
@@ -515,6 +594,7 @@ class ConnPlot {
       if (!pmax && layer.drawn) pf = { ...pf, y0: layer.drawn.f.y0, y1: layer.drawn.f.y1 };
       if (force || layer.stale(this.gen, pf, !!pmax)) {
         if (!lines.length) layer.clear(this.gen, pf);
+        else if (painter) layer.ask(this.gen, pf, !!pmax, force);
         else if (force || mayDraw()) layer.draw(this.gen, pf, (ctx) => panelData(ctx, pf, lines[k]));
         else left = true;
       }
@@ -625,7 +705,9 @@ function requestFrame() {
     perf.frames.push(end - start);
     timeRendering(start);
     // An answer is on screen once the frame that drew its last layer is rendered.
-    if (!left) for (const p of plots) if (p.arrived) timeRendering(p.arrived, perf.shown), (p.arrived = 0);
+    // (A layer awaited from the worker brings its own frame when it comes.)
+    const awaited = plots.some((p) => p.layers().some((l) => l.awaited()));
+    if (!left && !awaited) for (const p of plots) if (p.arrived) timeRendering(p.arrived, perf.shown), (p.arrived = 0);
     if (left) requestFrame();
     const seq = y.map(([a, b]) => `${Math.round(a)}–${Math.round(b)}`).join(" | ");
     $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · seq ${seq} · zoom depth ${history.length}`;
@@ -1093,20 +1175,29 @@ async function main() {
   return { x: f.x, y: f.y, title: f.title, marks };
 };
 
+// For the tests: who draws the data layers ("worker": drawworker.ts; "page": this thread).
+(window as unknown as { tcpscopeDrawnBy: unknown }).tcpscopeDrawnBy = () => (painter ? "worker" : "page");
+
 // For the tests: each plot's drawn ranges and pixel box.
 (window as unknown as { tcpscopeFrames: unknown }).tcpscopeFrames = () => plots.map((p) => p.frame);
 
 // For the benchmark: draws the current view `n` times in a row, every layer (data, axes,
 // overlay) as if all were new, each frame read back from its canvases so that it is rasterized
-// then (the browser would otherwise defer and merge the work); returns each frame's ms.
-(window as unknown as { tcpscopeRedraw: unknown }).tcpscopeRedraw = (n: number): number[] => {
+// then (the browser would otherwise defer and merge the work); returns each frame's ms. With
+// the drawing worker, a frame ends once the worker's bitmaps are shown (the data layers are
+// rasterized there).
+(window as unknown as { tcpscopeRedraw: unknown }).tcpscopeRedraw = async (n: number): Promise<number[]> => {
   const out = [];
   for (let k = 0; k < n; k++) {
     const start = performance.now();
     const { x0, x1, y } = ranges();
     const pmax = panelMax(x0, x1);
     plots.forEach((p, i) => p.draw(x0, x1, y[i][0], y[i][1], pmax, () => true, true));
-    for (const p of plots) for (const c of p.el.querySelectorAll("canvas")) c.getContext("2d")!.getImageData(0, 0, 1, 1);
+    while (plots.some((p) => p.layers().some((l) => l.awaited()))) {
+      await new Promise((r) => setTimeout(r, 0));
+      plots.forEach((p) => p.layers().forEach((l) => l.place()));
+    }
+    for (const p of plots) for (const c of p.el.querySelectorAll("canvas")) (c.getContext("2d") as CanvasRenderingContext2D | null)?.getImageData(0, 0, 1, 1);
     out.push(performance.now() - start);
   }
   return out;

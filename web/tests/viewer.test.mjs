@@ -63,6 +63,27 @@ const hash = async (pg) => new URLSearchParams((await pg.evaluate(() => location
 // The plot's margins (web/src/draw.ts).
 const TOP = 10, BOTTOM = 34;
 
+/**
+ * Pixels of the first plot's data layer as shown: of the 7 × 7 around client point (x, y), how
+ * many are inked (darker than light grey); and whether its top-left corner is white.
+ */
+const inkAt = (pg, x, y) =>
+  pg.evaluate(([x, y]) => {
+    const c = document.querySelector(".plot .tsg canvas.data");
+    const r = c.getBoundingClientRect();
+    // Copied onto a 2D canvas: the worker's bitmaps are shown by a canvas that cannot be read.
+    const t = document.createElement("canvas");
+    [t.width, t.height] = [c.width, c.height];
+    const g = t.getContext("2d");
+    g.drawImage(c, 0, 0);
+    const k = c.width / r.width;
+    const d = g.getImageData(Math.round((x - r.left) * k) - 3, Math.round((y - r.top) * k) - 3, 7, 7).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && d[i] + d[i + 1] + d[i + 2] < 600) n++;
+    const w = g.getImageData(2, 2, 1, 1).data;
+    return { inked: n, cornerWhite: w[0] === 255 && w[1] === 255 && w[2] === 255 && w[3] === 255 };
+  }, [x, y]);
+
 /** Both plots drawn over the same time range and the same sequence span per pixel. */
 async function expectOneScale(pg, when) {
   const fr = await pg.evaluate(() => window.tcpscopeFrames());
@@ -132,6 +153,10 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   assert.equal(cells[0], String(rx[2]), "the row is the hovered frame's");
   assert.equal(cells[2], "a2b");
   assert.match(tip, /retransmission seq \d+, \d+ bytes/);
+  // The data is drawn by the worker, where the page hit-tests it, on white.
+  assert.equal(await pg.evaluate(() => window.tcpscopeDrawnBy()), "worker");
+  const ink = await inkAt(pg, rx[0], rx[1]);
+  assert.ok(ink.inked > 0 && ink.cornerWhite, `the retransmission is drawn where hovered: ${JSON.stringify(ink)}`);
   await pg.screenshot({ path: path.join(out, "2-hover.png") });
 
   // The page reads the packed answer (fmt=bin) into the marks the JSON answer has, for views
@@ -335,6 +360,8 @@ test("report: one file that works offline", async () => {
   for (const prefix of ["seg rexmit", "ack"]) {
     const at = await pg.evaluate((p) => window.tcpscopeMarkAt(p), prefix);
     assert.ok(at, `a ${prefix} mark is drawn in the report`);
+    const ink = await inkAt(pg, at[0], at[1]);
+    assert.ok(ink.inked > 0 && ink.cornerWhite, `${prefix}: drawn where hovered in the report: ${JSON.stringify(ink)}`);
     await pg.mouse.move(10, 10);
     await pg.mouse.move(at[0], at[1]);
     await pg.waitForSelector("#tip table.pkt");
