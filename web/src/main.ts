@@ -163,6 +163,71 @@ function visibleConns(): Conn[] {
   return rows;
 }
 
+/**
+ * A table body showing only the rows in sight (and a screenful either side) of a long list, with
+ * padding rows for the rest: a trace may hold thousands of connections. Rows are one height
+ * (CSS), measured once; a scroll or a resize of `scroller` renders the rows then in sight.
+ */
+class VirtualRows<T> {
+  private items: T[] = [];
+  private first = -1;
+  private last = -1;
+  private height = 0;
+  private scrolled = 0;
+  private rowH = 0;
+  private readonly above = document.createElement("tr");
+  private readonly below = document.createElement("tr");
+
+  constructor(scroller: HTMLElement, private body: HTMLElement, cols: number, private row: (item: T) => HTMLElement) {
+    for (const pad of [this.above, this.below]) {
+      pad.className = "pad";
+      pad.setAttribute("aria-hidden", "true");
+      const td = document.createElement("td");
+      td.colSpan = cols;
+      pad.append(td);
+    }
+    // Scroll events come once per frame, before its callbacks: the rows are in for that frame.
+    scroller.addEventListener("scroll", () => {
+      this.scrolled = scroller.scrollTop;
+      this.render();
+    }, { passive: true });
+    new ResizeObserver(() => {
+      this.height = scroller.clientHeight;
+      this.render();
+    }).observe(scroller);
+  }
+
+  set(items: T[]) {
+    this.items = items;
+    this.first = this.last = -1;
+    this.render();
+  }
+
+  private render() {
+    const n = this.items.length;
+    const rowH = this.rowH || 21;
+    const seen = Math.ceil((this.height || 400) / rowH);
+    const top = Math.min(Math.floor(this.scrolled / rowH), Math.max(0, n - seen));
+    if (this.first >= 0 && top >= this.first && Math.min(n, top + seen + 1) <= this.last) return;
+    const first = Math.max(0, top - seen), last = Math.min(n, top + 2 * seen + 1);
+    [this.first, this.last] = [first, last];
+    const rows: HTMLElement[] = [];
+    for (let i = first; i < last; i++) rows.push(this.row(this.items[i]));
+    (this.above.firstChild as HTMLElement).style.height = `${first * rowH}px`;
+    (this.below.firstChild as HTMLElement).style.height = `${(n - last) * rowH}px`;
+    this.above.hidden = first === 0;
+    this.below.hidden = last === n;
+    this.body.replaceChildren(this.above, ...rows, this.below);
+    // The rows' height, read once (a layout), for the padding: then drawn again with it.
+    if (!this.rowH && rows.length) {
+      this.rowH = rows[0].getBoundingClientRect().height || 21;
+      if (this.rowH !== rowH) this.set(this.items);
+    }
+  }
+}
+
+let connRows: VirtualRows<Conn> | undefined;
+
 function renderList() {
   const head = $("conns").querySelector("thead")!;
   head.innerHTML = "";
@@ -179,10 +244,8 @@ function renderList() {
     tr.append(th);
   }
   head.append(tr);
-  const body = $("conns").querySelector("tbody")!;
-  body.innerHTML = "";
   const rows = visibleConns();
-  for (const c of rows) {
+  connRows ??= new VirtualRows<Conn>($("list"), $("conns").querySelector("tbody")!, COLUMNS.length, (c) => {
     const r = document.createElement("tr");
     r.dataset.id = String(c.id);
     if (state.ids.includes(c.id)) r.classList.add("sel");
@@ -198,8 +261,9 @@ function renderList() {
     }
     if (c.boring) r.classList.add("boring");
     r.onclick = (e) => select(c.id, e.ctrlKey || e.metaKey || e.shiftKey);
-    body.append(r);
-  }
+    return r;
+  });
+  connRows.set(rows);
   $("count").textContent = `${rows.length} of ${conns.length}`;
   ($("sort") as HTMLSelectElement).value = state.sort;
   $("sort-dir").textContent = state.desc ? "▼" : "▲";

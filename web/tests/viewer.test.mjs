@@ -7,7 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdirSync, existsSync } from "node:fs";
+import { mkdirSync, existsSync, readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
@@ -115,24 +115,24 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   const screened = JSON.parse(execFileSync(bin, ["screen", "--json", "--all", ...TRACES])).connections;
   const pg = await page();
   await pg.goto(url);
-  await pg.waitForSelector("#conns tbody tr");
+  await pg.waitForSelector("#conns tbody tr[data-id]");
   // Boring connections hidden; the rest ranked as `screen` ranks them, with its verdicts.
   const shown = screened.filter((c) => !c.boring);
-  assert.equal(await pg.locator("#conns tbody tr").count(), shown.length);
-  const ids = await pg.locator("#conns tbody tr").evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
+  assert.equal(await pg.locator("#conns tbody tr[data-id]").count(), shown.length);
+  const ids = await pg.locator("#conns tbody tr[data-id]").evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
   assert.deepEqual(ids, shown.map((c) => c.id));
   assert.equal(await pg.textContent(`#conns tbody tr[data-id="${shown[0].id}"] td:last-child`), shown[0].verdict);
   await pg.check("#show-boring");
-  assert.equal(await pg.locator("#conns tbody tr").count(), listed.length);
+  assert.equal(await pg.locator("#conns tbody tr[data-id]").count(), listed.length);
 
   // Sorting by retransmissions, worst first: the loss trace's connection comes first.
   await pg.selectOption("#sort", "a2b.rexmit_packets");
   assert.equal(await pg.textContent("#sort-dir"), "▼");
   const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
-  assert.equal(await pg.getAttribute("#conns tbody tr:first-child", "data-id"), String(worst.id));
+  assert.equal(await pg.getAttribute("#conns tbody tr[data-id] >> nth=0", "data-id"), String(worst.id));
   // The filter box.
   await pg.fill("#filter", "no such host");
-  assert.equal(await pg.locator("#conns tbody tr").count(), 0);
+  assert.equal(await pg.locator("#conns tbody tr[data-id]").count(), 0);
   await pg.fill("#filter", "");
 
   let n = await fetches(pg);
@@ -333,6 +333,64 @@ test("the event list builds only the rows in sight, and they jump, hover and scr
   await pg.screenshot({ path: path.join(out, "5-events-scrolled.png") });
   assert.deepEqual(errors, []);
   await ctx.close();
+});
+
+test("the connection list builds only the rows in sight; sort, filter and select work on all", async () => {
+  // Every recorded trace, three times over: more connections than a short window shows.
+  const all = readdirSync(path.join(root, "tests/data")).filter((f) => f.endsWith(".pcap")).map(data);
+  const files = [...all, ...all, ...all];
+  const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...files])).connections;
+  const [srv, u] = await startViewer(files);
+  try {
+    const ctx = await browser.newContext({ viewport: { width: 1500, height: 480 } });
+    const pg = await ctx.newPage();
+    const errors = [];
+    pg.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+    pg.on("pageerror", (e) => errors.push(String(e)));
+    await pg.goto(`${u}#boring=1&sort=id&desc=0`);
+    await pg.waitForSelector("#conns tbody tr[data-id]");
+    await nextFrame(pg);
+    const ids = () => pg.locator("#conns tbody tr[data-id]").evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
+    const byId = listed.map((c) => c.id).sort((a, b) => a - b);
+    let got = await ids();
+    assert.equal(await pg.textContent("#count"), `${listed.length} of ${listed.length}`);
+    assert.ok(listed.length > 30 && got.length < listed.length, `${got.length} of ${listed.length} rows built`);
+    assert.deepEqual(got, byId.slice(0, got.length), "the first rows, by id");
+    // Scrolled to the end: the last rows, where they scrolled to, under the header.
+    await pg.evaluate(() => { const l = document.getElementById("list"); l.scrollTop = l.scrollHeight; });
+    await nextFrame(pg);
+    got = await ids();
+    assert.deepEqual(got, byId.slice(byId.length - got.length), "the last rows, by id");
+    const lastRow = pg.locator(`#conns tbody tr[data-id="${byId.at(-1)}"]`);
+    const [lb, rb] = [await pg.locator("#list").boundingBox(), await lastRow.boundingBox()];
+    assert.ok(rb.y + rb.height <= lb.y + lb.height + 1 && rb.y > lb.y + 20, "the last row shows at the list's bottom");
+    await pg.screenshot({ path: path.join(out, "6-conns-scrolled.png") });
+    // Sorting (descending ids) and filtering act on every connection, not the rows built.
+    await pg.click('#conns th[data-key="id"]');
+    await pg.evaluate(() => { document.getElementById("list").scrollTop = 0; });
+    await nextFrame(pg);
+    got = await ids();
+    assert.deepEqual(got, [...byId].reverse().slice(0, got.length), "descending");
+    await pg.fill("#filter", "zerowin-snd");
+    await nextFrame(pg);
+    const want = listed.filter((c) => c.file.includes("zerowin-snd")).map((c) => c.id).sort((a, b) => b - a);
+    assert.ok(want.length >= 3);
+    assert.equal(await pg.textContent("#count"), `${want.length} of ${listed.length}`);
+    assert.deepEqual(await ids(), want, "the filter finds them all");
+    await pg.fill("#filter", "");
+    // A row scrolled into sight selects its connection.
+    await pg.evaluate(() => { const l = document.getElementById("list"); l.scrollTop = l.scrollHeight; });
+    await nextFrame(pg);
+    const low = byId[0];
+    await pg.click(`#conns tbody tr[data-id="${low}"]`);
+    await pg.waitForFunction(() => window.tcpscopePerf.fetches.length > 0);
+    assert.equal(new URLSearchParams((await pg.evaluate(() => location.hash)).slice(1)).get("c"), String(low));
+    assert.ok(await pg.locator(`#conns tbody tr.sel[data-id="${low}"]`).count(), "the selected row is marked");
+    assert.deepEqual(errors, []);
+    await ctx.close();
+  } finally {
+    srv.kill();
+  }
 });
 
 test("the server answers only its routes", async () => {
