@@ -289,6 +289,8 @@ function select(id: number, compare: boolean) {
  * the compositor's work, so a wheel notch or a drag step redraws no data, and the new answer
  * replaces the stretched picture when it comes.
  */
+let asks = 0;
+
 class DataLayer {
   canvas = document.createElement("canvas");
   box = document.createElement("div");
@@ -326,8 +328,10 @@ class DataLayer {
 
   /** Asks the worker to draw it for answer `gen` at `f`, once per answer, size (and `y`: scale). */
   ask(gen: number, f: Frame, y: boolean, again = false) {
-    const ask = `${gen},${f.w},${f.h}` + (y ? `,${f.y0},${f.y1}` : "");
+    let ask = `${gen},${f.w},${f.h}` + (y ? `,${f.y0},${f.y1}` : "");
     if (ask === this.asked && !again) return;
+    // Asked again (the benchmark's full redraw): awaited until this one comes.
+    if (again) ask += `#${++asks}`;
     this.asked = ask;
     painter!.postMessage({ draw: this.key, layer: this.index, gen, f, ask, dpr: window.devicePixelRatio || 1 });
   }
