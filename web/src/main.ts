@@ -383,6 +383,8 @@ class DataLayer {
  * start): the layers are then drawn on this thread, a few per frame (BUDGET_MS).
  */
 let painter: Worker | null = null;
+/** Called when a bitmap comes from the worker (the benchmark's full redraw waits on it). */
+let wake: (v?: unknown) => void = () => {};
 try {
   if (typeof OffscreenCanvas !== "undefined" && "transferToImageBitmap" in OffscreenCanvas.prototype) {
     painter = new DrawWorker();
@@ -394,6 +396,7 @@ try {
       layer.ready?.bmp.close();
       layer.ready = m;
       requestFrame();
+      wake();
     };
     // A worker that cannot start (a page's security policy, say) reports it here: draw here.
     painter.onerror = () => {
@@ -584,6 +587,7 @@ class ConnPlot {
       this.gen++;
       // The worker draws from its own copy (copied here, between frames).
       painter?.postMessage({ data: this.key, gen: this.gen, fig, lines: this.panelLines() });
+      this.askNow();
       this.arrived = performance.now();
       this.hover = -1;
       // Written only when changed: a write makes the browser lay the page out again.
@@ -603,6 +607,23 @@ class ConnPlot {
     } catch (e) {
       if ((e as Error).name !== "AbortError") status(`connection ${this.id}: ${(e as Error).message}`);
     }
+  }
+
+  /**
+   * Asks the worker for the new answer's layers at once, at the view as it is, rather than at
+   * the next frame: it draws while the page waits for that frame. A frame asking the same (the
+   * same answer, size and panel scales) asks nothing more.
+   */
+  askNow() {
+    const i = plots.indexOf(this);
+    if (!painter || !this.fig || i < 0) return;
+    const { x0, x1, y } = ranges();
+    const [w, h] = this.size(this.tsg);
+    this.marks.ask(this.gen, { x0, x1, y0: y[i][0], y1: y[i][1], w, h }, false);
+    const lines = this.panelLines();
+    if (!lines.length) return;
+    const pmax = panelMax(x0, x1);
+    this.series.forEach((l, k) => l.ask(this.gen, panelFrame(x0, x1, w, this.size(this.panels[k])[1], pmax[k]), true));
   }
 
   /** The panels' series (throughput, RTT, bytes), as drawn. */
@@ -1262,7 +1283,7 @@ async function main() {
     const pmax = panelMax(x0, x1);
     plots.forEach((p, i) => p.draw(x0, x1, y[i][0], y[i][1], pmax, () => true, true));
     while (plots.some((p) => p.layers().some((l) => l.awaited()))) {
-      await new Promise((r) => setTimeout(r, 0));
+      await new Promise((r) => (wake = r));
       plots.forEach((p) => p.layers().forEach((l) => l.place()));
     }
     for (const p of plots) for (const c of p.el.querySelectorAll("canvas")) (c.getContext("2d") as CanvasRenderingContext2D | null)?.getImageData(0, 0, 1, 1);
