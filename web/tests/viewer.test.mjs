@@ -393,6 +393,35 @@ test("the connection list builds only the rows in sight; sort, filter and select
   }
 });
 
+test("where no drawing worker can start, the page draws the data itself", async () => {
+  const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
+  const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
+  const ctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
+  // A browser without OffscreenCanvas (as older ones).
+  await ctx.addInitScript(() => delete window.OffscreenCanvas);
+  const pg = await ctx.newPage();
+  const errors = [];
+  pg.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  pg.on("pageerror", (e) => errors.push(String(e)));
+  await pg.goto(`${url}#c=${worst.id}`);
+  await afterFetch(pg, 0);
+  assert.equal(await pg.evaluate(() => window.tcpscopeDrawnBy()), "page");
+  for (const when of ["whole connection", "zoomed"]) {
+    const rx = await pg.evaluate(() => window.tcpscopeMarkAt("seg rexmit"));
+    assert.ok(rx, `${when}: a retransmission is drawn`);
+    const ink = await inkAt(pg, rx[0], rx[1]);
+    assert.ok(ink.inked > 0 && ink.cornerWhite, `${when}: drawn where hovered: ${JSON.stringify(ink)}`);
+    if (when === "zoomed") break;
+    const n = await fetches(pg);
+    await pg.mouse.move(rx[0], rx[1]);
+    await pg.mouse.wheel(0, -300);
+    await afterFetch(pg, n);
+    await nextFrame(pg);
+  }
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
 test("the server answers only its routes", async () => {
   for (const p of ["../../etc/passwd", "api/../../../etc/passwd", "tests/data/loss-snd.pcap", "api/file?path=/etc/passwd"]) {
     const r = await fetch(url + p);
