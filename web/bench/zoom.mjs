@@ -5,7 +5,9 @@
 // TCPSCOPE_BIN: the release binary; BIGTRACE: the trace (default bench/out/view-5m.pcap, made
 // by `cargo run --release -p tcpscope-view --example bigtrace`); CHROMIUM: the browser;
 // OLD_PAGE: optionally, another build of the page (an index.html, e.g. the previous version's,
-// which reads the JSON answers) to measure its frames the same way, side by side.
+// which reads the JSON answers) to measure its frames the same way, side by side (the zoom
+// sequence SEQ_ROUNDS times each, default 2, alternately); PAGE: a built page to measure in
+// place of the one the binary embeds; FRAME_CPU=0: skip the frames-in-CPU-time part.
 
 import { spawn, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -111,35 +113,66 @@ for (const [a, b] of views) {
   steps.push({ ...step, json_bytes: tj.bytes + pj.bytes, marks: tj.json.marks.length });
 }
 
-// The page: wheel zooms in and out, each answered before the next; frame times from the page.
+// The page: wheel zooms in and out, each answered before the next, then a pan by dragging; the
+// page's own timings (frames, frames until rendered, answers). With OLD_PAGE the same sequence
+// runs on that page too, alternately with ours (SEQ_ROUNDS rounds each, which goes first
+// alternating): on a shared machine the load moves between runs, so only pages measured in the
+// same minutes compare.
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox", "--headless=new"] });
 const context = await browser.newContext({ viewport: { width: 1700, height: 1000 } });
 // The connection list as wide as the previous page's (440 px), so that both pages draw plots of
 // the same width: the page's list is resizable, and its default is wider.
 await context.addInitScript(() => localStorage.setItem("tcpscope.side-width", "440"));
-const page = await context.newPage();
 const errors = [];
-page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-page.on("pageerror", (e) => errors.push(String(e)));
-await page.goto(`${url}#c=${conn.id}`);
-await page.waitForFunction(() => window.tcpscopePerf.fetches.length > 0, null, { timeout: 120000 });
-const box = await page.locator(".plot .overlay").boundingBox();
-await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-for (let k = 0; k < 30; k++) {
-  const n = await page.evaluate(() => window.tcpscopePerf.fetches.length);
-  await page.mouse.wheel(0, k < 20 ? -300 : 300);
-  await page.waitForFunction((n) => window.tcpscopePerf.fetches.length > n, n, { timeout: 30000 });
+const oldHtml = process.env.OLD_PAGE && existsSync(process.env.OLD_PAGE) ? readFileSync(process.env.OLD_PAGE, "utf8") : null;
+// PAGE: a built page to measure in place of the one the binary embeds (no rebuild needed).
+const newHtml = process.env.PAGE ? readFileSync(process.env.PAGE, "utf8") : null;
+async function zoomSequence(html, shot) {
+  const pg = await context.newPage();
+  pg.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  pg.on("pageerror", (e) => errors.push(String(e)));
+  if (html) await pg.route(url, (r) => r.fulfill({ contentType: "text/html", body: html }));
+  await pg.goto(`${url}#c=${conn.id}`);
+  await pg.waitForFunction(() => window.tcpscopePerf.fetches.length > 0, null, { timeout: 120000 });
+  const box = await pg.locator(".plot .overlay").boundingBox();
+  await pg.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  for (let k = 0; k < 30; k++) {
+    const n = await pg.evaluate(() => window.tcpscopePerf.fetches.length);
+    await pg.mouse.wheel(0, k < 20 ? -300 : 300);
+    await pg.waitForFunction((n) => window.tcpscopePerf.fetches.length > n, n, { timeout: 30000 });
+  }
+  // Pan by dragging (each move draws the retained data before the answer comes).
+  await pg.keyboard.down("Shift");
+  await pg.mouse.down();
+  for (let k = 0; k < 40; k++) await pg.mouse.move(box.x + box.width / 2 - k * 10, box.y + box.height / 2, { steps: 1 });
+  await pg.mouse.up();
+  await pg.keyboard.up("Shift");
+  await pg.waitForTimeout(500);
+  const perf = await pg.evaluate(() => window.tcpscopePerf);
+  const px = await pg.evaluate(() => document.querySelector(".plot canvas").clientWidth);
+  if (shot) await pg.screenshot({ path: shot });
+  await pg.close();
+  return { perf, px, load_1min: +os.loadavg()[0].toFixed(2) };
 }
-// Pan by dragging (each move draws the retained data before the answer comes).
-await page.keyboard.down("Shift");
-await page.mouse.down();
-for (let k = 0; k < 40; k++) await page.mouse.move(box.x + box.width / 2 - k * 10, box.y + box.height / 2, { steps: 1 });
-await page.mouse.up();
-await page.keyboard.up("Shift");
-await page.waitForTimeout(500);
-const perf = await page.evaluate(() => window.tcpscopePerf);
-const plotPx = await page.evaluate(() => document.querySelector(".plot canvas").clientWidth);
-await page.screenshot({ path: path.join(root, "bench/out/view-5m.png") });
+const seqRounds = Number(process.env.SEQ_ROUNDS ?? (oldHtml ? 2 : 1));
+const seqNew = [], seqOld = [];
+for (let r = 0; r < seqRounds; r++)
+  for (const k of r % 2 ? [1, 0] : [0, 1]) {
+    if (k === 0) seqNew.push(await zoomSequence(newHtml, r === 0 ? path.join(root, "bench/out/view-5m.png") : null));
+    else if (oldHtml) seqOld.push(await zoomSequence(oldHtml, null));
+  }
+const perf = seqNew[0].perf;
+const plotPx = seqNew[0].px;
+// Per round: frames (callback and until rendered), long frames, answers until on screen.
+const seqSummary = (runs) =>
+  runs.map(({ perf: p, load_1min }) => ({
+    load_1min,
+    frame_ms: stats(p.frames),
+    painted_ms: stats(p.painted),
+    shown_ms: p.shown?.length ? stats(p.shown) : null,
+    long_frames_ms: p.long.map((x) => +x.toFixed(1)),
+    first_frames_painted_ms: p.painted.slice(0, 5).map((x) => +x.toFixed(1)),
+  }));
 
 // Frames in CPU terms: for a few views, the page redraws the view 20 times in a row (each
 // frame read back, so rasterized then) while the CPU time of every chromium process is read
@@ -153,9 +186,8 @@ const chromiumCpuMs = async () => {
   return processInfo.reduce((a, p) => a + cpuMs(p.id), 0);
 };
 const FRAME_VIEWS = [1, 1 / 4, 1 / 16, 1 / 512, 1 / 4096].map((f) => [last / 2 - (last * f) / 2, last / 2 + (last * f) / 2]);
-const oldHtml = process.env.OLD_PAGE && existsSync(process.env.OLD_PAGE) ? readFileSync(process.env.OLD_PAGE, "utf8") : null;
 async function openAt(html, a, b) {
-  const pg = await page.context().newPage();
+  const pg = await context.newPage();
   if (html) await pg.route(url, (r) => r.fulfill({ contentType: "text/html", body: html }));
   await pg.goto(`${url}#c=${conn.id}&t=${a},${b}`);
   await pg.waitForFunction(() => window.tcpscopePerf.fetches.length > 0, null, { timeout: 120000 });
@@ -168,8 +200,8 @@ async function redraw(pg) {
   return { cpu: ((await chromiumCpuMs()) - c0) / 20, wall, px: await pg.evaluate(() => document.querySelector(".plot canvas").clientWidth) };
 }
 const frameCpuNew = [], frameCpuOld = [];
-for (const [a, b] of FRAME_VIEWS) {
-  const pages = [await openAt(null, a, b), oldHtml ? await openAt(oldHtml, a, b) : null];
+for (const [a, b] of process.env.FRAME_CPU === "0" ? [] : FRAME_VIEWS) {
+  const pages = [await openAt(newHtml, a, b), oldHtml ? await openAt(oldHtml, a, b) : null];
   const runs = [[], []];
   // Five rounds, which page goes first alternating.
   for (let r = 0; r < 5; r++) for (const k of r % 2 ? [1, 0] : [0, 1]) if (pages[k]) runs[k].push(await redraw(pages[k]));
@@ -202,6 +234,8 @@ const result = {
   page_long_frames_ms: perf.long.length ? { ...stats(perf.long), all: perf.long.map((x) => +x.toFixed(1)) } : { n: 0 },
   max_answer_bytes: Math.max(...steps.map((s) => s.bytes)),
   max_answer_bytes_json: Math.max(...steps.map((s) => s.json_bytes)),
+  zoom_rounds: seqSummary(seqNew),
+  zoom_rounds_old_page: oldHtml ? seqSummary(seqOld) : null,
   frame_cpu: frameCpuNew,
   frame_cpu_old_page: oldHtml ? frameCpuOld : null,
   console_errors: errors,

@@ -223,7 +223,8 @@ declare global {
   }
 }
 
-export const report: Report | undefined = window.TCPSCOPE_REPORT;
+// (No window in the drawing worker, which imports OP from here.)
+export const report: Report | undefined = typeof window === "undefined" ? undefined : window.TCPSCOPE_REPORT;
 
 async function get<T>(path: string, params: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<T> {
   const q = new URLSearchParams();

@@ -44,51 +44,63 @@ export function ticks(a: number, b: number, n: number): { v: number; label: stri
 }
 
 /** Sizes the canvas (w × h css pixels) for the device pixel ratio, clears it and returns a context in css pixels. */
-export function prepare(c: HTMLCanvasElement, w: number, h: number): CanvasRenderingContext2D {
-  const dpr = window.devicePixelRatio || 1;
+export function prepare(c: HTMLCanvasElement | OffscreenCanvas, w: number, h: number, opaque = false, dpr = window.devicePixelRatio || 1): CanvasRenderingContext2D {
   if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) {
     c.width = Math.round(w * dpr);
     c.height = Math.round(h * dpr);
   }
-  const ctx = c.getContext("2d")!;
+  // Opaque (white, the page's background): the compositor draws it without blending and skips
+  // what it covers; it is the same picture as a transparent canvas over white.
+  // (An OffscreenCanvas's context draws the same: one type for both.)
+  const ctx = c.getContext("2d", { alpha: !opaque }) as CanvasRenderingContext2D;
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, w, h);
+  if (opaque) {
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, w, h);
+  } else ctx.clearRect(0, 0, w, h);
   return ctx;
 }
 
-export function axes(ctx: CanvasRenderingContext2D, f: Frame, ylabel: string, xlabels = true, yfmt = (l: string) => l) {
+/** Parts of the axes (`axes`, `panelAxes`), each drawn on a canvas strip of its own by the page. */
+export const AX = { X: 1, Y: 2, TITLE: 4, ALL: 7 };
+
+/**
+ * The axes of `f` (its frame is a CSS box, main.ts): time ticks and labels under the plot area
+ * (`AX.X`), sequence (or panel) ticks and labels left of it (`AX.Y`).
+ */
+export function axes(ctx: CanvasRenderingContext2D, f: Frame, ylabel: string, xlabels = true, yfmt = (l: string) => l, parts = AX.ALL) {
   ctx.save();
   ctx.strokeStyle = "#888";
   ctx.fillStyle = "#333";
   ctx.font = "10px sans-serif";
   ctx.lineWidth = 1;
-  ctx.strokeRect(LEFT + 0.5, TOP + 0.5, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM);
-  ctx.textAlign = "center";
   ctx.beginPath();
-  for (const t of ticks(f.x0, f.x1, Math.max(2, Math.floor((f.w - LEFT - RIGHT) / 110)))) {
-    const x = Math.round(sx(f, t.v)) + 0.5;
-    ctx.moveTo(x, f.h - BOTTOM);
-    ctx.lineTo(x, f.h - BOTTOM + 4);
-    if (xlabels) ctx.fillText(t.label, x, f.h - BOTTOM + 14);
+  if (parts & AX.X) {
+    ctx.textAlign = "center";
+    for (const t of ticks(f.x0, f.x1, Math.max(2, Math.floor((f.w - LEFT - RIGHT) / 110)))) {
+      const x = Math.round(sx(f, t.v)) + 0.5;
+      ctx.moveTo(x, f.h - BOTTOM);
+      ctx.lineTo(x, f.h - BOTTOM + 4);
+      if (xlabels) ctx.fillText(t.label, x, f.h - BOTTOM + 14);
+    }
+    if (xlabels) ctx.fillText("time (s since the connection's first packet)", (LEFT + f.w - RIGHT) / 2, f.h - 6);
   }
-  ctx.textAlign = "right";
-  for (const t of ticks(f.y0, f.y1, Math.max(2, Math.floor((f.h - TOP - BOTTOM) / 40)))) {
-    const y = Math.round(sy(f, t.v)) + 0.5;
-    ctx.moveTo(LEFT - 4, y);
-    ctx.lineTo(LEFT, y);
-    ctx.fillText(yfmt(t.label), LEFT - 6, y + 3);
+  if (parts & AX.Y) {
+    ctx.textAlign = "right";
+    for (const t of ticks(f.y0, f.y1, Math.max(2, Math.floor((f.h - TOP - BOTTOM) / 40)))) {
+      const y = Math.round(sy(f, t.v)) + 0.5;
+      ctx.moveTo(LEFT - 4, y);
+      ctx.lineTo(LEFT, y);
+      ctx.fillText(yfmt(t.label), LEFT - 6, y + 3);
+    }
+    ctx.save();
+    ctx.translate(12, (TOP + f.h - BOTTOM) / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "center";
+    ctx.fillText(ylabel, 0, 0);
+    ctx.restore();
   }
   ctx.stroke();
-  ctx.save();
-  ctx.translate(12, (TOP + f.h - BOTTOM) / 2);
-  ctx.rotate(-Math.PI / 2);
-  ctx.textAlign = "center";
-  ctx.fillText(ylabel, 0, 0);
-  ctx.restore();
-  if (xlabels) {
-    ctx.textAlign = "center";
-    ctx.fillText("time (s since the connection's first packet)", (LEFT + f.w - RIGHT) / 2, f.h - 6);
-  }
   ctx.restore();
 }
 
@@ -373,8 +385,9 @@ export function seriesMax(lines: PanelLine[], x0: number, x1: number): number {
 export const panelFrame = (x0: number, x1: number, w: number, h: number, ymax: number): Frame => ({ x0, x1, y0: 0, y1: ymax > 0 ? ymax * 1.3 : 1, w, h });
 
 /** A panel's axes, title and legend (drawn over its data). */
-export function panelAxes(ctx: CanvasRenderingContext2D, f: Frame, title: string, lines: PanelLine[]) {
-  axes(ctx, f, "", false, (l) => si(Number(l)));
+export function panelAxes(ctx: CanvasRenderingContext2D, f: Frame, title: string, lines: PanelLine[], parts = AX.ALL) {
+  axes(ctx, f, "", false, (l) => si(Number(l)), parts);
+  if (!(parts & AX.TITLE)) return;
   ctx.save();
   ctx.font = "11px sans-serif";
   let x = LEFT + 6;

@@ -5,8 +5,9 @@
 import "./style.css";
 import * as api from "./api";
 import type { Conn, Dir, EventRow, Figure, Panels, PacketRow } from "./api";
-import { BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, highlight, hit, ix, iy, markPoint, panelAxes, panelData, panelFrame, prepare, seriesMax, si } from "./draw";
+import { AX, BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, highlight, hit, ix, iy, markPoint, panelAxes, panelData, panelFrame, prepare, seriesMax, si } from "./draw";
 import type { Frame, PanelLine } from "./draw";
+import DrawWorker from "./drawworker?worker&inline";
 
 interface View {
   t0?: number;
@@ -162,6 +163,71 @@ function visibleConns(): Conn[] {
   return rows;
 }
 
+/**
+ * A table body showing only the rows in sight (and a screenful either side) of a long list, with
+ * padding rows for the rest: a trace may hold thousands of connections. Rows are one height
+ * (CSS), measured once; a scroll or a resize of `scroller` renders the rows then in sight.
+ */
+class VirtualRows<T> {
+  private items: T[] = [];
+  private first = -1;
+  private last = -1;
+  private height = 0;
+  private scrolled = 0;
+  private rowH = 0;
+  private readonly above = document.createElement("tr");
+  private readonly below = document.createElement("tr");
+
+  constructor(scroller: HTMLElement, private body: HTMLElement, cols: number, private row: (item: T) => HTMLElement) {
+    for (const pad of [this.above, this.below]) {
+      pad.className = "pad";
+      pad.setAttribute("aria-hidden", "true");
+      const td = document.createElement("td");
+      td.colSpan = cols;
+      pad.append(td);
+    }
+    // Scroll events come once per frame, before its callbacks: the rows are in for that frame.
+    scroller.addEventListener("scroll", () => {
+      this.scrolled = scroller.scrollTop;
+      this.render();
+    }, { passive: true });
+    new ResizeObserver(() => {
+      this.height = scroller.clientHeight;
+      this.render();
+    }).observe(scroller);
+  }
+
+  set(items: T[]) {
+    this.items = items;
+    this.first = this.last = -1;
+    this.render();
+  }
+
+  private render() {
+    const n = this.items.length;
+    const rowH = this.rowH || 21;
+    const seen = Math.ceil((this.height || 400) / rowH);
+    const top = Math.min(Math.floor(this.scrolled / rowH), Math.max(0, n - seen));
+    if (this.first >= 0 && top >= this.first && Math.min(n, top + seen + 1) <= this.last) return;
+    const first = Math.max(0, top - seen), last = Math.min(n, top + 2 * seen + 1);
+    [this.first, this.last] = [first, last];
+    const rows: HTMLElement[] = [];
+    for (let i = first; i < last; i++) rows.push(this.row(this.items[i]));
+    (this.above.firstChild as HTMLElement).style.height = `${first * rowH}px`;
+    (this.below.firstChild as HTMLElement).style.height = `${(n - last) * rowH}px`;
+    this.above.hidden = first === 0;
+    this.below.hidden = last === n;
+    this.body.replaceChildren(this.above, ...rows, this.below);
+    // The rows' height, read once (a layout), for the padding: then drawn again with it.
+    if (!this.rowH && rows.length) {
+      this.rowH = rows[0].getBoundingClientRect().height || 21;
+      if (this.rowH !== rowH) this.set(this.items);
+    }
+  }
+}
+
+let connRows: VirtualRows<Conn> | undefined;
+
 function renderList() {
   const head = $("conns").querySelector("thead")!;
   head.innerHTML = "";
@@ -178,10 +244,8 @@ function renderList() {
     tr.append(th);
   }
   head.append(tr);
-  const body = $("conns").querySelector("tbody")!;
-  body.innerHTML = "";
   const rows = visibleConns();
-  for (const c of rows) {
+  connRows ??= new VirtualRows<Conn>($("list"), $("conns").querySelector("tbody")!, COLUMNS.length, (c) => {
     const r = document.createElement("tr");
     r.dataset.id = String(c.id);
     if (state.ids.includes(c.id)) r.classList.add("sel");
@@ -197,8 +261,9 @@ function renderList() {
     }
     if (c.boring) r.classList.add("boring");
     r.onclick = (e) => select(c.id, e.ctrlKey || e.metaKey || e.shiftKey);
-    body.append(r);
-  }
+    return r;
+  });
+  connRows.set(rows);
   $("count").textContent = `${rows.length} of ${conns.length}`;
   ($("sort") as HTMLSelectElement).value = state.sort;
   $("sort-dir").textContent = state.desc ? "▼" : "▲";
@@ -224,14 +289,22 @@ function select(id: number, compare: boolean) {
  * the compositor's work, so a wheel notch or a drag step redraws no data, and the new answer
  * replaces the stretched picture when it comes.
  */
+let asks = 0;
+
 class DataLayer {
   canvas = document.createElement("canvas");
   box = document.createElement("div");
   /** The answer (ConnPlot.gen) and the frame it was drawn from and at. */
   drawn: { gen: number; f: Frame } | null = null;
   private shown = "";
+  /** With the worker: the last drawing asked of it, and the one shown (equal: none awaited). */
+  private asked = "";
+  private answered = "";
+  /** A bitmap from the worker, shown at the next frame. */
+  ready: { gen: number; f: Frame; ask: string; bmp: ImageBitmap } | null = null;
 
-  constructor(parent: HTMLElement) {
+  /** `key`, `index`: the plot's and the layer's, as the worker knows them. */
+  constructor(parent: HTMLElement, private key: string, private index: number) {
     this.box.className = "clip";
     Object.assign(this.box.style, { left: `${LEFT}px`, right: `${RIGHT}px`, top: `${TOP}px`, bottom: `${BOTTOM}px` });
     this.canvas.className = "data";
@@ -246,17 +319,47 @@ class DataLayer {
   }
 
   draw(gen: number, f: Frame, paint: (ctx: CanvasRenderingContext2D) => void) {
-    const ctx = prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM);
+    const ctx = prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM, true);
     ctx.translate(-LEFT, -TOP);
     paint(ctx);
     this.drawn = { gen, f };
     this.show(f);
   }
 
+  /** Asks the worker to draw it for answer `gen` at `f`, once per answer, size (and `y`: scale). */
+  ask(gen: number, f: Frame, y: boolean, again = false) {
+    let ask = `${gen},${f.w},${f.h}` + (y ? `,${f.y0},${f.y1}` : "");
+    if (ask === this.asked && !again) return;
+    // Asked again (the benchmark's full redraw): awaited until this one comes.
+    if (again) ask += `#${++asks}`;
+    this.asked = ask;
+    painter!.postMessage({ draw: this.key, layer: this.index, gen, f, ask, dpr: window.devicePixelRatio || 1 });
+  }
+
+  /** Whether a drawing asked of the worker has not been shown yet. */
+  awaited(): boolean {
+    return this.asked !== this.answered;
+  }
+
+  /** Shows the worker's bitmap, if one came: no drawing, no rasterizing on this thread. */
+  place() {
+    const r = this.ready;
+    if (!r) return;
+    this.ready = null;
+    if (this.canvas.width !== r.bmp.width || this.canvas.height !== r.bmp.height) [this.canvas.width, this.canvas.height] = [r.bmp.width, r.bmp.height];
+    (this.canvas.getContext("bitmaprenderer") as ImageBitmapRenderingContext).transferFromImageBitmap(r.bmp);
+    this.drawn = { gen: r.gen, f: r.f };
+    this.answered = r.ask;
+  }
+
   /** Empties it: nothing to draw for answer `gen` (none yet, or another direction's). */
   clear(gen: number, f: Frame) {
-    prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM);
+    if (painter) (this.canvas.getContext("bitmaprenderer") as ImageBitmapRenderingContext).transferFromImageBitmap(null);
+    else prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM, true);
     this.drawn = { gen, f };
+    this.ready?.bmp.close();
+    this.ready = null;
+    this.asked = this.answered = "";
   }
 
   /** Maps the picture drawn at `drawn.f` onto `f` (identity when they are the same view). */
@@ -274,30 +377,105 @@ class DataLayer {
   }
 }
 
-/** A canvas redrawn only when what it shows (`key`) changes: axes, ticks, labels. */
-class KeyedCanvas {
+/**
+ * The drawing worker (drawworker.ts): the data layers are drawn and rasterized there and the
+ * page only shows the bitmaps. Null where it cannot run (no OffscreenCanvas, or it failed to
+ * start): the layers are then drawn on this thread, a few per frame (BUDGET_MS).
+ */
+let painter: Worker | null = null;
+/** Called when a bitmap comes from the worker (the benchmark's full redraw waits on it). */
+let wake: (v?: unknown) => void = () => {};
+try {
+  if (typeof OffscreenCanvas !== "undefined" && "transferToImageBitmap" in OffscreenCanvas.prototype) {
+    painter = new DrawWorker();
+    painter.onmessage = (e) => {
+      const m = e.data as { key: string; layer: number; gen: number; f: Frame; ask: string; bmp: ImageBitmap };
+      const p = plots.find((p) => p.key === m.key);
+      const layer = p?.layers()[m.layer];
+      if (!p || !layer || p.gen !== m.gen) return m.bmp.close();
+      layer.ready?.bmp.close();
+      layer.ready = m;
+      requestFrame();
+      wake();
+    };
+    // A worker that cannot start (a page's security policy, say) reports it here: draw here.
+    painter.onerror = () => {
+      painter?.terminate();
+      painter = null;
+      rebuildPlots();
+      plots.forEach((p, i) => p.load(offsetOf(i)));
+    };
+  }
+} catch {
+  painter = null;
+}
+
+/**
+ * A strip of a plot's axes (the labels left of it, the ticks under it, a panel's title): a
+ * canvas covering only that part of the plot (`place` gives its box in the plot's css pixels
+ * for a plot of w × h), redrawn only when what it shows (`key`) changes. The browser
+ * rasterizes (in software here) and hands over every canvas drawn in a frame, whole: one
+ * canvas over the whole plot for a few labels at its edges cost most of a frame.
+ */
+class AxisStrip {
   key = "";
-  constructor(public canvas: HTMLCanvasElement) {}
+  canvas = document.createElement("canvas");
+  private placed = "";
+
+  constructor(parent: HTMLElement, private place: (w: number, h: number) => [number, number, number, number]) {
+    this.canvas.className = "axes";
+    parent.append(this.canvas);
+  }
+
   draw(key: string, [w, h]: [number, number], paint: (ctx: CanvasRenderingContext2D) => void, force = false) {
     key += `,${w},${h}`;
     if (key === this.key && !force) return;
     this.key = key;
-    paint(prepare(this.canvas, w, h));
+    const [x, y, cw, ch] = this.place(w, h);
+    const placed = `${x},${y},${cw},${ch}`;
+    // Written only when changed: a write makes the browser lay the plot out again.
+    if (placed !== this.placed) {
+      this.placed = placed;
+      Object.assign(this.canvas.style, { left: `${x}px`, top: `${y}px`, width: `${cw}px`, height: `${ch}px` });
+    }
+    const ctx = prepare(this.canvas, cw, ch);
+    ctx.translate(-x, -y);
+    paint(ctx);
   }
 }
 
+/** The frame around a plot area: a CSS box, never repainted. */
+function frameBox(parent: HTMLElement) {
+  const b = document.createElement("div");
+  b.className = "frame";
+  // The canvas drew it with 1-px lines on the plot area's first and last pixel rows and columns.
+  Object.assign(b.style, { left: `${LEFT}px`, right: `${RIGHT - 1}px`, top: `${TOP}px`, bottom: `${BOTTOM - 1}px` });
+  parent.append(b);
+}
+
+/** Ticks under a panel (no labels: the plot's time axis labels them): this tall. */
+const PANEL_TICKS = 6;
+/** A panel's title and legend, over its plot area: this tall. */
+const PANEL_TITLE = TOP + 18;
+
 const PANEL_TITLES = ["b/s", "RTT ms", "bytes"];
+
+let plotSerial = 0;
 
 class ConnPlot {
   el: HTMLElement;
-  /** The time-sequence plot's axes (full size: the plot's size is read from it). */
-  canvas: HTMLCanvasElement;
+  /** This plot, to the drawing worker (a connection may be plotted again after a rebuild). */
+  key = `${this.id}#${++plotSerial}`;
+  /** The time-sequence plot (its box: the plot's size is read from it). */
+  tsg: HTMLElement;
   overlay: HTMLCanvasElement;
-  /** The panels' axes canvases. */
-  panels: HTMLCanvasElement[];
+  /** The panels' boxes. */
+  panels: HTMLElement[];
   marks: DataLayer;
   series: DataLayer[];
-  axes: KeyedCanvas[];
+  /** The plot's axes: sequence labels, time labels; then per panel its labels, ticks and title. */
+  axes: AxisStrip[];
+  panelAxes: AxisStrip[][];
   fig?: Figure;
   pan?: Panels;
   /** Counts the answers: layers drawn from an older one are redrawn. */
@@ -311,7 +489,7 @@ class ConnPlot {
   /** Whether the overlay holds anything (else a new view need not clear it). */
   private inked = false;
   /**
-   * The canvases' sizes (css px) as last laid out, kept by a ResizeObserver: reading them from
+   * The plot's and panels' sizes (css px) as last laid out, kept by a ResizeObserver: reading them from
    * the elements in a frame would have the browser lay the page out there and then (at load,
    * with thousands of events just listed, that took longer than the frame's drawing).
    */
@@ -333,32 +511,41 @@ class ConnPlot {
     this.el.dataset.conn = String(id);
     const title = document.createElement("h2");
     this.el.append(title);
-    const wrap = document.createElement("div");
+    const wrap = (this.tsg = document.createElement("div"));
     wrap.className = "tsg";
-    this.canvas = document.createElement("canvas");
-    this.canvas.className = "axes";
     this.overlay = document.createElement("canvas");
     this.overlay.className = "overlay";
-    wrap.append(this.canvas, this.overlay);
-    this.marks = new DataLayer(wrap);
+    // The overlay first: the plot's first canvas is as wide as the plot (the benchmark reads it).
+    wrap.append(this.overlay);
+    this.marks = new DataLayer(wrap, this.key, 0);
+    frameBox(wrap);
+    this.axes = [new AxisStrip(wrap, (_, h) => [0, 0, LEFT, h]), new AxisStrip(wrap, (w, h) => [0, h - BOTTOM, w, BOTTOM])];
     this.el.append(wrap);
     this.series = [];
+    this.panelAxes = [];
     this.panels = ["tput", "rtt", "flight"].map((k) => {
       const div = document.createElement("div");
       div.className = `panel ${k}`;
-      const c = document.createElement("canvas");
-      c.className = "axes";
-      div.append(c);
-      this.series.push(new DataLayer(div));
+      this.series.push(new DataLayer(div, this.key, this.series.length + 1));
+      frameBox(div);
+      this.panelAxes.push([
+        new AxisStrip(div, (_, h) => [0, 0, LEFT, h]),
+        new AxisStrip(div, (w, h) => [0, h - BOTTOM, w, PANEL_TICKS]),
+        new AxisStrip(div, (w) => [LEFT, 0, w - LEFT - RIGHT, PANEL_TITLE]),
+      ]);
       this.el.append(div);
-      return c;
+      return div;
     });
-    this.axes = [this.canvas, ...this.panels].map((c) => new KeyedCanvas(c));
-    for (const c of [this.canvas, ...this.panels]) this.resized.observe(c);
+    for (const c of [wrap, ...this.panels]) this.resized.observe(c);
     const legend = document.createElement("div");
     legend.className = "legend";
     this.el.append(legend);
     bindInput(this);
+  }
+
+  /** Its data layers: the figure's, then the panels'. */
+  layers(): DataLayer[] {
+    return [this.marks, ...this.series];
   }
 
   /** The size of one of its canvases (css px). */
@@ -369,6 +556,7 @@ class ConnPlot {
   }
 
   dispose() {
+    painter?.postMessage({ forget: this.key });
     this.resized.disconnect();
     this.ctl?.abort();
   }
@@ -385,7 +573,7 @@ class ConnPlot {
     const ctl = (this.ctl = new AbortController());
     const v = { ...state.view };
     if (v.s0 !== undefined && v.s1 !== undefined) [v.s0, v.s1] = [v.s0 + off, v.s1 + off];
-    const w = Math.max(1, this.size(this.canvas)[0] - LEFT - RIGHT);
+    const w = Math.max(1, this.size(this.tsg)[0] - LEFT - RIGHT);
     const start = performance.now();
     try {
       const [fig, pan] = await Promise.all([
@@ -397,6 +585,9 @@ class ConnPlot {
       this.fig = fig;
       this.pan = pan;
       this.gen++;
+      // The worker draws from its own copy (copied here, between frames).
+      painter?.postMessage({ data: this.key, gen: this.gen, fig, lines: this.panelLines() });
+      this.askNow();
       this.arrived = performance.now();
       this.hover = -1;
       // Written only when changed: a write makes the browser lay the page out again.
@@ -416,6 +607,23 @@ class ConnPlot {
     } catch (e) {
       if ((e as Error).name !== "AbortError") status(`connection ${this.id}: ${(e as Error).message}`);
     }
+  }
+
+  /**
+   * Asks the worker for the new answer's layers at once, at the view as it is, rather than at
+   * the next frame: it draws while the page waits for that frame. A frame asking the same (the
+   * same answer, size and panel scales) asks nothing more.
+   */
+  askNow() {
+    const i = plots.indexOf(this);
+    if (!painter || !this.fig || i < 0) return;
+    const { x0, x1, y } = ranges();
+    const [w, h] = this.size(this.tsg);
+    this.marks.ask(this.gen, { x0, x1, y0: y[i][0], y1: y[i][1], w, h }, false);
+    const lines = this.panelLines();
+    if (!lines.length) return;
+    const pmax = panelMax(x0, x1);
+    this.series.forEach((l, k) => l.ask(this.gen, panelFrame(x0, x1, w, this.size(this.panels[k])[1], pmax[k]), true));
   }
 
   /** The panels' series (throughput, RTT, bytes), as drawn. */
@@ -441,7 +649,7 @@ class ConnPlot {
 
   /** Whether a panel's data is to be drawn again (a new answer, a new size): the panels' scales are then worked out again. */
   panelsStale(): boolean {
-    const [w] = this.size(this.canvas);
+    const [w] = this.size(this.tsg);
     return this.series.some((l, k) => l.stale(this.gen, { x0: 0, x1: 1, y0: 0, y1: 1, w, h: this.size(this.panels[k])[1] }));
   }
 
@@ -452,18 +660,22 @@ class ConnPlot {
    * any was left for later. `force`: draw everything (the benchmark's full frame).
    */
   draw(x0: number, x1: number, y0: number, y1: number, pmax: number[] | null, mayDraw: () => boolean, force = false): boolean {
-    const [w, h] = this.size(this.canvas);
+    const [w, h] = this.size(this.tsg);
     const f: Frame = { x0, x1, y0, y1, w, h };
     this.frame = f;
     let left = false;
     const fig = this.fig;
+    for (const l of this.layers()) l.place();
     if (force || this.marks.stale(this.gen, f)) {
       if (!fig) this.marks.clear(this.gen, f);
+      else if (painter) this.marks.ask(this.gen, f, false, force);
       else if (force || mayDraw()) this.marks.draw(this.gen, f, (ctx) => drawFigure(ctx, f, fig));
       else left = true;
     }
     this.marks.show(f);
-    this.axes[0].draw(`${x0},${x1},${y0},${y1}`, [w, h], (ctx) => axes(ctx, f, "relative sequence number"), force);
+    // Each strip only when its ticks move: a horizontal pan leaves the sequence labels be.
+    this.axes[0].draw(`${y0},${y1}`, [w, h], (ctx) => axes(ctx, f, "relative sequence number", true, undefined, AX.Y), force);
+    this.axes[1].draw(`${x0},${x1}`, [w, h], (ctx) => axes(ctx, f, "", true, undefined, AX.X), force);
     const lines = this.panelLines();
     this.series.forEach((layer, k) => {
       const ph = this.size(this.panels[k])[1];
@@ -471,6 +683,7 @@ class ConnPlot {
       if (!pmax && layer.drawn) pf = { ...pf, y0: layer.drawn.f.y0, y1: layer.drawn.f.y1 };
       if (force || layer.stale(this.gen, pf, !!pmax)) {
         if (!lines.length) layer.clear(this.gen, pf);
+        else if (painter) layer.ask(this.gen, pf, !!pmax, force);
         else if (force || mayDraw()) layer.draw(this.gen, pf, (ctx) => panelData(ctx, pf, lines[k]));
         else left = true;
       }
@@ -478,22 +691,29 @@ class ConnPlot {
       if (layer.drawn) pf = { ...pf, y0: layer.drawn.f.y0, y1: layer.drawn.f.y1 };
       layer.show(pf);
       const labels = (lines[k] ?? []).map((l) => l.label).join();
-      this.axes[k + 1].draw(`${x0},${x1},${pf.y1},${labels}`, [w, ph], (ctx) => panelAxes(ctx, pf, PANEL_TITLES[k], lines[k] ?? []), force);
+      const [ya, xa, ta] = this.panelAxes[k];
+      const paint = (parts: number) => (ctx: CanvasRenderingContext2D) => panelAxes(ctx, pf, PANEL_TITLES[k], lines[k] ?? [], parts);
+      ya.draw(`${pf.y0},${pf.y1}`, [w, ph], paint(AX.Y), force);
+      xa.draw(`${x0},${x1}`, [w, ph], paint(AX.X), force);
+      ta.draw(labels, [w, ph], paint(AX.TITLE), force);
     });
     if (force || this.inked || this.hover >= 0 || focusFrame !== null) this.drawOverlay();
     return left;
   }
 
   drawOverlay(rect?: [number, number, number, number]) {
-    const [w, h] = this.size(this.canvas);
-    const ctx = prepare(this.overlay, w, h);
-    this.inked = false;
     const f = this.frame;
-    if (!f || !this.fig) return;
-    if (focusFrame !== null) {
-      const m = this.fig.frame.indexOf(focusFrame);
-      if (m >= 0) highlight(ctx, f, this.fig, m);
+    const m = focusFrame !== null && this.fig ? this.fig.frame.indexOf(focusFrame) : -1;
+    this.inked = !!f && !!this.fig && (m >= 0 || this.hover >= 0 || !!rect);
+    if (!this.inked || !f || !this.fig) {
+      // Empty: no pixels at all, rather than a transparent canvas over the whole plot, which
+      // the compositor (in software here) blends over the plot in every frame.
+      if (this.overlay.width) this.overlay.width = this.overlay.height = 0;
+      return;
     }
+    const [w, h] = this.size(this.tsg);
+    const ctx = prepare(this.overlay, w, h);
+    if (m >= 0) highlight(ctx, f, this.fig, m);
     if (this.hover >= 0) highlight(ctx, f, this.fig, this.hover);
     if (rect) {
       ctx.strokeStyle = "#2b6fd6";
@@ -501,7 +721,6 @@ class ConnPlot {
       ctx.fillRect(rect[0], rect[1], rect[2] - rect[0], rect[3] - rect[1]);
       ctx.strokeRect(rect[0] + 0.5, rect[1] + 0.5, rect[2] - rect[0], rect[3] - rect[1]);
     }
-    this.inked = focusFrame !== null || this.hover >= 0 || !!rect;
   }
 }
 
@@ -575,7 +794,9 @@ function requestFrame() {
     perf.frames.push(end - start);
     timeRendering(start);
     // An answer is on screen once the frame that drew its last layer is rendered.
-    if (!left) for (const p of plots) if (p.arrived) timeRendering(p.arrived, perf.shown), (p.arrived = 0);
+    // (A layer awaited from the worker brings its own frame when it comes.)
+    const awaited = plots.some((p) => p.layers().some((l) => l.awaited()));
+    if (!left && !awaited) for (const p of plots) if (p.arrived) timeRendering(p.arrived, perf.shown), (p.arrived = 0);
     if (left) requestFrame();
     const seq = y.map(([a, b]) => `${Math.round(a)}–${Math.round(b)}`).join(" | ");
     $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · seq ${seq} · zoom depth ${history.length}`;
@@ -756,9 +977,87 @@ async function showTip(p: ConnPlot, m: number, cx: number, cy: number) {
 
 const DATA_SIDE = new Set(["retransmission", "out_of_order", "hole", "zero_window_probe", "keep_alive", "rtt_sample", "ack_advance", "karn_discard", "post_loss_ack", "analysis_partial"]);
 
+/**
+ * A list showing only the rows in sight (and a few around them) of a long array: a connection
+ * may have thousands of events, and building thousands of rows made the frame that listed them
+ * take 100–190 ms on a five-million-packet connection. Rows have one fixed height (CSS
+ * `--row`), so the scroll height and each row's place follow from the count; a scroll or a
+ * resize renders the rows then in sight, at most one frame's worth.
+ */
+class VirtualList<T> {
+  private items: T[] = [];
+  private first = -1;
+  private last = -1;
+  private height = 0;
+  /** scrollTop as of the last scroll event (reading it from the element may lay the page out). */
+  private scrolled = 0;
+  private readonly rowH: number;
+  private readonly spacer = document.createElement("li");
+  private queued = false;
+
+  constructor(private el: HTMLElement, private row: (item: T, i: number) => HTMLElement) {
+    this.rowH = parseFloat(getComputedStyle(el).getPropertyValue("--row")) || 16;
+    this.spacer.className = "spacer";
+    this.spacer.setAttribute("aria-hidden", "true");
+    // Scroll events come once per frame, before its callbacks: the rows are in for that frame.
+    el.addEventListener("scroll", () => {
+      this.scrolled = el.scrollTop;
+      this.render();
+    }, { passive: true });
+    new ResizeObserver(() => {
+      this.height = el.clientHeight;
+      this.queue();
+    }).observe(el);
+  }
+
+  set(items: T[]) {
+    this.items = items;
+    this.first = this.last = -1;
+    if (this.scrolled) this.el.scrollTop = this.scrolled = 0;
+    this.spacer.style.height = `${items.length * this.rowH}px`;
+    this.el.replaceChildren(this.spacer);
+    this.render();
+  }
+
+  private queue() {
+    if (this.queued) return;
+    this.queued = true;
+    requestAnimationFrame(() => {
+      this.queued = false;
+      this.render();
+    });
+  }
+
+  /** The rows in [scrollTop, scrollTop + height], and a screenful either side for scrolling. */
+  private render() {
+    const n = this.items.length;
+    const seen = Math.ceil((this.height || 400) / this.rowH);
+    const top = Math.floor(this.scrolled / this.rowH);
+    const first = Math.max(0, top - seen), last = Math.min(n, top + 2 * seen + 1);
+    // Only when the rows in sight are no longer all drawn: most scroll steps change nothing.
+    if (this.first >= 0 && top >= this.first && Math.min(n, top + seen + 1) <= this.last) return;
+    this.first = first;
+    this.last = last;
+    const rows: HTMLElement[] = [];
+    for (let i = first; i < last; i++) {
+      const r = this.row(this.items[i], i);
+      r.style.top = `${i * this.rowH}px`;
+      rows.push(r);
+    }
+    this.el.replaceChildren(this.spacer, ...rows);
+  }
+}
+
+let eventList: VirtualList<EventRow> | undefined;
+
 async function loadEvents() {
-  const list = $("events");
-  list.innerHTML = "";
+  eventList ??= new VirtualList<EventRow>($("events"), (e) => {
+    const li = document.createElement("li");
+    li.textContent = `${e.t.toFixed(6)} ${e.dir} ${e.kind} ${e.text}`;
+    li.onclick = () => jumpTo(e);
+    return li;
+  });
+  eventList.set([]);
   events = [];
   $("ev-count").textContent = "";
   if (!state.ids.length) return;
@@ -766,14 +1065,7 @@ async function loadEvents() {
     const r = await api.events(state.ids[0]);
     events = r.events;
     $("ev-count").textContent = `(${r.events.length}${r.more ? ` + ${r.more} more` : ""})`;
-    const frag = document.createDocumentFragment();
-    for (const e of r.events) {
-      const li = document.createElement("li");
-      li.textContent = `${e.t.toFixed(6)} ${e.dir} ${e.kind} ${e.text}`;
-      li.onclick = () => jumpTo(e);
-      frag.append(li);
-    }
-    list.append(frag);
+    eventList.set(r.events);
   } catch (e) {
     status(`events: ${(e as Error).message}`);
   }
@@ -972,20 +1264,29 @@ async function main() {
   return { x: f.x, y: f.y, title: f.title, marks };
 };
 
+// For the tests: who draws the data layers ("worker": drawworker.ts; "page": this thread).
+(window as unknown as { tcpscopeDrawnBy: unknown }).tcpscopeDrawnBy = () => (painter ? "worker" : "page");
+
 // For the tests: each plot's drawn ranges and pixel box.
 (window as unknown as { tcpscopeFrames: unknown }).tcpscopeFrames = () => plots.map((p) => p.frame);
 
 // For the benchmark: draws the current view `n` times in a row, every layer (data, axes,
 // overlay) as if all were new, each frame read back from its canvases so that it is rasterized
-// then (the browser would otherwise defer and merge the work); returns each frame's ms.
-(window as unknown as { tcpscopeRedraw: unknown }).tcpscopeRedraw = (n: number): number[] => {
+// then (the browser would otherwise defer and merge the work); returns each frame's ms. With
+// the drawing worker, a frame ends once the worker's bitmaps are shown (the data layers are
+// rasterized there).
+(window as unknown as { tcpscopeRedraw: unknown }).tcpscopeRedraw = async (n: number): Promise<number[]> => {
   const out = [];
   for (let k = 0; k < n; k++) {
     const start = performance.now();
     const { x0, x1, y } = ranges();
     const pmax = panelMax(x0, x1);
     plots.forEach((p, i) => p.draw(x0, x1, y[i][0], y[i][1], pmax, () => true, true));
-    for (const p of plots) for (const c of p.el.querySelectorAll("canvas")) c.getContext("2d")!.getImageData(0, 0, 1, 1);
+    while (plots.some((p) => p.layers().some((l) => l.awaited()))) {
+      await new Promise((r) => (wake = r));
+      plots.forEach((p) => p.layers().forEach((l) => l.place()));
+    }
+    for (const p of plots) for (const c of p.el.querySelectorAll("canvas")) (c.getContext("2d") as CanvasRenderingContext2D | null)?.getImageData(0, 0, 1, 1);
     out.push(performance.now() - start);
   }
   return out;

@@ -7,7 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdirSync, existsSync } from "node:fs";
+import { mkdirSync, existsSync, readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
@@ -63,6 +63,27 @@ const hash = async (pg) => new URLSearchParams((await pg.evaluate(() => location
 // The plot's margins (web/src/draw.ts).
 const TOP = 10, BOTTOM = 34;
 
+/**
+ * Pixels of the first plot's data layer as shown: of the 7 × 7 around client point (x, y), how
+ * many are inked (darker than light grey); and whether its top-left corner is white.
+ */
+const inkAt = (pg, x, y) =>
+  pg.evaluate(([x, y]) => {
+    const c = document.querySelector(".plot .tsg canvas.data");
+    const r = c.getBoundingClientRect();
+    // Copied onto a 2D canvas: the worker's bitmaps are shown by a canvas that cannot be read.
+    const t = document.createElement("canvas");
+    [t.width, t.height] = [c.width, c.height];
+    const g = t.getContext("2d");
+    g.drawImage(c, 0, 0);
+    const k = c.width / r.width;
+    const d = g.getImageData(Math.round((x - r.left) * k) - 3, Math.round((y - r.top) * k) - 3, 7, 7).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && d[i] + d[i + 1] + d[i + 2] < 600) n++;
+    const w = g.getImageData(2, 2, 1, 1).data;
+    return { inked: n, cornerWhite: w[0] === 255 && w[1] === 255 && w[2] === 255 && w[3] === 255 };
+  }, [x, y]);
+
 /** Both plots drawn over the same time range and the same sequence span per pixel. */
 async function expectOneScale(pg, when) {
   const fr = await pg.evaluate(() => window.tcpscopeFrames());
@@ -94,24 +115,24 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   const screened = JSON.parse(execFileSync(bin, ["screen", "--json", "--all", ...TRACES])).connections;
   const pg = await page();
   await pg.goto(url);
-  await pg.waitForSelector("#conns tbody tr");
+  await pg.waitForSelector("#conns tbody tr[data-id]");
   // Boring connections hidden; the rest ranked as `screen` ranks them, with its verdicts.
   const shown = screened.filter((c) => !c.boring);
-  assert.equal(await pg.locator("#conns tbody tr").count(), shown.length);
-  const ids = await pg.locator("#conns tbody tr").evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
+  assert.equal(await pg.locator("#conns tbody tr[data-id]").count(), shown.length);
+  const ids = await pg.locator("#conns tbody tr[data-id]").evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
   assert.deepEqual(ids, shown.map((c) => c.id));
   assert.equal(await pg.textContent(`#conns tbody tr[data-id="${shown[0].id}"] td:last-child`), shown[0].verdict);
   await pg.check("#show-boring");
-  assert.equal(await pg.locator("#conns tbody tr").count(), listed.length);
+  assert.equal(await pg.locator("#conns tbody tr[data-id]").count(), listed.length);
 
   // Sorting by retransmissions, worst first: the loss trace's connection comes first.
   await pg.selectOption("#sort", "a2b.rexmit_packets");
   assert.equal(await pg.textContent("#sort-dir"), "▼");
   const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
-  assert.equal(await pg.getAttribute("#conns tbody tr:first-child", "data-id"), String(worst.id));
+  assert.equal(await pg.getAttribute("#conns tbody tr[data-id] >> nth=0", "data-id"), String(worst.id));
   // The filter box.
   await pg.fill("#filter", "no such host");
-  assert.equal(await pg.locator("#conns tbody tr").count(), 0);
+  assert.equal(await pg.locator("#conns tbody tr[data-id]").count(), 0);
   await pg.fill("#filter", "");
 
   let n = await fetches(pg);
@@ -132,6 +153,10 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   assert.equal(cells[0], String(rx[2]), "the row is the hovered frame's");
   assert.equal(cells[2], "a2b");
   assert.match(tip, /retransmission seq \d+, \d+ bytes/);
+  // The data is drawn by the worker, where the page hit-tests it, on white.
+  assert.equal(await pg.evaluate(() => window.tcpscopeDrawnBy()), "worker");
+  const ink = await inkAt(pg, rx[0], rx[1]);
+  assert.ok(ink.inked > 0 && ink.cornerWhite, `the retransmission is drawn where hovered: ${JSON.stringify(ink)}`);
   await pg.screenshot({ path: path.join(out, "2-hover.png") });
 
   // The page reads the packed answer (fmt=bin) into the marks the JSON answer has, for views
@@ -268,6 +293,135 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   assert.deepEqual(pg.errors, [], "no console errors");
 });
 
+test("the event list builds only the rows in sight, and they jump, hover and scroll as before", async () => {
+  const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
+  const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
+  const want = (await (await fetch(`${url}api/events?conn=${worst.id}`)).json()).events;
+  const text = (e) => `${e.t.toFixed(6)} ${e.dir} ${e.kind} ${e.text}`;
+  // A short window: the list has room for a few rows of the connection's events.
+  const ctx = await browser.newContext({ viewport: { width: 1500, height: 560 } });
+  const pg = await ctx.newPage();
+  const errors = [];
+  pg.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  pg.on("pageerror", (e) => errors.push(String(e)));
+  await pg.goto(`${url}#c=${worst.id}`);
+  await pg.waitForFunction((n) => document.querySelector("#ev-count")?.textContent === `(${n})`, want.length);
+  await nextFrame(pg);
+  const rows = () => pg.locator("#events li:not(.spacer)").allTextContents();
+  let got = await rows();
+  assert.ok(want.length > 20 && got.length < want.length, `${got.length} of ${want.length} events built`);
+  assert.deepEqual(got, want.slice(0, got.length).map(text), "the first rows, in order");
+  // Scrolled to the end: the last events are built, in order, where they scrolled to.
+  const last = want.length - 1;
+  await pg.evaluate(() => { const l = document.getElementById("events"); l.scrollTop = l.scrollHeight; });
+  await nextFrame(pg);
+  got = await rows();
+  assert.equal(got.at(-1), text(want[last]), "the last event is built");
+  assert.deepEqual(got, want.slice(want.length - got.length).map(text));
+  const row = pg.locator("#events li:not(.spacer)").last();
+  const [lb, rb] = [await pg.locator("#events").boundingBox(), await row.boundingBox()];
+  assert.ok(rb.y >= lb.y && rb.y + rb.height <= lb.y + lb.height + 1, "the last row shows at the list's bottom");
+  // Hover highlights the row under the pointer across the list; a click jumps the view there.
+  await row.hover();
+  assert.equal(await row.evaluate((e) => getComputedStyle(e).backgroundColor), "rgb(238, 244, 255)");
+  assert.ok(rb.width >= lb.width - 20, "the row spans the list");
+  const n = await fetches(pg);
+  await row.click();
+  await afterFetch(pg, n);
+  const [t0, t1] = new URLSearchParams((await pg.evaluate(() => location.hash)).slice(1)).get("t").split(",").map(Number);
+  assert.ok(t0 < want[last].t && want[last].t < t1, `the view ${t0}..${t1} is around the event at ${want[last].t}`);
+  await pg.screenshot({ path: path.join(out, "5-events-scrolled.png") });
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test("the connection list builds only the rows in sight; sort, filter and select work on all", async () => {
+  // Every recorded trace, three times over: more connections than a short window shows.
+  const all = readdirSync(path.join(root, "tests/data")).filter((f) => f.endsWith(".pcap")).map(data);
+  const files = [...all, ...all, ...all];
+  const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...files])).connections;
+  const [srv, u] = await startViewer(files);
+  try {
+    const ctx = await browser.newContext({ viewport: { width: 1500, height: 480 } });
+    const pg = await ctx.newPage();
+    const errors = [];
+    pg.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+    pg.on("pageerror", (e) => errors.push(String(e)));
+    await pg.goto(`${u}#boring=1&sort=id&desc=0`);
+    await pg.waitForSelector("#conns tbody tr[data-id]");
+    await nextFrame(pg);
+    const ids = () => pg.locator("#conns tbody tr[data-id]").evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
+    const byId = listed.map((c) => c.id).sort((a, b) => a - b);
+    let got = await ids();
+    assert.equal(await pg.textContent("#count"), `${listed.length} of ${listed.length}`);
+    assert.ok(listed.length > 30 && got.length < listed.length, `${got.length} of ${listed.length} rows built`);
+    assert.deepEqual(got, byId.slice(0, got.length), "the first rows, by id");
+    // Scrolled to the end: the last rows, where they scrolled to, under the header.
+    await pg.evaluate(() => { const l = document.getElementById("list"); l.scrollTop = l.scrollHeight; });
+    await nextFrame(pg);
+    got = await ids();
+    assert.deepEqual(got, byId.slice(byId.length - got.length), "the last rows, by id");
+    const lastRow = pg.locator(`#conns tbody tr[data-id="${byId.at(-1)}"]`);
+    const [lb, rb] = [await pg.locator("#list").boundingBox(), await lastRow.boundingBox()];
+    assert.ok(rb.y + rb.height <= lb.y + lb.height + 1 && rb.y > lb.y + 20, "the last row shows at the list's bottom");
+    await pg.screenshot({ path: path.join(out, "6-conns-scrolled.png") });
+    // Sorting (descending ids) and filtering act on every connection, not the rows built.
+    await pg.click('#conns th[data-key="id"]');
+    await pg.evaluate(() => { document.getElementById("list").scrollTop = 0; });
+    await nextFrame(pg);
+    got = await ids();
+    assert.deepEqual(got, [...byId].reverse().slice(0, got.length), "descending");
+    await pg.fill("#filter", "zerowin-snd");
+    await nextFrame(pg);
+    const want = listed.filter((c) => c.file.includes("zerowin-snd")).map((c) => c.id).sort((a, b) => b - a);
+    assert.ok(want.length >= 3);
+    assert.equal(await pg.textContent("#count"), `${want.length} of ${listed.length}`);
+    assert.deepEqual(await ids(), want, "the filter finds them all");
+    await pg.fill("#filter", "");
+    // A row scrolled into sight selects its connection.
+    await pg.evaluate(() => { const l = document.getElementById("list"); l.scrollTop = l.scrollHeight; });
+    await nextFrame(pg);
+    const low = byId[0];
+    await pg.click(`#conns tbody tr[data-id="${low}"]`);
+    await pg.waitForFunction(() => window.tcpscopePerf.fetches.length > 0);
+    assert.equal(new URLSearchParams((await pg.evaluate(() => location.hash)).slice(1)).get("c"), String(low));
+    assert.ok(await pg.locator(`#conns tbody tr.sel[data-id="${low}"]`).count(), "the selected row is marked");
+    assert.deepEqual(errors, []);
+    await ctx.close();
+  } finally {
+    srv.kill();
+  }
+});
+
+test("where no drawing worker can start, the page draws the data itself", async () => {
+  const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
+  const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
+  const ctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
+  // A browser without OffscreenCanvas (as older ones).
+  await ctx.addInitScript(() => delete window.OffscreenCanvas);
+  const pg = await ctx.newPage();
+  const errors = [];
+  pg.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  pg.on("pageerror", (e) => errors.push(String(e)));
+  await pg.goto(`${url}#c=${worst.id}`);
+  await afterFetch(pg, 0);
+  assert.equal(await pg.evaluate(() => window.tcpscopeDrawnBy()), "page");
+  for (const when of ["whole connection", "zoomed"]) {
+    const rx = await pg.evaluate(() => window.tcpscopeMarkAt("seg rexmit"));
+    assert.ok(rx, `${when}: a retransmission is drawn`);
+    const ink = await inkAt(pg, rx[0], rx[1]);
+    assert.ok(ink.inked > 0 && ink.cornerWhite, `${when}: drawn where hovered: ${JSON.stringify(ink)}`);
+    if (when === "zoomed") break;
+    const n = await fetches(pg);
+    await pg.mouse.move(rx[0], rx[1]);
+    await pg.mouse.wheel(0, -300);
+    await afterFetch(pg, n);
+    await nextFrame(pg);
+  }
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
 test("the server answers only its routes", async () => {
   for (const p of ["../../etc/passwd", "api/../../../etc/passwd", "tests/data/loss-snd.pcap", "api/file?path=/etc/passwd"]) {
     const r = await fetch(url + p);
@@ -293,6 +447,8 @@ test("report: one file that works offline", async () => {
   for (const prefix of ["seg rexmit", "ack"]) {
     const at = await pg.evaluate((p) => window.tcpscopeMarkAt(p), prefix);
     assert.ok(at, `a ${prefix} mark is drawn in the report`);
+    const ink = await inkAt(pg, at[0], at[1]);
+    assert.ok(ink.inked > 0 && ink.cornerWhite, `${prefix}: drawn where hovered in the report: ${JSON.stringify(ink)}`);
     await pg.mouse.move(10, 10);
     await pg.mouse.move(at[0], at[1]);
     await pg.waitForSelector("#tip table.pkt");
