@@ -164,28 +164,21 @@ function visibleConns(): Conn[] {
 }
 
 /**
- * A table body showing only the rows in sight (and a screenful either side) of a long list, with
- * padding rows for the rest: a trace may hold thousands of connections. Rows are one height
- * (CSS), measured once; a scroll or a resize of `scroller` renders the rows then in sight.
+ * The rows in sight of a scrolled list of equal-height rows, and a screenful either side: a
+ * trace may hold thousands of connections, and a connection thousands of events; building them
+ * all made the frame that listed them take 100–190 ms on a five-million-packet connection.
+ * A scroll or a resize of `scroller` renders the rows then in sight; subclasses put them in.
  */
-class VirtualRows<T> {
-  private items: T[] = [];
+abstract class Windowed<T> {
+  protected items: T[] = [];
   private first = -1;
   private last = -1;
   private height = 0;
-  private scrolled = 0;
-  private rowH = 0;
-  private readonly above = document.createElement("tr");
-  private readonly below = document.createElement("tr");
+  /** scrollTop as of the last scroll event (reading it from the element may lay the page out). */
+  protected scrolled = 0;
+  private queued = false;
 
-  constructor(scroller: HTMLElement, private body: HTMLElement, cols: number, private row: (item: T) => HTMLElement) {
-    for (const pad of [this.above, this.below]) {
-      pad.className = "pad";
-      pad.setAttribute("aria-hidden", "true");
-      const td = document.createElement("td");
-      td.colSpan = cols;
-      pad.append(td);
-    }
+  constructor(scroller: HTMLElement, protected rowH: number) {
     // Scroll events come once per frame, before its callbacks: the rows are in for that frame.
     scroller.addEventListener("scroll", () => {
       this.scrolled = scroller.scrollTop;
@@ -193,7 +186,7 @@ class VirtualRows<T> {
     }, { passive: true });
     new ResizeObserver(() => {
       this.height = scroller.clientHeight;
-      this.render();
+      this.queue();
     }).observe(scroller);
   }
 
@@ -203,25 +196,64 @@ class VirtualRows<T> {
     this.render();
   }
 
+  private queue() {
+    if (this.queued) return;
+    this.queued = true;
+    requestAnimationFrame(() => {
+      this.queued = false;
+      this.render();
+    });
+  }
+
+  /** Builds the rows now to be in sight, unless they all are already (most scroll steps). */
   private render() {
     const n = this.items.length;
-    const rowH = this.rowH || 21;
-    const seen = Math.ceil((this.height || 400) / rowH);
-    const top = Math.min(Math.floor(this.scrolled / rowH), Math.max(0, n - seen));
+    const seen = Math.ceil((this.height || 400) / this.rowH);
+    const top = Math.min(Math.floor(this.scrolled / this.rowH), Math.max(0, n - seen));
     if (this.first >= 0 && top >= this.first && Math.min(n, top + seen + 1) <= this.last) return;
-    const first = Math.max(0, top - seen), last = Math.min(n, top + 2 * seen + 1);
-    [this.first, this.last] = [first, last];
+    this.first = Math.max(0, top - seen);
+    this.last = Math.min(n, top + 2 * seen + 1);
+    this.place(this.first, this.last);
+  }
+
+  /** Shows rows `first..last` of `items` in place of those shown before. */
+  protected abstract place(first: number, last: number): void;
+}
+
+/** A table body as a `Windowed` list: padding rows stand for the rows not built. */
+class VirtualRows<T> extends Windowed<T> {
+  private readonly above = document.createElement("tr");
+  private readonly below = document.createElement("tr");
+  private measured = false;
+
+  constructor(scroller: HTMLElement, private body: HTMLElement, cols: number, private row: (item: T) => HTMLElement) {
+    super(scroller, 21);
+    for (const pad of [this.above, this.below]) {
+      pad.className = "pad";
+      pad.setAttribute("aria-hidden", "true");
+      const td = document.createElement("td");
+      td.colSpan = cols;
+      pad.append(td);
+    }
+  }
+
+  protected place(first: number, last: number) {
+    const n = this.items.length;
     const rows: HTMLElement[] = [];
     for (let i = first; i < last; i++) rows.push(this.row(this.items[i]));
-    (this.above.firstChild as HTMLElement).style.height = `${first * rowH}px`;
-    (this.below.firstChild as HTMLElement).style.height = `${(n - last) * rowH}px`;
+    (this.above.firstChild as HTMLElement).style.height = `${first * this.rowH}px`;
+    (this.below.firstChild as HTMLElement).style.height = `${(n - last) * this.rowH}px`;
     this.above.hidden = first === 0;
     this.below.hidden = last === n;
     this.body.replaceChildren(this.above, ...rows, this.below);
-    // The rows' height, read once (a layout), for the padding: then drawn again with it.
-    if (!this.rowH && rows.length) {
-      this.rowH = rows[0].getBoundingClientRect().height || 21;
-      if (this.rowH !== rowH) this.set(this.items);
+    // The rows' height (set by CSS and the font), read once (a layout): then drawn again with it.
+    if (!this.measured && rows.length) {
+      this.measured = true;
+      const h = rows[0].getBoundingClientRect().height || this.rowH;
+      if (h !== this.rowH) {
+        this.rowH = h;
+        this.set(this.items);
+      }
     }
   }
 }
@@ -978,66 +1010,26 @@ async function showTip(p: ConnPlot, m: number, cx: number, cy: number) {
 const DATA_SIDE = new Set(["retransmission", "out_of_order", "hole", "zero_window_probe", "keep_alive", "rtt_sample", "ack_advance", "karn_discard", "post_loss_ack", "analysis_partial"]);
 
 /**
- * A list showing only the rows in sight (and a few around them) of a long array: a connection
- * may have thousands of events, and building thousands of rows made the frame that listed them
- * take 100–190 ms on a five-million-packet connection. Rows have one fixed height (CSS
- * `--row`), so the scroll height and each row's place follow from the count; a scroll or a
- * resize renders the rows then in sight, at most one frame's worth.
+ * A list as a `Windowed` one: rows have one fixed height (CSS `--row`), so the scroll height
+ * and each row's place follow from the count.
  */
-class VirtualList<T> {
-  private items: T[] = [];
-  private first = -1;
-  private last = -1;
-  private height = 0;
-  /** scrollTop as of the last scroll event (reading it from the element may lay the page out). */
-  private scrolled = 0;
-  private readonly rowH: number;
+class VirtualList<T> extends Windowed<T> {
   private readonly spacer = document.createElement("li");
-  private queued = false;
 
   constructor(private el: HTMLElement, private row: (item: T, i: number) => HTMLElement) {
-    this.rowH = parseFloat(getComputedStyle(el).getPropertyValue("--row")) || 16;
+    super(el, parseFloat(getComputedStyle(el).getPropertyValue("--row")) || 16);
     this.spacer.className = "spacer";
     this.spacer.setAttribute("aria-hidden", "true");
-    // Scroll events come once per frame, before its callbacks: the rows are in for that frame.
-    el.addEventListener("scroll", () => {
-      this.scrolled = el.scrollTop;
-      this.render();
-    }, { passive: true });
-    new ResizeObserver(() => {
-      this.height = el.clientHeight;
-      this.queue();
-    }).observe(el);
   }
 
   set(items: T[]) {
-    this.items = items;
-    this.first = this.last = -1;
     if (this.scrolled) this.el.scrollTop = this.scrolled = 0;
     this.spacer.style.height = `${items.length * this.rowH}px`;
     this.el.replaceChildren(this.spacer);
-    this.render();
+    super.set(items);
   }
 
-  private queue() {
-    if (this.queued) return;
-    this.queued = true;
-    requestAnimationFrame(() => {
-      this.queued = false;
-      this.render();
-    });
-  }
-
-  /** The rows in [scrollTop, scrollTop + height], and a screenful either side for scrolling. */
-  private render() {
-    const n = this.items.length;
-    const seen = Math.ceil((this.height || 400) / this.rowH);
-    const top = Math.floor(this.scrolled / this.rowH);
-    const first = Math.max(0, top - seen), last = Math.min(n, top + 2 * seen + 1);
-    // Only when the rows in sight are no longer all drawn: most scroll steps change nothing.
-    if (this.first >= 0 && top >= this.first && Math.min(n, top + seen + 1) <= this.last) return;
-    this.first = first;
-    this.last = last;
+  protected place(first: number, last: number) {
     const rows: HTMLElement[] = [];
     for (let i = first; i < last; i++) {
       const r = this.row(this.items[i], i);
