@@ -472,7 +472,7 @@ impl CaptureReader {
                     let Framing::Pcap { nanos, link_type, .. } = self.framing else { unreachable!() };
                     let start = data.as_ptr() as usize - base;
                     let (len, ts_ns) = (data.len(), self.pcap_time(ts_sec, frac, nanos));
-                    Action::Packet { start, len, ts_ns: Some(ts_ns), orig_len: origlen, link_type, bad_ts: false }
+                    Action::Packet { start, len, ts_ns: Some(ts_ns), orig_len: origlen, link_type }
                 }
                 Parsed::Ng(block) => match block {
                     Block::SectionHeader(shb) => Action::Section { big_endian: shb.big_endian() },
@@ -488,7 +488,7 @@ impl CaptureReader {
                             let ts_ns = ticks_to_ns(ticks, iface.units_per_sec, iface.offset_s);
                             let start = epb.data.as_ptr() as usize - base;
                             let len = (epb.caplen as usize).min(epb.data.len());
-                            Action::Packet { start, len, ts_ns: Some(ts_ns), orig_len: epb.origlen, link_type: iface.link_type, bad_ts: false }
+                            Action::Packet { start, len, ts_ns: Some(ts_ns), orig_len: epb.origlen, link_type: iface.link_type }
                         }
                         None => Action::UnknownInterface,
                     },
@@ -500,7 +500,7 @@ impl CaptureReader {
                             }
                             let start = spb.data.as_ptr() as usize - base;
                             // A simple packet block has no timestamp: the previous one is reused.
-                            Action::Packet { start, len, ts_ns: None, orig_len: spb.origlen, link_type: iface.link_type, bad_ts: false }
+                            Action::Packet { start, len, ts_ns: None, orig_len: spb.origlen, link_type: iface.link_type }
                         }
                         None => Action::UnknownInterface,
                     },
@@ -510,8 +510,7 @@ impl CaptureReader {
             };
             let mut out = None;
             match action {
-                Action::Packet { start, len, ts_ns, orig_len, link_type, bad_ts } => {
-                    self.bad_timestamps += bad_ts as u64;
+                Action::Packet { start, len, ts_ns, orig_len, link_type } => {
                     let ts_ns = ts_ns.unwrap_or(self.last_ts_ns);
                     out = Some((start, len, ts_ns, orig_len.max(len as u32), link_type));
                 }
@@ -593,7 +592,7 @@ impl CaptureReader {
 
 /// What one block means for the reader, detached from the buffer.
 enum Action {
-    Packet { start: usize, len: usize, ts_ns: Option<u64>, orig_len: u32, link_type: u32, bad_ts: bool },
+    Packet { start: usize, len: usize, ts_ns: Option<u64>, orig_len: u32, link_type: u32 },
     Section { big_endian: bool },
     Interface(Interface),
     UnknownInterface,

@@ -156,3 +156,38 @@ fn merged_files_come_out_in_time_order() {
     let expect: Vec<_> = p.iter().enumerate().map(|(i, p)| ((i + 1) % 2, p.ts_ns, i as u64 + 1)).collect();
     assert_eq!(seen, expect);
 }
+
+/// A stream that hands out a few bytes per read, so that no record is ever wholly in the
+/// reader's window: it takes the general path where a file read in chunks takes the direct one.
+struct Trickle(io::Cursor<Vec<u8>>);
+
+impl Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len().min(7);
+        self.0.read(&mut buf[..n])
+    }
+}
+
+#[test]
+fn a_record_read_whole_or_in_pieces_gives_the_same_record_and_counts() {
+    for (nanos, big_endian) in [(false, false), (false, true), (true, false), (true, true)] {
+        let mut bytes = pcap(&pkts(), nanos, big_endian);
+        // The first record's fraction one second too large: counted, and its time kept as is.
+        let frac_at = 24 + 4;
+        let frac = if nanos { 1_500_000_000u32 } else { 1_500_000 };
+        let frac = if big_endian { frac.to_be_bytes() } else { frac.to_le_bytes() };
+        bytes[frac_at..frac_at + 4].copy_from_slice(&frac);
+        let read = |mut r: CaptureReader| {
+            let mut recs = Vec::new();
+            while let Some(rec) = r.next_record().unwrap() {
+                recs.push((rec.ts_ns, rec.data.to_vec(), rec.orig_len, rec.link_type, rec.frame, rec.offset));
+            }
+            (recs, r.bad_timestamps, r.position())
+        };
+        let whole = read(CaptureReader::from_bytes(bytes.clone()).unwrap());
+        let pieces = read(CaptureReader::from_reader(Box::new(Trickle(io::Cursor::new(bytes.clone())))).unwrap());
+        assert_eq!(whole, pieces, "nanos {nanos}, big endian {big_endian}");
+        assert_eq!((whole.0.len(), whole.1, whole.2), (5, 1, bytes.len() as u64));
+        assert_eq!(whole.0[0].0 % 1_000_000_000, 500_000_000, "the out-of-range fraction is kept");
+    }
+}
