@@ -77,21 +77,27 @@ pub struct FlowTable {
     map: HashMap<FlowKey, (ConnIdx, Endpoint), BuildHasherDefault<FxHasher>>,
     /// The last lookup's answer for each direction of its 4-tuple: consecutive packets mostly
     /// belong to one connection, and comparing addresses is cheaper than hashing them.
-    recent: [Option<(Endpoint, Endpoint, ConnIdx, Dir)>; 2],
-    /// The same answer keyed by [`v4_key`] when the 4-tuple is IPv4 (the common case: two
-    /// integer compares instead of four `IpAddr`/port compares).
-    recent_v4: [Option<(u128, ConnIdx, Dir)>; 2],
+    recent: [Option<(Directed, ConnIdx, Dir)>; 2],
 }
 
-/// A segment's addresses and ports packed into one integer, when both addresses are IPv4. The
-/// packing is exact, so equal keys mean equal directed 4-tuples.
-#[inline]
-fn v4_key(src: IpAddr, sport: u16, dst: IpAddr, dport: u16) -> Option<u128> {
-    match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            Some((u32::from(s) as u128) << 64 | (u32::from(d) as u128) << 32 | (sport as u128) << 16 | dport as u128)
+/// A directed 4-tuple as the one-connection cache compares it: an IPv4 one packed into one
+/// integer (exact, so equal keys mean equal 4-tuples; the common case, two integer compares
+/// instead of four `IpAddr`/port compares), any other as its endpoints.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Directed {
+    V4(u128),
+    Other(Endpoint, Endpoint),
+}
+
+impl Directed {
+    #[inline]
+    fn new(src: Endpoint, dst: Endpoint) -> Directed {
+        match (src.addr, dst.addr) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => Directed::V4(
+                (u32::from(s) as u128) << 64 | (u32::from(d) as u128) << 32 | (src.port as u128) << 16 | dst.port as u128,
+            ),
+            _ => Directed::Other(src, dst),
         }
-        _ => None,
     }
 }
 
@@ -101,18 +107,11 @@ impl FlowTable {
     // registers of a large function) cost ~18 of its ~45 instructions.
     #[inline(always)]
     pub fn lookup(&mut self, seg: &Segment<'_>) -> Option<(ConnIdx, Dir)> {
-        let key = v4_key(seg.src, seg.sport, seg.dst, seg.dport);
-        if let Some(key) = key {
-            for &(k, idx, dir) in self.recent_v4.iter().flatten() {
-                if k == key {
-                    return Some((idx, dir));
-                }
-            }
-        }
         let src = Endpoint { addr: seg.src, port: seg.sport };
         let dst = Endpoint { addr: seg.dst, port: seg.dport };
-        for &(s, d, idx, dir) in self.recent.iter().flatten() {
-            if s == src && d == dst {
+        let directed = Directed::new(src, dst);
+        for &(k, idx, dir) in self.recent.iter().flatten() {
+            if k == directed {
                 return Some((idx, dir));
             }
         }
@@ -125,11 +124,7 @@ impl FlowTable {
 
     /// Makes `idx` the answer of the one-connection cache for both directions.
     fn remember(&mut self, src: Endpoint, dst: Endpoint, idx: ConnIdx, dir: Dir) {
-        self.recent = [Some((src, dst, idx, dir)), Some((dst, src, idx, dir.rev()))];
-        self.recent_v4 = match (v4_key(src.addr, src.port, dst.addr, dst.port), v4_key(dst.addr, dst.port, src.addr, src.port)) {
-            (Some(k), Some(rk)) => [Some((k, idx, dir)), Some((rk, idx, dir.rev()))],
-            _ => [None, None],
-        };
+        self.recent = [Some((Directed::new(src, dst), idx, dir)), Some((Directed::new(dst, src), idx, dir.rev()))];
     }
 
     /// Makes `idx` the current connection of the segment's 4-tuple, with endpoint a chosen from
@@ -151,7 +146,6 @@ impl FlowTable {
         if self.map.get(seg_key).is_some_and(|&(i, _)| i == idx) {
             self.map.remove(seg_key);
             self.recent = [None, None];
-            self.recent_v4 = [None, None];
         }
     }
 
