@@ -74,8 +74,8 @@ struct Ctx {
     recent: std::sync::Mutex<std::collections::VecDeque<Recent>>,
 }
 
-/// A recent answer: the request (route and query), its content type and body.
-type Recent = (String, &'static str, Arc<Vec<u8>>);
+/// A recent answer: the request (route and query, which also say its content type) and its body.
+type Recent = (String, Arc<Vec<u8>>);
 
 /// Answers kept in [`Ctx::recent`].
 const RECENT: usize = 64;
@@ -150,15 +150,7 @@ impl Server {
 /// browser tests: a plot's answers never came). Closed after each answer, a connection frees
 /// its thread at once; a new one costs a fraction of a millisecond on loopback.
 fn send_with(req: Request, status: u16, headers: &[(&str, &str)], body: &[u8]) -> io::Result<()> {
-    let reason = match status {
-        200 => "OK",
-        301 => "Moved Permanently",
-        400 => "Bad Request",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        _ => "Internal Server Error",
-    };
+    let reason = tiny_http::StatusCode(status).default_reason_phrase();
     let head_only = *req.method() == Method::Head;
     let mut out = format!("HTTP/1.1 {status} {reason}\r\nContent-Length: {}\r\n", body.len());
     for (k, v) in headers {
@@ -180,15 +172,15 @@ fn send_with(req: Request, status: u16, headers: &[(&str, &str)], body: &[u8]) -
     }
 }
 
-fn send(req: Request, status: u16, ctype: &str, body: Vec<u8>) -> io::Result<()> {
-    send_with(req, status, &[("Content-Type", ctype)], &body)
+fn send(req: Request, status: u16, ctype: &str, body: &[u8]) -> io::Result<()> {
+    send_with(req, status, &[("Content-Type", ctype)], body)
 }
 
 const JSON: &str = "application/json";
 const BIN: &str = "application/octet-stream";
 
 fn send_json(req: Request, status: u16, v: &impl serde::Serialize) -> io::Result<()> {
-    send(req, status, JSON, serde_json::to_vec(v).unwrap_or_default())
+    send(req, status, JSON, &serde_json::to_vec(v).unwrap_or_default())
 }
 
 fn error(req: Request, status: u16, msg: &str) -> io::Result<()> {
@@ -242,20 +234,20 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
     let q = Query(form_urlencoded::parse(query.as_bytes()).into_owned().collect());
     let t = &ctx.traces;
     match route {
-        "/" | "/index.html" => send(req, 200, "text/html; charset=utf-8", PAGE.as_bytes().to_vec()),
+        "/" | "/index.html" => send(req, 200, "text/html; charset=utf-8", PAGE.as_bytes()),
         "" => {
             send_with(req, 301, &[("Location", &format!("{}/", ctx.prefix))], b"")
         }
         "/api/conns" => send_json(req, 200, &api::conns(t)),
         "/api/tsg" | "/api/panels" | "/api/events" | "/api/packet" => {
-            let key = format!("{route}?{query}");
-            let hit = ctx.recent.lock().ok().and_then(|r| r.iter().find(|(k, ..)| *k == key).map(|(_, c, v)| (*c, v.clone())));
-            if let Some((ctype, body)) = hit {
-                return send(req, 200, ctype, body.to_vec());
-            }
             // `fmt=bin`: the packed form (crate::pack) of the figure and the panels.
             let bin = q.get("fmt") == Some("bin");
             let ctype = if bin && matches!(route, "/api/tsg" | "/api/panels") { BIN } else { JSON };
+            let key = format!("{route}?{query}");
+            let hit = ctx.recent.lock().ok().and_then(|r| r.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()));
+            if let Some(body) = hit {
+                return send(req, 200, ctype, &body);
+            }
             let built = (|| -> Result<Vec<u8>, (u16, String)> {
                 let id: usize = q.num("conn").map_err(|e| (400, e))?.ok_or((400, "conn missing".to_string()))?;
                 let d = t.detail(id).map_err(|e| (404, e))?;
@@ -285,13 +277,14 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
             })();
             match built {
                 Ok(body) => {
+                    let body = Arc::new(body);
                     if let Ok(mut r) = ctx.recent.lock() {
                         if r.len() == RECENT {
                             r.pop_front();
                         }
-                        r.push_back((key, ctype, Arc::new(body.clone())));
+                        r.push_back((key, body.clone()));
                     }
-                    send(req, 200, ctype, body)
+                    send(req, 200, ctype, &body)
                 }
                 Err((status, msg)) => error(req, status, &msg),
             }
