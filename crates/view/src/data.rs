@@ -257,15 +257,16 @@ fn open_set(path: &Path) -> Result<TraceSet, String> {
     TraceSet::open(&[path.to_path_buf()]).map_err(|e| e.to_string())
 }
 
-/// The part of `path` the window asks for, with the set opened to place it (none for a whole
-/// file). An unreadable set or a window that cannot be placed on it is an error.
-fn part_of(path: &Path, window: &Window) -> Result<(Part, Option<TraceSet>), String> {
+/// The set `path` is opened as, with the window `[from, to)` placed on it, when the window or
+/// a directory asks for one (`None`: the whole file). An unreadable set or a window that cannot
+/// be placed on it is an error.
+fn set_part(path: &Path, window: &Window) -> Result<Option<(TraceSet, u64, u64)>, String> {
     if !window.is_set() && !path.is_dir() {
-        return Ok((Part::File, None));
+        return Ok(None);
     }
     let set = open_set(path)?;
     let (from, to) = set.window(window, &time::local_zone())?;
-    Ok((Part::Set { from, to }, Some(set)))
+    Ok(Some((set, from, to)))
 }
 
 /// A summary of `path` holding only an error.
@@ -318,9 +319,9 @@ impl Traces {
         let rules = Rules::default();
         for (i, p) in paths.iter().enumerate() {
             let sinks = (StatsSink::default(), ScreenSink::new(rules.clone()));
-            let (part, (file, (mut stats, screen))) = match part_of(p, window) {
-                Ok((Part::Set { from, to }, Some(set))) => (Part::Set { from, to }, analyze_set(p, &set, from, to, settings, sinks)),
-                Ok(_) => (Part::File, pass::analyze_file_with(p, i, settings, pipelined, &|_, _| {}, sinks)),
+            let (part, (file, (mut stats, screen))) = match set_part(p, window) {
+                Ok(Some((set, from, to))) => (Part::Set { from, to }, analyze_set(p, &set, from, to, settings, sinks)),
+                Ok(None) => (Part::File, pass::analyze_file_with(p, i, settings, pipelined, &|_, _| {}, sinks)),
                 Err(e) => (Part::File, (failed(p, e), sinks)),
             };
             let mut screen = screen.finish();
