@@ -232,18 +232,26 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
     // for 200,000 connections (~800 MB) cost three times the analysis when printed by one thread.
     let ids: Vec<usize> = (1..=an.conns.len()).filter(|&id| (doc.selected)(id)).collect();
     let table = Table::new();
-    for block in ids.chunks(TEXT_BLOCK) {
-        let parts: Vec<Vec<u8>> = block
-            .par_chunks(TEXT_CHUNK)
-            .map(|ids| {
-                let mut buf = Vec::with_capacity(ids.len() * 4096);
-                let mut cell = Vec::with_capacity(32);
-                for &id in ids {
-                    table.connection(&mut buf, &an.conns[id - 1], id, &mut cell);
-                }
-                buf
-            })
-            .collect();
+    in_parallel_blocks(out, &ids, TEXT_BLOCK, |ids| {
+        let mut buf = Vec::with_capacity(ids.len() * 4096);
+        let mut cell = Vec::with_capacity(32);
+        for &id in ids {
+            table.connection(&mut buf, &an.conns[id - 1], id, &mut cell);
+        }
+        Ok(buf)
+    })
+}
+
+/// Writes `make` of every run of [`TEXT_CHUNK`] ids, made in parallel `block` ids at a time and
+/// written in order: memory stays at one block's text.
+fn in_parallel_blocks<W: Write>(
+    out: &mut W,
+    ids: &[usize],
+    block: usize,
+    make: impl Fn(&[usize]) -> io::Result<Vec<u8>> + Sync,
+) -> io::Result<()> {
+    for block in ids.chunks(block) {
+        let parts: Vec<Vec<u8>> = block.par_chunks(TEXT_CHUNK).map(&make).collect::<io::Result<_>>()?;
         for p in parts {
             out.write_all(&p)?;
         }
@@ -262,23 +270,14 @@ fn stats_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize]) -> io::Result<
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(stats_csv_header())?;
     out.write_all(&w.into_inner().map_err(|e| e.into_error())?)?;
-    for block in ids.chunks(CSV_BLOCK) {
-        let parts: Vec<Vec<u8>> = block
-            .par_chunks(TEXT_CHUNK)
-            .map(|ids| {
-                let mut w = csv::Writer::from_writer(Vec::with_capacity(ids.len() * 1024));
-                for &id in ids {
-                    let c = &an.conns[id - 1];
-                    stats_csv_row(&mut w, c, id, files.get(c.info.file).map_or("", String::as_str))?;
-                }
-                w.into_inner().map_err(|e| e.into_error())
-            })
-            .collect::<io::Result<_>>()?;
-        for p in parts {
-            out.write_all(&p)?;
+    in_parallel_blocks(out, ids, CSV_BLOCK, |ids| {
+        let mut w = csv::Writer::from_writer(Vec::with_capacity(ids.len() * 1024));
+        for &id in ids {
+            let c = &an.conns[id - 1];
+            stats_csv_row(&mut w, c, id, files.get(c.info.file).map_or("", String::as_str))?;
         }
-    }
-    Ok(())
+        w.into_inner().map_err(|e| e.into_error())
+    })
 }
 
 /// The keys of a flattened [`json::ConnJson`] before its directions.
