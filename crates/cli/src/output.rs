@@ -551,8 +551,8 @@ mod tests {
             d.last_ack_advance_ts_ns = d.last_ts_ns;
             d.acked_bytes = k * 900;
             d.mss = (i == 0).then_some(1460);
-            d.wscale = (k % 3 != 0).then_some(7);
-            d.sack_permitted = k % 2 == 0;
+            d.wscale = (!k.is_multiple_of(3)).then_some(7);
+            d.sack_permitted = k.is_multiple_of(2);
             d.timestamp_packets = k % 3;
             d.partial = huge;
             for x in 0..k % 5 {

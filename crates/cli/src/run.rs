@@ -1,6 +1,7 @@
 //! Runs a command: analyse the inputs (files in parallel), then print.
 
 use std::io::{self, IsTerminal, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -54,16 +55,24 @@ pub fn settings(args: &CommonArgs) -> io::Result<Settings> {
     Ok(Settings { idle_split_ns: (args.idle_split * 1e9) as u64, assume_wscale: args.wscale })
 }
 
-/// Analyses the inputs for statistics (see [`analyse_with`]).
+/// Analyses the inputs for statistics (see [`analyse_with`]); a file alone is analysed by as
+/// many threads as there are cores, its connections split among them.
 fn analyse(args: &CommonArgs) -> io::Result<Analysis> {
-    let (files, sinks) = analyse_with(args, StatsSink::default)?;
+    let settings = settings(args)?;
+    let alone = |path: &Path, progress: &(dyn Fn(u64, u64) + Sync)| {
+        pass::analyze_file_sharded(path, 0, settings, rayon::current_num_threads(), progress, StatsSink::default)
+    };
+    let (files, sinks) = analyse_with(args, StatsSink::default, Some(&alone))?;
     Ok(Analysis { files, conns: sinks.into_iter().flat_map(|s| s.conns).collect() })
 }
+
+/// How a file given alone is analysed, if not by [`pass::analyze_file_with`] in two threads.
+pub type Alone<'a, S> = Option<&'a (dyn Fn(&Path, &(dyn Fn(u64, u64) + Sync)) -> (FileSummary, S) + Sync)>;
 
 /// Analyses the inputs with a sink from `make` per file: each file on its own (in parallel), or
 /// all merged (one sink). Errors reading a file are printed on stderr with the file and
 /// offset; the results of what was read stand. Sinks come back in file order.
-pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sync) -> io::Result<(Vec<FileSummary>, Vec<S>)> {
+pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sync, alone: Alone<'_, S>) -> io::Result<(Vec<FileSummary>, Vec<S>)> {
     let settings = settings(args)?;
     let total: u64 = args.traces.iter().map(|p| input_bytes(p)).sum();
     let progress = Progress::new(total, args.quiet);
@@ -73,6 +82,9 @@ pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sy
     } else if args.merge {
         let (files, sink) = pass::analyze_merged_with(&args.traces, settings, &progress.reader(), make());
         (files, vec![sink])
+    } else if let (Some(alone), [path]) = (alone, &args.traces[..]) {
+        let (file, sink) = alone(path, &progress.reader());
+        (vec![file], vec![sink])
     } else {
         // One file: read and analyse in two threads. Several: one thread per file.
         let pipelined = args.traces.len() == 1;

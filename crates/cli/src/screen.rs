@@ -20,7 +20,7 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
         None => Rules::default(),
     };
     // The screen results carry each connection's endpoints: no statistics pass needed.
-    let (files, sinks) = analyse_with(&args.common, || ScreenSink::new(rules.clone()))?;
+    let (files, sinks) = analyse_with(&args.common, || ScreenSink::new(rules.clone()), None)?;
     let mut screens = Vec::new();
     for sink in sinks {
         // Moved, not copied, when there is one part: the results are the bulk of the memory.

@@ -1,14 +1,15 @@
 //! One streaming pass over a trace: capture → decode → flow → analysis → sink.
 //!
 //! [`Analyzer`] is the engine for any [`Sink`]; [`analyze_file`] (reading and decoding in one
-//! thread, analysis in another) and [`analyze_merged`] (several files in time order, one
-//! thread) run it with the statistics sink over files and report what each file contained,
-//! including why frames were skipped and where reading stopped.
+//! thread, analysis in another), [`analyze_file_sharded`] (one reading thread feeding several
+//! analysing ones, each with the connections of its share of the 4-tuples) and
+//! [`analyze_merged`] (several files in time order, one thread) run it over files and report
+//! what each file contained, including why frames were skipped and where reading stopped.
 //!
 //! Memory: the analyzer keeps state per *live* connection. A connection closed (FIN both ways
-//! or RST) and silent for [`EVICT_CLOSED_NS`], or silent for [`EVICT_IDLE_NS`], has its
-//! analysis state dropped (its statistics stay); a later packet on its 4-tuple starts a new
-//! connection.
+//! or RST) and silent for [`EVICT_CLOSED_NS`], or silent for [`EVICT_IDLE_NS`], has expired: a
+//! later packet on its 4-tuple starts a new connection, and a periodic sweep drops its analysis
+//! state (its statistics stay).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use crate::stats::{ConnStats, StatsSink};
 pub const EVICT_CLOSED_NS: u64 = 120 * 1_000_000_000;
 /// Any connection silent this long is evicted.
 pub const EVICT_IDLE_NS: u64 = 3600 * 1_000_000_000;
+const _: () = assert!(EVICT_IDLE_NS > EVICT_CLOSED_NS, "`expired` compares with the shorter first");
 /// Trace time between two eviction sweeps (a sweep visits every live connection).
 const SWEEP_EVERY_NS: u64 = 10 * 1_000_000_000;
 /// Packets between two progress reports.
@@ -76,6 +78,8 @@ pub struct Analyzer<S: Sink> {
     /// Analysis state by connection index; `None` once evicted.
     conns: Vec<Option<Box<Connection>>>,
     keys: Vec<FlowKey>,
+    /// Frame number of each connection's first packet.
+    first_frames: Vec<u64>,
     live: Vec<ConnIdx>,
     /// The consumer.
     pub sink: S,
@@ -94,6 +98,7 @@ impl<S: Sink> Analyzer<S> {
             flows: FlowTable::default(),
             conns: Vec::new(),
             keys: Vec::new(),
+            first_frames: Vec::new(),
             live: Vec::new(),
             sink,
             file: 0,
@@ -127,6 +132,11 @@ impl<S: Sink> Analyzer<S> {
 
         let found = self.flows.lookup(seg).and_then(|(idx, dir)| {
             let conn = self.conns[idx].as_deref()?;
+            // Expired is as if already evicted, whenever the sweep comes: the answer must not
+            // depend on when sweeps happen (nor on which packets a shard sees).
+            if expired(conn, ts_ns) {
+                return None;
+            }
             Some((idx, dir, conn.splits_on(seg, dir, ts_ns, &self.settings)))
         });
         let (idx, dir) = match found {
@@ -137,6 +147,7 @@ impl<S: Sink> Analyzer<S> {
                 let (info, dir) = self.flows.insert(seg, idx, self.file, reuse);
                 self.conns.push(Some(Box::new(Connection::new(idx))));
                 self.keys.push(FlowKey::between(info.a, info.b));
+                self.first_frames.push(frame);
                 self.live.push(idx);
                 self.sink.connection(idx, &info);
                 (idx, dir)
@@ -160,8 +171,7 @@ impl<S: Sink> Analyzer<S> {
         self.live.retain(|&idx| {
             let Some(c) = conns[idx].as_deref_mut() else { return false };
             c.release();
-            let silent = now.saturating_sub(c.last_ts_ns());
-            let evict = silent > EVICT_IDLE_NS || (c.closed() && silent > EVICT_CLOSED_NS);
+            let evict = expired(c, now);
             if evict {
                 flows.remove_if(&keys[idx], idx);
                 conns[idx] = None;
@@ -171,9 +181,20 @@ impl<S: Sink> Analyzer<S> {
     }
 }
 
+/// Whether a connection is finished for good at `now`: closed and silent for
+/// [`EVICT_CLOSED_NS`], or silent for [`EVICT_IDLE_NS`]. A later packet on its 4-tuple starts a
+/// new connection.
+fn expired(c: &Connection, now: u64) -> bool {
+    let silent = now.saturating_sub(c.last_ts_ns());
+    // One compare per packet in the common case.
+    silent > EVICT_CLOSED_NS && (silent > EVICT_IDLE_NS || c.closed())
+}
+
 /// Counts a record in the file's summary and decodes it; `None` when it carries no TCP segment
 /// (the reason is counted).
-#[inline]
+// Always inlined: the reading thread's loop builds the segment in place in its batch; called,
+// it was returned through memory and copied again (~40 instructions a packet).
+#[inline(always)]
 fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>) -> Option<Segment<'a>> {
     sum.packets += 1;
     sum.captured_bytes += rec.data.len() as u64;
@@ -310,16 +331,8 @@ pub fn analyze_file_with<S: Sink + Send>(
     progress: &(dyn Fn(u64, u64) + Sync),
     sink: S,
 ) -> (FileSummary, S) {
-    let mut summary = FileSummary { path: path.to_path_buf(), ..Default::default() };
-    let mut reader = match CaptureReader::open(path) {
-        Ok(r) => r,
-        Err(e) => {
-            record_error(&mut summary, &e);
-            return (summary, sink);
-        }
-    };
-    summary.format = Some(reader.format());
-    summary.compression = Some(reader.compression());
+    let (mut summary, reader) = open(path);
+    let Some(mut reader) = reader else { return (summary, sink) };
     if !pipelined {
         let mut an = Analyzer::new(settings, sink);
         an.set_file(file);
@@ -337,12 +350,11 @@ pub fn analyze_file_with<S: Sink + Send>(
     // shares them out: the analysis was the busiest thread when it also ran the screen sink.
     let mut an = Analyzer::new(settings, Recorder::default());
     an.set_file(file);
-    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
-    let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
+    let (pipe, (full_rx, empty_tx)) = pipe();
     let (said_tx, said_rx) = mpsc::sync_channel::<Vec<Said>>(4);
     let (said_empty_tx, said_empty_rx) = mpsc::channel::<Vec<Said>>();
     let (summary, sink) = std::thread::scope(|scope| {
-        let reading = scope.spawn(move || read_batches(reader, summary, progress, full_tx, empty_rx));
+        let reading = scope.spawn(move || read_batches(reader, summary, progress, vec![pipe]));
         let sinking = scope.spawn(move || {
             let mut sink = sink;
             for mut said in said_rx {
@@ -374,26 +386,142 @@ pub fn analyze_file_with<S: Sink + Send>(
     (summary.finish(), sink)
 }
 
-/// The reading stage: decodes the file's segments into batches of [`BATCH`] handed on through
-/// `full`, reusing the buffers that come back through `empty`.
-fn read_batches(
-    mut reader: CaptureReader,
-    mut summary: FileSummary,
-    progress: &(dyn Fn(u64, u64) + Sync),
-    full: mpsc::SyncSender<Vec<Decoded>>,
-    empty: mpsc::Receiver<Vec<Decoded>>,
-) -> FileSummary {
-    let mut batch = Vec::with_capacity(BATCH);
+/// A stage's end of the two channels between the reading stage and an analysing one: full
+/// batches go one way, emptied ones come back for reuse.
+type Pipe = (mpsc::SyncSender<Vec<Decoded>>, mpsc::Receiver<Vec<Decoded>>);
+/// The analysing stage's end.
+type PipeEnd = (mpsc::Receiver<Vec<Decoded>>, mpsc::Sender<Vec<Decoded>>);
+
+fn pipe() -> (Pipe, PipeEnd) {
+    let (full_tx, full_rx) = mpsc::sync_channel(4);
+    let (empty_tx, empty_rx) = mpsc::channel();
+    ((full_tx, empty_rx), (full_rx, empty_tx))
+}
+
+/// The reading stage: decodes the file's segments into batches of [`BATCH`], one per pipe
+/// (the 4-tuple's shard when there are several), and hands them on.
+fn read_batches(mut reader: CaptureReader, mut summary: FileSummary, progress: &(dyn Fn(u64, u64) + Sync), pipes: Vec<Pipe>) -> FileSummary {
+    let n = pipes.len();
+    let mut batches: Vec<Vec<Decoded>> = pipes.iter().map(|_| Vec::with_capacity(BATCH)).collect();
     let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
+        let s = if n == 1 { 0 } else { FlowKey::shard(seg, n) };
+        let batch = &mut batches[s];
         batch.push(Decoded { seg: seg.detach(), frame, ts_ns });
-        if batch.len() < BATCH {
-            return true;
-        }
-        let next = empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-        full.send(std::mem::replace(&mut batch, next)).is_ok()
+        batch.len() < BATCH || hand_on(batch, &pipes[s])
     });
-    let _ = full.send(batch);
+    for (batch, (full, _)) in batches.into_iter().zip(&pipes) {
+        let _ = full.send(batch);
+    }
     summary
+}
+
+/// The analysing stage: runs every batch through the analyzer and hands the buffer back.
+fn analyse_batches<S: Sink>(an: &mut Analyzer<S>, (full, empty): PipeEnd) {
+    for mut batch in full {
+        for d in &batch {
+            an.segment(&d.seg, d.frame, d.ts_ns);
+        }
+        batch.clear();
+        let _ = empty.send(batch);
+    }
+}
+
+/// Sends a full batch on and takes an empty one back (or a new one); false once the receiver
+/// is gone.
+fn hand_on(batch: &mut Vec<Decoded>, (full, empty): &Pipe) -> bool {
+    let next = empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+    full.send(std::mem::replace(batch, next)).is_ok()
+}
+
+/// A sink whose work can be split by 4-tuple over several analysis threads
+/// ([`analyze_file_sharded`]): each shard's sink sees the connections of its 4-tuples only,
+/// numbered from 0, and `join` puts the shards' sinks together as if one had seen everything.
+pub trait Shardable: Sink + Send + Sized {
+    /// Joins the shards' sinks. `order` lists, for each connection in order of first
+    /// appearance in the whole file, the shard it was in ([`shard_order`]); each shard's own
+    /// connections are in that order too.
+    fn join(parts: Vec<Self>, order: &[u8]) -> Self;
+}
+
+/// The shard of each connection, in order of first appearance, from each shard's first frames
+/// (`firsts[s][k]`: frame of shard s's connection k). Frames are unique within a file, so this
+/// is exactly the order one analysis thread would have numbered them in.
+pub fn shard_order(firsts: &[Vec<u64>]) -> Vec<u8> {
+    let mut next = vec![0usize; firsts.len()];
+    let total = firsts.iter().map(Vec::len).sum();
+    (0..total)
+        .map(|_| {
+            let (s, _) = (0..firsts.len())
+                .filter_map(|s| firsts[s].get(next[s]).map(|&f| (s, f)))
+                .min_by_key(|&(_, f)| f)
+                .expect("a connection left");
+            next[s] += 1;
+            s as u8
+        })
+        .collect()
+}
+
+/// Most analysis threads [`analyze_file_sharded`] uses (shards are numbered by a `u8`).
+pub const MAX_SHARDS: usize = 64;
+
+/// Analyses one file with its connections split by 4-tuple over `shards` analysis threads, fed
+/// by one reading thread: on many concurrent connections the analysis, not the reading, is the
+/// busy stage, and connections are independent of each other. Each shard sees its packets in
+/// file order, and connections are numbered in order of first appearance in the file, so the
+/// answer is the one [`analyze_file_with`] gives (a test checks it). A single connection
+/// gains nothing: all its packets go to one shard.
+pub fn analyze_file_sharded<S: Shardable>(
+    path: &Path,
+    file: usize,
+    settings: Settings,
+    shards: usize,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    make: impl Fn() -> S + Sync,
+) -> (FileSummary, S) {
+    let shards = shards.clamp(1, MAX_SHARDS);
+    if shards == 1 {
+        return analyze_file_with(path, file, settings, true, progress, make());
+    }
+    let (summary, reader) = open(path);
+    let Some(reader) = reader else { return (summary, S::join(vec![make()], &[])) };
+    let (summary, parts) = std::thread::scope(|scope| {
+        let (pipes, threads): (Vec<Pipe>, Vec<_>) = (0..shards)
+            .map(|_| {
+                let (pipe, end) = pipe();
+                let sink = make();
+                let thread = scope.spawn(move || {
+                    let mut an = Analyzer::new(settings, sink);
+                    an.set_file(file);
+                    analyse_batches(&mut an, end);
+                    (an.sink, an.first_frames)
+                });
+                (pipe, thread)
+            })
+            .unzip();
+        let summary = read_batches(reader, summary, progress, pipes);
+        // A panic in another stage is a bug in tcpscope: let it surface as one.
+        let parts: Vec<(S, Vec<u64>)> = threads.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
+        (summary, parts)
+    });
+    let (sinks, firsts): (Vec<S>, Vec<Vec<u64>>) = parts.into_iter().unzip();
+    (summary.finish(), S::join(sinks, &shard_order(&firsts)))
+}
+
+/// Opens a file for a pass: the file's summary so far (with the error, if it could not be
+/// opened) and the reader.
+fn open(path: &Path) -> (FileSummary, Option<CaptureReader>) {
+    let mut summary = FileSummary { path: path.to_path_buf(), ..Default::default() };
+    match CaptureReader::open(path) {
+        Ok(r) => {
+            summary.format = Some(r.format());
+            summary.compression = Some(r.compression());
+            (summary, Some(r))
+        }
+        Err(e) => {
+            record_error(&mut summary, &e);
+            (summary, None)
+        }
+    }
 }
 
 /// Reading and decoding | flow, analysis and the sink: for a light sink, whose records would
@@ -408,17 +536,10 @@ fn two_stages<S: Sink>(
 ) -> (FileSummary, S) {
     let mut an = Analyzer::new(settings, sink);
     an.set_file(file);
-    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Decoded>>(4);
-    let (empty_tx, empty_rx) = mpsc::channel::<Vec<Decoded>>();
+    let (pipe, end) = pipe();
     let summary = std::thread::scope(|scope| {
-        let reading = scope.spawn(move || read_batches(reader, summary, progress, full_tx, empty_rx));
-        for mut batch in full_rx {
-            for d in &batch {
-                an.segment(&d.seg, d.frame, d.ts_ns);
-            }
-            batch.clear();
-            let _ = empty_tx.send(batch);
-        }
+        let reading = scope.spawn(move || read_batches(reader, summary, progress, vec![pipe]));
+        analyse_batches(&mut an, end);
         // A panic while reading is a bug in tcpscope: let it surface as one.
         reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
@@ -599,6 +720,113 @@ pub fn analyze_set_with<S: Sink>(
 mod tests {
     use super::*;
     use crate::screen::{Rules, ScreenSink};
+    use crate::testutil::{self, Pkt, flag::*};
+
+    /// Short connections between 10.0.0.1 and a few servers, from few client ports so 4-tuples
+    /// are reused (some soon after closing, some after a pause longer than the expiry), their
+    /// packets interleaved; written as a pcap in the temporary directory.
+    fn interleaved_connections(name: &str) -> PathBuf {
+        let mut next = testutil::rng(7);
+        let mut pkts = Vec::new();
+        let mut t = 1_000_000_000_000u64;
+        for k in 0..400u32 {
+            t += next(300_000_000) + if k % 97 == 96 { 200_000_000_000 } else { 0 };
+            let (c, s) = ([10, 0, 0, 1], [10, 0, 1, next(5) as u8]);
+            let (cp, sp) = (40_000 + next(30) as u16, 80);
+            let (ci, si) = (next(1 << 32) as u32, next(1 << 32) as u32);
+            let len = 1 + next(1400) as u16;
+            let mut at = t;
+            let mut p = |from_c: bool, flags: u8, seq: u32, ack: u32, len: u16| {
+                at += 1 + next(200_000_000);
+                let (src, dst, sport, dport) = if from_c { (c, s, cp, sp) } else { (s, c, sp, cp) };
+                pkts.push(Pkt { ts_ns: at, src, dst, sport, dport, seq, ack, flags, win: 1000, len, opts: vec![], snap: None });
+            };
+            p(true, SYN, ci, 0, 0);
+            p(false, SYN | ACK, si, ci + 1, 0);
+            p(true, ACK, ci + 1, si + 1, 0);
+            p(true, ACK | PSH, ci + 1, si + 1, len);
+            if k.is_multiple_of(5) {
+                p(true, ACK | PSH, ci + 1, si + 1, len); // a retransmission
+            }
+            p(false, ACK, si + 1, ci + 1 + len as u32, 0);
+            if !k.is_multiple_of(7) {
+                p(true, FIN | ACK, ci + 1 + len as u32, si + 1, 0);
+                p(false, FIN | ACK, si + 1, ci + 2 + len as u32, 0);
+                p(true, ACK, ci + 2 + len as u32, si + 2, 0);
+            }
+        }
+        pkts.sort_by_key(|p| p.ts_ns);
+        let path = std::env::temp_dir().join(format!("tcpscope-{name}-{}.pcap", std::process::id()));
+        std::fs::write(&path, testutil::pcap(&pkts, false, false)).unwrap();
+        path
+    }
+
+    /// What a pass found, comparably: the file's summary and every connection's statistics.
+    fn answer(sum: &FileSummary, sink: &StatsSink) -> (String, Vec<String>) {
+        (format!("{sum:?}"), sink.conns.iter().map(|c| format!("{c:?}")).collect())
+    }
+
+    #[test]
+    fn sharding_gives_the_same_answer() {
+        let made = interleaved_connections("shards");
+        let public = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/public");
+        let mut paths = vec![made.clone()];
+        match std::fs::read_dir(&public) {
+            Ok(entries) => paths.extend(entries.map(|e| e.unwrap().path())),
+            Err(_) => eprintln!("skipping the public traces: ../shared/traces/public is absent"),
+        }
+        for path in &paths {
+            let (sum, one) = analyze_file_with(path, 0, Settings::default(), true, &|_, _| {}, StatsSink::default());
+            let want = answer(&sum, &one);
+            for shards in [2, 3, 5] {
+                let (sum, joined) = analyze_file_sharded(path, 0, Settings::default(), shards, &|_, _| {}, StatsSink::default);
+                assert_eq!(answer(&sum, &joined), want, "{}, {shards} shards", path.display());
+            }
+        }
+        // The made trace exercises what the join has to get right.
+        let (_, one) = analyze_file_with(&made, 0, Settings::default(), false, &|_, _| {}, StatsSink::default());
+        let reused = one.conns.iter().filter(|c| c.info.reuse.is_some()).count();
+        assert!(one.conns.len() > 300 && reused > 50, "{} connections, {reused} reusing a 4-tuple", one.conns.len());
+        std::fs::remove_file(made).unwrap();
+    }
+
+    #[test]
+    fn shard_order_merges_by_first_frame() {
+        assert_eq!(shard_order(&[vec![1, 5, 6], vec![2, 3, 9], vec![]]), vec![0, 1, 1, 0, 0, 1]);
+        assert_eq!(shard_order(&[vec![], vec![]]), Vec::<u8>::new());
+    }
+
+    /// A closed connection silent for longer than the expiry is over, whether or not a sweep
+    /// came by in between: the next packet on its 4-tuple starts a new connection.
+    #[test]
+    fn expiry_does_not_wait_for_a_sweep() {
+        let conn = |t: u64, sport: u16, isn: u32| {
+            let p = |dt: u64, from_a: bool, flags: u8, seq: u32, ack: u32| {
+                let (src, dst, sp, dp) = if from_a { ([10, 0, 0, 1], [10, 0, 0, 2], sport, 80) } else { ([10, 0, 0, 2], [10, 0, 0, 1], 80, sport) };
+                Pkt { ts_ns: t + dt, src, dst, sport: sp, dport: dp, seq, ack, flags, win: 1000, len: 0, opts: vec![], snap: None }
+            };
+            vec![p(0, true, SYN, isn, 0), p(1, false, SYN | ACK, 9, isn + 1), p(2, true, FIN | ACK, isn + 1, 10), p(3, false, FIN | ACK, 10, isn + 2)]
+        };
+        let t0 = 1_000_000_000_000u64;
+        let later = t0 + EVICT_CLOSED_NS + 5_000_000_000;
+        // Alone: no packet between the two connections, so no sweep. With traffic on another
+        // 4-tuple every second in between: sweeps.
+        let alone: Vec<Pkt> = [conn(t0, 1000, 100), conn(later, 1000, 100)].concat();
+        let mut busy = alone.clone();
+        busy.extend((1..130).flat_map(|s| conn(t0 + s * 1_000_000_000, 2000 + s as u16, 7)));
+        busy.sort_by_key(|p| p.ts_ns);
+        for (name, pkts) in [("alone", alone), ("busy", busy)] {
+            let mut an = Analyzer::new(Settings::default(), StatsSink::default());
+            for p in &pkts {
+                let (data, orig) = p.ipv4();
+                an.record(&Record { frame: 0, offset: 0, ts_ns: p.ts_ns, link_type: 101, data: &data, orig_len: orig });
+            }
+            let on_1000: Vec<_> = an.sink.conns.iter().filter(|c| c.info.a.port == 1000).collect();
+            assert_eq!(on_1000.len(), 2, "{name}");
+            // The same ISN again: only the expiry separates them, so no reuse reason.
+            assert_eq!(on_1000[1].info.reuse, None, "{name}");
+        }
+    }
 
     #[test]
     fn every_pipeline_gives_the_same_answer() {

@@ -246,6 +246,22 @@ pub struct StatsSink {
     pub conns: Vec<Box<ConnStats>>,
 }
 
+impl crate::pass::Shardable for StatsSink {
+    fn join(parts: Vec<Self>, order: &[u8]) -> Self {
+        let mut parts: Vec<_> = parts.into_iter().map(|p| p.conns.into_iter()).collect();
+        let conns = order
+            .iter()
+            .enumerate()
+            .map(|(idx, &s)| {
+                let mut c = parts[s as usize].next().expect("the order counts each shard's connections");
+                c.idx = idx;
+                c
+            })
+            .collect();
+        StatsSink { conns }
+    }
+}
+
 impl Sink for StatsSink {
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
         debug_assert_eq!(conn, self.conns.len());

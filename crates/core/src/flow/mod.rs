@@ -161,6 +161,24 @@ impl FlowTable {
 }
 
 impl FlowKey {
+    /// Which of `n` shards the segment's 4-tuple goes to: the same for both directions.
+    #[inline]
+    pub fn shard(seg: &Segment<'_>, n: usize) -> usize {
+        fn bits(a: IpAddr) -> u64 {
+            match a {
+                IpAddr::V4(a) => u32::from(a) as u64,
+                IpAddr::V6(a) => {
+                    let x = u128::from(a);
+                    (x >> 64) as u64 ^ x as u64
+                }
+            }
+        }
+        // XOR is symmetric in the two endpoints; the multiply spreads its bits to the top 32,
+        // which scale to 0..n without a division.
+        let x = bits(seg.src) ^ bits(seg.dst) ^ (seg.sport ^ seg.dport) as u64;
+        (((x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) * n as u64) >> 32) as usize
+    }
+
     /// The key of the 4-tuple between two endpoints.
     pub fn between(x: Endpoint, y: Endpoint) -> FlowKey {
         if x <= y { FlowKey { lo: x, hi: y } } else { FlowKey { lo: y, hi: x } }
