@@ -11,7 +11,6 @@ use std::io::{self, Write};
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
-use std::net::IpAddr;
 
 use tcpscope_core::export::json::{self, Cell};
 use tcpscope_core::flow::Endpoint;
@@ -300,12 +299,7 @@ fn stats_csv_row(w: &mut csv::Writer<Vec<u8>>, c: &ConnStats, id: usize, file: &
     let mut addr = Vec::with_capacity(40);
     for e in [c.info.a, c.info.b] {
         addr.clear();
-        match e.addr {
-            IpAddr::V4(a) => json::push_ipv4(&mut addr, a),
-            IpAddr::V6(a) => {
-                let _ = write!(addr, "{a}");
-            }
-        }
+        json::push_ip(&mut addr, e.addr);
         w.write_field(&addr)?;
         w.write_field(ib.format(e.port))?;
     }
@@ -506,16 +500,13 @@ fn push_words(buf: &mut Vec<u8>, name: &str) {
 
 /// `addr:port`, `[addr]:port` for IPv6, as [`ep`] writes it.
 fn push_endpoint(buf: &mut Vec<u8>, e: Endpoint) {
-    match e.addr {
-        IpAddr::V4(a) => {
-            json::push_ipv4(buf, a);
-            buf.push(b':');
-            buf.extend_from_slice(itoa::Buffer::new().format(e.port).as_bytes());
-        }
-        IpAddr::V6(_) => {
-            let _ = write!(buf, "{e}");
-        }
+    let v6 = e.addr.is_ipv6();
+    if v6 {
+        buf.push(b'[');
     }
+    json::push_ip(buf, e.addr);
+    buf.extend_from_slice(if v6 { b"]:" } else { b":" });
+    buf.extend_from_slice(itoa::Buffer::new().format(e.port).as_bytes());
 }
 
 #[cfg(test)]
