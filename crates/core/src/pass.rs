@@ -86,8 +86,10 @@ pub struct Analyzer<S: Sink> {
     file: usize,
     /// Counters of the current file.
     pub summary: FileSummary,
-    now_ns: u64,
-    last_sweep_ns: u64,
+    /// When sweeps are due, when this analyzer sweeps for itself ([`Analyzer::segment`]).
+    clock: SweepClock,
+    /// Trace time of the last sweep done.
+    swept_ns: u64,
 }
 
 impl<S: Sink> Analyzer<S> {
@@ -103,14 +105,19 @@ impl<S: Sink> Analyzer<S> {
             sink,
             file: 0,
             summary: FileSummary::default(),
-            now_ns: 0,
-            last_sweep_ns: 0,
+            clock: SweepClock::default(),
+            swept_ns: 0,
         }
     }
 
     /// Sets the file index recorded in new connections.
     pub fn set_file(&mut self, file: usize) {
         self.file = file;
+    }
+
+    /// Frame number of each connection's first packet, by index.
+    pub fn first_frames(&self) -> &[u64] {
+        &self.first_frames
     }
 
     /// Number of connections whose analysis state is held.
@@ -125,15 +132,31 @@ impl<S: Sink> Analyzer<S> {
         }
     }
 
-    /// Analyses one decoded segment (frame number and time from its record); returns the index
-    /// of its connection (0-based; ids are this plus one).
+    /// Analyses one decoded segment (frame number and time from its record), then sweeps if a
+    /// sweep is due; returns the index of its connection (0-based; ids are this plus one).
     pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
-        self.now_ns = self.now_ns.max(ts_ns);
+        let idx = self.analyse(seg, frame, ts_ns);
+        if let Some(at) = self.clock.tick(ts_ns) {
+            self.sweep(at);
+        }
+        idx
+    }
 
+    /// [`Analyzer::segment`] for an analyzer that sees only some of a trace's packets (a
+    /// shard): first the sweep at `swept_ns` if not done yet, the last one the trace's
+    /// [`SweepClock`] made due before this packet, so that the shard sweeps at the same points
+    /// between its packets as one analyzer seeing all of them would.
+    pub fn segment_after_sweep(&mut self, swept_ns: u64, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
+        if swept_ns > self.swept_ns {
+            self.sweep(swept_ns);
+        }
+        self.analyse(seg, frame, ts_ns)
+    }
+
+    fn analyse(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
         let found = self.flows.lookup(seg).and_then(|(idx, dir)| {
             let conn = self.conns[idx].as_deref()?;
-            // Expired is as if already evicted, whenever the sweep comes: the answer must not
-            // depend on when sweeps happen (nor on which packets a shard sees).
+            // Expired is as if already evicted, whenever the sweep comes.
             if expired(conn, ts_ns) {
                 return None;
             }
@@ -157,16 +180,12 @@ impl<S: Sink> Analyzer<S> {
         if let Some(conn) = self.conns[idx].as_deref_mut() {
             conn.on_segment(seg, dir, frame, ts_ns, &self.settings, &mut self.sink);
         }
-        if self.now_ns.saturating_sub(self.last_sweep_ns) > SWEEP_EVERY_NS {
-            self.last_sweep_ns = self.now_ns;
-            self.sweep();
-        }
         idx
     }
 
-    /// Drops the analysis state of connections that are finished or long silent.
-    fn sweep(&mut self) {
-        let now = self.now_ns;
+    /// Drops the analysis state of connections that have expired by trace time `now`.
+    fn sweep(&mut self, now: u64) {
+        self.swept_ns = now;
         let (conns, flows, keys) = (&mut self.conns, &mut self.flows, &self.keys);
         self.live.retain(|&idx| {
             let Some(c) = conns[idx].as_deref_mut() else { return false };
@@ -178,6 +197,33 @@ impl<S: Sink> Analyzer<S> {
             }
             !evict
         });
+    }
+}
+
+/// When the periodic sweep is due: every [`SWEEP_EVERY_NS`] of trace time, the latest packet
+/// time so far. The reading thread keeps the schedule for shards ([`analyze_file_sharded`]),
+/// so that each sweeps at the same points of the trace as one analyzer would: where time goes
+/// back in a capture, what a sweep drops depends on when it runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SweepClock {
+    now_ns: u64,
+    last_ns: u64,
+}
+
+impl SweepClock {
+    /// Counts a packet's time; the sweep's trace time if one is due after this packet.
+    #[inline]
+    pub fn tick(&mut self, ts_ns: u64) -> Option<u64> {
+        self.now_ns = self.now_ns.max(ts_ns);
+        (self.now_ns.saturating_sub(self.last_ns) > SWEEP_EVERY_NS).then(|| {
+            self.last_ns = self.now_ns;
+            self.now_ns
+        })
+    }
+
+    /// Trace time of the last sweep made due so far (0: none).
+    pub fn last_sweep(&self) -> u64 {
+        self.last_ns
     }
 }
 
@@ -308,6 +354,8 @@ struct Decoded {
     seg: Segment<'static>,
     frame: u64,
     ts_ns: u64,
+    /// Trace time of the last sweep due before this packet ([`SweepClock`]).
+    swept_ns: u64,
 }
 
 /// Analyses one file. `progress` is called now and then with the bytes consumed so far.
@@ -403,10 +451,12 @@ fn pipe() -> (Pipe, PipeEnd) {
 fn read_batches(mut reader: CaptureReader, mut summary: FileSummary, progress: &(dyn Fn(u64, u64) + Sync), pipes: Vec<Pipe>) -> FileSummary {
     let n = pipes.len();
     let mut batches: Vec<Vec<Decoded>> = pipes.iter().map(|_| Vec::with_capacity(BATCH)).collect();
+    let mut clock = SweepClock::default();
     let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
         let s = if n == 1 { 0 } else { FlowKey::shard(seg, n) };
         let batch = &mut batches[s];
-        batch.push(Decoded { seg: seg.detach(), frame, ts_ns });
+        batch.push(Decoded { seg: seg.detach(), frame, ts_ns, swept_ns: clock.last_sweep() });
+        clock.tick(ts_ns);
         batch.len() < BATCH || hand_on(batch, &pipes[s])
     });
     for (batch, (full, _)) in batches.into_iter().zip(&pipes) {
@@ -419,7 +469,7 @@ fn read_batches(mut reader: CaptureReader, mut summary: FileSummary, progress: &
 fn analyse_batches<S: Sink>(an: &mut Analyzer<S>, (full, empty): PipeEnd) {
     for mut batch in full {
         for d in &batch {
-            an.segment(&d.seg, d.frame, d.ts_ns);
+            an.segment_after_sweep(d.swept_ns, &d.seg, d.frame, d.ts_ns);
         }
         batch.clear();
         let _ = empty.send(batch);
@@ -759,6 +809,11 @@ mod tests {
             }
         }
         pkts.sort_by_key(|p| p.ts_ns);
+        // Time going back: one packet two hours ahead, on a 4-tuple of its own, in the middle.
+        // Every connection is then silent for over an hour by the trace clock.
+        let mut ahead = pkts[pkts.len() / 2].clone();
+        (ahead.ts_ns, ahead.sport) = (ahead.ts_ns + 7_200_000_000_000, 9);
+        pkts.insert(pkts.len() / 2, ahead);
         let path = std::env::temp_dir().join(format!("tcpscope-{name}-{}.pcap", std::process::id()));
         std::fs::write(&path, testutil::pcap(&pkts, false, false)).unwrap();
         path
@@ -779,8 +834,11 @@ mod tests {
             Err(_) => eprintln!("skipping the public traces: ../shared/traces/public is absent"),
         }
         for path in &paths {
-            let (sum, one) = analyze_file_with(path, 0, Settings::default(), true, &|_, _| {}, StatsSink::default());
+            // One thread, sweeping for itself; two (a reading thread keeps the sweeps); shards.
+            let (sum, one) = analyze_file_with(path, 0, Settings::default(), false, &|_, _| {}, StatsSink::default());
             let want = answer(&sum, &one);
+            let (sum, piped) = analyze_file_with(path, 0, Settings::default(), true, &|_, _| {}, StatsSink::default());
+            assert_eq!(answer(&sum, &piped), want, "{}, pipelined", path.display());
             for shards in [2, 3, MAX_SHARDS] {
                 let (sum, joined) = analyze_file_sharded(path, 0, Settings::default(), shards, &|_, _| {}, StatsSink::default);
                 assert_eq!(answer(&sum, &joined), want, "{}, {shards} shards", path.display());

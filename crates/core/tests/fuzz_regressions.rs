@@ -1,11 +1,12 @@
 //! Every input the fuzzers found a bug with (`fuzz/regressions/<target>/`) goes through the whole
-//! pipeline again: no panic, and byte conservation holds.
+//! pipeline again: no panic, byte conservation holds, and split over analysing threads by
+//! 4-tuple it gives the same statistics.
 
 use std::path::Path;
 
 use tcpscope_core::analysis::Settings;
 use tcpscope_core::capture::CaptureReader;
-use tcpscope_core::pass::Analyzer;
+use tcpscope_core::pass::{self, Analyzer};
 use tcpscope_core::stats::StatsSink;
 
 #[test]
@@ -26,6 +27,9 @@ fn fuzz_regressions_stay_fixed() {
                     assert_eq!(d.unique_bytes + d.rexmit_bytes + d.zero_window_probe_bytes, d.payload_bytes, "{}", path.display());
                 }
             }
+            let (_, sharded) = pass::analyze_file_sharded(&path, 0, Settings::default(), 3, &|_, _| {}, StatsSink::default);
+            let text = |s: &StatsSink| s.conns.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>();
+            assert_eq!(text(&sharded), text(&an.sink), "{}: sharded", path.display());
             n += 1;
         }
     }
