@@ -469,6 +469,30 @@ for (const [how, body] of Object.entries(FAILING_WORKERS)) {
   });
 }
 
+test("a resize of the window or of the list redraws the plot at its new width and asks for it again", async () => {
+  const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
+  const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
+  const pg = await page();
+  await pg.goto(`${url}#c=${worst.id}`);
+  await afterFetch(pg, 0);
+  // The plot's drawn width, the width it takes on the page, and the columns its answer was asked for.
+  const widths = () => pg.evaluate(() => [window.tcpscopeFrames()[0].w, document.querySelector(".plot .tsg").clientWidth]);
+  const asked = [];
+  pg.on("request", (r) => r.url().includes("api/tsg") && asked.push(Number(new URL(r.url()).searchParams.get("w"))));
+  for (const resize of [() => pg.setViewportSize({ width: 1200, height: 1000 }), () => pg.evaluate(() => document.getElementById("side").style.setProperty("--side-w", "300px"))]) {
+    const before = await widths();
+    const n = await fetches(pg);
+    await resize();
+    await afterFetch(pg, n);
+    const [drawn, shown] = await widths();
+    assert.notEqual(shown, before[1], "the plot's width changed");
+    assert.equal(drawn, shown, "drawn at its new width");
+    assert.equal(asked.at(-1), shown - 84 - 16, "asked for at its new width (plot area columns)");
+  }
+  assert.deepEqual(pg.errors, []);
+  await pg.close();
+});
+
 test("the server answers only its routes", async () => {
   for (const p of ["../../etc/passwd", "api/../../../etc/passwd", "tests/data/loss-snd.pcap", "api/file?path=/etc/passwd"]) {
     const r = await fetch(url + p);
