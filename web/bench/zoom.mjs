@@ -172,6 +172,8 @@ const seqSummary = (runs) =>
     shown_ms: p.shown?.length ? stats(p.shown) : null,
     long_frames_ms: p.long.map((x) => +x.toFixed(1)),
     first_frames_painted_ms: p.painted.slice(0, 5).map((x) => +x.toFixed(1)),
+    // A new plot's drawing before its answers, outside frames (pages since view5), until rendered.
+    warm_ms: p.warm ? p.warm.map((x) => +x.toFixed(1)) : null,
   }));
 
 // Frames in CPU terms: for a few views, the page redraws the view 20 times in a row (each

@@ -1,10 +1,9 @@
 // The data the page draws: from the viewer's server (`tcpscope view`), or inline in the page
 // (`tcpscope report`, window.TCPSCOPE_REPORT). Shapes: docs/viewer.md.
 
-export type Dir = "a2b" | "b2a";
+import { OP } from "./draw";
 
-/** Primitive kinds of a packed figure (`prim_op`; crates/view/src/pack.rs). */
-export const OP = { LINE: 0, ARROW: 1, TICK: 2, DIAMOND: 3, BOX: 4, DOT: 5, POLYLINE: 6, RECT: 7, TEXT: 8 } as const;
+export type Dir = "a2b" | "b2a";
 
 /**
  * A time-sequence figure as the page holds it: the packed answer's typed arrays as they came
@@ -223,27 +222,24 @@ declare global {
   }
 }
 
-// (No window in the drawing worker, which imports OP from here.)
-export const report: Report | undefined = typeof window === "undefined" ? undefined : window.TCPSCOPE_REPORT;
+export const report: Report | undefined = window.TCPSCOPE_REPORT;
 
-async function get<T>(path: string, params: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<T> {
+type Params = Record<string, string | number | undefined>;
+
+/** Asks the server (parameters left undefined are left out); throws its error, if it answers one. */
+async function call(path: string, params: Params, signal?: AbortSignal): Promise<Response> {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, String(v));
   // Relative: the page's URL carries the token when the server requires one.
   const r = await fetch(`api/${path}?${q}`, { signal });
-  const body = await r.json();
-  if (!r.ok) throw new Error(body.error ?? `${r.status}`);
-  return body as T;
+  if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error ?? `${r.status}`);
+  return r;
 }
 
+const get = async <T>(path: string, params: Params): Promise<T> => (await call(path, params)).json();
+
 /** Fetches a packed answer. */
-async function getBin(path: string, params: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<ArrayBuffer> {
-  const q = new URLSearchParams({ fmt: "bin" });
-  for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, String(v));
-  const r = await fetch(`api/${path}?${q}`, { signal });
-  if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error ?? `${r.status}`);
-  return r.arrayBuffer();
-}
+const getBin = async (path: string, params: Params, signal?: AbortSignal): Promise<ArrayBuffer> => (await call(path, { fmt: "bin", ...params }, signal)).arrayBuffer();
 
 // The report's figures and panels, decoded once each.
 const decoded = new Map<string, Figure | Panels>();

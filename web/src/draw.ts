@@ -2,8 +2,10 @@
 // sizes and colours: crates/core/src/plot/svg.rs) and of the panels below it. Our own code
 // because the primitives (arrowheads, stair steps, ticks) are not what a chart library draws.
 
-import { OP } from "./api";
-import type { Figure, Series } from "./api";
+import type { Figure, Panels, Series } from "./api";
+
+/** Primitive kinds of a packed figure (`prim_op`; crates/view/src/pack.rs). */
+export const OP = { LINE: 0, ARROW: 1, TICK: 2, DIAMOND: 3, BOX: 4, DOT: 5, POLYLINE: 6, RECT: 7, TEXT: 8 } as const;
 
 export const LEFT = 84;
 export const RIGHT = 16;
@@ -357,6 +359,25 @@ export interface PanelLine {
   dots?: boolean;
   /** A step function (the value holds until the next point): drawn over and up. */
   step?: boolean;
+}
+
+/** The panels' series (throughput, RTT, bytes), as drawn: built once per answer. */
+export function panelLines(p: Panels): PanelLine[][] {
+  return [
+    [
+      { s: p.tput_bps, color: "#f07800", label: "throughput", step: true },
+      { s: p.goodput_bps, color: "#2b6fd6", label: "goodput (new bytes)", step: true },
+    ],
+    [
+      { s: p.rtt_ms, color: "#1a9a3a", label: "timestamp + Karn", dots: true },
+      { s: p.rtt_karn_ms, color: "#e0181c", label: "Karn", dots: true },
+    ],
+    [
+      { s: p.flight_bytes, color: "#000000", label: "in flight", step: true },
+      { s: p.window_bytes, color: "#c99a00", label: p.window_scaled ? "advertised window" : "advertised window (raw: scale unknown)", step: true },
+      { s: p.cwnd_bytes, color: "#8a2be2", label: "cwnd estimate", dots: true },
+    ],
+  ];
 }
 
 /** Human units for an axis label (k, M, G). */

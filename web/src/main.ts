@@ -5,7 +5,7 @@
 import "./style.css";
 import * as api from "./api";
 import type { Conn, Dir, EventRow, Figure, Panels, PacketRow } from "./api";
-import { AX, BOTTOM, LEFT, RIGHT, TOP, axes, drawFigure, highlight, hit, ix, iy, markPoint, panelAxes, panelData, panelFrame, prepare, seriesMax, si } from "./draw";
+import { AX, BOTTOM, LEFT, OP, RIGHT, TOP, axes, drawFigure, highlight, hit, ix, iy, markPoint, panelAxes, panelData, panelFrame, panelLines, prepare, seriesMax, si } from "./draw";
 import type { Frame, PanelLine } from "./draw";
 import DrawWorker from "./drawworker?worker&inline";
 
@@ -46,7 +46,8 @@ let focusFrame: number | null = null;
 // callback's end, so a task queued before it counts too; long: the browser's long animation
 // frames (over 50 ms, whatever their work: answers read, input, frames); shown: from an
 // answer's arrival (read) until the frame that drew the last of it is rendered.
-const perf = { frames: [] as number[], painted: [] as number[], shown: [] as number[], fetches: [] as number[], long: [] as number[] };
+// warm: a new plot's first drawing, before its answers (ConnPlot.warm), until rendered.
+const perf = { frames: [] as number[], painted: [] as number[], shown: [] as number[], fetches: [] as number[], long: [] as number[], warm: [] as number[] };
 (window as unknown as { tcpscopePerf: typeof perf }).tcpscopePerf = perf;
 try {
   new PerformanceObserver((l) => l.getEntries().forEach((e) => perf.long.push(e.duration))).observe({ type: "long-animation-frame", buffered: true });
@@ -394,6 +395,17 @@ class DataLayer {
     this.asked = this.answered = "";
   }
 
+  /** A new canvas, to draw on here: the worker failed, and a canvas showing its bitmaps cannot draw. */
+  reset() {
+    this.canvas = document.createElement("canvas");
+    this.canvas.className = "data";
+    this.box.replaceChildren(this.canvas);
+    this.ready?.bmp.close();
+    this.ready = null;
+    this.drawn = null;
+    this.shown = this.asked = this.answered = "";
+  }
+
   /** Maps the picture drawn at `drawn.f` onto `f` (identity when they are the same view). */
   show(f: Frame) {
     const d = this.drawn?.f;
@@ -430,12 +442,17 @@ try {
       requestFrame();
       wake();
     };
-    // A worker that cannot start (a page's security policy, say) reports it here: draw here.
-    painter.onerror = () => {
+    // A worker that cannot start (a page's security policy, say), or fails later (its script
+    // does not load, it throws), reports it here: the page draws from then on. Handled, so
+    // not reported as uncaught.
+    painter.onerror = (e) => {
+      e.preventDefault();
+      console.warn(`drawing on the page: the drawing worker failed (${e.message || "it did not load"})`);
       painter?.terminate();
       painter = null;
-      rebuildPlots();
-      plots.forEach((p, i) => p.load(offsetOf(i)));
+      for (const p of plots) for (const l of p.layers()) l.reset();
+      requestFrame();
+      wake();
     };
   }
 } catch {
@@ -510,6 +527,8 @@ class ConnPlot {
   panelAxes: AxisStrip[][];
   fig?: Figure;
   pan?: Panels;
+  /** The panels' series as drawn, from `pan`. */
+  lines: PanelLine[][] = [];
   /** Counts the answers: layers drawn from an older one are redrawn. */
   gen = 0;
   /** When the last answer arrived, until it is wholly drawn (0: drawn). */
@@ -526,14 +545,20 @@ class ConnPlot {
    * with thousands of events just listed, that took longer than the frame's drawing).
    */
   private sizes = new Map<Element, [number, number]>();
+  /**
+   * The one place a resize is handled (the window's, the splitter's, the compare layout's): the
+   * plot is drawn again at its new size, and asked again at its new width once resizing pauses.
+   */
   private resized = new ResizeObserver((es) => {
     for (const e of es) {
       const el = e.target as HTMLElement;
-      const [w, h] = this.sizes.get(el) ?? [0, 0];
-      if (w !== el.clientWidth || h !== el.clientHeight) {
-        this.sizes.set(el, [el.clientWidth, el.clientHeight]);
-        requestFrame();
-      }
+      const was = this.sizes.get(el);
+      const [w, h] = [el.clientWidth, el.clientHeight];
+      if (was && was[0] === w && was[1] === h) continue;
+      this.sizes.set(el, [w, h]);
+      requestFrame();
+      // (Not at the first size, which the first answer is asked at.)
+      if (was && el === this.tsg && was[0] !== w) loadAll(150);
     }
   });
 
@@ -597,7 +622,22 @@ class ConnPlot {
   drop() {
     this.fig = undefined;
     this.pan = undefined;
+    this.lines = [];
     this.gen++;
+  }
+
+  /**
+   * Draws the plot as it is before its first answer (its axes at the view asked for), in a
+   * task while the answers are on their way rather than in a frame: the first layout, the
+   * canvases' contexts and font, and the drawing code's first runs made the first frames after
+   * load take 55–126 ms. Frames leave a plot alone until its first answer.
+   */
+  warm() {
+    const start = performance.now();
+    const i = plots.indexOf(this);
+    const { x0, x1, y } = ranges();
+    this.draw(x0, x1, y[i][0], y[i][1], [0, 0, 0], () => true);
+    timeRendering(start, perf.warm);
   }
 
   async load(off = 0) {
@@ -616,9 +656,10 @@ class ConnPlot {
       perf.fetches.push(performance.now() - start);
       this.fig = fig;
       this.pan = pan;
+      this.lines = panelLines(pan);
       this.gen++;
       // The worker draws from its own copy (copied here, between frames).
-      painter?.postMessage({ data: this.key, gen: this.gen, fig, lines: this.panelLines() });
+      painter?.postMessage({ data: this.key, gen: this.gen, fig, lines: this.lines });
       this.askNow();
       this.arrived = performance.now();
       this.hover = -1;
@@ -650,33 +691,22 @@ class ConnPlot {
     const i = plots.indexOf(this);
     if (!painter || !this.fig || i < 0) return;
     const { x0, x1, y } = ranges();
-    const [w, h] = this.size(this.tsg);
-    this.marks.ask(this.gen, { x0, x1, y0: y[i][0], y1: y[i][1], w, h }, false);
-    const lines = this.panelLines();
-    if (!lines.length) return;
-    const pmax = panelMax(x0, x1);
-    this.series.forEach((l, k) => l.ask(this.gen, panelFrame(x0, x1, w, this.size(this.panels[k])[1], pmax[k]), true));
+    const { f, pfs } = this.frames(x0, x1, y[i][0], y[i][1], panelMax(x0, x1));
+    this.marks.ask(this.gen, f, false);
+    if (this.lines.length) this.series.forEach((l, k) => l.ask(this.gen, pfs[k], true));
   }
 
-  /** The panels' series (throughput, RTT, bytes), as drawn. */
-  panelLines(): PanelLine[][] {
-    const p = this.pan;
-    if (!p) return [];
-    return [
-      [
-        { s: p.tput_bps, color: "#f07800", label: "throughput", step: true },
-        { s: p.goodput_bps, color: "#2b6fd6", label: "goodput (new bytes)", step: true },
-      ],
-      [
-        { s: p.rtt_ms, color: "#1a9a3a", label: "timestamp + Karn", dots: true },
-        { s: p.rtt_karn_ms, color: "#e0181c", label: "Karn", dots: true },
-      ],
-      [
-        { s: p.flight_bytes, color: "#000000", label: "in flight", step: true },
-        { s: p.window_bytes, color: "#c99a00", label: p.window_scaled ? "advertised window" : "advertised window (raw: scale unknown)", step: true },
-        { s: p.cwnd_bytes, color: "#8a2be2", label: "cwnd estimate", dots: true },
-      ],
-    ];
+  /**
+   * The frames of the figure and of each panel at the view [x0, x1] × [y0, y1], each panel up
+   * to `pmax[k]` (null: each panel at the scale it was last drawn at).
+   */
+  frames(x0: number, x1: number, y0: number, y1: number, pmax: number[] | null): { f: Frame; pfs: Frame[] } {
+    const [w, h] = this.size(this.tsg);
+    const pfs = this.series.map((layer, k) => {
+      const pf = panelFrame(x0, x1, w, this.size(this.panels[k])[1], pmax ? pmax[k] : 0);
+      return !pmax && layer.drawn ? { ...pf, y0: layer.drawn.f.y0, y1: layer.drawn.f.y1 } : pf;
+    });
+    return { f: { x0, x1, y0, y1, w, h }, pfs };
   }
 
   /** Whether a panel's data is to be drawn again (a new answer, a new size): the panels' scales are then worked out again. */
@@ -692,8 +722,8 @@ class ConnPlot {
    * any was left for later. `force`: draw everything (the benchmark's full frame).
    */
   draw(x0: number, x1: number, y0: number, y1: number, pmax: number[] | null, mayDraw: () => boolean, force = false): boolean {
-    const [w, h] = this.size(this.tsg);
-    const f: Frame = { x0, x1, y0, y1, w, h };
+    const { f, pfs } = this.frames(x0, x1, y0, y1, pmax);
+    const { w, h } = f;
     this.frame = f;
     let left = false;
     const fig = this.fig;
@@ -708,11 +738,10 @@ class ConnPlot {
     // Each strip only when its ticks move: a horizontal pan leaves the sequence labels be.
     this.axes[0].draw(`${y0},${y1}`, [w, h], (ctx) => axes(ctx, f, "relative sequence number", true, undefined, AX.Y), force);
     this.axes[1].draw(`${x0},${x1}`, [w, h], (ctx) => axes(ctx, f, "", true, undefined, AX.X), force);
-    const lines = this.panelLines();
+    const lines = this.lines;
     this.series.forEach((layer, k) => {
-      const ph = this.size(this.panels[k])[1];
-      let pf = panelFrame(x0, x1, w, ph, pmax ? pmax[k] : 0);
-      if (!pmax && layer.drawn) pf = { ...pf, y0: layer.drawn.f.y0, y1: layer.drawn.f.y1 };
+      let pf = pfs[k];
+      const ph = pf.h;
       if (force || layer.stale(this.gen, pf, !!pmax)) {
         if (!lines.length) layer.clear(this.gen, pf);
         else if (painter) layer.ask(this.gen, pf, !!pmax, force);
@@ -794,7 +823,7 @@ function ranges(): { x0: number; x1: number; y: [number, number][] } {
 /** Each panel's highest value over [x0, x1] across the plots: compared plots share the panels' scales too. */
 function panelMax(x0: number, x1: number): number[] {
   const out = [0, 0, 0];
-  for (const p of plots) p.panelLines().forEach((lines, k) => (out[k] = Math.max(out[k], seriesMax(lines, x0, x1))));
+  for (const p of plots) p.lines.forEach((lines, k) => (out[k] = Math.max(out[k], seriesMax(lines, x0, x1))));
   return out;
 }
 
@@ -811,17 +840,19 @@ const BUDGET_MS = 6;
 
 let frameRequested = false;
 function requestFrame() {
-  if (frameRequested) return;
+  // Until a plot has an answer, frames have nothing to draw (`warm` drew the plots).
+  if (frameRequested || (plots.length && plots.every((p) => !p.gen))) return;
   frameRequested = true;
   requestAnimationFrame(() => {
     frameRequested = false;
     const start = performance.now();
     const { x0, x1, y } = ranges();
-    const pmax = plots.some((p) => p.panelsStale()) ? panelMax(x0, x1) : null;
+    const pmax = plots.some((p) => p.gen && p.panelsStale()) ? panelMax(x0, x1) : null;
     let drew = false;
     const mayDraw = () => (drew && performance.now() - start > BUDGET_MS ? false : (drew = true));
     let left = false;
-    plots.forEach((p, i) => (left = p.draw(x0, x1, y[i][0], y[i][1], pmax, mayDraw) || left));
+    // A plot before its first answer was drawn by `warm`.
+    plots.forEach((p, i) => p.gen && (left = p.draw(x0, x1, y[i][0], y[i][1], pmax, mayDraw) || left));
     const end = performance.now();
     perf.frames.push(end - start);
     timeRendering(start);
@@ -842,6 +873,8 @@ function loadAll(delay = 0) {
   loadTimer = window.setTimeout(() => {
     if (delay) writeUrl();
     plots.forEach((p, i) => p.load(offsetOf(i)));
+    // New plots: drawn while their answers are computed, in a task of their own.
+    if (plots.some((p) => !p.gen)) setTimeout(() => plots.forEach((p) => p.gen || p.warm()));
   }, delay);
 }
 
@@ -1104,8 +1137,7 @@ function bindSplitter() {
   const apply = (w: number | null) => {
     if (w === null) side.style.removeProperty("--side-w");
     else side.style.setProperty("--side-w", `${Math.round(w)}px`);
-    requestFrame();
-    loadAll(150);
+    // The plots follow (ConnPlot.resized).
   };
   try {
     const w = Number(localStorage.getItem(KEY));
@@ -1201,10 +1233,6 @@ async function main() {
       k();
     }
   });
-  window.addEventListener("resize", () => {
-    requestFrame();
-    loadAll(150);
-  });
   window.addEventListener("hashchange", () => {
     readUrl();
     changed({ list: true, plots: true, events: true });
@@ -1247,9 +1275,9 @@ async function main() {
     const p = [];
     for (let j = f.mprim[i]; j < f.mprim[i + 1]; j++) {
       const k = f.pxy[j], n = f.pxy[j + 1] - k, o = f.op[j];
-      const nums = Array.from(f.xy.subarray(k, k + (o === api.OP.TEXT ? 2 : n)), (v, q) => v + (q % 2 ? f.oy : f.ox));
-      const word = o === api.OP.ARROW || o === api.OP.TICK ? [WAYS[f.extra[j]]] : o === api.OP.TEXT ? [ANCHORS[f.extra[j]], f.texts[f.xy[k + 2]]] : [];
-      p.push([o === api.OP.TEXT ? "x" : OPS[o], f.colors[f.color[j]], ...nums, ...word]);
+      const nums = Array.from(f.xy.subarray(k, k + (o === OP.TEXT ? 2 : n)), (v, q) => v + (q % 2 ? f.oy : f.ox));
+      const word = o === OP.ARROW || o === OP.TICK ? [WAYS[f.extra[j]]] : o === OP.TEXT ? [ANCHORS[f.extra[j]], f.texts[f.xy[k + 2]]] : [];
+      p.push([o === OP.TEXT ? "x" : OPS[o], f.colors[f.color[j]], ...nums, ...word]);
     }
     marks.push({ c: f.classes[f.cls[i]], f: Number.isNaN(f.frame[i]) ? null : f.frame[i], n: f.count[i], p });
   }

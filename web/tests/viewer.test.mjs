@@ -422,6 +422,77 @@ test("where no drawing worker can start, the page draws the data itself", async 
   await ctx.close();
 });
 
+// A drawing worker that starts and then fails: the page must notice, draw the data itself from
+// then on, and log no error (the failure is handled). Each way it can fail, in a worker put in
+// place of drawworker.ts.
+const FAILING_WORKERS = {
+  "its script does not load": null,
+  "it throws as it starts": "throw new Error('drawing worker: failed at start')",
+  "it throws while drawing": "onmessage = (e) => { if (e.data.draw !== undefined) throw new Error('drawing worker: failed to draw'); }",
+};
+for (const [how, body] of Object.entries(FAILING_WORKERS)) {
+  test(`when the drawing worker fails (${how}), the page draws the data itself`, async () => {
+    const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
+    const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
+    const ctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
+    await ctx.addInitScript((body) => {
+      const Real = window.Worker;
+      window.Worker = class extends Real {
+        constructor(_url, opts) {
+          // null: a script the server does not have (404), which fails after the worker starts.
+          super(body === null ? "no-such-worker.js" : URL.createObjectURL(new Blob([body], { type: "text/javascript" })), opts);
+        }
+      };
+    }, body);
+    const pg = await ctx.newPage();
+    const errors = [];
+    pg.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+    pg.on("pageerror", (e) => errors.push(String(e)));
+    await pg.goto(`${url}#c=${worst.id}`);
+    await afterFetch(pg, 0);
+    await pg.waitForFunction(() => window.tcpscopeDrawnBy() === "page", null, { timeout: 5000 });
+    for (const when of ["whole connection", "zoomed"]) {
+      await nextFrame(pg);
+      const rx = await pg.evaluate(() => window.tcpscopeMarkAt("seg rexmit"));
+      assert.ok(rx, `${when}: a retransmission is drawn`);
+      const ink = await inkAt(pg, rx[0], rx[1]);
+      assert.ok(ink.inked > 0 && ink.cornerWhite, `${when}: drawn where hovered: ${JSON.stringify(ink)}`);
+      if (when === "zoomed") break;
+      const n = await fetches(pg);
+      await pg.mouse.move(rx[0], rx[1]);
+      await pg.mouse.wheel(0, -300);
+      await afterFetch(pg, n);
+    }
+    if (how === "it throws as it starts") await pg.screenshot({ path: path.join(out, "7-worker-failed.png") });
+    assert.deepEqual(errors, []);
+    await ctx.close();
+  });
+}
+
+test("a resize of the window or of the list redraws the plot at its new width and asks for it again", async () => {
+  const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
+  const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
+  const pg = await page();
+  await pg.goto(`${url}#c=${worst.id}`);
+  await afterFetch(pg, 0);
+  // The plot's drawn width, the width it takes on the page, and the columns its answer was asked for.
+  const widths = () => pg.evaluate(() => [window.tcpscopeFrames()[0].w, document.querySelector(".plot .tsg").clientWidth]);
+  const asked = [];
+  pg.on("request", (r) => r.url().includes("api/tsg") && asked.push(Number(new URL(r.url()).searchParams.get("w"))));
+  for (const resize of [() => pg.setViewportSize({ width: 1200, height: 1000 }), () => pg.evaluate(() => document.getElementById("side").style.setProperty("--side-w", "300px"))]) {
+    const before = await widths();
+    const n = await fetches(pg);
+    await resize();
+    await afterFetch(pg, n);
+    const [drawn, shown] = await widths();
+    assert.notEqual(shown, before[1], "the plot's width changed");
+    assert.equal(drawn, shown, "drawn at its new width");
+    assert.equal(asked.at(-1), shown - 84 - 16, "asked for at its new width (plot area columns)");
+  }
+  assert.deepEqual(pg.errors, []);
+  await pg.close();
+});
+
 test("the server answers only its routes", async () => {
   for (const p of ["../../etc/passwd", "api/../../../etc/passwd", "tests/data/loss-snd.pcap", "api/file?path=/etc/passwd"]) {
     const r = await fetch(url + p);
