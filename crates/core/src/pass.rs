@@ -238,9 +238,7 @@ fn expired(c: &Connection, now: u64) -> bool {
 
 /// Counts a record in the file's summary and decodes it; `None` when it carries no TCP segment
 /// (the reason is counted).
-// Always inlined: the reading thread's loop builds the segment in place in its batch; called,
-// it was returned through memory and copied again (~40 instructions a packet).
-#[inline(always)]
+#[inline]
 fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>) -> Option<Segment<'a>> {
     sum.packets += 1;
     sum.captured_bytes += rec.data.len() as u64;

@@ -196,7 +196,7 @@ impl AnomalySet {
 
 /// Decodes one frame. `orig_len` is the frame's length on the wire.
 // Inlined into the reader's loop so the segment is built in place rather than copied out.
-#[inline(always)]
+#[inline]
 pub fn decode(link_type: u32, frame: &[u8], orig_len: u32) -> Result<Segment<'_>, Skip> {
     let ip_at = link::ip_offset(link_type, frame)?;
     let ip = &frame[ip_at..];
