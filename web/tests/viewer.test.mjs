@@ -393,20 +393,28 @@ test("the connection list builds only the rows in sight; sort, filter and select
   }
 });
 
-test("where no drawing worker can start, the page draws the data itself", async () => {
+/**
+ * Opens, in a context prepared by `setup` (init scripts), the plot of the connection with the
+ * most retransmissions a→b; the page collects its errors in `pg.errors`.
+ */
+async function worstPlot(setup) {
   const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
   const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
   const ctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
-  // A browser without OffscreenCanvas (as older ones).
-  await ctx.addInitScript(() => delete window.OffscreenCanvas);
+  await setup(ctx);
   const pg = await ctx.newPage();
-  const errors = [];
-  pg.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-  pg.on("pageerror", (e) => errors.push(String(e)));
+  pg.errors = [];
+  pg.on("console", (m) => m.type() === "error" && pg.errors.push(m.text()));
+  pg.on("pageerror", (e) => pg.errors.push(String(e)));
   await pg.goto(`${url}#c=${worst.id}`);
   await afterFetch(pg, 0);
-  assert.equal(await pg.evaluate(() => window.tcpscopeDrawnBy()), "page");
+  return [ctx, pg];
+}
+
+/** A retransmission is drawn where the page says it is, for the whole connection and zoomed in on it. */
+async function drawnWhereHovered(pg) {
   for (const when of ["whole connection", "zoomed"]) {
+    await nextFrame(pg);
     const rx = await pg.evaluate(() => window.tcpscopeMarkAt("seg rexmit"));
     assert.ok(rx, `${when}: a retransmission is drawn`);
     const ink = await inkAt(pg, rx[0], rx[1]);
@@ -416,9 +424,15 @@ test("where no drawing worker can start, the page draws the data itself", async 
     await pg.mouse.move(rx[0], rx[1]);
     await pg.mouse.wheel(0, -300);
     await afterFetch(pg, n);
-    await nextFrame(pg);
   }
-  assert.deepEqual(errors, []);
+}
+
+test("where no drawing worker can start, the page draws the data itself", async () => {
+  // A browser without OffscreenCanvas (as older ones).
+  const [ctx, pg] = await worstPlot((ctx) => ctx.addInitScript(() => delete window.OffscreenCanvas));
+  assert.equal(await pg.evaluate(() => window.tcpscopeDrawnBy()), "page");
+  await drawnWhereHovered(pg);
+  assert.deepEqual(pg.errors, []);
   await ctx.close();
 });
 
@@ -432,39 +446,21 @@ const FAILING_WORKERS = {
 };
 for (const [how, body] of Object.entries(FAILING_WORKERS)) {
   test(`when the drawing worker fails (${how}), the page draws the data itself`, async () => {
-    const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
-    const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
-    const ctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
-    await ctx.addInitScript((body) => {
-      const Real = window.Worker;
-      window.Worker = class extends Real {
-        constructor(_url, opts) {
-          // null: a script the server does not have (404), which fails after the worker starts.
-          super(body === null ? "no-such-worker.js" : URL.createObjectURL(new Blob([body], { type: "text/javascript" })), opts);
-        }
-      };
-    }, body);
-    const pg = await ctx.newPage();
-    const errors = [];
-    pg.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-    pg.on("pageerror", (e) => errors.push(String(e)));
-    await pg.goto(`${url}#c=${worst.id}`);
-    await afterFetch(pg, 0);
+    const [ctx, pg] = await worstPlot((ctx) =>
+      ctx.addInitScript((body) => {
+        const Real = window.Worker;
+        window.Worker = class extends Real {
+          constructor(_url, opts) {
+            // null: a script the server does not have (404), which fails after the worker starts.
+            super(body === null ? "no-such-worker.js" : URL.createObjectURL(new Blob([body], { type: "text/javascript" })), opts);
+          }
+        };
+      }, body),
+    );
     await pg.waitForFunction(() => window.tcpscopeDrawnBy() === "page", null, { timeout: 5000 });
-    for (const when of ["whole connection", "zoomed"]) {
-      await nextFrame(pg);
-      const rx = await pg.evaluate(() => window.tcpscopeMarkAt("seg rexmit"));
-      assert.ok(rx, `${when}: a retransmission is drawn`);
-      const ink = await inkAt(pg, rx[0], rx[1]);
-      assert.ok(ink.inked > 0 && ink.cornerWhite, `${when}: drawn where hovered: ${JSON.stringify(ink)}`);
-      if (when === "zoomed") break;
-      const n = await fetches(pg);
-      await pg.mouse.move(rx[0], rx[1]);
-      await pg.mouse.wheel(0, -300);
-      await afterFetch(pg, n);
-    }
+    await drawnWhereHovered(pg);
     if (how === "it throws as it starts") await pg.screenshot({ path: path.join(out, "7-worker-failed.png") });
-    assert.deepEqual(errors, []);
+    assert.deepEqual(pg.errors, []);
     await ctx.close();
   });
 }
