@@ -86,7 +86,7 @@ pub struct Analyzer<S: Sink> {
     file: usize,
     /// Counters of the current file.
     pub summary: FileSummary,
-    /// When sweeps are due, when this analyzer sweeps for itself ([`Analyzer::segment`]).
+    /// When sweeps are due, when this analyzer keeps its own schedule ([`Analyzer::segment`]).
     clock: SweepClock,
     /// Trace time of the last sweep done.
     swept_ns: u64,
@@ -142,10 +142,11 @@ impl<S: Sink> Analyzer<S> {
         idx
     }
 
-    /// [`Analyzer::segment`] for an analyzer that sees only some of a trace's packets (a
-    /// shard): first the sweep at `swept_ns` if not done yet, the last one the trace's
-    /// [`SweepClock`] made due before this packet, so that the shard sweeps at the same points
-    /// between its packets as one analyzer seeing all of them would.
+    /// [`Analyzer::segment`] with the sweeps scheduled by whoever reads the trace (the reading
+    /// thread of a pipelined pass): first the sweep at `swept_ns` if not done yet, the last
+    /// one the trace's [`SweepClock`] made due before this packet. An analyzer that sees only
+    /// some of a trace's packets (a shard) so sweeps at the same points between its packets as
+    /// one analyzer seeing all of them would.
     pub fn segment_after_sweep(&mut self, swept_ns: u64, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
         if swept_ns > self.swept_ns {
             self.sweep(swept_ns);
@@ -415,7 +416,7 @@ pub fn analyze_file_with<S: Sink + Send>(
         for mut batch in full_rx {
             for part in batch.chunks(SAID_BATCH) {
                 for d in part {
-                    an.segment(&d.seg, d.frame, d.ts_ns);
+                    an.segment_after_sweep(d.swept_ns, &d.seg, d.frame, d.ts_ns);
                 }
                 let next = said_empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(SAID_BATCH * 2));
                 let _ = said_tx.send(std::mem::replace(&mut an.sink.said, next));
