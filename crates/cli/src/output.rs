@@ -61,7 +61,7 @@ fn csv_field(v: &Value) -> String {
     }
 }
 
-/// Writes one CSV row per item (header from the first row's keys). Rows are built in parallel a
+/// Writes one CSV row per item (header from the first row's keys), rows made in parallel a
 /// block at a time and written in order: holding every row of 200,000 connections as JSON
 /// values took 3 GB and most of the time.
 pub(crate) fn write_csv<W: Write, T: Sync>(
@@ -69,19 +69,28 @@ pub(crate) fn write_csv<W: Write, T: Sync>(
     items: &[T],
     row: impl Fn(&T) -> io::Result<Vec<(String, Value)>> + Sync,
 ) -> io::Result<()> {
-    let mut w = csv::Writer::from_writer(out);
-    let mut header = false;
-    for block in items.chunks(CSV_BLOCK) {
-        let rows: Vec<Vec<(String, Value)>> = block.par_iter().map(&row).collect::<io::Result<_>>()?;
-        for r in &rows {
-            if !header {
-                w.write_record(r.iter().map(|(k, _)| k.as_str()))?;
-                header = true;
+    let Some(first) = items.first() else { return Ok(()) };
+    let header = row(first)?;
+    write_csv_header(out, header.iter().map(|(k, _)| k.as_str()))?;
+    in_parallel_blocks(out, items, CSV_BLOCK, |items| {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        for it in items {
+            let r = row(it)?;
+            // As one writer would have checked: every row as long as the header.
+            if r.len() != header.len() {
+                return Err(io::Error::other(format!("CSV row of {} fields under a header of {}", r.len(), header.len())));
             }
             w.write_record(r.iter().map(|(_, v)| csv_field(v)))?;
         }
-    }
-    w.flush()
+        w.into_inner().map_err(|e| e.into_error())
+    })
+}
+
+/// Writes a CSV header row.
+fn write_csv_header<W: Write, I: IntoIterator<Item = impl AsRef<[u8]>>>(out: &mut W, names: I) -> io::Result<()> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(names)?;
+    out.write_all(&w.into_inner().map_err(|e| e.into_error())?)
 }
 
 /// Rows built per parallel block of [`write_csv`].
@@ -241,15 +250,15 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
     })
 }
 
-/// Writes `make` of every run of [`TEXT_CHUNK`] ids, made in parallel `block` ids at a time and
-/// written in order: memory stays at one block's text.
-fn in_parallel_blocks<W: Write>(
+/// Writes `make` of every run of [`TEXT_CHUNK`] items, made in parallel `block` items at a time
+/// and written in order: memory stays at one block's text.
+fn in_parallel_blocks<W: Write, T: Sync>(
     out: &mut W,
-    ids: &[usize],
+    items: &[T],
     block: usize,
-    make: impl Fn(&[usize]) -> io::Result<Vec<u8>> + Sync,
+    make: impl Fn(&[T]) -> io::Result<Vec<u8>> + Sync,
 ) -> io::Result<()> {
-    for block in ids.chunks(block) {
+    for block in items.chunks(block) {
         let parts: Vec<Vec<u8>> = block.par_chunks(TEXT_CHUNK).map(&make).collect::<io::Result<_>>()?;
         for p in parts {
             out.write_all(&p)?;
@@ -266,9 +275,7 @@ fn stats_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize]) -> io::Result<
         return Ok(()); // no row, no header
     }
     let files: Vec<String> = an.files.iter().map(|f| f.path.display().to_string()).collect();
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(stats_csv_header())?;
-    out.write_all(&w.into_inner().map_err(|e| e.into_error())?)?;
+    write_csv_header(out, stats_csv_header())?;
     in_parallel_blocks(out, ids, CSV_BLOCK, |ids| {
         let mut w = csv::Writer::from_writer(Vec::with_capacity(ids.len() * 1024));
         for &id in ids {
