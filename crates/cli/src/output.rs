@@ -129,12 +129,13 @@ pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
         w = w_ep
     )?;
     for c in doc.connections() {
+        let info = &an.conns[c.id - 1].info;
         writeln!(
             out,
             "{:>5}  {:<w$}  {:<w$}  {:<13} {:>9} {:>12} {:>9} {:>12} {:>9.3} s",
             c.id,
-            ep(&c.a),
-            ep(&c.b),
+            info.a.to_string(),
+            info.b.to_string(),
             c.state,
             c.a2b.packets,
             c.a2b.payload_bytes,
@@ -205,10 +206,6 @@ impl From<json::ConnJson> for ConnsRow {
     }
 }
 
-fn ep(e: &json::EndpointJson) -> String {
-    if e.addr.contains(':') { format!("[{}]:{}", e.addr, e.port) } else { format!("{}:{}", e.addr, e.port) }
-}
-
 pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Result<()> {
     check_ids(an.conns.len(), args)?;
     let doc = json::document(an, selected(args));
@@ -216,8 +213,8 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
         serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
         return writeln!(out);
     }
+    let ids: Vec<usize> = (1..=an.conns.len()).filter(|&id| (doc.selected)(id)).collect();
     if args.csv {
-        let ids: Vec<usize> = (1..=an.conns.len()).filter(|&id| (doc.selected)(id)).collect();
         return stats_csv(out, an, &ids);
     }
     for f in &an.files {
@@ -238,7 +235,6 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
     }
     // Connections are formatted in parallel, a block at a time, and written in order: the text
     // for 200,000 connections (~800 MB) cost three times the analysis when printed by one thread.
-    let ids: Vec<usize> = (1..=an.conns.len()).filter(|&id| (doc.selected)(id)).collect();
     let table = Table::new();
     in_parallel_blocks(out, &ids, TEXT_BLOCK, |ids| {
         let mut buf = Vec::with_capacity(ids.len() * 4096);
@@ -505,7 +501,7 @@ fn push_words(buf: &mut Vec<u8>, name: &str) {
     buf.extend(name.bytes().map(|b| if b == b'_' { b' ' } else { b }));
 }
 
-/// `addr:port`, `[addr]:port` for IPv6, as [`ep`] writes it.
+/// `addr:port`, `[addr]:port` for IPv6, as `Endpoint`'s `Display` writes it.
 fn push_endpoint(buf: &mut Vec<u8>, e: Endpoint) {
     let v6 = e.addr.is_ipv6();
     if v6 {
@@ -567,6 +563,11 @@ mod tests {
             reuse: [None, Some(SplitReason::NewIsn), Some(SplitReason::IdleGap)][id % 3],
         };
         ConnStats { max_idle_ns: id as u64 * 1_000_000_007, dir, idx: id - 1, info }
+    }
+
+    /// An endpoint from its JSON form, as the text wrote it before.
+    fn ep(e: &json::EndpointJson) -> String {
+        if e.addr.contains(':') { format!("[{}]:{}", e.addr, e.port) } else { format!("{}:{}", e.addr, e.port) }
     }
 
     /// The text as the `format!` machinery wrote it before.
