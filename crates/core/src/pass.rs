@@ -241,14 +241,22 @@ fn expired(c: &Connection, now: u64) -> bool {
 /// (the reason is counted).
 #[inline]
 fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>) -> Option<Segment<'a>> {
+    let mut seg = Segment::EMPTY;
+    let payload = count_and_decode_into(sum, rec, &mut seg)?;
+    Some(Segment { payload, ..seg })
+}
+
+/// [`count_and_decode`] into `out` ([`decode::decode_into`]): the payload is returned.
+#[inline]
+fn count_and_decode_into<'a>(sum: &mut FileSummary, rec: &Record<'a>, seg: &mut Segment<'_>) -> Option<&'a [u8]> {
     sum.packets += 1;
     sum.captured_bytes += rec.data.len() as u64;
     if sum.first_ts_ns == 0 {
         sum.first_ts_ns = rec.ts_ns;
     }
     sum.last_ts_ns = sum.last_ts_ns.max(rec.ts_ns);
-    let seg = match decode::decode(rec.link_type, rec.data, rec.orig_len) {
-        Ok(seg) => seg,
+    let payload = match decode::decode_into(rec.link_type, rec.data, rec.orig_len, seg) {
+        Ok(payload) => payload,
         Err(skip) => {
             *sum.skipped.entry(skip.name()).or_default() += 1;
             if let Skip::UnknownLinkType(lt) = skip {
@@ -269,7 +277,7 @@ fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>) -> Option<Segme
         *sum.other_tcp_options.entry(k).or_default() += 1;
         kinds &= kinds - 1;
     }
-    Some(seg)
+    Some(payload)
 }
 
 impl FileSummary {
@@ -315,13 +323,27 @@ pub fn read_segments(
     progress: &(dyn Fn(u64, u64) + Sync),
     mut each: impl FnMut(&Segment<'_>, u64, u64) -> bool,
 ) -> Option<CaptureError> {
+    read_records(reader, sum, progress, |sum, rec| match count_and_decode(sum, rec) {
+        Some(seg) => each(&seg, rec.frame, rec.ts_ns),
+        None => true,
+    })
+}
+
+/// Reads a file to its end (or its first error, recorded in `sum`), handing each record to
+/// `each` with the summary to count it in; `each` returns false to stop. Reports progress now
+/// and then. Returns the error, if any.
+#[inline]
+fn read_records(
+    reader: &mut CaptureReader,
+    sum: &mut FileSummary,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    mut each: impl FnMut(&mut FileSummary, &Record<'_>) -> bool,
+) -> Option<CaptureError> {
     let mut error = None;
     loop {
         match reader.next_record() {
             Ok(Some(rec)) => {
-                if let Some(seg) = count_and_decode(sum, &rec)
-                    && !each(&seg, rec.frame, rec.ts_ns)
-                {
+                if !each(sum, &rec) {
                     break;
                 }
                 if rec.frame % PROGRESS_EVERY == 0 {
@@ -349,12 +371,37 @@ const BATCH: usize = 4096;
 const SAID_BATCH: usize = 1024;
 
 /// A decoded segment with its frame number and time, detached from the capture buffer.
+#[derive(Clone, Copy)]
 struct Decoded {
     seg: Segment<'static>,
     frame: u64,
     ts_ns: u64,
     /// Trace time of the last sweep due before this packet ([`SweepClock`]).
     swept_ns: u64,
+}
+
+/// Segments handed from the reading thread to an analysing one: `slots[..len]`. The slots are
+/// made once and decoded into in place ([`decode::decode_into`]), never cleared nor pushed:
+/// a fresh value pushed and then filled in cost a copy of it a packet.
+struct Batch {
+    slots: Vec<Decoded>,
+    len: usize,
+}
+
+impl Batch {
+    fn new() -> Batch {
+        let blank = Decoded { seg: Segment::EMPTY, frame: 0, ts_ns: 0, swept_ns: 0 };
+        Batch { slots: vec![blank; BATCH], len: 0 }
+    }
+
+    fn decoded(&self) -> &[Decoded] {
+        &self.slots[..self.len]
+    }
+
+    /// The first free slot (there is one: a full batch is handed on at once).
+    fn free(&mut self) -> &mut Decoded {
+        &mut self.slots[self.len]
+    }
 }
 
 /// Analyses one file. `progress` is called now and then with the bytes consumed so far.
@@ -414,14 +461,14 @@ pub fn analyze_file_with<S: Sink + Send>(
             sink
         });
         for mut batch in full_rx {
-            for part in batch.chunks(SAID_BATCH) {
+            for part in batch.decoded().chunks(SAID_BATCH) {
                 for d in part {
                     an.segment_after_sweep(d.swept_ns, &d.seg, d.frame, d.ts_ns);
                 }
                 let next = said_empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(SAID_BATCH * 2));
                 let _ = said_tx.send(std::mem::replace(&mut an.sink.said, next));
             }
-            batch.clear();
+            batch.len = 0;
             let _ = empty_tx.send(batch);
         }
         drop(said_tx);
@@ -435,9 +482,9 @@ pub fn analyze_file_with<S: Sink + Send>(
 
 /// A stage's end of the two channels between the reading stage and an analysing one: full
 /// batches go one way, emptied ones come back for reuse.
-type Pipe = (mpsc::SyncSender<Vec<Decoded>>, mpsc::Receiver<Vec<Decoded>>);
+type Pipe = (mpsc::SyncSender<Batch>, mpsc::Receiver<Batch>);
 /// The analysing stage's end.
-type PipeEnd = (mpsc::Receiver<Vec<Decoded>>, mpsc::Sender<Vec<Decoded>>);
+type PipeEnd = (mpsc::Receiver<Batch>, mpsc::Sender<Batch>);
 
 fn pipe() -> (Pipe, PipeEnd) {
     let (full_tx, full_rx) = mpsc::sync_channel(4);
@@ -449,14 +496,28 @@ fn pipe() -> (Pipe, PipeEnd) {
 /// (the 4-tuple's shard when there are several), and hands them on.
 fn read_batches(mut reader: CaptureReader, mut summary: FileSummary, progress: &(dyn Fn(u64, u64) + Sync), pipes: Vec<Pipe>) -> FileSummary {
     let n = pipes.len();
-    let mut batches: Vec<Vec<Decoded>> = pipes.iter().map(|_| Vec::with_capacity(BATCH)).collect();
+    let mut batches: Vec<Batch> = pipes.iter().map(|_| Batch::new()).collect();
     let mut clock = SweepClock::default();
-    let _ = read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
-        let s = if n == 1 { 0 } else { FlowKey::shard(seg, n) };
+    // Each record is decoded straight into a batch ([`decode::decode_into`] says why), but its
+    // shard is known only once it is decoded: the guess is the last record's, as a
+    // connection's packets come in runs (and a bulk transfer is one connection).
+    let mut guess = 0;
+    let _ = read_records(&mut reader, &mut summary, progress, |sum, rec| {
+        let d = batches[guess].free();
+        if count_and_decode_into(sum, rec, &mut d.seg).is_none() {
+            return true;
+        }
+        (d.frame, d.ts_ns, d.swept_ns) = (rec.frame, rec.ts_ns, clock.last_sweep());
+        clock.tick(rec.ts_ns);
+        let s = if n == 1 { 0 } else { FlowKey::shard(&d.seg, n) };
+        if s != guess {
+            let d = *d;
+            *batches[s].free() = d;
+            guess = s;
+        }
         let batch = &mut batches[s];
-        batch.push(Decoded { seg: seg.detach(), frame, ts_ns, swept_ns: clock.last_sweep() });
-        clock.tick(ts_ns);
-        batch.len() < BATCH || hand_on(batch, &pipes[s])
+        batch.len += 1;
+        batch.len < BATCH || hand_on(batch, &pipes[s])
     });
     for (batch, (full, _)) in batches.into_iter().zip(&pipes) {
         let _ = full.send(batch);
@@ -467,18 +528,18 @@ fn read_batches(mut reader: CaptureReader, mut summary: FileSummary, progress: &
 /// The analysing stage: runs every batch through the analyzer and hands the buffer back.
 fn analyse_batches<S: Sink>(an: &mut Analyzer<S>, (full, empty): PipeEnd) {
     for mut batch in full {
-        for d in &batch {
+        for d in batch.decoded() {
             an.segment_after_sweep(d.swept_ns, &d.seg, d.frame, d.ts_ns);
         }
-        batch.clear();
+        batch.len = 0;
         let _ = empty.send(batch);
     }
 }
 
 /// Sends a full batch on and takes an empty one back (or a new one); false once the receiver
 /// is gone.
-fn hand_on(batch: &mut Vec<Decoded>, (full, empty): &Pipe) -> bool {
-    let next = empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+fn hand_on(batch: &mut Batch, (full, empty): &Pipe) -> bool {
+    let next = empty.try_recv().unwrap_or_else(|_| Batch::new());
     full.send(std::mem::replace(batch, next)).is_ok()
 }
 

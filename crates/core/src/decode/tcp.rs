@@ -94,6 +94,18 @@ pub struct TcpOptions {
 }
 
 impl TcpOptions {
+    /// No options.
+    pub const NONE: TcpOptions = TcpOptions {
+        mss: None,
+        wscale: None,
+        sack_permitted: false,
+        sack: [(SeqNum(0), SeqNum(0)); 4],
+        sack_len: 0,
+        sack_present: false,
+        timestamps: None,
+        other_kinds: 0,
+        malformed: false,
+    };
     /// The window scale to apply: RFC 7323 §2.3 says a shift above 14 is used as 14.
     pub fn wscale_clamped(&self) -> Option<u8> {
         self.wscale.map(|s| s.min(14))
@@ -121,8 +133,6 @@ pub struct TcpHeader {
     pub flags: Flags,
     /// Window field, unscaled.
     pub win_raw: u16,
-    /// Options.
-    pub options: TcpOptions,
     /// The header (options) was cut off by the snaplen.
     pub header_truncated: bool,
 }
@@ -139,9 +149,10 @@ pub enum TcpError {
     DataOffsetTooSmall(u8),
 }
 
-/// Decodes a TCP header from `b` (the captured bytes starting at the TCP header).
+/// Decodes a TCP header from `b` (the captured bytes starting at the TCP header); its options
+/// go to `options`, written in place (the reading thread's batch: [`super::decode_into`]).
 #[inline]
-pub fn parse(b: &[u8]) -> Result<TcpHeader, TcpError> {
+pub fn parse(b: &[u8], options: &mut TcpOptions) -> Result<TcpHeader, TcpError> {
     use field::*;
     if b.len() < OPTIONS {
         return Err(TcpError::TooShort { captured: b.len() });
@@ -155,7 +166,7 @@ pub fn parse(b: &[u8]) -> Result<TcpHeader, TcpError> {
     let header_len = data_off as usize * 4;
     let flags = Flags(((b[DATA_OFF] as u16 & 1) << 8) | b[FLAGS] as u16);
     let opt_end = header_len.min(b.len());
-    let options = parse_options(&b[OPTIONS..opt_end]);
+    parse_options(&b[OPTIONS..opt_end], options);
     Ok(TcpHeader {
         sport: be16(SRC_PORT),
         dport: be16(DST_PORT),
@@ -164,7 +175,6 @@ pub fn parse(b: &[u8]) -> Result<TcpHeader, TcpError> {
         header_len,
         flags,
         win_raw: be16(WIN_SIZE),
-        options,
         header_truncated: b.len() < header_len,
     })
 }
@@ -180,13 +190,14 @@ mod kind {
     pub const TIMESTAMPS: u8 = 8;
 }
 
-/// Walks the options TLV by TLV; a bad length stops the walk but keeps what came before.
-fn parse_options(mut b: &[u8]) -> TcpOptions {
-    let mut o = TcpOptions::default();
+/// Walks the options TLV by TLV into `o`; a bad length stops the walk but keeps what came
+/// before.
+fn parse_options(mut b: &[u8], o: &mut TcpOptions) {
+    *o = TcpOptions::NONE;
     // Linux's layout on every segment after the handshake, NOP NOP TS: no walk needed.
     if let &[kind::NOP, kind::NOP, kind::TIMESTAMPS, 10, v0, v1, v2, v3, e0, e1, e2, e3] = b {
         o.timestamps = Some((u32::from_be_bytes([v0, v1, v2, v3]), u32::from_be_bytes([e0, e1, e2, e3])));
-        return o;
+        return;
     }
     while let Some(&k) = b.first() {
         match k {
@@ -230,12 +241,17 @@ fn parse_options(mut b: &[u8]) -> TcpOptions {
         }
         b = &b[len..];
     }
-    o
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn options(b: &[u8]) -> TcpOptions {
+        let mut o = TcpOptions::default();
+        parse_options(b, &mut o);
+        o
+    }
 
     /// A header assembled by hand: ports 40000→80, seq 1000, ack 2000, SYN|ACK, window 65535,
     /// options MSS 1460, NOP, WS 7, SACK-permitted, TS 5/6, an unknown kind 30 (MPTCP) first.
@@ -253,23 +269,24 @@ mod tests {
 
     #[test]
     fn fixed_fields_and_options_after_unknown_kind() {
-        let h = parse(&syn_ack()).unwrap();
+        let mut o = TcpOptions::default();
+        let h = parse(&syn_ack(), &mut o).unwrap();
         assert_eq!((h.sport, h.dport, h.seq.0, h.ack.0, h.header_len), (40000, 80, 1000, 2000, 44));
         assert!(h.flags.syn() && h.flags.ack() && !h.flags.fin());
         assert_eq!(h.win_raw, 65535);
-        assert_eq!(h.options.mss, Some(1460));
-        assert_eq!(h.options.wscale, Some(7));
-        assert!(h.options.sack_permitted);
-        assert_eq!(h.options.timestamps, Some((5, 6)));
-        assert_eq!(h.options.other_kinds, 1 << 30);
-        assert!(!h.options.malformed && !h.header_truncated);
+        assert_eq!(o.mss, Some(1460));
+        assert_eq!(o.wscale, Some(7));
+        assert!(o.sack_permitted);
+        assert_eq!(o.timestamps, Some((5, 6)));
+        assert_eq!(o.other_kinds, 1 << 30);
+        assert!(!o.malformed && !h.header_truncated);
     }
 
     #[test]
     fn every_truncation_is_handled() {
         let full = syn_ack();
         for cut in 0..full.len() {
-            match parse(&full[..cut]) {
+            match parse(&full[..cut], &mut TcpOptions::default()) {
                 Err(TcpError::TooShort { captured }) => assert!(cut < 20 && captured == cut),
                 Ok(h) => {
                     assert!(cut >= 20);
@@ -283,14 +300,14 @@ mod tests {
 
     #[test]
     fn wscale_above_14_is_clamped_but_kept() {
-        let o = parse_options(&[3, 3, 255]);
+        let o = options(&[3, 3, 255]);
         assert_eq!(o.wscale, Some(255));
         assert_eq!(o.wscale_clamped(), Some(14));
     }
 
     #[test]
     fn empty_sack_is_malformed_but_later_options_survive() {
-        let o = parse_options(&[5, 2, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 1]);
+        let o = options(&[5, 2, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 1]);
         assert!(o.sack_present && o.malformed && o.sack_len == 0);
         assert_eq!(o.timestamps, Some((9, 1)));
     }
