@@ -342,12 +342,22 @@ impl CaptureReader {
 
     /// The next packet, `Ok(None)` at a clean end of file. After an error the reader is finished
     /// and returns `Ok(None)`; everything returned before the error is valid.
+    // Inlined, the common case's record goes to the caller in registers, not through memory.
+    #[inline]
     pub fn next_record(&mut self) -> Result<Option<Record<'_>>, CaptureError> {
+        if !self.done
+            && let Some((start, len, rec)) = self.next_pcap_record()
+        {
+            return Ok(Some(Record { data: &self.buffer()[start..start + len], ..rec }));
+        }
+        self.next_record_slow()
+    }
+
+    /// [`CaptureReader::next_record`] for everything but a classic pcap record in the window.
+    #[inline(never)]
+    fn next_record_slow(&mut self) -> Result<Option<Record<'_>>, CaptureError> {
         if self.done {
             return Ok(None);
-        }
-        if let Some((start, len, rec)) = self.next_pcap_record() {
-            return Ok(Some(Record { data: &self.buffer()[start..start + len], ..rec }));
         }
         match self.next_inner() {
             Ok(Some((start, len, rec))) => {
