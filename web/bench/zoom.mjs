@@ -7,7 +7,10 @@
 // OLD_PAGE: optionally, another build of the page (an index.html, e.g. the previous version's,
 // which reads the JSON answers) to measure its frames the same way, side by side (the zoom
 // sequence SEQ_ROUNDS times each, default 2, alternately); PAGE: a built page to measure in
-// place of the one the binary embeds; FRAME_CPU=0: skip the frames-in-CPU-time part.
+// place of the one the binary embeds; FRAME_CPU=0: skip the frames-in-CPU-time part;
+// POLL=ms: the zoom sequence waits for each answer by looking every POLL ms rather than in
+// every animation frame (Playwright's default, which makes the page run a frame each vsync
+// while it waits: frames of the benchmark's, on the cores the page's frames need).
 
 import { spawn, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -127,6 +130,7 @@ const errors = [];
 const oldHtml = process.env.OLD_PAGE && existsSync(process.env.OLD_PAGE) ? readFileSync(process.env.OLD_PAGE, "utf8") : null;
 // PAGE: a built page to measure in place of the one the binary embeds (no rebuild needed).
 const newHtml = process.env.PAGE ? readFileSync(process.env.PAGE, "utf8") : null;
+const poll = process.env.POLL ? Number(process.env.POLL) : "raf";
 async function zoomSequence(html, shot) {
   const pg = await context.newPage();
   pg.on("console", (m) => m.type() === "error" && errors.push(m.text()));
@@ -139,7 +143,7 @@ async function zoomSequence(html, shot) {
   for (let k = 0; k < 30; k++) {
     const n = await pg.evaluate(() => window.tcpscopePerf.fetches.length);
     await pg.mouse.wheel(0, k < 20 ? -300 : 300);
-    await pg.waitForFunction((n) => window.tcpscopePerf.fetches.length > n, n, { timeout: 30000 });
+    await pg.waitForFunction((n) => window.tcpscopePerf.fetches.length > n, n, { timeout: 30000, polling: poll });
   }
   // Pan by dragging (each move draws the retained data before the answer comes).
   await pg.keyboard.down("Shift");
@@ -236,6 +240,7 @@ const result = {
   page_long_frames_ms: perf.long.length ? { ...stats(perf.long), all: perf.long.map((x) => +x.toFixed(1)) } : { n: 0 },
   max_answer_bytes: Math.max(...steps.map((s) => s.bytes)),
   max_answer_bytes_json: Math.max(...steps.map((s) => s.json_bytes)),
+  zoom_wait_polling: poll,
   zoom_rounds: seqSummary(seqNew),
   zoom_rounds_old_page: oldHtml ? seqSummary(seqOld) : null,
   frame_cpu: frameCpuNew,

@@ -1,14 +1,16 @@
-// Draws the plots' data layers (the figure's marks, the panels' series) off the page's thread:
-// in headless and software-rendered chromium, a 2D canvas is rasterized on the page's thread
-// when the frame is committed, so a new answer's layers (~12 ms of drawing for a whole
+// Draws the plots' data layers (the figure's marks, the panels' series) off the page's thread,
+// on the page's canvases handed over to it (`transferControlToOffscreen`, two per layer): in
+// headless and software-rendered chromium, a 2D canvas is rasterized on the page's thread when
+// the frame is committed, so a new answer's layers (~12 ms of drawing for a whole
 // five-million-packet connection, and as much again to rasterize) made that frame miss its
-// turn. Here both happen on this thread; the page only shows the finished bitmap.
+// turn. Here both happen on this thread, and the drawing goes to the compositor from here: the
+// page only swaps the canvases (main.ts, DataLayer).
 //
-// Messages in: {data: key, gen, fig?, lines} (an answer: its figure, its panels' series),
-// {forget: key} (a plot removed) and
-// {draw: key, layer, gen, f, ask, dpr} (layer 0: the figure; 1–3: the panels). Out: {key,
-// layer, gen, f, ask, bmp} (an ImageBitmap, transferred); nothing for a drawing of an answer
-// since replaced, or one asked again meanwhile.
+// Messages in: {canvas: id, off} (a canvas handed over; id "key:layer:slot"), {data: key, gen,
+// fig?, lines} (an answer: its figure, its panels' series), {forget: key} (a plot removed) and
+// {draw: key, layer, slot, gen, f, ask, dpr} (layer 0: the figure; 1–3: the panels). Out: {key,
+// layer, gen, f, ask} once that drawing is on its way to the compositor; nothing for a
+// drawing of an answer since replaced, or one asked again meanwhile.
 
 import { LEFT, RIGHT, TOP, BOTTOM, drawFigure, panelData, prepare } from "./draw";
 import type { Frame, PanelLine } from "./draw";
@@ -23,6 +25,7 @@ interface Data {
 interface Ask {
   draw: string;
   layer: number;
+  slot: number;
   gen: number;
   f: Frame;
   ask: string;
@@ -37,6 +40,10 @@ let queued = false;
 
 self.onmessage = (e: MessageEvent) => {
   const m = e.data;
+  if (m.canvas !== undefined) {
+    canvases.set(m.canvas, m.off);
+    return;
+  }
   if (m.forget !== undefined) {
     data.delete(m.forget);
     for (const id of [...canvases.keys()]) if (id.startsWith(`${m.forget}:`)) canvases.delete(id);
@@ -53,20 +60,22 @@ self.onmessage = (e: MessageEvent) => {
 
 function run() {
   queued = false;
-  const todo = [...asks.entries()];
+  const todo = [...asks.values()];
   asks.clear();
-  for (const [id, m] of todo) {
+  const done: { key: string; layer: number; gen: number; f: Frame; ask: string }[] = [];
+  for (const m of todo) {
     const d = data.get(m.draw);
-    if (!d || d.gen !== m.gen) continue;
+    const c = canvases.get(`${m.draw}:${m.layer}:${m.slot}`);
+    if (!d || d.gen !== m.gen || !c) continue;
     const f = m.f;
-    let c = canvases.get(id);
-    if (!c) canvases.set(id, (c = new OffscreenCanvas(1, 1)));
     const ctx = prepare(c, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM, true, m.dpr);
     ctx.translate(-LEFT, -TOP);
     if (m.layer === 0) {
       if (d.fig) drawFigure(ctx, f, d.fig);
     } else if (d.lines[m.layer - 1]) panelData(ctx, f, d.lines[m.layer - 1]);
-    const bmp = c.transferToImageBitmap();
-    (self as unknown as Worker).postMessage({ key: m.draw, layer: m.layer, gen: m.gen, f, ask: m.ask, bmp }, [bmp]);
+    done.push({ key: m.draw, layer: m.layer, gen: m.gen, f, ask: m.ask });
   }
+  // Told in a task of its own: the canvases drawn in this one are sent to the compositor as it
+  // ends, so the page cannot show a canvas (swap it in) before its new drawing is on its way.
+  if (done.length) setTimeout(() => done.forEach((r) => (self as unknown as Worker).postMessage(r)));
 }

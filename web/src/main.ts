@@ -321,11 +321,20 @@ function select(id: number, compare: boolean) {
  * one view. Until it is drawn again, a later view shows it moved and scaled by a CSS transform:
  * the compositor's work, so a wheel notch or a drag step redraws no data, and the new answer
  * replaces the stretched picture when it comes.
+ *
+ * With the drawing worker, two canvases whose control is handed to it
+ * (`transferControlToOffscreen`): it draws on the hidden one, which it shows straight to the
+ * compositor, and the page only swaps them, in the frame that also sets the new one's transform.
+ * (On one canvas, its new drawing would show for a frame or more under the old drawing's
+ * transform: the worker's frames do not wait for the page's.)
  */
 let asks = 0;
 
 class DataLayer {
-  canvas = document.createElement("canvas");
+  /** The canvas shown. */
+  canvas = dataCanvas();
+  /** With the worker: the other one, which the worker draws the next answer on. */
+  private back: HTMLCanvasElement | null = null;
   box = document.createElement("div");
   /** The answer (ConnPlot.gen) and the frame it was drawn from and at. */
   drawn: { gen: number; f: Frame } | null = null;
@@ -333,15 +342,24 @@ class DataLayer {
   /** With the worker: the last drawing asked of it, and the one shown (equal: none awaited). */
   private asked = "";
   private answered = "";
-  /** A bitmap from the worker, shown at the next frame. */
-  ready: { gen: number; f: Frame; ask: string; bmp: ImageBitmap } | null = null;
+  /** A drawing the worker finished (on `back`), shown at the next frame. */
+  ready: { gen: number; f: Frame; ask: string } | null = null;
 
   /** `key`, `index`: the plot's and the layer's, as the worker knows them. */
   constructor(parent: HTMLElement, private key: string, private index: number) {
     this.box.className = "clip";
     Object.assign(this.box.style, { left: `${LEFT}px`, right: `${RIGHT}px`, top: `${TOP}px`, bottom: `${BOTTOM}px` });
-    this.canvas.className = "data";
     this.box.append(this.canvas);
+    if (painter) {
+      this.back = dataCanvas();
+      this.back.style.visibility = "hidden";
+      this.box.append(this.back);
+      [this.canvas, this.back].forEach((c, slot) => {
+        const off = c.transferControlToOffscreen();
+        painter!.postMessage({ canvas: `${key}:${index}:${slot}`, off }, [off]);
+        c.dataset.slot = String(slot);
+      });
+    }
     parent.append(this.box);
   }
 
@@ -366,7 +384,7 @@ class DataLayer {
     // Asked again (the benchmark's full redraw): awaited until this one comes.
     if (again) ask += `#${++asks}`;
     this.asked = ask;
-    painter!.postMessage({ draw: this.key, layer: this.index, gen, f, ask, dpr: window.devicePixelRatio || 1 });
+    painter!.postMessage({ draw: this.key, layer: this.index, slot: Number(this.back!.dataset.slot), gen, f, ask, dpr: window.devicePixelRatio || 1 });
   }
 
   /** Whether a drawing asked of the worker has not been shown yet. */
@@ -374,33 +392,37 @@ class DataLayer {
     return this.asked !== this.answered;
   }
 
-  /** Shows the worker's bitmap, if one came: no drawing, no rasterizing on this thread. */
+  /** Shows the worker's drawing, if the one last asked is done: the canvases swap. */
   place() {
     const r = this.ready;
-    if (!r) return;
+    if (!r || !this.back) return;
     this.ready = null;
-    if (this.canvas.width !== r.bmp.width || this.canvas.height !== r.bmp.height) [this.canvas.width, this.canvas.height] = [r.bmp.width, r.bmp.height];
-    (this.canvas.getContext("bitmaprenderer") as ImageBitmapRenderingContext).transferFromImageBitmap(r.bmp);
+    // An older ask, drawn on the same canvas: the latest is on its way (or was drawn over it).
+    if (r.ask !== this.asked) return;
+    [this.canvas, this.back] = [this.back, this.canvas];
+    this.canvas.style.visibility = "";
+    this.back.style.visibility = "hidden";
+    // Its transform, the one it had when last shown, is written again by `show`.
+    this.shown = "";
     this.drawn = { gen: r.gen, f: r.f };
     this.answered = r.ask;
   }
 
   /** Empties it: nothing to draw for answer `gen` (none yet, or another direction's). */
   clear(gen: number, f: Frame) {
-    if (painter) (this.canvas.getContext("bitmaprenderer") as ImageBitmapRenderingContext).transferFromImageBitmap(null);
+    // The worker's canvas hidden: the page's white shows, as an empty opaque canvas would.
+    if (this.back) this.canvas.style.visibility = "hidden";
     else prepare(this.canvas, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM, true);
     this.drawn = { gen, f };
-    this.ready?.bmp.close();
     this.ready = null;
     this.asked = this.answered = "";
   }
 
-  /** A new canvas, to draw on here: the worker failed, and a canvas showing its bitmaps cannot draw. */
+  /** One new canvas, to draw on here: the worker failed, and the canvases handed to it cannot draw. */
   reset() {
-    this.canvas = document.createElement("canvas");
-    this.canvas.className = "data";
+    this.canvas = dataCanvas();
+    this.back = null;
     this.box.replaceChildren(this.canvas);
-    this.ready?.bmp.close();
     this.ready = null;
     this.drawn = null;
     this.shown = this.asked = this.answered = "";
@@ -421,23 +443,29 @@ class DataLayer {
   }
 }
 
+function dataCanvas(): HTMLCanvasElement {
+  const c = document.createElement("canvas");
+  c.className = "data";
+  return c;
+}
+
 /**
- * The drawing worker (drawworker.ts): the data layers are drawn and rasterized there and the
- * page only shows the bitmaps. Null where it cannot run (no OffscreenCanvas, or it failed to
- * start): the layers are then drawn on this thread, a few per frame (BUDGET_MS).
+ * The drawing worker (drawworker.ts): the data layers are drawn and rasterized there, on
+ * canvases handed to it, and the page only swaps them. Null where it cannot run (no
+ * OffscreenCanvas, or it failed to start): the layers are then drawn on this thread, a few per
+ * frame (BUDGET_MS).
  */
 let painter: Worker | null = null;
-/** Called when a bitmap comes from the worker (the benchmark's full redraw waits on it). */
+/** Called when the worker finished a drawing (the benchmark's full redraw waits on it). */
 let wake: (v?: unknown) => void = () => {};
 try {
-  if (typeof OffscreenCanvas !== "undefined" && "transferToImageBitmap" in OffscreenCanvas.prototype) {
+  if (typeof OffscreenCanvas !== "undefined" && "transferControlToOffscreen" in HTMLCanvasElement.prototype) {
     painter = new DrawWorker();
     painter.onmessage = (e) => {
-      const m = e.data as { key: string; layer: number; gen: number; f: Frame; ask: string; bmp: ImageBitmap };
+      const m = e.data as { key: string; layer: number; gen: number; f: Frame; ask: string };
       const p = plots.find((p) => p.key === m.key);
       const layer = p?.layers()[m.layer];
-      if (!p || !layer || p.gen !== m.gen) return m.bmp.close();
-      layer.ready?.bmp.close();
+      if (!p || !layer || p.gen !== m.gen) return;
       layer.ready = m;
       requestFrame();
       wake();
@@ -1293,8 +1321,8 @@ async function main() {
 // For the benchmark: draws the current view `n` times in a row, every layer (data, axes,
 // overlay) as if all were new, each frame read back from its canvases so that it is rasterized
 // then (the browser would otherwise defer and merge the work); returns each frame's ms. With
-// the drawing worker, a frame ends once the worker's bitmaps are shown (the data layers are
-// rasterized there).
+// the drawing worker, a frame ends once the worker's drawings are swapped in (the data layers
+// are rasterized there).
 (window as unknown as { tcpscopeRedraw: unknown }).tcpscopeRedraw = async (n: number): Promise<number[]> => {
   const out = [];
   for (let k = 0; k < n; k++) {
@@ -1306,7 +1334,8 @@ async function main() {
       await new Promise((r) => (wake = r));
       plots.forEach((p) => p.layers().forEach((l) => l.place()));
     }
-    for (const p of plots) for (const c of p.el.querySelectorAll("canvas")) (c.getContext("2d") as CanvasRenderingContext2D | null)?.getImageData(0, 0, 1, 1);
+    // (The worker's canvases are rasterized there, before it reports them drawn; they cannot be read here.)
+    for (const p of plots) for (const c of p.el.querySelectorAll<HTMLCanvasElement>(painter ? "canvas:not(.data)" : "canvas")) c.getContext("2d")?.getImageData(0, 0, 1, 1);
     out.push(performance.now() - start);
   }
   return out;

@@ -69,9 +69,10 @@ const TOP = 10, BOTTOM = 34;
  */
 const inkAt = (pg, x, y) =>
   pg.evaluate(([x, y]) => {
-    const c = document.querySelector(".plot .tsg canvas.data");
+    // The one shown: with the drawing worker, each layer has two, the other hidden.
+    const c = [...document.querySelectorAll(".plot .tsg canvas.data")].find((c) => c.style.visibility !== "hidden");
     const r = c.getBoundingClientRect();
-    // Copied onto a 2D canvas: the worker's bitmaps are shown by a canvas that cannot be read.
+    // Copied onto a 2D canvas: the worker draws on canvases the page cannot read.
     const t = document.createElement("canvas");
     [t.width, t.height] = [c.width, c.height];
     const g = t.getContext("2d");
@@ -427,14 +428,51 @@ async function drawnWhereHovered(pg) {
   }
 }
 
-test("where no drawing worker can start, the page draws the data itself", async () => {
-  // A browser without OffscreenCanvas (as older ones).
-  const [ctx, pg] = await worstPlot((ctx) => ctx.addInitScript(() => delete window.OffscreenCanvas));
-  assert.equal(await pg.evaluate(() => window.tcpscopeDrawnBy()), "page");
+test("the drawing worker draws on the plot's canvases, two per layer, and a zoom swaps its new drawing in", async () => {
+  const [ctx, pg] = await worstPlot(() => {});
+  assert.equal(await pg.evaluate(() => window.tcpscopeDrawnBy()), "worker");
+  // Per data layer: its canvases, and which one is shown with what transform.
+  const layers = () =>
+    pg.evaluate(() =>
+      [...document.querySelectorAll(".plot .clip")].map((b) => {
+        const cs = [...b.querySelectorAll("canvas.data")];
+        const shown = cs.filter((c) => c.style.visibility !== "hidden");
+        return { n: cs.length, shown: shown.map((c) => c.dataset.slot), transform: shown[0]?.style.transform };
+      }),
+    );
+  // (Until the worker's first drawings come, a new plot's layers show nothing.)
+  const allShown = () => [...document.querySelectorAll(".plot .clip")].every((b) => b.querySelectorAll("canvas.data:not([style*='hidden'])").length === 1);
+  await pg.waitForFunction(allShown, null, { timeout: 5000 });
+  const before = await layers();
+  assert.equal(before.length, 4, "the figure's layer and three panels'");
+  for (const l of before) assert.ok(l.n === 2 && l.shown.length === 1, `two canvases, one shown: ${JSON.stringify(l)}`);
+  const tsg = before[0].shown[0];
   await drawnWhereHovered(pg);
+  // The zoom's answer drawn on the other canvas and shown at the view it was drawn at.
+  await pg.waitForFunction((was) => document.querySelector(".plot .tsg canvas.data:not([style*='hidden'])")?.dataset.slot !== was, tsg, { timeout: 5000 });
+  await pg.waitForFunction(allShown, null, { timeout: 5000 });
+  const after = await layers();
+  assert.notEqual(after[0].shown[0], tsg, "swapped");
+  assert.ok(after.every((l) => l.shown.length === 1 && l.transform === "none"), JSON.stringify(after));
   assert.deepEqual(pg.errors, []);
   await ctx.close();
 });
+
+// Browsers where no drawing worker can start: without OffscreenCanvas (as older ones), or
+// without handing a canvas over to it.
+const NO_WORKER = {
+  "no OffscreenCanvas": () => delete window.OffscreenCanvas,
+  "no transferControlToOffscreen": () => delete HTMLCanvasElement.prototype.transferControlToOffscreen,
+};
+for (const [how, init] of Object.entries(NO_WORKER)) {
+  test(`where no drawing worker can start (${how}), the page draws the data itself`, async () => {
+    const [ctx, pg] = await worstPlot((ctx) => ctx.addInitScript(init));
+    assert.equal(await pg.evaluate(() => window.tcpscopeDrawnBy()), "page");
+    await drawnWhereHovered(pg);
+    assert.deepEqual(pg.errors, []);
+    await ctx.close();
+  });
+}
 
 // A drawing worker that starts and then fails: the page must notice, draw the data itself from
 // then on, and log no error (the failure is handled). Each way it can fail, in a worker put in
