@@ -246,7 +246,7 @@ fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>) -> Option<Segme
     Some(Segment { payload, ..seg })
 }
 
-/// [`count_and_decode`] into `out` ([`decode::decode_into`]): the payload is returned.
+/// [`count_and_decode`] into `seg` ([`decode::decode_into`]): the payload is returned.
 #[inline]
 fn count_and_decode_into<'a>(sum: &mut FileSummary, rec: &Record<'a>, seg: &mut Segment<'_>) -> Option<&'a [u8]> {
     sum.packets += 1;
