@@ -63,6 +63,9 @@ export function prepare(c: HTMLCanvasElement | OffscreenCanvas, w: number, h: nu
   return ctx;
 }
 
+/** The axes' labels' font. */
+export const AXIS_FONT = "10px sans-serif";
+
 /** Parts of the axes (`axes`, `panelAxes`), each drawn on a canvas strip of its own by the page. */
 export const AX = { X: 1, Y: 2, TITLE: 4, ALL: 7 };
 
@@ -74,7 +77,9 @@ export function axes(ctx: CanvasRenderingContext2D, f: Frame, ylabel: string, xl
   ctx.save();
   ctx.strokeStyle = "#888";
   ctx.fillStyle = "#333";
-  ctx.font = "10px sans-serif";
+  // Set only if the context has another font: AxisStrip sets it once per canvas size (see there),
+  // and setting it here again, inside save(), had the browser resolve it anew at every draw.
+  if (ctx.font !== AXIS_FONT) ctx.font = AXIS_FONT;
   ctx.lineWidth = 1;
   ctx.beginPath();
   if (parts & AX.X) {
