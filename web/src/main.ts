@@ -693,6 +693,7 @@ class ConnPlot {
       ]);
       if (ctl.signal.aborted) return;
       perf.fetches.push(performance.now() - start);
+      const before = ranges();
       this.fig = fig;
       this.pan = pan;
       this.lines = panelLines(pan);
@@ -716,6 +717,14 @@ class ConnPlot {
         el.dataset.html = legend;
       }
       requestFrame();
+      // Where the view leaves the ranges to the figures (the union of their times, the largest
+      // sequence span), an answer can change the other plot's: it would stay drawn at the old
+      // ones, shown squeezed by its transform until the next zoom. It is asked again.
+      const after = ranges();
+      plots.forEach((q, j) => {
+        const moved = after.x0 !== before.x0 || after.x1 !== before.x1 || after.y[j][0] !== before.y[j][0] || after.y[j][1] !== before.y[j][1];
+        if (q !== this && q.gen && moved) q.load(offsetOf(j));
+      });
     } catch (e) {
       if ((e as Error).name !== "AbortError") status(`connection ${this.id}: ${(e as Error).message}`);
     }

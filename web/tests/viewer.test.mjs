@@ -294,6 +294,38 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   assert.deepEqual(pg.errors, [], "no console errors");
 });
 
+test("compared plots are both drawn at their shared ranges, whichever answer comes first", async () => {
+  const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
+  const dur = (c) => c.last_time - c.first_time;
+  const withData = listed.filter((c) => c.a2b.data_packets > 10).sort((a, b) => dur(a) - dur(b));
+  const [short, long] = [withData[0], withData[withData.length - 1]];
+  assert.ok(dur(long) > 2 * dur(short), `${dur(short)} s and ${dur(long)} s`);
+  const pg = await page();
+  // The longer connection's answers come last: the shorter one is drawn first over its own
+  // time range, which the longer one's answer then widens.
+  const longs = new RegExp(`/api/(tsg|panels)\\?(.*&)?conn=${long.id}(&|$)`);
+  await pg.route(longs, async (r) => {
+    await new Promise((ok) => setTimeout(ok, 700));
+    await r.continue();
+  });
+  await pg.goto(`${url}#c=${short.id},${long.id}`);
+  await pg.waitForFunction(() => [...document.querySelectorAll(".plot h2")].filter((h) => h.textContent).length === 2);
+  let settled = -1;
+  while (settled !== (settled = await fetches(pg))) await pg.waitForTimeout(1000);
+  await nextFrame(pg);
+  await nextFrame(pg);
+  await expectOneScale(pg, "both answers in");
+  // Every data layer shown as drawn (no transform): drawn at the shared ranges, not squeezed.
+  const transforms = await pg.evaluate(() =>
+    [...document.querySelectorAll(".plot .clip")].map((b) => [...b.querySelectorAll("canvas.data")].find((c) => c.style.visibility !== "hidden")?.style.transform),
+  );
+  assert.equal(transforms.length, 8, "two plots, four layers each");
+  assert.ok(transforms.every((t) => t === "none" || t === ""), JSON.stringify(transforms));
+  await pg.screenshot({ path: path.join(out, "4c-compare-widened.png") });
+  assert.deepEqual(pg.errors, []);
+  await pg.context().close();
+});
+
 test("the event list builds only the rows in sight, and they jump, hover and scroll as before", async () => {
   const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
   const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
