@@ -27,8 +27,7 @@ fuzz_target!(|data: &[u8]| {
     while let Ok(Some(rec)) = reader.next_record() {
         an.record(&rec);
         if let Ok(seg) = decode::decode(rec.link_type, rec.data, rec.orig_len) {
-            shards[FlowKey::shard(&seg, SHARDS)].segment_after_sweep(clock.last_sweep(), &seg, rec.frame, rec.ts_ns);
-            clock.tick(rec.ts_ns);
+            shards[FlowKey::shard(&seg, SHARDS)].segment_after_sweep(clock.tick(rec.ts_ns), &seg, rec.frame, rec.ts_ns);
         }
         n += 1;
         if n >= MAX_RECORDS {

@@ -86,7 +86,7 @@ pub struct Analyzer<S: Sink> {
     file: usize,
     /// Counters of the current file.
     pub summary: FileSummary,
-    /// When sweeps are due, when this analyzer keeps its own schedule ([`Analyzer::segment`]).
+    /// When sweeps are due, when this analyzer keeps the schedule itself ([`Analyzer::segment`]).
     clock: SweepClock,
     /// Trace time of the last sweep done.
     swept_ns: u64,
@@ -132,14 +132,12 @@ impl<S: Sink> Analyzer<S> {
         }
     }
 
-    /// Analyses one decoded segment (frame number and time from its record), then sweeps if a
-    /// sweep is due; returns the index of its connection (0-based; ids are this plus one).
+    /// Analyses one decoded segment (frame number and time from its record), after the sweep
+    /// due before it, if any; returns the index of its connection (0-based; ids are this plus
+    /// one).
     pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
-        let idx = self.analyse(seg, frame, ts_ns);
-        if let Some(at) = self.clock.tick(ts_ns) {
-            self.sweep(at);
-        }
-        idx
+        let due = self.clock.tick(ts_ns);
+        self.segment_after_sweep(due, seg, frame, ts_ns)
     }
 
     /// [`Analyzer::segment`] with the sweeps scheduled by whoever reads the trace (the reading
@@ -151,10 +149,6 @@ impl<S: Sink> Analyzer<S> {
         if swept_ns > self.swept_ns {
             self.sweep(swept_ns);
         }
-        self.analyse(seg, frame, ts_ns)
-    }
-
-    fn analyse(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
         let found = self.flows.lookup(seg).and_then(|(idx, dir)| {
             let conn = self.conns[idx].as_deref()?;
             // Expired is as if already evicted, whenever the sweep comes.
@@ -212,19 +206,16 @@ pub struct SweepClock {
 }
 
 impl SweepClock {
-    /// Counts a packet's time; the sweep's trace time if one is due after this packet.
+    /// Counts a packet's time; returns the trace time of the last sweep due before this packet
+    /// (0: none), what [`Analyzer::segment_after_sweep`] takes.
     #[inline]
-    pub fn tick(&mut self, ts_ns: u64) -> Option<u64> {
+    pub fn tick(&mut self, ts_ns: u64) -> u64 {
+        let due = self.last_ns;
         self.now_ns = self.now_ns.max(ts_ns);
-        (self.now_ns.saturating_sub(self.last_ns) > SWEEP_EVERY_NS).then(|| {
+        if self.now_ns.saturating_sub(self.last_ns) > SWEEP_EVERY_NS {
             self.last_ns = self.now_ns;
-            self.now_ns
-        })
-    }
-
-    /// Trace time of the last sweep made due so far (0: none).
-    pub fn last_sweep(&self) -> u64 {
-        self.last_ns
+        }
+        due
     }
 }
 
@@ -507,8 +498,7 @@ fn read_batches(mut reader: CaptureReader, mut summary: FileSummary, progress: &
         if count_and_decode_into(sum, rec, &mut d.seg).is_none() {
             return true;
         }
-        (d.frame, d.ts_ns, d.swept_ns) = (rec.frame, rec.ts_ns, clock.last_sweep());
-        clock.tick(rec.ts_ns);
+        (d.frame, d.ts_ns, d.swept_ns) = (rec.frame, rec.ts_ns, clock.tick(rec.ts_ns));
         let s = if n == 1 { 0 } else { FlowKey::shard(&d.seg, n) };
         if s != guess {
             let d = *d;
