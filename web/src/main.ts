@@ -5,7 +5,7 @@
 import "./style.css";
 import * as api from "./api";
 import type { Conn, Dir, EventRow, Figure, Panels, PacketRow } from "./api";
-import { AX, AXIS_FONT, BOTTOM, LEFT, OP, RIGHT, TOP, axes, drawFigure, highlight, hit, ix, iy, markPoint, panelAxes, panelData, panelFrame, panelLines, prepare, seriesMax, si } from "./draw";
+import { AX, BOTTOM, LEFT, OP, RIGHT, TOP, axes, drawFigure, highlight, hit, ix, iy, markPoint, panelAxes, panelData, panelFrame, panelLines, prepare, seriesMax, si } from "./draw";
 import type { Frame, PanelLine } from "./draw";
 import DrawWorker from "./drawworker?worker&inline";
 
@@ -498,8 +498,6 @@ class AxisStrip {
   key = "";
   canvas = document.createElement("canvas");
   private placed = "";
-  /** The canvas's size when its font was set. */
-  private sized = "";
 
   constructor(parent: HTMLElement, private place: (w: number, h: number) => [number, number, number, number]) {
     this.canvas.className = "axes";
@@ -518,15 +516,6 @@ class AxisStrip {
       Object.assign(this.canvas.style, { left: `${x}px`, top: `${y}px`, width: `${cw}px`, height: `${ch}px` });
     }
     const ctx = prepare(this.canvas, cw, ch);
-    // The font set once in the context's own state (a resize resets it), not in each draw's
-    // save()/restore(): on a canvas in the page, setting a font has the browser bring the page's
-    // style up to date first (a forced style recalc, after this frame's transform writes), which
-    // took 0.3–2 ms per strip drawn, several strips a frame.
-    const size = `${this.canvas.width},${this.canvas.height}`;
-    if (size !== this.sized) {
-      this.sized = size;
-      ctx.font = AXIS_FONT;
-    }
     ctx.translate(-x, -y);
     paint(ctx);
   }
