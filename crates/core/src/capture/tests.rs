@@ -191,3 +191,82 @@ fn a_record_read_whole_or_in_pieces_gives_the_same_record_and_counts() {
         assert_eq!(whole.0[0].0 % 1_000_000_000, 500_000_000, "the out-of-range fraction is kept");
     }
 }
+
+/// A pcapng section in either byte order with what the direct reading of enhanced packet
+/// blocks must either read as pcap-parser does or leave to it: options after the data, a
+/// length not a multiple of 4, units of 2^-10 s and of 1 ms with an offset, an unknown
+/// interface, a simple packet block, a block of unknown type, and last a block whose two lengths
+/// differ.
+fn odd_pcapng(big_endian: bool) -> Vec<u8> {
+    let w32 = |v: u32| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
+    let w16 = |v: u16| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
+    let block = |f: &mut Vec<u8>, kind: u32, body: &[u8], trailer_off: u32| {
+        let mut body = body.to_vec();
+        body.resize(body.len().next_multiple_of(4), 0);
+        let len = 12 + body.len() as u32;
+        f.extend_from_slice(&w32(kind));
+        f.extend_from_slice(&w32(len));
+        f.extend_from_slice(&body);
+        f.extend_from_slice(&w32(len + trailer_off));
+    };
+    let mut f = Vec::new();
+    let shb = [&w32(0x1a2b_3c4d)[..], &w16(1), &w16(0), &(-1i64).to_le_bytes()].concat();
+    block(&mut f, 0x0a0d_0d0a, &shb, 0);
+    // Interfaces: 0 µs; 1 units of 2^-10 s; 2 ms, offset 5 s.
+    block(&mut f, 1, &[&w16(101)[..], &w16(0), &w32(0)].concat(), 0);
+    block(&mut f, 1, &[&w16(101)[..], &w16(0), &w32(0), &w16(9), &w16(1), &[0x8a, 0, 0, 0], &w16(0), &w16(0)].concat(), 0);
+    let tsoff = [&w16(9)[..], &w16(1), &[3, 0, 0, 0], &w16(14), &w16(8)].concat();
+    let off = if big_endian { 5i64.to_be_bytes() } else { 5i64.to_le_bytes() };
+    block(&mut f, 1, &[&w16(101)[..], &w16(0), &w32(0), &tsoff, &off, &w16(0), &w16(0)].concat(), 0);
+    let p = pkts();
+    let epb = |iface: u32, ticks: u64, data: &[u8], orig: u32, opts: &[u8]| {
+        let mut data = data.to_vec();
+        let caplen = data.len() as u32;
+        data.resize(data.len().next_multiple_of(4), 0);
+        [&w32(iface)[..], &w32((ticks >> 32) as u32), &w32(ticks as u32), &w32(caplen), &w32(orig), &data, opts].concat()
+    };
+    let comment = [&w16(1)[..], &w16(5), b"hello\0\0\0", &w16(0), &w16(0)].concat();
+    for (i, p) in p.iter().enumerate() {
+        let (mut data, orig) = p.ipv4();
+        if i == 1 {
+            data.truncate(61);
+        }
+        let iface = (i % 3) as u32;
+        let ticks = [1_700_000_000_123_000, 1_700_000_000 * 1024, 1_700_000_000_123][iface as usize] + i as u64;
+        let opts: &[u8] = if i == 2 { &comment } else { &[] };
+        block(&mut f, 6, &epb(iface, ticks, &data, orig, opts), 0);
+    }
+    block(&mut f, 6, &epb(7, 1, &[0x45], 1, &[]), 0);
+    block(&mut f, 3, &[&w32(40)[..], &p[0].ipv4().0].concat(), 0);
+    block(&mut f, 0x0000_0BAD, &[1, 2, 3], 0);
+    block(&mut f, 6, &epb(0, 5, &p[4].ipv4().0, 140, &[]), 4);
+    f
+}
+
+#[test]
+fn enhanced_packet_blocks_read_directly_as_through_the_general_path() {
+    for big_endian in [false, true] {
+        let bytes = odd_pcapng(big_endian);
+        let read = |mut r: CaptureReader| {
+            let mut recs = Vec::new();
+            let err = loop {
+                match r.next_record() {
+                    Ok(Some(rec)) => recs.push((rec.ts_ns, rec.data.to_vec(), rec.orig_len, rec.link_type, rec.frame, rec.offset)),
+                    Ok(None) => break None,
+                    Err(e) => break Some(e.to_string()),
+                }
+            };
+            (recs, err, r.unknown_interface)
+        };
+        let whole = read(CaptureReader::from_bytes(bytes.clone()).unwrap());
+        let pieces = read(CaptureReader::from_reader(Box::new(Trickle(io::Cursor::new(bytes)))).unwrap());
+        assert_eq!(whole, pieces, "big endian {big_endian}");
+        let (recs, err, unknown) = whole;
+        assert_eq!((recs.len(), unknown), (6, 1), "five enhanced packets and the simple one");
+        assert_eq!(recs[1].1.len(), 61);
+        assert_eq!(recs[0].0, 1_700_000_000_123_000_000, "µs");
+        assert_eq!(recs[1].0, 1_700_000_000_000_000_000 + 1_000_000_000 / 1024, "2^-10 s");
+        assert_eq!(recs[2].0, 1_700_000_000_125_000_000 + 5_000_000_000, "ms, offset 5 s");
+        assert!(err.is_some_and(|e| e.contains("pcapng block")), "the block with two lengths");
+    }
+}
