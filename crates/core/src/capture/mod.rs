@@ -535,7 +535,14 @@ impl CaptureReader {
                     }
                     let what = match self.framing {
                         Framing::Pcap { .. } => "pcap record".to_string(),
-                        Framing::Pcapng { .. } => format!("pcapng block ({e})"),
+                        // Not pcap-parser's message: it lists the bytes left in the window.
+                        Framing::Pcapng { .. } => match e {
+                            PcapError::NomError(_, nom::error::ErrorKind::Verify) => "pcapng block (a length or type that does not check out)".to_string(),
+                            PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind) => {
+                                format!("pcapng block (parse error: {})", kind.description())
+                            }
+                            e => format!("pcapng block ({e})"),
+                        },
                     };
                     return Err(CaptureError::Corrupt { what, offset });
                 }

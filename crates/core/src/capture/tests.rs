@@ -126,6 +126,7 @@ fn a_corrupt_pcapng_block_length_stops_with_its_offset() {
     assert!(got.is_empty());
     let err = err.expect("an error");
     assert_eq!(err.offset(), epb as u64, "{err}");
+    assert_eq!(err.to_string(), format!("corrupt pcapng block (a length or type that does not check out) at byte offset {epb}"));
 }
 
 #[test]
