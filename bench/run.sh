@@ -27,6 +27,11 @@ if [ ! -s "$OUT/many.pcap" ]; then
     python3 bench/gen-many.py "$OUT/many.pcap.tmp"
     mv "$OUT/many.pcap.tmp" "$OUT/many.pcap"
 fi
+if [ ! -s "$OUT/bulk.pcapng" ]; then
+    # the same packets in pcapng, the format Wireshark and dumpcap write
+    editcap -F pcapng "$OUT/bulk.pcap" "$OUT/bulk.pcapng.tmp"
+    mv "$OUT/bulk.pcapng.tmp" "$OUT/bulk.pcapng"
+fi
 if [ ! -s "$OUT/mid.pcap" ]; then
     # a mid-size input for the parallel-scaling run: the first 800k packets of the bulk trace
     tcpdump -r "$OUT/bulk.pcap" -c 800000 -w "$OUT/mid.pcap.tmp" 2>/dev/null
@@ -38,8 +43,8 @@ python3 bench/measure.py --bin target/release/tcpscope --out "$OUT" --results be
 # The same comparison with the tools run in turn, round after round: on a virtual machine whose
 # speed drifts (other load, CPU steal), a ratio taken within one round is the steadier figure.
 echo "run.sh: paired rounds (bench/paired.py)" >&2
-for input in bulk:${BENCH_PAIRED_ROUNDS:-15} many:${BENCH_PAIRED_ROUNDS_MANY:-3}; do
-    f=$OUT/${input%%:*}.pcap
+for input in bulk.pcap:${BENCH_PAIRED_ROUNDS:-15} bulk.pcapng:${BENCH_PAIRED_ROUNDS:-15} many.pcap:${BENCH_PAIRED_ROUNDS_MANY:-3}; do
+    f=$OUT/${input%%:*}
     echo "${input%%:*}:"
     bench/paired.py "${input##*:}" "tcptrace -l -r -n $f" \
         "target/release/tcpscope stats -q $f" "target/release/tcpscope screen -q --all $f"
