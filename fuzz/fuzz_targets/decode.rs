@@ -8,7 +8,7 @@
 //! - `orig_len`: the wire length handed to `decode`, used as is (it may be below, equal to or
 //!   above the frame length).
 //!
-//! Never panics; the IPv4 fast path agrees with etherparse; a decoded segment satisfies the
+//! Never panics; the IPv4 and IPv6 fast paths agree with etherparse; a decoded segment satisfies the
 //! invariants checked below.
 #![no_main]
 
@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
 
     // The direct IPv4 reading and etherparse's agree wherever the former applies.
     if let Ok(at) = link::ip_offset(link_type, frame) {
-        assert!(ip_fast_path_agrees(&frame[at..]), "IPv4 fast path differs from etherparse");
+        assert!(ip_fast_path_agrees(&frame[at..]), "IP fast paths differ from etherparse");
     }
     let Ok(seg) = decode(link_type, frame, orig_len) else { return };
 

@@ -239,7 +239,7 @@ pub fn decode_into<'a>(link_type: u32, frame: &'a [u8], orig_len: u32, out: &mut
     // through memory, and reading its addresses back stalled on store forwarding.
     match plain_ipv4(ip) {
         Some(part) => tcp_part(part, ip_wire_len, out),
-        None => tcp_part(ip_part_general(ip)?, ip_wire_len, out),
+        None => tcp_part(plain_ipv6(ip).map_or_else(|| ip_part_general(ip), Ok)?, ip_wire_len, out),
     }
 }
 
@@ -350,6 +350,33 @@ fn plain_ipv4(ip: &[u8]) -> Option<IpPart<'_>> {
     })
 }
 
+/// The same for IPv6: no extension header, TCP next, the header captured and a payload length
+/// set (0 is a jumbogram or a BIG TCP capture). Through etherparse such packets cost ~290
+/// instructions more than IPv4 ones.
+#[inline]
+fn plain_ipv6(ip: &[u8]) -> Option<IpPart<'_>> {
+    let h: &[u8; 40] = ip.get(..40)?.try_into().ok()?;
+    if h[0] >> 4 != 6 || h[6] != 6 {
+        return None;
+    }
+    let payload_len = u16::from_be_bytes([h[4], h[5]]) as usize;
+    if payload_len == 0 {
+        return None;
+    }
+    let addr = |at: usize| IpAddr::from(<[u8; 16]>::try_from(&h[at..at + 16]).expect("16 bytes of 40"));
+    Some(IpPart {
+        src: addr(8),
+        dst: addr(24),
+        ip_id: 0,
+        ttl: h[7],
+        // The traffic class straddles the first two bytes; ECN is its low two bits.
+        ecn: (h[1] >> 4) & 3,
+        claimed_total: Some(payload_len + 40),
+        hdr_len: 40,
+        payload: &ip[40..(payload_len + 40).min(ip.len())],
+    })
+}
+
 /// Any IP packet, through etherparse's lax slices (which accept cut-off packets and a zero
 /// total length).
 fn ip_part_general(ip: &[u8]) -> Result<IpPart<'_>, Skip> {
@@ -406,11 +433,11 @@ fn ip_part_general(ip: &[u8]) -> Result<IpPart<'_>, Skip> {
     Ok(IpPart { src, dst, ip_id, ttl, ecn, claimed_total, hdr_len, payload: payload.payload })
 }
 
-/// Whether the direct IPv4 reading of `ip`, when it applies, gives what etherparse's does (for
-/// tests and fuzzing).
+/// Whether the direct IPv4 and IPv6 readings of `ip`, when one applies, give what etherparse's
+/// does (for tests and fuzzing).
 #[doc(hidden)]
 pub fn ip_fast_path_agrees(ip: &[u8]) -> bool {
-    plain_ipv4(ip).is_none_or(|fast| ip_part_general(ip) == Ok(fast))
+    plain_ipv4(ip).or_else(|| plain_ipv6(ip)).is_none_or(|fast| ip_part_general(ip) == Ok(fast))
 }
 
 /// The fragment offset of an IPv6 fragment header, if the extension chain has one.

@@ -165,16 +165,58 @@ fn the_ipv4_fast_path_agrees_with_the_general_one() {
     }
 }
 
-/// Every frame of the public traces (skipped when `../shared` is absent) gets the same IP
-/// reading from the fast path as from etherparse.
+/// The same for the direct IPv6 reading.
 #[test]
-fn the_ipv4_fast_path_agrees_on_the_public_traces() {
+fn the_ipv6_fast_path_agrees_with_the_general_one() {
+    let v4 = ip4(10);
+    let mut base = vec![0x60, 0, 0, 0, 0, 30, 6, 64];
+    base.extend((1..=32).map(|i| i as u8)); // source and destination
+    base.extend_from_slice(&v4[20..]); // the TCP header and 10 bytes of payload
+    let set = |edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut p = base.clone();
+        edit(&mut p);
+        p
+    };
+    let plen = |p: &mut Vec<u8>, t: u16| p[4..6].copy_from_slice(&t.to_be_bytes());
+    let taken = [
+        base.clone(),
+        set(&|p| p.extend_from_slice(&[0; 6])), // Ethernet padding after the packet
+        set(&|p| p.truncate(65)),               // snaplen cut the payload
+        set(&|p| p.truncate(50)),               // ... and the TCP header
+        set(&|p| p.truncate(40)),               // ... all of TCP
+        set(&|p| p[1] = 0xb5),                  // traffic class (ECN 3) and flow label
+        set(&|p| p[0] = 0x6f),                  // traffic class' high bits
+        set(&|p| plen(p, 9000)),                // payload length beyond the capture
+    ];
+    for p in &taken {
+        assert!(plain_ipv6(p).is_some(), "fast path not taken for {p:02x?}");
+        assert!(ip_fast_path_agrees(p), "fast and general paths differ on {p:02x?}");
+    }
+    assert_eq!(plain_ipv6(&taken[5]).unwrap().ecn, 3);
+    let declined = [
+        set(&|p| plen(p, 0)),    // jumbogram / BIG TCP: length from the frame
+        set(&|p| p[6] = 0),      // a hop-by-hop options header first
+        set(&|p| p[6] = 44),     // a fragment header first
+        set(&|p| p[6] = 17),     // UDP
+        set(&|p| p[0] = 0x45),   // not version 6
+        set(&|p| p.truncate(39)), // header cut off
+    ];
+    for p in &declined {
+        assert!(plain_ipv6(p).is_none(), "fast path taken for {p:02x?}");
+        assert!(ip_fast_path_agrees(p));
+    }
+}
+
+/// Every frame of the public traces (skipped when `../shared` is absent) gets the same IP
+/// reading from the fast paths as from etherparse.
+#[test]
+fn the_ip_fast_paths_agree_on_the_public_traces() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/public");
     let Ok(entries) = std::fs::read_dir(&dir) else {
         eprintln!("skipping: ../shared/traces/public is absent");
         return;
     };
-    let (mut fast, mut frames) = (0, 0);
+    let (mut fast, mut fast6, mut frames) = (0, 0, 0);
     for path in entries.map(|e| e.unwrap().path()) {
         let Ok(mut r) = crate::capture::CaptureReader::open(&path) else { continue };
         while let Ok(Some(rec)) = r.next_record() {
@@ -182,8 +224,10 @@ fn the_ipv4_fast_path_agrees_on_the_public_traces() {
             let Ok(at) = link::ip_offset(rec.link_type, rec.data) else { continue };
             let ip = &rec.data[at..];
             fast += plain_ipv4(ip).is_some() as u32;
+            fast6 += plain_ipv6(ip).is_some() as u32;
             assert!(ip_fast_path_agrees(ip), "{}: frame {} differs", path.display(), rec.frame);
         }
     }
     assert!(fast > 1000, "the fast path was taken for only {fast} of {frames} frames");
+    assert!(fast6 > 100, "the IPv6 fast path was taken for only {fast6} of {frames} frames");
 }
