@@ -132,59 +132,9 @@ function mapOf(f: Frame, fig: Figure): Map2 {
   return { ax, bx: LEFT + (fig.ox - f.x0) * ax, ay: -hy, by: f.h - BOTTOM - (fig.oy - f.y0) * hy };
 }
 
-/** The data length of mark i's first vertical line (arrowheads shrink on short ones), or -1. */
-function segLenOf(fig: Figure, i: number): number {
-  for (let j = fig.mprim[i]; j < fig.mprim[i + 1]; j++) {
-    const k = fig.pxy[j];
-    if (fig.op[j] === OP.LINE && fig.xy[k] === fig.xy[k + 2] && fig.xy[k + 1] !== fig.xy[k + 3]) return Math.fround(Math.abs(fig.xy[k + 3] - fig.xy[k + 1]));
-  }
-  return -1;
-}
-
-/** What drawing a figure whole needs beyond its arrays, built once per figure where it is drawn. */
-interface DrawIndex {
-  /** Per colour, its primitives but text, in drawing order: one path per colour. */
-  byColor: Uint32Array[];
-  /** The text primitives. */
-  textPrims: Uint32Array;
-  /** Per mark, `segLenOf`. */
-  segLen: Float32Array;
-}
-
-const indexes = new WeakMap<Figure, DrawIndex>();
-
-/**
- * The figure's drawing index, built at its first drawing: with the drawing worker that is in the
- * worker, and the page's reading of an answer stays views of its bytes (building it there took
- * 4–11 ms of the answer's task, cold).
- */
-function drawIndex(fig: Figure): DrawIndex {
-  let x = indexes.get(fig);
-  if (x) return x;
-  const np = fig.op.length;
-  // Two passes over the primitives: count per colour, then fill.
-  const per = new Uint32Array(fig.colors.length + 1);
-  let nText = 0;
-  for (let j = 0; j < np; j++) {
-    if (fig.op[j] === OP.TEXT) nText++;
-    else per[fig.color[j]]++;
-  }
-  const byColor = Array.from(per.subarray(0, fig.colors.length), (n) => new Uint32Array(n));
-  const textPrims = new Uint32Array(nText);
-  per.fill(0);
-  nText = 0;
-  for (let j = 0; j < np; j++) {
-    if (fig.op[j] === OP.TEXT) textPrims[nText++] = j;
-    else byColor[fig.color[j]][per[fig.color[j]]++] = j;
-  }
-  const segLen = new Float32Array(fig.n);
-  for (let i = 0; i < fig.n; i++) segLen[i] = segLenOf(fig, i);
-  indexes.set(fig, (x = { byColor, textPrims, segLen }));
-  return x;
-}
-
-/** Arrowhead size for a data length `l` of its segment (-1: none): shrinks on short segments (as the SVG) so stacks stay readable. */
-function headOf(m: Map2, l: number): number {
+/** Arrowhead size of mark i: shrinks on short segments (as the SVG) so stacks stay readable. */
+function headOf(fig: Figure, m: Map2, i: number): number {
+  const l = fig.segLen[i];
   return l < 0 ? ARROW_H : Math.min(ARROW_H, Math.max(2, (l * -m.ay) / 3));
 }
 
@@ -231,7 +181,7 @@ function traceAll(path: Path2D, fig: Figure, m: Map2, i: number, j: number) {
   } else if (o === OP.RECT) {
     const [x1, y1, x2, y2] = [X(0), Y(1), X(2), Y(3)];
     path.rect(Math.min(x1, x2), Math.min(y1, y2), Math.abs(x2 - x1), Math.abs(y2 - y1));
-  } else if (o !== OP.TEXT) glyph(path, o, fig.extra[j], X(0), Y(1), headOf(m, segLenOf(fig, i)));
+  } else if (o !== OP.TEXT) glyph(path, o, fig.extra[j], X(0), Y(1), headOf(fig, m, i));
 }
 
 // Reused from frame to frame: drawing allocates nothing per primitive.
@@ -252,7 +202,6 @@ export function drawFigure(ctx: CanvasRenderingContext2D, f: Frame, fig: Figure)
   const m = mapOf(f, fig);
   const { ax, bx, ay, by } = m;
   const { op, pxy, xy, extra } = fig;
-  const { byColor, textPrims, segLen } = drawIndex(fig);
   const L = LEFT, R = f.w - RIGHT, T = TOP, B = f.h - BOTTOM, G = 10;
   // The primitive's mark, for the arrowhead size (only arrowheads need it: found by search).
   const markOf = (j: number) => {
@@ -264,8 +213,8 @@ export function drawFigure(ctx: CanvasRenderingContext2D, f: Frame, fig: Figure)
     }
     return lo;
   };
-  for (let c = 0; c < byColor.length; c++) {
-    const list = byColor[c];
+  for (let c = 0; c < fig.byColor.length; c++) {
+    const list = fig.byColor[c];
     if (!list.length) continue;
     ctx.beginPath();
     seen.clear();
@@ -304,7 +253,7 @@ export function drawFigure(ctx: CanvasRenderingContext2D, f: Frame, fig: Figure)
       } else {
         const gx = bx + ax * xy[k], gy = by + ay * xy[k + 1];
         if (gx < L - G || gx > R + G || gy < T - G || gy > B + G) continue;
-        const head = o === OP.ARROW ? headOf(m, segLen[markOf(j)]) : 0;
+        const head = o === OP.ARROW ? headOf(fig, m, markOf(j)) : 0;
         const key = (((o * 4 + extra[j]) * 8 + Math.round(head)) * 8192 + (gx | 0)) * 8192 + (gy | 0);
         if (seen.has(key)) continue;
         seen.add(key);
@@ -323,8 +272,8 @@ export function drawFigure(ctx: CanvasRenderingContext2D, f: Frame, fig: Figure)
   // Labels (R, O, P, 3, Z, ...) that would print over one another are drawn once per 8-pixel
   // cell: zoomed out, hundreds of R's in one spot read as a blot and cost a frame.
   seen.clear();
-  for (let n = 0; n < textPrims.length; n++) {
-    const j = textPrims[n], k = pxy[j];
+  for (let n = 0; n < fig.textPrims.length; n++) {
+    const j = fig.textPrims[n], k = pxy[j];
     const tx0 = bx + ax * xy[k], ty0 = by + ay * xy[k + 1];
     if (tx0 < LEFT - 20 || tx0 > f.w + 20 || ty0 < -20 || ty0 > f.h + 20) continue;
     const cell = Math.floor(tx0 / 8) * 100003 + Math.floor(ty0 / 8);

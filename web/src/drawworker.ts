@@ -7,16 +7,14 @@
 // page only swaps the canvases (main.ts, DataLayer).
 //
 // Messages in: {canvas: id, off} (a canvas handed over; id "key:layer:slot"), {data: key, gen,
-// bytes?, lines} (an answer: its figure, its panels' series), {forget: key} (a plot removed) and
-// {draw: key, layer, slot, gen, f, ask, dpr} (layer 0: the figure; 1–3: the panels); an
-// answer's figure comes as its packed bytes (`bytes`), read here. Out: {key,
+// fig?, lines} (an answer: its figure, its panels' series), {forget: key} (a plot removed) and
+// {draw: key, layer, slot, gen, f, ask, dpr} (layer 0: the figure; 1–3: the panels). Out: {key,
 // layer, gen, f, ask} once that drawing is on its way to the compositor; nothing for a
 // drawing of an answer since replaced, or one asked again meanwhile.
 
 import { LEFT, RIGHT, TOP, BOTTOM, drawFigure, panelData, prepare } from "./draw";
 import type { Frame, PanelLine } from "./draw";
-import { figureOf } from "./figure";
-import type { Figure } from "./figure";
+import type { Figure } from "./api";
 
 interface Data {
   gen: number;
@@ -51,7 +49,7 @@ self.onmessage = (e: MessageEvent) => {
     for (const id of [...canvases.keys()]) if (id.startsWith(`${m.forget}:`)) canvases.delete(id);
     return;
   }
-  if (m.data !== undefined) data.set(m.data, { gen: m.gen, fig: m.bytes ? figureOf(m.bytes) : undefined, lines: m.lines });
+  if (m.data !== undefined) data.set(m.data, { gen: m.gen, fig: m.fig, lines: m.lines });
   else asks.set(`${m.draw}:${m.layer}`, m);
   // After the messages already here: a burst of asks is drawn once, at its latest.
   if (!queued) {

@@ -705,12 +705,8 @@ class ConnPlot {
       this.pan = pan;
       this.lines = panelLines(pan);
       this.gen++;
-      // The worker draws from its own copy of the answer's bytes, which it reads itself: one
-      // copy here (between frames), and the drawing's indexes are built there (drawIndex).
-      if (painter) {
-        const bytes = fig.buf.slice(0);
-        painter.postMessage({ data: this.key, gen: this.gen, bytes, lines: this.lines }, [bytes]);
-      }
+      // The worker draws from its own copy (copied here, between frames).
+      painter?.postMessage({ data: this.key, gen: this.gen, fig, lines: this.lines });
       this.askNow();
       this.arrived = performance.now();
       this.hover = -1;
