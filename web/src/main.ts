@@ -578,6 +578,8 @@ class ConnPlot {
    * plot is drawn again at its new size, and asked again at its new width once resizing pauses.
    */
   private resized = new ResizeObserver((es) => {
+    // Any of its boxes resized: the plot may have moved too (the splitter, the compare layout).
+    this.moved();
     for (const e of es) {
       const el = e.target as HTMLElement;
       const was = this.sizes.get(el);
@@ -631,6 +633,22 @@ class ConnPlot {
   /** Its data layers: the figure's, then the panels'. */
   layers(): DataLayer[] {
     return [this.marks, ...this.series];
+  }
+
+  /**
+   * The overlay's place in the window, read once and kept until something may have moved it (a
+   * resize of the plot or the window, a scroll: `moved`): pointer events are placed with it, and
+   * reading it in a handler after the page was written to had the browser lay the page out there.
+   */
+  private placed: DOMRect | null = null;
+
+  box(): DOMRect {
+    return (this.placed ??= this.overlay.getBoundingClientRect());
+  }
+
+  /** Forgets the overlay's place (read again at the next pointer event). */
+  moved() {
+    this.placed = null;
   }
 
   /** The size of one of its canvases (css px). */
@@ -694,7 +712,7 @@ class ConnPlot {
       this.hover = -1;
       // Written only when changed: a write makes the browser lay the page out again.
       const h2 = this.el.querySelector("h2")!;
-      if (h2.textContent !== fig.title) h2.textContent = fig.title;
+      if (h2.textContent !== fig.title) h2.textContent = h2.title = fig.title;
       const legend = fig.legend
         .map((l) => `<span><i style="background:${l.color}"></i>${escapeHtml(l.text)}</span>`)
         .concat(fig.remarks.map((r) => `<span class="remark">${escapeHtml(r)}</span>`))
@@ -969,7 +987,7 @@ function bindInput(p: ConnPlot) {
   const o = p.overlay;
   let drag: { x: number; y: number; pan: boolean; box: View } | null = null;
   const pos = (e: MouseEvent) => {
-    const r = o.getBoundingClientRect();
+    const r = p.box();
     return [e.clientX - r.left, e.clientY - r.top];
   };
   o.addEventListener("mousedown", (e) => {
@@ -1042,11 +1060,37 @@ function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
 
+/**
+ * The tooltip is placed by a transform from what is known without asking the browser: the
+ * pointer, the window's size (kept from its resize events) and the tip's own size, which a
+ * ResizeObserver reports once the browser has laid it out (before it paints that frame, when
+ * the tip is placed again). Reading its size or the window's after writing its content had the
+ * browser lay the page out in the hover handler, twice per hovered mark (23 ms on the first).
+ */
+const tipAt = { cx: 0, cy: 0, w: 0, h: 0 };
+let view = { w: window.innerWidth, h: window.innerHeight };
+window.addEventListener("resize", () => {
+  view = { w: window.innerWidth, h: window.innerHeight };
+  plots.forEach((p) => p.moved());
+});
+// Any scroll (the plots' column, the window) may move a plot under the pointer.
+document.addEventListener("scroll", () => plots.forEach((p) => p.moved()), { capture: true, passive: true });
+new ResizeObserver((es) => {
+  const b = es[es.length - 1].borderBoxSize?.[0];
+  if (!b) return;
+  [tipAt.w, tipAt.h] = [b.inlineSize, b.blockSize];
+  placeTip();
+}).observe($("tip"));
+
+function placeTip() {
+  const x = Math.max(0, Math.min(tipAt.cx + 14, view.w - tipAt.w - 4));
+  const y = Math.max(0, Math.min(tipAt.cy + 14, view.h - tipAt.h - 4));
+  $("tip").style.transform = `translate(${x}px, ${y}px)`;
+}
+
 function moveTip(cx: number, cy: number) {
-  const tip = $("tip");
-  const w = tip.offsetWidth, h = tip.offsetHeight;
-  tip.style.left = `${Math.min(cx + 14, window.innerWidth - w - 4)}px`;
-  tip.style.top = `${Math.min(cy + 14, window.innerHeight - h - 4)}px`;
+  [tipAt.cx, tipAt.cy] = [cx, cy];
+  placeTip();
 }
 
 async function showTip(p: ConnPlot, m: number, cx: number, cy: number) {

@@ -315,6 +315,9 @@ test("compared plots are both drawn at their shared ranges, whichever answer com
   await nextFrame(pg);
   await nextFrame(pg);
   await expectOneScale(pg, "both answers in");
+  // The titles' lines are kept for them before the answers: whole, and as tall in both plots.
+  const titles = await pg.evaluate(() => [...document.querySelectorAll(".plot h2")].map((h) => [h.clientHeight, h.scrollHeight <= h.clientHeight && h.scrollWidth <= h.clientWidth]));
+  assert.deepEqual(titles, [[32, true], [32, true]], "both titles shown whole on two lines");
   // Every data layer shown as drawn (no transform): drawn at the shared ranges, not squeezed.
   const transforms = await pg.evaluate(() =>
     [...document.querySelectorAll(".plot .clip")].map((b) => [...b.querySelectorAll("canvas.data")].find((c) => c.style.visibility !== "hidden")?.style.transform),
@@ -555,6 +558,70 @@ test("a resize of the window or of the list redraws the plot at its new width an
     assert.equal(drawn, shown, "drawn at its new width");
     assert.equal(asked.at(-1), shown - 84 - 16, "asked for at its new width (plot area columns)");
   }
+  assert.deepEqual(pg.errors, []);
+  await pg.close();
+});
+
+test("hover reads no geometry from the page, and the plot stays put when its first answer comes", async () => {
+  const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...TRACES])).connections;
+  const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
+  const pg = await page();
+  // The first answer held back: where the plot is drawn before it, and after.
+  let release;
+  const held = new Promise((r) => (release = r));
+  await pg.route(/\/api\/tsg\?/, async (r) => {
+    await held;
+    await r.continue();
+  });
+  await pg.goto(`${url}#c=${worst.id}`);
+  await pg.waitForSelector(".plot .overlay");
+  await nextFrame(pg);
+  const top = () => pg.evaluate(() => document.querySelector(".plot .overlay").getBoundingClientRect().top);
+  const before = await top();
+  release();
+  await afterFetch(pg, 0);
+  assert.notEqual(await pg.textContent(".plot h2"), "", "the title came");
+  assert.equal(await top(), before, "the title's line was kept for it: the plot did not move");
+
+  // Reads of layout (a box, an element's size, the window's) made in the page from here on.
+  await pg.evaluate(() => {
+    window.geometryReads = [];
+    const count = (proto, name, kind = "get") => {
+      const d = Object.getOwnPropertyDescriptor(proto, name);
+      Object.defineProperty(proto, name, { ...d, [kind]: function (...a) { window.geometryReads.push(name); return d[kind].apply(this, a); } });
+    };
+    count(Element.prototype, "getBoundingClientRect", "value");
+    for (const n of ["offsetWidth", "offsetHeight", "offsetLeft", "offsetTop"]) count(HTMLElement.prototype, n);
+    for (const n of ["clientWidth", "clientHeight"]) count(Element.prototype, n);
+    for (const n of ["innerWidth", "innerHeight"]) count(window, n);
+  });
+  // Hovers a mark of `cls`: the tooltip shows its packet's row, next to the pointer. Returns
+  // the page's reads of layout meanwhile.
+  const hover = async (cls) => {
+    const at = await pg.evaluate((c) => window.tcpscopeMarkAt(c), cls);
+    assert.ok(at, `a ${cls} mark is drawn`);
+    await pg.evaluate(() => (window.geometryReads = []));
+    await pg.mouse.move(at[0], at[1]);
+    await pg.waitForFunction((f) => document.querySelector("#tip table.pkt tr:nth-child(2) td")?.textContent === String(f), at[2], { timeout: 5000 });
+    await nextFrame(pg);
+    const reads = await pg.evaluate(() => window.geometryReads);
+    const tip = await pg.evaluate(() => document.getElementById("tip").getBoundingClientRect().toJSON());
+    const [vw, vh] = await pg.evaluate(() => [document.documentElement.clientWidth, document.documentElement.clientHeight]);
+    assert.equal(tip.left, Math.min(at[0] + 14, vw - tip.width - 4), `the tooltip beside the pointer: ${JSON.stringify(tip)}`);
+    assert.equal(tip.top, Math.min(at[1] + 14, vh - tip.height - 4));
+    return reads;
+  };
+  // The plot's place may be read once; then a hovered mark, its outline and its tooltip (written
+  // twice: at once, and when its packet's row comes) read nothing.
+  assert.ok((await hover("seg")).length <= 1, "the plot's place read once at most");
+  await pg.mouse.move(2, 2);
+  await pg.waitForSelector("#tip", { state: "hidden" });
+  assert.deepEqual(await hover("seg rexmit"), [], "no layout read while hovering");
+  // The plot moved (the list widened): hover finds the marks where they now are.
+  const n = await fetches(pg);
+  await pg.evaluate(() => document.getElementById("side").style.setProperty("--side-w", "500px"));
+  await afterFetch(pg, n);
+  await hover("seg rexmit");
   assert.deepEqual(pg.errors, []);
   await pg.close();
 });
