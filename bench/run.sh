@@ -28,9 +28,13 @@ if [ ! -s "$OUT/many.pcap" ]; then
     mv "$OUT/many.pcap.tmp" "$OUT/many.pcap"
 fi
 if [ ! -s "$OUT/bulk.pcapng" ]; then
-    # the same packets in pcapng, the format Wireshark and dumpcap write
-    editcap -F pcapng "$OUT/bulk.pcap" "$OUT/bulk.pcapng.tmp"
-    mv "$OUT/bulk.pcapng.tmp" "$OUT/bulk.pcapng"
+    # the same packets in pcapng, the format Wireshark and dumpcap write (editcap comes with tshark)
+    if command -v editcap >/dev/null; then
+        editcap -F pcapng "$OUT/bulk.pcap" "$OUT/bulk.pcapng.tmp"
+        mv "$OUT/bulk.pcapng.tmp" "$OUT/bulk.pcapng"
+    else
+        echo "run.sh: editcap not found: bulk.pcapng not made, not timed" >&2
+    fi
 fi
 if [ ! -s "$OUT/mid.pcap" ]; then
     # a mid-size input for the parallel-scaling run: the first 800k packets of the bulk trace
@@ -45,6 +49,7 @@ python3 bench/measure.py --bin target/release/tcpscope --out "$OUT" --results be
 echo "run.sh: paired rounds (bench/paired.py)" >&2
 for input in bulk.pcap:${BENCH_PAIRED_ROUNDS:-15} bulk.pcapng:${BENCH_PAIRED_ROUNDS:-15} many.pcap:${BENCH_PAIRED_ROUNDS_MANY:-3}; do
     f=$OUT/${input%%:*}
+    [ -s "$f" ] || continue
     echo "${input%%:*}:"
     bench/paired.py "${input##*:}" "tcptrace -l -r -n $f" \
         "target/release/tcpscope stats -q $f" "target/release/tcpscope screen -q --all $f"
