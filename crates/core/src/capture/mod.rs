@@ -17,7 +17,6 @@
 
 pub mod index;
 mod merge;
-mod readahead;
 pub mod set;
 pub mod time;
 
@@ -235,17 +234,15 @@ impl CaptureReader {
         let mut br = BufReader::with_capacity(64 * 1024, reader);
         let head = br.fill_buf().map_err(|source| CaptureError::Io { offset: 0, source })?;
         let compression = compression_of(head);
-        let decompressed: Box<dyn Read + Send> = match compression {
-            Compression::None => return Self::with_source(Self::stream(Box::new(br)), compression),
+        let inner: Box<dyn Read + Send> = match compression {
+            Compression::None => Box::new(br),
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(br)),
             Compression::Zstd => Box::new(
                 zstd::Decoder::with_buffer(br)
                     .map_err(|source| CaptureError::Io { offset: 0, source })?,
             ),
         };
-        // Decompressing costs more than reading the packets: on a thread of its own.
-        let inner = readahead::ReadAhead::new(decompressed).map_err(|source| CaptureError::Io { offset: 0, source })?;
-        Self::with_source(Self::stream(Box::new(inner)), compression)
+        Self::with_source(Self::stream(inner), compression)
     }
 
     fn stream(reader: Box<dyn Read + Send>) -> Source {
