@@ -1068,9 +1068,10 @@ function escapeHtml(s: string): string {
  * browser lay the page out in the hover handler, twice per hovered mark (23 ms on the first).
  */
 const tipAt = { cx: 0, cy: 0, w: 0, h: 0 };
-let view = { w: window.innerWidth, h: window.innerHeight };
+// The window's size ("view" is the plot's viewport everywhere else).
+let win = { w: window.innerWidth, h: window.innerHeight };
 window.addEventListener("resize", () => {
-  view = { w: window.innerWidth, h: window.innerHeight };
+  win = { w: window.innerWidth, h: window.innerHeight };
   plots.forEach((p) => p.moved());
 });
 // Any scroll (the plots' column, the window) may move a plot under the pointer.
@@ -1083,8 +1084,8 @@ new ResizeObserver((es) => {
 }).observe($("tip"));
 
 function placeTip() {
-  const x = Math.max(0, Math.min(tipAt.cx + 14, view.w - tipAt.w - 4));
-  const y = Math.max(0, Math.min(tipAt.cy + 14, view.h - tipAt.h - 4));
+  const x = Math.max(0, Math.min(tipAt.cx + 14, win.w - tipAt.w - 4));
+  const y = Math.max(0, Math.min(tipAt.cy + 14, win.h - tipAt.h - 4));
   $("tip").style.transform = `translate(${x}px, ${y}px)`;
 }
 

@@ -389,6 +389,11 @@ impl Batch {
         &self.slots[..self.len]
     }
 
+    /// Empties it for reuse (the slots stay, to be decoded into again).
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
     /// The first free slot (there is one: a full batch is handed on at once).
     fn free(&mut self) -> &mut Decoded {
         &mut self.slots[self.len]
@@ -459,7 +464,7 @@ pub fn analyze_file_with<S: Sink + Send>(
                 let next = said_empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(SAID_BATCH * 2));
                 let _ = said_tx.send(std::mem::replace(&mut an.sink.said, next));
             }
-            batch.len = 0;
+            batch.clear();
             let _ = empty_tx.send(batch);
         }
         drop(said_tx);
@@ -521,7 +526,7 @@ fn analyse_batches<S: Sink>(an: &mut Analyzer<S>, (full, empty): PipeEnd) {
         for d in batch.decoded() {
             an.segment_after_sweep(d.swept_ns, &d.seg, d.frame, d.ts_ns);
         }
-        batch.len = 0;
+        batch.clear();
         let _ = empty.send(batch);
     }
 }

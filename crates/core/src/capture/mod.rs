@@ -537,10 +537,10 @@ impl CaptureReader {
                         Framing::Pcap { .. } => "pcap record".to_string(),
                         // Not pcap-parser's message: it lists the bytes left in the window.
                         Framing::Pcapng { .. } => match e {
-                            PcapError::NomError(_, nom::error::ErrorKind::Verify) => "pcapng block (a length or type that does not check out)".to_string(),
-                            PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind) => {
-                                format!("pcapng block (parse error: {})", kind.description())
-                            }
+                            PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind) => match kind {
+                                nom::error::ErrorKind::Verify => "pcapng block (a length or type that does not check out)".to_string(),
+                                kind => format!("pcapng block (parse error: {})", kind.description()),
+                            },
                             e => format!("pcapng block ({e})"),
                         },
                     };

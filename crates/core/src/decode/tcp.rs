@@ -71,7 +71,7 @@ impl Flags {
 pub type SackBlock = (SeqNum, SeqNum);
 
 /// The options of one segment that the analysis uses; the rest are counted by kind.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct TcpOptions {
     /// MSS option (kind 2).
     pub mss: Option<u16>,
@@ -113,6 +113,14 @@ impl TcpOptions {
     /// The SACK blocks present.
     pub fn sack_blocks(&self) -> &[SackBlock] {
         &self.sack[..self.sack_len as usize]
+    }
+}
+
+// One definition of "no options": `NONE` is a const (the reading thread's blank segment needs
+// one), which `derive(Default)` cannot give.
+impl Default for TcpOptions {
+    fn default() -> Self {
+        Self::NONE
     }
 }
 
