@@ -198,6 +198,25 @@ export interface ConnList {
   conns: Conn[];
 }
 
+/** What the list shows: sort key and order, filter text, whether boring rows are in, which rows. */
+export interface ListQuery {
+  sort: string;
+  desc: boolean;
+  q: string;
+  boring: boolean;
+  from: number;
+  n: number;
+}
+
+/** Rows `from..` of the filtered, sorted list (`api/conns` with list parameters, docs/viewer.md). */
+export interface ListPage extends ConnList {
+  total: number;
+  matched: number;
+  from: number;
+  /** The sort keys, in the order a menu lists them. */
+  keys: string[];
+}
+
 export interface Viewport {
   t0?: number;
   t1?: number;
@@ -214,7 +233,8 @@ interface ReportDetail {
   packets: Record<string, PacketRow>;
 }
 
-type Report = ConnList & { report: { plotted: number[]; columns: number }; details: Record<string, ReportDetail> };
+/** A report's data: its list (the most troubled rows, `listed` of the traces' `total`) and plots. */
+type Report = ConnList & { keys: string[]; report: { plotted: number[]; columns: number; total: number; listed: number }; details: Record<string, ReportDetail> };
 
 declare global {
   interface Window {
@@ -236,7 +256,7 @@ async function call(path: string, params: Params, signal?: AbortSignal): Promise
   return r;
 }
 
-const get = async <T>(path: string, params: Params): Promise<T> => (await call(path, params)).json();
+const get = async <T>(path: string, params: Params, signal?: AbortSignal): Promise<T> => (await call(path, params, signal)).json();
 
 /** Fetches a packed answer. */
 const getBin = async (path: string, params: Params, signal?: AbortSignal): Promise<ArrayBuffer> => (await call(path, { fmt: "bin", ...params }, signal)).arrayBuffer();
@@ -260,8 +280,37 @@ function viewParams(conn: number, dir: Dir, v: Viewport) {
   return { conn, dir, t0: r(v.t0), t1: r(v.t1), s0: v.s0 === undefined ? undefined : Math.floor(v.s0), s1: v.s1 === undefined ? undefined : Math.ceil(v.s1), w: Math.max(1, Math.round(v.w)) };
 }
 
-export function conns(): Promise<ConnList> {
-  return report ? Promise.resolve(report) : get("conns", {});
+/**
+ * A page of the connection list. The server filters and sorts (a trace can hold hundreds of
+ * thousands of connections); a report's rows are in the page, and the same rules apply here:
+ * boring rows left out unless asked for, the filter found anywhere in "id endpoints state
+ * verdict file" (any case), numbers largest first unless ascending, text A–Z, `null` last
+ * either way, ties by id (crates/view/src/list.rs).
+ */
+export function connPage(q: ListQuery, signal?: AbortSignal): Promise<ListPage> {
+  if (!report) return get("conns", { sort: q.sort, desc: q.desc ? 1 : 0, q: q.q, boring: q.boring ? 1 : 0, from: q.from, n: q.n }, signal);
+  const f = q.q.toLowerCase();
+  const rows = report.conns.filter((c) => (q.boring || c.boring !== true) && (!f || `${c.id} ${endpoints(c)} ${c.state} ${c.verdict ?? ""} ${c.file}`.toLowerCase().includes(f)));
+  rows.sort((x, y) => {
+    const a = sortValue(x, q.sort), b = sortValue(y, q.sort);
+    if (a === b) return x.id - y.id;
+    if (a === null) return 1;
+    if (b === null) return -1;
+    const r = a < b ? -1 : 1;
+    return q.desc ? -r : r;
+  });
+  const from = Math.min(q.from, rows.length);
+  return Promise.resolve({ traces: report.traces, total: report.report.total, matched: rows.length, from, keys: report.keys, conns: rows.slice(from, from + q.n) });
+}
+
+export const endpoints = (c: Conn) => `${c.a.addr}:${c.a.port} → ${c.b.addr}:${c.b.port}`;
+
+/** A connection's value for a sort key (`a2b.rexmit_packets`, ...). */
+function sortValue(c: Conn, key: string): number | string | null {
+  if (key === "endpoints") return endpoints(c);
+  const [a, b] = key.split(".");
+  const v = b === undefined ? c[a] : (c[a] as Record<string, unknown>)?.[b];
+  return typeof v === "number" || typeof v === "string" ? v : null;
 }
 
 /** Whether a connection can be plotted (every one live; the plotted ones in a report). */

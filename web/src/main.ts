@@ -35,7 +35,6 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 const DEFAULT_SORT = "severity";
 const state: State = { ids: [], dir: "a2b", view: {}, sort: DEFAULT_SORT, desc: true, filter: "", boring: false };
 let history: View[] = [];
-let conns: Conn[] = [];
 let events: EventRow[] = [];
 let focusFrame: number | null = null;
 
@@ -110,25 +109,7 @@ function readUrl() {
 
 // ---------- connection list ----------
 
-/** Every numeric statistic of a connection, flattened (`a2b.rexmit_packets`, ...). */
-function numericKeys(c: Conn): string[] {
-  const keys: string[] = [];
-  for (const [k, v] of Object.entries(c)) {
-    if (typeof v === "number" || v === null) keys.push(k);
-    else if ((k === "a2b" || k === "b2a") && v && typeof v === "object")
-      for (const [k2, v2] of Object.entries(v)) if (typeof v2 === "number" || v2 === null) keys.push(`${k}.${k2}`);
-  }
-  return keys;
-}
-
-function value(c: Conn, key: string): number | string | null {
-  if (key === "endpoints") return endpoints(c);
-  const [a, b] = key.split(".");
-  const v = b === undefined ? c[a] : (c[a] as Record<string, unknown>)?.[b];
-  return typeof v === "number" || typeof v === "string" ? v : null;
-}
-
-const endpoints = (c: Conn) => `${c.a.addr}:${c.a.port} → ${c.b.addr}:${c.b.port}`;
+const endpoints = api.endpoints;
 const sum = (c: Conn, k: string) => ((c.a2b[k] as number) ?? 0) + ((c.b2a[k] as number) ?? 0);
 
 const COLUMNS: { key: string; label: string; cell: (c: Conn) => string }[] = [
@@ -146,23 +127,6 @@ const COLUMNS: { key: string; label: string; cell: (c: Conn) => string }[] = [
 
 /** Text sort keys (ascending first); the rest are numbers (worst, i.e. largest, first). */
 const TEXT_KEYS = new Set(["id", "endpoints", "state", "verdict", "file"]);
-
-function visibleConns(): Conn[] {
-  const f = state.filter.toLowerCase();
-  const rows = conns.filter(
-    (c) => (state.boring || c.boring !== true) && (!f || `${c.id} ${endpoints(c)} ${c.state} ${c.verdict ?? ""} ${c.file}`.toLowerCase().includes(f)),
-  );
-  const k = state.sort;
-  rows.sort((x, y) => {
-    const a = value(x, k), b = value(y, k);
-    if (a === b) return x.id - y.id;
-    if (a === null) return 1;
-    if (b === null) return -1;
-    const r = a < b ? -1 : 1;
-    return state.desc ? -r : r;
-  });
-  return rows;
-}
 
 /**
  * The rows in sight of a scrolled list of equal-height rows, and a screenful either side: a
@@ -227,7 +191,7 @@ class VirtualRows<T> extends Windowed<T> {
   private readonly below = document.createElement("tr");
   private measured = false;
 
-  constructor(scroller: HTMLElement, private body: HTMLElement, cols: number, private row: (item: T) => HTMLElement) {
+  constructor(scroller: HTMLElement, private body: HTMLElement, cols: number, private row: (item: T, index: number) => HTMLElement) {
     super(scroller, 21);
     for (const pad of [this.above, this.below]) {
       pad.className = "pad";
@@ -241,7 +205,7 @@ class VirtualRows<T> extends Windowed<T> {
   protected place(first: number, last: number) {
     const n = this.items.length;
     const rows: HTMLElement[] = [];
-    for (let i = first; i < last; i++) rows.push(this.row(this.items[i]));
+    for (let i = first; i < last; i++) rows.push(this.row(this.items[i], i));
     (this.above.firstChild as HTMLElement).style.height = `${first * this.rowH}px`;
     (this.below.firstChild as HTMLElement).style.height = `${(n - last) * this.rowH}px`;
     this.above.hidden = first === 0;
@@ -259,7 +223,60 @@ class VirtualRows<T> extends Windowed<T> {
   }
 }
 
-let connRows: VirtualRows<Conn> | undefined;
+let connRows: VirtualRows<Conn | undefined> | undefined;
+
+// The list as the server (or a report) filters and sorts it, fetched a page at a time as the
+// rows come into sight: rows not yet here are blank. `listKey` is the query of `listRows`;
+// `pending`, a query asked for and not answered yet (its rows replace these when its first
+// page comes, so the list does not go blank while it is asked).
+const LIST_PAGE = 200;
+let listRows: (Conn | undefined)[] = [];
+let listKey = "";
+let listTotal = 0;
+let pending: { key: string; abort: AbortController; pages: Set<number> } | undefined;
+let listPages = new Set<number>();
+let listAbort = new AbortController();
+
+const listQuery = (from: number): api.ListQuery => ({ sort: state.sort, desc: state.desc, q: state.filter, boring: state.boring, from, n: LIST_PAGE });
+const queryKey = () => JSON.stringify(listQuery(0));
+
+/** Asks for page `k` of the list `key`; its rows are shown when they come. */
+function fetchListPage(k: number, key: string, abort: AbortController, pages: Set<number>) {
+  if (pages.has(k)) return;
+  pages.add(k);
+  listBusy(+1);
+  api
+    .connPage(listQuery(k * LIST_PAGE), abort.signal)
+    .then(
+      (p) => showListPage(p, key),
+      (e) => {
+        pages.delete(k);
+        if ((e as Error).name !== "AbortError") status(`connection list: ${(e as Error).message}`);
+      },
+    )
+    .finally(() => listBusy(-1));
+}
+
+/** The list is `aria-busy` while rows are asked for (the tests wait on it too). */
+let listAsking = 0;
+function listBusy(d: number) {
+  listAsking += d;
+  $("list").ariaBusy = String(listAsking > 0);
+}
+
+function showListPage(p: api.ListPage, key: string) {
+  if (pending?.key === key) {
+    // The first answer to a new query: its rows replace the list's.
+    [listRows, listKey, listPages, listAbort] = [new Array(p.matched), key, pending.pages, pending.abort];
+    listTotal = p.total;
+    pending = undefined;
+  } else if (key !== listKey) return;
+  p.conns.forEach((c, j) => (listRows[p.from + j] = c));
+  connRows!.set(listRows);
+  showCount();
+}
+
+const showCount = () => ($("count").textContent = `${listRows.length} of ${listTotal}`);
 
 function renderList() {
   const head = $("conns").querySelector("thead")!;
@@ -277,9 +294,15 @@ function renderList() {
     tr.append(th);
   }
   head.append(tr);
-  const rows = visibleConns();
-  connRows ??= new VirtualRows<Conn>($("list"), $("conns").querySelector("tbody")!, COLUMNS.length, (c) => {
+  connRows ??= new VirtualRows<Conn | undefined>($("list"), $("conns").querySelector("tbody")!, COLUMNS.length, (c, i) => {
     const r = document.createElement("tr");
+    if (!c) {
+      // Not here yet: a blank row of the same height, and its page asked for.
+      r.className = "pending";
+      for (let k = 0; k < COLUMNS.length; k++) r.insertCell().textContent = "\u00a0";
+      fetchListPage(Math.floor(i / LIST_PAGE), listKey, listAbort, listPages);
+      return r;
+    }
     r.dataset.id = String(c.id);
     if (state.ids.includes(c.id)) r.classList.add("sel");
     if (!api.plottable(c.id)) r.classList.add("noplot");
@@ -296,8 +319,17 @@ function renderList() {
     r.onclick = (e) => select(c.id, e.ctrlKey || e.metaKey || e.shiftKey);
     return r;
   });
-  connRows.set(rows);
-  $("count").textContent = `${rows.length} of ${conns.length}`;
+  const key = queryKey();
+  if (key === listKey) {
+    connRows.set(listRows);
+    showCount();
+  } else if (pending?.key !== key) {
+    // A new sort or filter: what was asked for the old one is of no use.
+    pending?.abort.abort();
+    listAbort.abort();
+    pending = { key, abort: new AbortController(), pages: new Set() };
+    fetchListPage(0, key, pending.abort, pending.pages);
+  }
   ($("sort") as HTMLSelectElement).value = state.sort;
   $("sort-dir").textContent = state.desc ? "▼" : "▲";
 }
@@ -1258,17 +1290,32 @@ function bindSplitter() {
 async function main() {
   readUrl();
   bindSplitter();
+  let keys: string[];
   try {
-    const list = await api.conns();
-    conns = list.conns;
+    let list: api.ListPage;
+    try {
+      list = await api.connPage(listQuery(0));
+    } catch (e) {
+      // A link naming a sort key these traces do not have: the default order instead.
+      if (state.sort === DEFAULT_SORT) throw e;
+      [state.sort, state.desc] = [DEFAULT_SORT, true];
+      list = await api.connPage(listQuery(0));
+    }
+    [listRows, listKey, listTotal] = [new Array(list.matched), queryKey(), list.total];
+    list.conns.forEach((c, j) => (listRows[j] = c));
+    listPages.add(0);
+    keys = list.keys;
     $("traces").textContent = list.traces.map((t) => `${t.name ?? "?"} (${t.packets} packets${t.error ? `, error: ${t.error}` : ""})`).join(" · ");
-    if (api.report) $("traces").textContent += ` · report: plots of connections ${api.report.report.plotted.join(", ")}`;
+    if (api.report) {
+      const { plotted, listed, total } = api.report.report;
+      $("traces").textContent += ` · report: plots of connections ${plotted.join(", ")}`;
+      if (listed < total) $("traces").textContent += `; the ${listed} most troubled of ${total} connections listed`;
+    }
   } catch (e) {
     status(`connection list: ${(e as Error).message}`);
     return;
   }
   const sort = $("sort") as HTMLSelectElement;
-  const keys = ["id", "endpoints", "verdict", ...(conns.length ? numericKeys(conns[0]) : []).filter((k) => k !== "id")];
   sort.innerHTML = keys.map((k) => `<option>${k}</option>`).join("");
   sort.onchange = () => {
     state.sort = sort.value;
@@ -1320,7 +1367,7 @@ async function main() {
     changed({ list: true, plots: true, events: true });
   });
   if (!state.ids.length) {
-    const first = api.report ? api.report.report.plotted[0] : visibleConns()[0]?.id;
+    const first = api.report ? api.report.report.plotted[0] : listRows[0]?.id;
     if (first !== undefined) state.ids = [first];
   }
   changed({ list: true, plots: true, events: true });

@@ -7,7 +7,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdirSync, existsSync, readdirSync } from "node:fs";
+import { mkdirSync, existsSync, readdirSync, writeFileSync, rmSync } from "node:fs";
+import os from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
@@ -49,6 +50,11 @@ async function page() {
 const fetches = (pg) => pg.evaluate(() => window.tcpscopePerf.fetches.length);
 async function afterFetch(pg, n) {
   await pg.waitForFunction((n) => window.tcpscopePerf.fetches.length > n, n);
+  await nextFrame(pg);
+}
+/** Once the connection list has every row it asked the server for, drawn. */
+async function listSettled(pg) {
+  await pg.waitForFunction(() => document.getElementById("list").ariaBusy !== "true");
   await nextFrame(pg);
 }
 /** Resolves after the page's pending animation frame (the one that draws new data) has run. */
@@ -124,17 +130,21 @@ test("connection list, time-sequence plot, zoom, hover, history, compare", async
   assert.deepEqual(ids, shown.map((c) => c.id));
   assert.equal(await pg.textContent(`#conns tbody tr[data-id="${shown[0].id}"] td:last-child`), shown[0].verdict);
   await pg.check("#show-boring");
+  await listSettled(pg);
   assert.equal(await pg.locator("#conns tbody tr[data-id]").count(), listed.length);
 
   // Sorting by retransmissions, worst first: the loss trace's connection comes first.
   await pg.selectOption("#sort", "a2b.rexmit_packets");
+  await listSettled(pg);
   assert.equal(await pg.textContent("#sort-dir"), "▼");
   const worst = [...listed].sort((a, b) => b.a2b.rexmit_packets - a.a2b.rexmit_packets)[0];
   assert.equal(await pg.getAttribute("#conns tbody tr[data-id] >> nth=0", "data-id"), String(worst.id));
   // The filter box.
   await pg.fill("#filter", "no such host");
+  await listSettled(pg);
   assert.equal(await pg.locator("#conns tbody tr[data-id]").count(), 0);
   await pg.fill("#filter", "");
+  await listSettled(pg);
 
   let n = await fetches(pg);
   await pg.click(`#conns tbody tr[data-id="${worst.id}"]`);
@@ -386,6 +396,7 @@ test("the connection list builds only the rows in sight; sort, filter and select
     await pg.goto(`${u}#boring=1&sort=id&desc=0`);
     await pg.waitForSelector("#conns tbody tr[data-id]");
     await nextFrame(pg);
+    await listSettled(pg);
     const ids = () => pg.locator("#conns tbody tr[data-id]").evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
     const byId = listed.map((c) => c.id).sort((a, b) => a - b);
     let got = await ids();
@@ -395,6 +406,7 @@ test("the connection list builds only the rows in sight; sort, filter and select
     // Scrolled to the end: the last rows, where they scrolled to, under the header.
     await pg.evaluate(() => { const l = document.getElementById("list"); l.scrollTop = l.scrollHeight; });
     await nextFrame(pg);
+    await listSettled(pg);
     got = await ids();
     assert.deepEqual(got, byId.slice(byId.length - got.length), "the last rows, by id");
     const lastRow = pg.locator(`#conns tbody tr[data-id="${byId.at(-1)}"]`);
@@ -405,18 +417,22 @@ test("the connection list builds only the rows in sight; sort, filter and select
     await pg.click('#conns th[data-key="id"]');
     await pg.evaluate(() => { document.getElementById("list").scrollTop = 0; });
     await nextFrame(pg);
+    await listSettled(pg);
     got = await ids();
     assert.deepEqual(got, [...byId].reverse().slice(0, got.length), "descending");
     await pg.fill("#filter", "zerowin-snd");
     await nextFrame(pg);
+    await listSettled(pg);
     const want = listed.filter((c) => c.file.includes("zerowin-snd")).map((c) => c.id).sort((a, b) => b - a);
     assert.ok(want.length >= 3);
     assert.equal(await pg.textContent("#count"), `${want.length} of ${listed.length}`);
     assert.deepEqual(await ids(), want, "the filter finds them all");
     await pg.fill("#filter", "");
+    await listSettled(pg);
     // A row scrolled into sight selects its connection.
     await pg.evaluate(() => { const l = document.getElementById("list"); l.scrollTop = l.scrollHeight; });
     await nextFrame(pg);
+    await listSettled(pg);
     const low = byId[0];
     await pg.click(`#conns tbody tr[data-id="${low}"]`);
     await pg.waitForFunction(() => window.tcpscopePerf.fetches.length > 0);
@@ -426,6 +442,81 @@ test("the connection list builds only the rows in sight; sort, filter and select
     await ctx.close();
   } finally {
     srv.kill();
+  }
+});
+
+/**
+ * A pcap (µs, Ethernet) of `n` connections from 10.0.0.1 to 10.0.0.2:80, each a SYN from its
+ * own port sent 1 + (i % 4) times and never answered: more rows than one page of the list.
+ */
+function unansweredSyns(n) {
+  const recs = [];
+  let t = 1_700_000_000;
+  for (let i = 0; i < n; i++)
+    for (let k = 0; k <= i % 4; k++) {
+      const f = Buffer.alloc(54);
+      f.writeUInt16BE(0x0800, 12);
+      Buffer.from([0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]).copy(f, 14);
+      f.writeUInt16BE(10000 + i, 34);
+      f.writeUInt16BE(80, 36);
+      f.writeUInt32BE(1000 + i, 38);
+      f.writeUInt16BE(0x5002, 46);
+      f.writeUInt16BE(0xffff, 48);
+      const h = Buffer.alloc(16);
+      h.writeUInt32LE(t++, 0);
+      h.writeUInt32LE(f.length, 8);
+      h.writeUInt32LE(f.length, 12);
+      recs.push(h, f);
+    }
+  const head = Buffer.from([0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0]);
+  return Buffer.concat([head, ...recs]);
+}
+
+test("a list of more connections than a page: rows asked for as they come into sight, sorted and filtered by the server", async () => {
+  const file = path.join(os.tmpdir(), `tcpscope-many-${process.pid}.pcap`);
+  writeFileSync(file, unansweredSyns(700));
+  const listed = JSON.parse(execFileSync(bin, ["conns", "--json", file])).connections;
+  assert.equal(listed.length, 700);
+  const [srv, u] = await startViewer([file]);
+  try {
+    const pg = await page();
+    const asked = [];
+    pg.on("request", (r) => r.url().includes("api/conns") && asked.push(new URL(r.url()).searchParams));
+    await pg.goto(`${u}#boring=1&sort=id&desc=0`);
+    await pg.waitForSelector("#conns tbody tr[data-id]");
+    await listSettled(pg);
+    const ids = () => pg.locator("#conns tbody tr[data-id]").evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
+    assert.equal(await pg.textContent("#count"), "700 of 700");
+    let got = await ids();
+    assert.deepEqual(got, listed.map((c) => c.id).slice(0, got.length));
+    assert.ok(asked.every((q) => Number(q.get("n")) <= 200), "pages, not the whole list");
+    // Scrolled to the end: only the pages in sight are asked for, and their rows come.
+    await pg.evaluate(() => { const l = document.getElementById("list"); l.scrollTop = l.scrollHeight; });
+    await nextFrame(pg);
+    await listSettled(pg);
+    got = await ids();
+    assert.deepEqual(got, listed.map((c) => c.id).slice(700 - got.length));
+    assert.equal(await pg.locator("#conns tbody tr.pending").count(), 0, "no row left blank");
+    const froms = new Set(asked.map((q) => q.get("from")));
+    assert.ok(froms.has("0") && froms.has("600") && !froms.has("200"), `pages asked: ${[...froms]}`);
+    // Sorted by packets (1 to 4 SYNs each), most first, ties by id: the server's order.
+    await pg.selectOption("#sort", "a2b.packets");
+    await pg.evaluate(() => { document.getElementById("list").scrollTop = 0; });
+    await nextFrame(pg);
+    await listSettled(pg);
+    const byPackets = [...listed].sort((a, b) => b.a2b.packets - a.a2b.packets || a.id - b.id).map((c) => c.id);
+    got = await ids();
+    assert.deepEqual(got, byPackets.slice(0, got.length));
+    // The filter finds rows never listed in the page: the ports 10650–10659.
+    await pg.fill("#filter", ":1065");
+    await listSettled(pg);
+    assert.equal(await pg.textContent("#count"), "10 of 700");
+    assert.deepEqual(await ids(), byPackets.filter((id) => String(listed[id - 1].a.port).startsWith("1065")));
+    assert.deepEqual(pg.errors, []);
+    await pg.context().close();
+  } finally {
+    srv.kill();
+    rmSync(file, { force: true });
   }
 });
 
@@ -678,4 +769,30 @@ test("report: one file that works offline", async () => {
   await pg.screenshot({ path: path.join(out, "5-report.png") });
   assert.deepEqual(outside, [], "the report loads nothing from outside");
   assert.deepEqual(pg.errors, []);
+  await pg.context().close();
+});
+
+test("report: the table lists the most troubled rows, and says how many of how many", async () => {
+  // The recorded traces three times over, listed 5 rows and plotted 2.
+  const all = readdirSync(path.join(root, "tests/data")).filter((f) => f.endsWith(".pcap")).map(data);
+  const files = [...all, ...all, ...all];
+  const file = path.join(os.tmpdir(), `tcpscope-report-${process.pid}.html`);
+  const said = execFileSync(bin, ["report", ...files, "--plots", "2", "--rows", "5", "-o", file]).toString();
+  const screened = JSON.parse(execFileSync(bin, ["screen", "--json", "--all", ...files])).connections;
+  assert.match(said, new RegExp(`${screened.length} connections \\(5 most troubled listed; --rows to list more\\)`));
+  try {
+    const pg = await page();
+    await pg.goto(`file://${file}#boring=1&sort=id&desc=0`);
+    await listSettled(pg);
+    // `screen` ranks them: not boring, most severe first, ties by id.
+    const ranked = [...screened].sort((a, b) => a.boring - b.boring || b.severity - a.severity || a.id - b.id).slice(0, 5).map((c) => c.id).sort((a, b) => a - b);
+    const ids = await pg.locator("#conns tbody tr[data-id]").evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
+    assert.deepEqual(ids, ranked);
+    assert.equal(await pg.textContent("#count"), `5 of ${screened.length}`);
+    assert.match(await pg.textContent("#traces"), new RegExp(`the 5 most troubled of ${screened.length} connections listed`));
+    assert.deepEqual(pg.errors, []);
+    await pg.context().close();
+  } finally {
+    rmSync(file, { force: true });
+  }
 });

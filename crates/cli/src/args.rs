@@ -266,4 +266,8 @@ pub struct ReportArgs {
     /// How many of the most troubled connections get interactive plots.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub plots: usize,
+    /// How many rows the connection table lists: the most troubled first (as `screen` ranks
+    /// them), and the plotted ones whatever their rank.
+    #[arg(long, value_name = "N", default_value_t = tcpscope_view::report::REPORT_ROWS)]
+    pub rows: usize,
 }

@@ -46,13 +46,15 @@ pub fn view(args: &ViewArgs) -> io::Result<ExitCode> {
 
 pub fn report(args: &ReportArgs) -> io::Result<ExitCode> {
     let traces = load(&args.common)?;
-    let ids = tcpscope_view::report::write(&traces, args.plots, &args.output)?;
+    let ids = tcpscope_view::report::write(&traces, args.plots, args.rows, &args.output)?;
     let list: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+    let total = traces.an.conns.len();
+    let listed = tcpscope_view::report::listed(&traces, args.rows, &ids).len();
     writeln!(
         io::stdout(),
-        "{}: {} connections, plots of {}",
+        "{}: {total} connections{}, plots of {}",
         args.output.display(),
-        traces.an.conns.len(),
+        if listed < total { format!(" ({listed} most troubled listed; --rows to list more)") } else { String::new() },
         if list.is_empty() { "none".to_string() } else { list.join(", ") }
     )?;
     Ok(ExitCode::SUCCESS)

@@ -39,32 +39,33 @@ pub struct ConnRow {
     pub severity: Option<f64>,
 }
 
-/// The connection list.
-pub fn conns(t: &Traces) -> Value {
-    let rows: Vec<ConnRow> = t
-        .an
-        .conns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let file = t.an.files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
-            let s = t.screens.get(i);
-            ConnRow {
-                trace: c.info.file,
-                conn: ConnJson::new(c, i + 1, file),
-                verdict: s.map(|s| s.verdict.clone()),
-                boring: s.map(|s| s.boring),
-                severity: s.map(|s| s.severity),
-            }
-        })
-        .collect();
-    let traces: Vec<Value> = t
-        .an
-        .files
+/// Row `i` (id − 1) of the connection list.
+pub fn conn_row(t: &Traces, i: usize) -> ConnRow {
+    let c = &t.an.conns[i];
+    let file = t.an.files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
+    let s = t.screens.get(i);
+    ConnRow {
+        trace: c.info.file,
+        conn: ConnJson::new(c, i + 1, file),
+        verdict: s.map(|s| s.verdict.clone()),
+        boring: s.map(|s| s.boring),
+        severity: s.map(|s| s.severity),
+    }
+}
+
+/// The traces: name, packets read, error.
+pub fn traces_json(t: &Traces) -> Vec<Value> {
+    t.an.files
         .iter()
         .map(|f| json!({ "name": f.path.file_name().map(|n| n.to_string_lossy().into_owned()), "packets": f.packets, "error": f.error }))
-        .collect();
-    json!({ "traces": traces, "conns": rows })
+        .collect()
+}
+
+/// The whole connection list, in id order (the report's; the page asks for pages of it,
+/// [`crate::list`]).
+pub fn conns(t: &Traces) -> Value {
+    let rows: Vec<ConnRow> = (0..t.an.conns.len()).map(|i| conn_row(t, i)).collect();
+    json!({ "traces": traces_json(t), "conns": rows })
 }
 
 /// A viewport: time range in seconds since the connection's first packet, optional sequence

@@ -344,51 +344,96 @@ impl Traces {
     /// The detail of connection `id` (1-based), from memory or from one pass over its file.
     /// Concurrent requests for the same connection wait for one pass.
     pub fn detail(&self, id: usize) -> Result<Arc<Detail>, String> {
+        let (file, local) = self.local(id)?;
+        self.cell(id)?
+            .get_or_init(|| {
+                let (sink, err) = self.read(file, DetailSink::new(local))?;
+                sink.finish(id, &self.paths[file], err).map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// Computes the details of `ids` not in memory yet with one pass over each file for all of
+    /// its connections (the report plots several connections of one trace), so that
+    /// [`Traces::detail`] finds them.
+    pub fn prefetch(&self, ids: &[usize]) -> Result<(), String> {
+        let mut todo: Vec<(usize, usize, ConnIdx)> = Vec::new();
+        for &id in ids {
+            let (file, local) = self.local(id)?;
+            if self.cell(id)?.get().is_none() && !todo.iter().any(|t| t.0 == id) {
+                todo.push((id, file, local));
+            }
+        }
+        for file in 0..self.paths.len() {
+            let these: Vec<&(usize, usize, ConnIdx)> = todo.iter().filter(|t| t.1 == file).collect();
+            if these.is_empty() {
+                continue;
+            }
+            let (sinks, err) = self.read(file, these.iter().map(|t| DetailSink::new(t.2)).collect::<Vec<_>>())?;
+            for (sink, t) in sinks.into_iter().zip(these) {
+                // Computed meanwhile by a request: that one is kept.
+                let _ = self.cell(t.0)?.set(sink.finish(t.0, &self.paths[file], err.clone()).map(Arc::new));
+            }
+        }
+        Ok(())
+    }
+
+    /// Connection `id`'s (1-based) file, and its index within the file.
+    fn local(&self, id: usize) -> Result<(usize, ConnIdx), String> {
         let c = self.an.conns.get(id.wrapping_sub(1)).ok_or_else(|| format!("no connection {id}"))?;
-        let file = c.info.file;
-        let cell = {
-            let mut m = self.details.lock().map_err(|_| "detail cache poisoned".to_string())?;
-            m.entry(id).or_default().clone()
-        };
-        cell.get_or_init(|| {
-            let local = id - 1 - self.base[file];
-            let sink = DetailSink {
-                conn: local,
-                tsg: [TsgSink::new(local, Dir::AtoB), TsgSink::new(local, Dir::BtoA)],
-                rtt: [RttSink::new(local, Dir::AtoB), RttSink::new(local, Dir::BtoA)],
-                tput: [TputSink::new(local, Dir::AtoB), TputSink::new(local, Dir::BtoA)],
-                flight: [FlightSink::new(local, Dir::AtoB), FlightSink::new(local, Dir::BtoA)],
-                t0: None,
-                packets: Vec::new(),
-                events: Vec::new(),
-            };
-            let path = &self.paths[file];
-            let (sink, err) = match self.parts[file] {
-                Part::File => {
-                    let (sink, err) = tcpscope_core::series::run_file(path, self.settings, sink)
-                        .map_err(|e| format!("{}: {e}", path.display()))?;
-                    (sink, err.map(|e| e.to_string()))
-                }
-                Part::Set { from, to } => {
-                    // Opened again: a ring changes while the viewer runs.
-                    let set = open_set(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                    let (sum, sink) = analyze_set(path, &set, from, to, self.settings, sink);
-                    (sink, sum.error)
-                }
-            };
-            let [ta, tb] = sink.tsg;
-            let [ra, rb] = sink.rtt;
-            let [pa, pb] = sink.tput;
-            let [fa, fb] = sink.flight;
-            let missing = || format!("connection {id} not found on a second pass over {}", path.display());
-            let tsg = [ta.finish().ok_or_else(missing)?, tb.finish().ok_or_else(missing)?];
-            let rtt = [ra.finish().ok_or_else(missing)?, rb.finish().ok_or_else(missing)?];
-            let tput = [pa.finish().ok_or_else(missing)?, pb.finish().ok_or_else(missing)?];
-            let flight = [fa.finish().ok_or_else(missing)?, fb.finish().ok_or_else(missing)?];
-            let lines = [Dir::AtoB, Dir::BtoA].map(|d| Lines::new(&rtt[d.idx()], &tput[d.idx()], &flight[d.idx()]));
-            let tsg_index = [TsgIndex::new(&tsg[0]), TsgIndex::new(&tsg[1])];
-            Ok(Arc::new(Detail { id, tsg, tsg_index, rtt, packets: sink.packets, events: sink.events, error: err, lines }))
+        Ok((c.info.file, id - 1 - self.base[c.info.file]))
+    }
+
+    fn cell(&self, id: usize) -> Result<DetailCell, String> {
+        let mut m = self.details.lock().map_err(|_| "detail cache poisoned".to_string())?;
+        Ok(m.entry(id).or_default().clone())
+    }
+
+    /// One pass over what the viewer reads of `file` into `sink`; the error that ended it early.
+    fn read<S: Sink>(&self, file: usize, sink: S) -> Result<(S, Option<String>), String> {
+        let path = &self.paths[file];
+        Ok(match self.parts[file] {
+            Part::File => {
+                let (sink, err) = tcpscope_core::series::run_file(path, self.settings, sink).map_err(|e| format!("{}: {e}", path.display()))?;
+                (sink, err.map(|e| e.to_string()))
+            }
+            Part::Set { from, to } => {
+                // Opened again: a ring changes while the viewer runs.
+                let set = open_set(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let (sum, sink) = analyze_set(path, &set, from, to, self.settings, sink);
+                (sink, sum.error)
+            }
         })
-        .clone()
+    }
+}
+
+impl DetailSink {
+    fn new(conn: ConnIdx) -> DetailSink {
+        DetailSink {
+            conn,
+            tsg: [TsgSink::new(conn, Dir::AtoB), TsgSink::new(conn, Dir::BtoA)],
+            rtt: [RttSink::new(conn, Dir::AtoB), RttSink::new(conn, Dir::BtoA)],
+            tput: [TputSink::new(conn, Dir::AtoB), TputSink::new(conn, Dir::BtoA)],
+            flight: [FlightSink::new(conn, Dir::AtoB), FlightSink::new(conn, Dir::BtoA)],
+            t0: None,
+            packets: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// The detail of connection `id`, read from `path` (`err`: what ended the pass early).
+    fn finish(self, id: usize, path: &Path, err: Option<String>) -> Result<Detail, String> {
+        let [ta, tb] = self.tsg;
+        let [ra, rb] = self.rtt;
+        let [pa, pb] = self.tput;
+        let [fa, fb] = self.flight;
+        let missing = || format!("connection {id} not found on a second pass over {}", path.display());
+        let tsg = [ta.finish().ok_or_else(missing)?, tb.finish().ok_or_else(missing)?];
+        let rtt = [ra.finish().ok_or_else(missing)?, rb.finish().ok_or_else(missing)?];
+        let tput = [pa.finish().ok_or_else(missing)?, pb.finish().ok_or_else(missing)?];
+        let flight = [fa.finish().ok_or_else(missing)?, fb.finish().ok_or_else(missing)?];
+        let lines = [Dir::AtoB, Dir::BtoA].map(|d| Lines::new(&rtt[d.idx()], &tput[d.idx()], &flight[d.idx()]));
+        let tsg_index = [TsgIndex::new(&tsg[0]), TsgIndex::new(&tsg[1])];
+        Ok(Detail { id, tsg, tsg_index, rtt, packets: self.packets, events: self.events, error: err, lines })
     }
 }

@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod data;
+pub mod list;
 pub mod pack;
 pub mod report;
 
@@ -72,6 +73,8 @@ struct Ctx {
     /// The last answers, newest last: stepping back out through the zoom history asks for
     /// views seen before, and a zoomed-out figure of millions of packets is the costly one.
     recent: std::sync::Mutex<std::collections::VecDeque<Recent>>,
+    /// The connection list's filter text and last orders.
+    list: list::List,
 }
 
 /// A recent answer: the request (route and query, which also say its content type) and its body.
@@ -107,7 +110,7 @@ impl Server {
         };
         let url = format!("http://{shown}{prefix}/");
         let server = Arc::new(server);
-        let ctx = Arc::new(Ctx { traces, prefix, hosts, recent: Default::default() });
+        let ctx = Arc::new(Ctx { traces, prefix, hosts, recent: Default::default(), list: Default::default() });
         let workers = (0..WORKERS)
             .map(|_| {
                 let (server, ctx) = (server.clone(), ctx.clone());
@@ -204,6 +207,24 @@ impl Query {
             d => Err(format!("bad dir: {d:?} (a2b or b2a)")),
         }
     }
+    fn flag(&self, k: &str, default: bool) -> Result<bool, String> {
+        match self.get(k) {
+            None | Some("") => Ok(default),
+            Some("1" | "true") => Ok(true),
+            Some("0" | "false") => Ok(false),
+            Some(v) => Err(format!("bad {k}: {v:?} (0 or 1)")),
+        }
+    }
+    fn list(&self) -> Result<list::ListQuery, String> {
+        Ok(list::ListQuery {
+            sort: self.get("sort").filter(|s| !s.is_empty()).unwrap_or("severity").to_string(),
+            desc: self.flag("desc", true)?,
+            filter: self.get("q").unwrap_or("").to_string(),
+            boring: self.flag("boring", false)?,
+            from: self.num("from")?.unwrap_or(0),
+            n: self.num("n")?.unwrap_or(100),
+        })
+    }
     fn viewport(&self) -> Result<Viewport, String> {
         let f = |k| {
             self.num::<f64>(k).and_then(|v| match v {
@@ -237,6 +258,13 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
         "/" | "/index.html" => send(req, 200, "text/html; charset=utf-8", PAGE.as_bytes()),
         "" => {
             send_with(req, 301, &[("Location", &format!("{}/", ctx.prefix))], b"")
+        }
+        // With list parameters, one page of the filtered, sorted list; without, every row.
+        "/api/conns" if ["sort", "desc", "q", "boring", "from", "n"].iter().any(|k| q.get(k).is_some()) => {
+            match q.list().and_then(|l| ctx.list.page(t, &l)) {
+                Ok(page) => send_json(req, 200, &page),
+                Err(e) => error(req, 400, &e),
+            }
         }
         "/api/conns" => send_json(req, 200, &api::conns(t)),
         "/api/tsg" | "/api/panels" | "/api/events" | "/api/packet" => {

@@ -1,6 +1,7 @@
 //! `tcpscope report`: the viewer's page with the data inline, one HTML file that works offline.
 //!
-//! The file carries the connection list and, for the most troubled connections, each
+//! The file carries the connection list (its [`REPORT_ROWS`] most troubled rows unless told
+//! otherwise) and, for the most troubled connections, each
 //! direction's time-sequence figure and panels computed for [`REPORT_COLUMNS`] pixel columns
 //! over the whole connection (packed as `api/tsg?fmt=bin` and `api/panels?fmt=bin` answer, in
 //! base64: the page reads one format), its events, and the packet-listing row of every frame a
@@ -21,18 +22,40 @@ use crate::data::Traces;
 /// Pixel columns the report's figures are computed for.
 pub const REPORT_COLUMNS: u32 = 4000;
 
+/// Rows of the connection list a report carries by default: each is ~2.6 kB of statistics, and
+/// a report is mailed (200,000 connections made a 526 MB file that no browser opens well).
+pub const REPORT_ROWS: usize = 2000;
+
+/// Every connection's id (1-based) as `tcpscope screen` ranks them: not boring first, most
+/// severe first, ties by id.
+fn ranked(t: &Traces) -> Vec<(bool, usize)> {
+    let mut ids: Vec<(f64, bool, usize)> = t.screens.iter().enumerate().map(|(i, s)| (s.severity, s.boring, i + 1)).collect();
+    ids.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.total_cmp(&a.0)).then(a.2.cmp(&b.2)));
+    ids.into_iter().map(|(_, boring, id)| (boring, id)).collect()
+}
+
 /// Ids (1-based) of the `n` most troubled connections as `tcpscope screen` ranks them: not
 /// boring, most severe first, ties by id. When every connection is boring, the most severe one
 /// is plotted so the report shows one plot.
 pub fn most_troubled(t: &Traces, n: usize) -> Vec<usize> {
-    let mut ids: Vec<(f64, bool, usize)> = t.screens.iter().enumerate().map(|(i, s)| (s.severity, s.boring, i + 1)).collect();
-    ids.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.2.cmp(&b.2)));
-    let troubled: Vec<usize> = ids.iter().filter(|x| !x.1).take(n).map(|x| x.2).collect();
-    if troubled.is_empty() { ids.iter().take(n.min(1)).map(|x| x.2).collect() } else { troubled }
+    let ids = ranked(t);
+    let troubled: Vec<usize> = ids.iter().filter(|x| !x.0).take(n).map(|x| x.1).collect();
+    if troubled.is_empty() { ids.iter().take(n.min(1)).map(|x| x.1).collect() } else { troubled }
 }
 
-/// The data the report page reads (`window.TCPSCOPE_REPORT`).
-pub fn report_data(t: &Traces, ids: &[usize]) -> Result<Value, String> {
+/// The ids (in order) of the rows a report lists: the `rows` most troubled (as [`most_troubled`]
+/// ranks them, boring ones after the rest) and the plotted ones.
+pub fn listed(t: &Traces, rows: usize, plotted: &[usize]) -> Vec<usize> {
+    let mut ids: Vec<usize> = ranked(t).into_iter().take(rows).map(|x| x.1).chain(plotted.iter().copied()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// The data the report page reads (`window.TCPSCOPE_REPORT`): plots of `ids`, and the list's
+/// `rows` most troubled rows (and the plotted ones).
+pub fn report_data(t: &Traces, ids: &[usize], rows: usize) -> Result<Value, String> {
+    t.prefetch(ids)?;
     let mut details = Map::new();
     for &id in ids {
         let d = t.detail(id)?;
@@ -51,8 +74,17 @@ pub fn report_data(t: &Traces, ids: &[usize]) -> Result<Value, String> {
         let packets: Map<String, Value> = frames.iter().map(|&f| (f.to_string(), api::packet_json(&d, f))).collect();
         details.insert(id.to_string(), json!({ "dirs": dirs, "events": api::events_json(&d), "packets": packets }));
     }
-    let mut conns = api::conns(t);
-    conns["report"] = json!({ "columns": REPORT_COLUMNS, "plotted": ids, "rule": "screen: not boring, most severe first" });
+    let listed = listed(t, rows, ids);
+    let list: Vec<api::ConnRow> = listed.iter().map(|&id| api::conn_row(t, id - 1)).collect();
+    let mut conns = json!({ "traces": api::traces_json(t), "conns": list });
+    conns["report"] = json!({
+        "columns": REPORT_COLUMNS,
+        "plotted": ids,
+        "rule": "screen: not boring, most severe first",
+        "total": t.an.conns.len(),
+        "listed": listed.len(),
+    });
+    conns["keys"] = json!(crate::list::keys());
     conns["details"] = Value::Object(details);
     Ok(conns)
 }
@@ -68,10 +100,11 @@ pub fn render(data: &Value) -> String {
     }
 }
 
-/// Writes the report of the `n` most troubled connections to `out`; returns their ids.
-pub fn write(t: &Traces, n: usize, out: &Path) -> io::Result<Vec<usize>> {
+/// Writes the report of the `n` most troubled connections, listing the `rows` most troubled,
+/// to `out`; returns the plotted ids.
+pub fn write(t: &Traces, n: usize, rows: usize, out: &Path) -> io::Result<Vec<usize>> {
     let ids = most_troubled(t, n);
-    let data = report_data(t, &ids).map_err(io::Error::other)?;
+    let data = report_data(t, &ids, rows).map_err(io::Error::other)?;
     std::fs::write(out, render(&data))?;
     Ok(ids)
 }

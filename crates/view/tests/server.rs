@@ -329,3 +329,145 @@ fn answers_ask_to_close_their_connection() {
     }
     s.stop();
 }
+
+/// The list as the page asks for it: filtered, sorted and paged on the server. Every page of
+/// every query, put together, is the list the test builds itself from the whole one (the rules
+/// of docs/viewer.md: boring rows out unless asked for, the filter anywhere in "id endpoints
+/// state verdict file" in any case, nulls last, ties by id).
+#[test]
+fn the_list_is_filtered_sorted_and_paged_on_the_server() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(data("")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "pcap")).collect();
+    files.sort();
+    // And connections with nothing to say for most statistics (`null`s, sorted last): SYNs that
+    // were never answered.
+    let unanswered = std::env::temp_dir().join(format!("tcpscope-unanswered-{}.pcap", std::process::id()));
+    std::fs::write(&unanswered, unanswered_syns(3)).unwrap();
+    files.push(unanswered.clone());
+    let files = [files.clone(), files].concat();
+    let s = Server::start(Arc::new(Traces::load(files, Settings::default())), &Options { bind: IpAddr::from([127, 0, 0, 1]), port: 0 }).unwrap();
+    let all = json(s.addr, "/api/conns")["conns"].as_array().unwrap().clone();
+    std::fs::remove_file(&unanswered).unwrap();
+    assert!(all.len() > 20, "{} connections", all.len());
+    assert!(all.iter().any(|c| c["b2a"]["rtt_avg_ms"].is_null()) && all.iter().any(|c| !c["b2a"]["rtt_avg_ms"].is_null()));
+    let endpoints = |c: &Value| format!("{}:{} → {}:{}", c["a"]["addr"].as_str().unwrap(), c["a"]["port"], c["b"]["addr"].as_str().unwrap(), c["b"]["port"]);
+    let value = |c: &Value, key: &str| -> Value {
+        match key {
+            "endpoints" => Value::from(endpoints(c)),
+            _ => key.split('.').fold(c.clone(), |v, k| v[k].clone()),
+        }
+    };
+    let check = |query: &str, sort: &str, desc: bool, filter: &str, boring: bool| {
+        let f = filter.to_lowercase();
+        let mut want: Vec<&Value> = all
+            .iter()
+            .filter(|c| boring || c["boring"] != true)
+            .filter(|c| format!("{} {} {} {} {}", c["id"], endpoints(c), c["state"].as_str().unwrap(), c["verdict"].as_str().unwrap_or(""), c["file"].as_str().unwrap()).to_lowercase().contains(&f))
+            .collect();
+        want.sort_by(|x, y| {
+            let (a, b) = (value(x, sort), value(y, sort));
+            let o = match (a.is_null(), b.is_null()) {
+                (true, true) => std::cmp::Ordering::Equal,
+                (true, false) => std::cmp::Ordering::Greater,
+                (false, true) => std::cmp::Ordering::Less,
+                _ => {
+                    let o = match (a.as_f64(), b.as_f64()) {
+                        (Some(a), Some(b)) => a.partial_cmp(&b).unwrap(),
+                        _ => a.as_str().unwrap().cmp(b.as_str().unwrap()),
+                    };
+                    if desc { o.reverse() } else { o }
+                }
+            };
+            o.then(x["id"].as_u64().cmp(&y["id"].as_u64()))
+        });
+        let want: Vec<u64> = want.iter().map(|c| c["id"].as_u64().unwrap()).collect();
+        let mut got = Vec::new();
+        loop {
+            let p = json(s.addr, &format!("/api/conns?{query}&from={}&n=7", got.len()));
+            assert_eq!(p["total"], all.len(), "{query}");
+            assert_eq!(p["matched"], want.len(), "{query}");
+            let rows = p["conns"].as_array().unwrap();
+            if rows.is_empty() {
+                break;
+            }
+            assert!(rows.len() <= 7);
+            got.extend(rows.iter().map(|c| c["id"].as_u64().unwrap()));
+        }
+        assert_eq!(got, want, "{query}");
+        want.len()
+    };
+    assert_eq!(check("sort=id&desc=0&boring=1", "id", false, "", true), all.len());
+    let boring = all.iter().filter(|c| c["boring"] == true).count();
+    assert_eq!(check("sort=id&desc=0", "id", false, "", false), all.len() - boring, "boring rows left out");
+    check("sort=a2b.rexmit_packets&desc=1&boring=1", "a2b.rexmit_packets", true, "", true);
+    check("sort=b2a.rtt_avg_ms&desc=0&boring=1", "b2a.rtt_avg_ms", false, "", true);
+    check("sort=severity&desc=1", "severity", true, "", false);
+    check("sort=endpoints&desc=0&boring=1", "endpoints", false, "", true);
+    check("sort=verdict&desc=1&boring=1", "verdict", true, "", true);
+    assert!(check("sort=duration_s&desc=1&boring=1&q=ZeroWin-SND", "duration_s", true, "ZeroWin-SND", true) >= 2);
+    assert_eq!(check("q=no%20such%20host", "severity", true, "no such host", false), 0);
+    // Bounded: rows beyond the list are none, a page at most MAX_ROWS.
+    let p = json(s.addr, "/api/conns?sort=id&from=100000&n=5");
+    assert!(p["conns"].as_array().unwrap().is_empty() && p["from"] == p["matched"]);
+    assert!(json(s.addr, "/api/conns?sort=id&boring=1&n=100000")["conns"].as_array().unwrap().len() <= tcpscope_view::list::MAX_ROWS);
+    // The sort keys answered are the ones accepted; flags and unknown keys are not.
+    let keys = json(s.addr, "/api/conns?n=0")["keys"].as_array().unwrap().clone();
+    assert!(keys.len() > 100 && keys.contains(&Value::from("b2a.rtt_avg_ms")));
+    for k in &keys {
+        assert_eq!(get(s.addr, &format!("/api/conns?n=1&sort={}", k.as_str().unwrap())).0, 200, "{k}");
+    }
+    for bad in ["sort=a2b.sack_permitted", "sort=nonsense", "sort=a2b.nonsense", "desc=maybe", "from=-1", "n=x"] {
+        assert_eq!(get(s.addr, &format!("/api/conns?{bad}")).0, 400, "{bad}");
+    }
+    s.stop();
+}
+
+/// A pcap (µs, Ethernet) of `n` SYNs from 10.0.0.1 to 10.0.0.2:80, each from its own port and
+/// never answered.
+fn unanswered_syns(n: u16) -> Vec<u8> {
+    let mut out = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0];
+    for i in 0..n {
+        let mut f = vec![0u8; 12];
+        f.extend([0x08, 0x00]);
+        // IPv4, 20 bytes, total length 40, TTL 64, TCP; checksum left 0 (not checked).
+        f.extend([0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+        let port = 40000 + i;
+        f.extend(port.to_be_bytes());
+        f.extend(80u16.to_be_bytes());
+        f.extend((1000u32 + i as u32).to_be_bytes());
+        f.extend([0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0]);
+        let len = f.len() as u32;
+        out.extend((1_700_000_000u32 + i as u32).to_le_bytes());
+        out.extend(0u32.to_le_bytes());
+        out.extend(len.to_le_bytes());
+        out.extend(len.to_le_bytes());
+        out.extend(f);
+    }
+    out
+}
+
+/// The report reads the details of all its plotted connections of a file in one pass: the same
+/// details, mark for mark and event for event, as one pass each.
+#[test]
+fn details_read_together_are_the_ones_read_one_by_one() {
+    // One file of two connections: the zero-window trace's records after the loss trace's.
+    let (a, b) = (std::fs::read(data("loss-snd.pcap")).unwrap(), std::fs::read(data("zerowin-snd.pcap")).unwrap());
+    assert_eq!(a[..24], b[..24], "same link type and snap length");
+    let both = std::env::temp_dir().join(format!("tcpscope-two-{}.pcap", std::process::id()));
+    std::fs::write(&both, [&a[..], &b[24..]].concat()).unwrap();
+    let load = || Traces::load(vec![both.clone(), data("clean-snd.pcap")], Settings::default());
+    let (together, alone) = (load(), load());
+    assert_eq!(together.an.conns.len(), 3);
+    together.prefetch(&[2, 1, 3, 2]).unwrap();
+    let v = tcpscope_view::api::Viewport { w: 300, ..Default::default() };
+    for id in 1..=3 {
+        let (t, o) = (together.detail(id).unwrap(), alone.detail(id).unwrap());
+        assert!(t.packets.len() > 100, "connection {id}: {} packets", t.packets.len());
+        assert_eq!(tcpscope_view::api::events_json(&t), tcpscope_view::api::events_json(&o), "connection {id}");
+        for dir in [tcpscope_core::analysis::Dir::AtoB, tcpscope_core::analysis::Dir::BtoA] {
+            let fig = |d: &tcpscope_view::data::Detail| serde_json::to_value(tcpscope_view::api::figure_out(d, dir, &tcpscope_view::api::tsg_figure(d, dir, &v))).unwrap();
+            assert_eq!(fig(&t), fig(&o), "connection {id}");
+            assert_eq!(tcpscope_view::api::panels_json(&t, dir, &v), tcpscope_view::api::panels_json(&o, dir, &v), "connection {id}");
+        }
+    }
+    std::fs::remove_file(&both).ok();
+}

@@ -70,6 +70,23 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
     }
 }
 
+/// Several sinks of one kind fed from one pass (the viewer's report: several connections'
+/// details from one read of their file).
+impl<S: Sink> Sink for Vec<S> {
+    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
+        self.iter_mut().for_each(|s| s.connection(conn, info));
+    }
+    fn segment(&mut self, seg: &SegmentInfo) {
+        self.iter_mut().for_each(|s| s.segment(seg));
+    }
+    fn event(&mut self, at: &At, ev: &Event) {
+        self.iter_mut().for_each(|s| s.event(at, ev));
+    }
+    fn own_thread(&self) -> bool {
+        self.iter().any(|s| s.own_thread())
+    }
+}
+
 /// What every series sink tracks: which connection and direction, its endpoints, and the clock
 /// (time 0 is the connection's first packet, either direction).
 #[derive(Clone, Debug)]
