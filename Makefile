@@ -4,7 +4,7 @@ CARGO ?= cargo
 BIN := target/release/tcpscope
 DEMO_TRACE := tests/data/loss-snd.pcap
 
-.PHONY: all build demo test deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view
+.PHONY: all build demo test deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list
 
 all: build
 
@@ -64,7 +64,7 @@ test-web: web browser-deps
 	cd web && TCPSCOPE_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/debug/tcpscope node --test tests/
 
 # Needs root (the bulk input is recorded in network namespaces); see docs/performance.md.
-bench: bench-view
+bench: bench-view bench-list
 	bench/run.sh
 
 # Zoom latency and frame time of the viewer on a five-million-packet connection.
@@ -76,6 +76,16 @@ $(VIEW_TRACE):
 
 bench-view: build browser-deps $(VIEW_TRACE)
 	cd web && TCPSCOPE_BIN=$(CURDIR)/$(BIN) BIGTRACE=$(CURDIR)/$(VIEW_TRACE) node bench/zoom.mjs
+
+# The connection list and the report on 200,000 connections (bench/gen-many.py's trace).
+MANY_TRACE := bench/out/many.pcap
+
+$(MANY_TRACE):
+	mkdir -p bench/out
+	python3 bench/gen-many.py $@.tmp && mv $@.tmp $@
+
+bench-list: build browser-deps $(MANY_TRACE)
+	cd web && TCPSCOPE_BIN=$(CURDIR)/$(BIN) MANY=$(CURDIR)/$(MANY_TRACE) node bench/list.mjs
 
 # Each target runs FUZZ_SECONDS; see docs/fuzzing.md.
 FUZZ_SECONDS ?= 600
