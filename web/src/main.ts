@@ -725,6 +725,13 @@ class ConnPlot {
     if (v.s0 !== undefined && v.s1 !== undefined) [v.s0, v.s1] = [v.s0 + off, v.s1 + off];
     const w = Math.max(1, this.size(this.tsg)[0] - LEFT - RIGHT);
     const start = performance.now();
+    // A connection's first answer waits for a pass over its file (seconds for a big one): said
+    // in its title meanwhile.
+    const h2 = this.el.querySelector("h2")!;
+    const waiting = this.fig || api.report ? 0 : window.setTimeout(() => {
+      h2.textContent = h2.title = `connection ${this.id}: reading its packets from the trace…`;
+      h2.classList.add("waiting");
+    }, 250);
     try {
       const [fig, pan] = await Promise.all([
         api.tsg(this.id, state.dir, { ...v, w }, ctl.signal),
@@ -743,8 +750,8 @@ class ConnPlot {
       this.arrived = performance.now();
       this.hover = -1;
       // Written only when changed: a write makes the browser lay the page out again.
-      const h2 = this.el.querySelector("h2")!;
       if (h2.textContent !== fig.title) h2.textContent = h2.title = fig.title;
+      if (waiting) h2.classList.remove("waiting");
       const legend = fig.legend
         .map((l) => `<span><i style="background:${l.color}"></i>${escapeHtml(l.text)}</span>`)
         .concat(fig.remarks.map((r) => `<span class="remark">${escapeHtml(r)}</span>`))
@@ -765,7 +772,13 @@ class ConnPlot {
         if (q !== this && q.gen && moved) q.load(offsetOf(j));
       });
     } catch (e) {
-      if ((e as Error).name !== "AbortError") status(`connection ${this.id}: ${(e as Error).message}`);
+      if ((e as Error).name !== "AbortError") {
+        status(`connection ${this.id}: ${(e as Error).message}`);
+        if (h2.classList.contains("waiting")) h2.textContent = h2.title = "";
+        h2.classList.remove("waiting");
+      }
+    } finally {
+      clearTimeout(waiting);
     }
   }
 

@@ -669,9 +669,14 @@ test("hover reads no geometry from the page, and the plot stays put when its fir
   await nextFrame(pg);
   const top = () => pg.evaluate(() => document.querySelector(".plot .overlay").getBoundingClientRect().top);
   const before = await top();
+  // While it is held back, the title says what the plot waits for (a pass over the file).
+  await pg.waitForSelector(".plot h2.waiting");
+  assert.equal(await pg.textContent(".plot h2"), `connection ${worst.id}: reading its packets from the trace…`);
+  assert.equal(await top(), before, "the notice is on the title's line");
   release();
   await afterFetch(pg, 0);
-  assert.notEqual(await pg.textContent(".plot h2"), "", "the title came");
+  assert.match(await pg.textContent(".plot h2"), new RegExp(`^connection ${worst.id} a2b: `), "the title came");
+  assert.equal(await pg.locator(".plot h2.waiting").count(), 0);
   assert.equal(await top(), before, "the title's line was kept for it: the plot did not move");
 
   // Reads of layout (a box, an element's size, the window's) made in the page from here on.
