@@ -9,12 +9,13 @@
 //
 // TCPSCOPE_BIN: the release binary; MANY: the trace; CHROMIUM: the browser.
 
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { readFileSync, statSync, writeFileSync, mkdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { startView } from "./serve.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const bin = process.env.TCPSCOPE_BIN ?? path.join(root, "target/release/tcpscope");
@@ -23,16 +24,7 @@ const peakKb = (pid) => Number(readFileSync(`/proc/${pid}/status`, "utf8").match
 const ms = (t) => +(performance.now() - t).toFixed(1);
 
 let t = performance.now();
-const server = spawn(bin, ["view", "--no-open", trace], { stdio: ["ignore", "pipe", "inherit"] });
-const url = await new Promise((res, rej) => {
-  let b = "";
-  server.stdout.on("data", (d) => {
-    b += d;
-    const m = b.match(/http:\/\/\S+/);
-    if (m) res(m[0]);
-  });
-  server.on("exit", (c) => rej(new Error(`tcpscope view exited ${c}`)));
-});
+const { server, url } = await startView(bin, [trace]);
 const result = { date: new Date().toISOString(), machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length }, input: path.relative(root, trace), server_start_ms: ms(t) };
 
 // The server's answers, as the page asks for them (200 rows a page).

@@ -12,13 +12,14 @@
 // every animation frame (Playwright's default, which makes the page run a frame each vsync
 // while it waits: frames of the benchmark's, on the cores the page's frames need).
 
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { startView } from "./serve.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const bin = process.env.TCPSCOPE_BIN ?? path.join(root, "target/release/tcpscope");
@@ -42,16 +43,7 @@ const loadAtStart = os.loadavg().map((l) => +l.toFixed(2));
 const loadSeen = [];
 const loadTimer = setInterval(() => loadSeen.push(+os.loadavg()[0].toFixed(2)), 2000).unref();
 const t0 = performance.now();
-const server = spawn(bin, ["view", "--no-open", trace], { stdio: ["ignore", "pipe", "inherit"] });
-const url = await new Promise((resolve, reject) => {
-  let buf = "";
-  server.stdout.on("data", (d) => {
-    buf += d;
-    const m = buf.match(/http:\/\/\S+/);
-    if (m) resolve(m[0]);
-  });
-  server.on("exit", (c) => reject(new Error(`tcpscope view exited ${c}`)));
-});
+const { server, url } = await startView(bin, [trace]);
 const loadS = (performance.now() - t0) / 1000;
 
 // CPU time of a process (all its threads, ms, from the scheduler's /proc/PID/task/*/schedstat;
