@@ -61,8 +61,8 @@ pub fn traces_json(t: &Traces) -> Vec<Value> {
         .collect()
 }
 
-/// The whole connection list, in id order (the report's; the page asks for pages of it,
-/// [`crate::list`]).
+/// The whole connection list, in id order (`api/conns` without list parameters; the page asks
+/// for pages of it, [`crate::list`]).
 pub fn conns(t: &Traces) -> Value {
     let rows: Vec<ConnRow> = (0..t.an.conns.len()).map(|i| conn_row(t, i)).collect();
     json!({ "traces": traces_json(t), "conns": rows })

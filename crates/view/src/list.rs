@@ -150,6 +150,10 @@ fn sorted(t: &Traces, key: &str, desc: bool) -> Result<Vec<u32>, String> {
     Ok(ix)
 }
 
+fn poisoned<T>(_: T) -> String {
+    "connection list cache poisoned".to_string()
+}
+
 /// A sort's key, whether descending, and the connections (id − 1) in its order.
 type Sorted = (String, bool, Arc<Vec<u32>>);
 
@@ -178,20 +182,20 @@ impl List {
     }
 
     fn order(&self, t: &Traces, key: &str, desc: bool) -> Result<Arc<Vec<u32>>, String> {
-        if let Some((k, d, o)) = self.order.lock().unwrap().as_ref()
+        if let Some((k, d, o)) = self.order.lock().map_err(poisoned)?.as_ref()
             && (k.as_str(), *d) == (key, desc)
         {
             return Ok(o.clone());
         }
         let o = Arc::new(sorted(t, key, desc)?);
-        *self.order.lock().unwrap() = Some((key.to_string(), desc, o.clone()));
+        *self.order.lock().map_err(poisoned)? = Some((key.to_string(), desc, o.clone()));
         Ok(o)
     }
 
     /// The connections (id − 1) the query lists, in its order.
     fn rows(&self, t: &Traces, q: &ListQuery) -> Result<Arc<Vec<u32>>, String> {
         let whole = ListQuery { from: 0, n: 0, ..q.clone() };
-        if let Some((k, r)) = self.rows.lock().unwrap().as_ref()
+        if let Some((k, r)) = self.rows.lock().map_err(poisoned)?.as_ref()
             && *k == whole
         {
             return Ok(r.clone());
@@ -201,7 +205,7 @@ impl List {
         let hay = if f.is_empty() { &[][..] } else { self.haystack(t) };
         let keep = |i: usize| (q.boring || !t.screens.get(i).is_some_and(|s| s.boring)) && (f.is_empty() || hay[i].contains(&f));
         let rows = Arc::new(order.iter().copied().filter(|&i| keep(i as usize)).collect::<Vec<u32>>());
-        *self.rows.lock().unwrap() = Some((whole, rows.clone()));
+        *self.rows.lock().map_err(poisoned)? = Some((whole, rows.clone()));
         Ok(rows)
     }
 
