@@ -444,7 +444,7 @@ pub fn analyze_file_with<S: Sink + Send>(
     let (said_tx, said_rx) = mpsc::sync_channel::<Vec<Said>>(4);
     let (said_empty_tx, said_empty_rx) = mpsc::channel::<Vec<Said>>();
     let (summary, sink) = std::thread::scope(|scope| {
-        let reading = scope.spawn(move || read_batches(reader, summary, progress, vec![pipe]));
+        let reading = scope.spawn(move || read_batches(reader, summary, progress, vec![pipe]).0);
         let sinking = scope.spawn(move || {
             let mut sink = sink;
             for mut said in said_rx {
@@ -490,7 +490,7 @@ fn pipe() -> (Pipe, PipeEnd) {
 
 /// The reading stage: decodes the file's segments into batches of [`BATCH`], one per pipe
 /// (the 4-tuple's shard when there are several), and hands them on.
-fn read_batches(mut reader: CaptureReader, mut summary: FileSummary, progress: &(dyn Fn(u64, u64) + Sync), pipes: Vec<Pipe>) -> FileSummary {
+fn read_batches(mut reader: CaptureReader, mut summary: FileSummary, progress: &(dyn Fn(u64, u64) + Sync), pipes: Vec<Pipe>) -> (FileSummary, Option<CaptureError>) {
     let n = pipes.len();
     let mut batches: Vec<Batch> = pipes.iter().map(|_| Batch::new()).collect();
     let mut clock = SweepClock::default();
@@ -498,7 +498,7 @@ fn read_batches(mut reader: CaptureReader, mut summary: FileSummary, progress: &
     // shard is known only once it is decoded: the guess is the last record's, as a
     // connection's packets come in runs (and a bulk transfer is one connection).
     let mut guess = 0;
-    let _ = read_records(&mut reader, &mut summary, progress, |sum, rec| {
+    let error = read_records(&mut reader, &mut summary, progress, |sum, rec| {
         let d = batches[guess].free();
         if count_and_decode_into(sum, rec, &mut d.seg).is_none() {
             return true;
@@ -517,7 +517,7 @@ fn read_batches(mut reader: CaptureReader, mut summary: FileSummary, progress: &
     for (batch, (full, _)) in batches.into_iter().zip(&pipes) {
         let _ = full.send(batch);
     }
-    summary
+    (summary, error)
 }
 
 /// The analysing stage: runs every batch through the analyzer and hands the buffer back.
@@ -606,7 +606,7 @@ pub fn analyze_file_sharded<S: Shardable>(
                 (pipe, thread)
             })
             .unzip();
-        let summary = read_batches(reader, summary, progress, pipes);
+        let (summary, _) = read_batches(reader, summary, progress, pipes);
         // A panic in another stage is a bug in tcpscope: let it surface as one.
         let parts: Vec<(S, Vec<u64>)> = threads.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
         (summary, parts)
@@ -642,16 +642,39 @@ fn two_stages<S: Sink>(
     progress: &(dyn Fn(u64, u64) + Sync),
     sink: S,
 ) -> (FileSummary, S) {
+    let (summary, _, sink) = reader_two_stages(reader, summary, file, settings, progress, sink);
+    (summary.finish(), sink)
+}
+
+/// [`two_stages`], returning the error that ended reading as it was (not only its text in the
+/// summary), and the summary unfinished.
+fn reader_two_stages<S: Sink>(
+    reader: CaptureReader,
+    summary: FileSummary,
+    file: usize,
+    settings: Settings,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    sink: S,
+) -> (FileSummary, Option<CaptureError>, S) {
     let mut an = Analyzer::new(settings, sink);
     an.set_file(file);
     let (pipe, end) = pipe();
-    let summary = std::thread::scope(|scope| {
+    let (summary, error) = std::thread::scope(|scope| {
         let reading = scope.spawn(move || read_batches(reader, summary, progress, vec![pipe]));
         analyse_batches(&mut an, end);
         // A panic while reading is a bug in tcpscope: let it surface as one.
         reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
-    (summary.finish(), an.sink)
+    (summary, error, an.sink)
+}
+
+/// One pass over an open capture with `sink`, reading and decoding on a thread of their own
+/// while this one analyses: returns the sink and the error that ended reading early, if any
+/// (the sink holds everything read before it). For [`crate::series::run_file`]: the viewer's
+/// first look at a connection and `tcpscope plot` wait for such a pass.
+pub fn analyze_reader<S: Sink>(reader: CaptureReader, settings: Settings, sink: S) -> (S, Option<CaptureError>) {
+    let (_, error, sink) = reader_two_stages(reader, FileSummary::default(), 0, settings, &|_, _| {}, sink);
+    (sink, error)
 }
 
 /// What the analysis told its sink, in order, to be told again on another thread.

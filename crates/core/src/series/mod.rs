@@ -185,14 +185,8 @@ pub fn run_file<S: crate::analysis::Sink>(
     if path.is_dir() {
         return run_ring(path, settings, sink);
     }
-    let mut reader = crate::capture::CaptureReader::open(path)?;
-    let mut an = crate::pass::Analyzer::new(settings, sink);
-    let mut sum = crate::pass::FileSummary::default();
-    let err = crate::pass::read_segments(&mut reader, &mut sum, &|_, _| {}, |seg, frame, ts_ns| {
-        an.segment(seg, frame, ts_ns);
-        true
-    });
-    Ok((an.sink, err))
+    let reader = crate::capture::CaptureReader::open(path)?;
+    Ok(crate::pass::analyze_reader(reader, settings, sink))
 }
 
 /// [`run_file`] over a directory (a capture ring, issue 6): its files as one trace in time
