@@ -347,7 +347,7 @@ impl Traces {
         let (file, local) = self.local(id)?;
         self.cell(id)?
             .get_or_init(|| {
-                let (sink, err) = self.read(file, DetailSink::new(local))?;
+                let (sink, err) = self.read(file, DetailSink::new(local, self.packets(id)))?;
                 sink.finish(id, &self.paths[file], err).map(Arc::new)
             })
             .clone()
@@ -369,7 +369,7 @@ impl Traces {
             if these.is_empty() {
                 continue;
             }
-            let (sinks, err) = self.read(file, these.iter().map(|t| DetailSink::new(t.2)).collect::<Vec<_>>())?;
+            let (sinks, err) = self.read(file, these.iter().map(|t| DetailSink::new(t.2, self.packets(t.0))).collect::<Vec<_>>())?;
             for (sink, t) in sinks.into_iter().zip(these) {
                 // Computed meanwhile by a request: that one is kept.
                 let _ = self.cell(t.0)?.set(sink.finish(t.0, &self.paths[file], err.clone()).map(Arc::new));
@@ -382,6 +382,12 @@ impl Traces {
     fn local(&self, id: usize) -> Result<(usize, ConnIdx), String> {
         let c = self.an.conns.get(id.wrapping_sub(1)).ok_or_else(|| format!("no connection {id}"))?;
         Ok((c.info.file, id - 1 - self.base[c.info.file]))
+    }
+
+    /// Connection `id`'s packets a→b and b→a, as the statistics pass counted them: what its
+    /// detail's series reserve room for.
+    fn packets(&self, id: usize) -> [usize; 2] {
+        self.an.conns.get(id.wrapping_sub(1)).map_or([0, 0], |c| c.dir.each_ref().map(|d| d.packets as usize))
     }
 
     fn cell(&self, id: usize) -> Result<DetailCell, String> {
@@ -408,15 +414,18 @@ impl Traces {
 }
 
 impl DetailSink {
-    fn new(conn: ConnIdx) -> DetailSink {
+    /// For connection `conn` of its file, with room for its `packets` a→b and b→a (`series/mod.rs`
+    /// says why).
+    fn new(conn: ConnIdx, packets: [usize; 2]) -> DetailSink {
+        let [ab, ba] = packets;
         DetailSink {
             conn,
-            tsg: [TsgSink::new(conn, Dir::AtoB), TsgSink::new(conn, Dir::BtoA)],
+            tsg: [TsgSink::new(conn, Dir::AtoB).reserve(ab, ba), TsgSink::new(conn, Dir::BtoA).reserve(ba, ab)],
             rtt: [RttSink::new(conn, Dir::AtoB), RttSink::new(conn, Dir::BtoA)],
-            tput: [TputSink::new(conn, Dir::AtoB), TputSink::new(conn, Dir::BtoA)],
-            flight: [FlightSink::new(conn, Dir::AtoB), FlightSink::new(conn, Dir::BtoA)],
+            tput: [TputSink::new(conn, Dir::AtoB).reserve(ab, ba), TputSink::new(conn, Dir::BtoA).reserve(ba, ab)],
+            flight: [FlightSink::new(conn, Dir::AtoB).reserve(ab, ba), FlightSink::new(conn, Dir::BtoA).reserve(ba, ab)],
             t0: None,
-            packets: Vec::new(),
+            packets: Vec::with_capacity(ab + ba),
             events: Vec::new(),
         }
     }

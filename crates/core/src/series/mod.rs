@@ -70,6 +70,12 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
     }
 }
 
+// The series sinks' `reserve`: on the viewer's pass over a five-million-packet connection, 40 %
+// of the time was the kernel zeroing fresh pages for vectors that grew by doubling (each growth
+// touches a new buffer and copies the old one into it); reserved from the statistics pass's
+// counts, each page is touched once. Room reserved and never used is not memory used: the pages
+// of a large allocation are only backed once written.
+
 /// Several sinks of one kind fed from one pass (the viewer's report: several connections'
 /// details from one read of their file).
 impl<S: Sink> Sink for Vec<S> {

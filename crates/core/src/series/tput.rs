@@ -149,6 +149,14 @@ impl TputSink {
         TputSink { base: super::Base::new(conn, dir), points: Vec::new() }
     }
 
+    /// Room reserved for `own` packets of its direction and `other` of the returning one, when
+    /// the caller knows the counts (the viewer does, from its statistics pass): a series grown by
+    /// doubling touches about twice its memory and copies it (`series/mod.rs` says more).
+    pub fn reserve(mut self, own: usize, _other: usize) -> Self {
+        self.points.reserve(own);
+        self
+    }
+
     /// The series, `None` if the connection never appeared.
     pub fn finish(self) -> Option<TputSeries> {
         let b = self.base;

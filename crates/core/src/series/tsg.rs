@@ -221,6 +221,8 @@ pub struct TsgSink {
     tsg: Option<Tsg>,
     /// Events of the packet being processed (they arrive before its [`SegmentInfo`]).
     pending: Vec<(At, Event)>,
+    /// Room to reserve when the connection appears: its direction's packets, the other's.
+    room: (usize, usize),
     /// Highest ack seen from the returning direction.
     max_ack: Option<SeqOff>,
     dir: Dir,
@@ -231,7 +233,15 @@ pub struct TsgSink {
 impl TsgSink {
     /// A sink for connection index `conn` (0-based), direction `dir`.
     pub fn new(conn: ConnIdx, dir: Dir) -> Self {
-        TsgSink { conn, tsg: None, pending: Vec::new(), max_ack: None, dir, started: false }
+        TsgSink { conn, tsg: None, pending: Vec::new(), room: (0, 0), max_ack: None, dir, started: false }
+    }
+
+    /// Room reserved for `own` packets of its direction and `other` of the returning one, when
+    /// the caller knows the counts (the viewer does, from its statistics pass): a series grown by
+    /// doubling touches about twice its memory and copies it (`series/mod.rs` says more).
+    pub fn reserve(mut self, own: usize, other: usize) -> Self {
+        self.room = (own, other);
+        self
     }
 
     /// The series, `None` if the connection never appeared.
@@ -351,8 +361,8 @@ impl Sink for TsgSink {
                 info: *info,
                 t0_ns: 0,
                 last_ns: 0,
-                segments: Vec::new(),
-                acks: Vec::new(),
+                segments: Vec::with_capacity(self.room.0),
+                acks: Vec::with_capacity(self.room.1),
                 sacks: Vec::new(),
                 notes: Vec::new(),
                 segments_time_ordered: true,
