@@ -433,7 +433,8 @@ pub fn analyze_file_with<S: Sink + Send>(
         return (summary.finish(), an.sink);
     }
     if !sink.own_thread() {
-        return two_stages(reader, summary, file, settings, progress, sink);
+        let (summary, _, sink) = two_stages(reader, summary, file, settings, progress, sink);
+        return (summary.finish(), sink);
     }
     // Three stages: reading and decoding | flow and analysis | the sink, each batch handed on
     // through a bounded channel and its buffer handed back for reuse. On two cores the OS
@@ -633,22 +634,10 @@ fn open(path: &Path) -> (FileSummary, Option<CaptureReader>) {
 }
 
 /// Reading and decoding | flow, analysis and the sink: for a light sink, whose records would
-/// cost more to hand to another thread than to consume in place.
+/// cost more to hand to another thread than to consume in place. Returns the summary (not yet
+/// finished), the error that ended reading as it was (not only its text in the summary), and
+/// the sink.
 fn two_stages<S: Sink>(
-    reader: CaptureReader,
-    summary: FileSummary,
-    file: usize,
-    settings: Settings,
-    progress: &(dyn Fn(u64, u64) + Sync),
-    sink: S,
-) -> (FileSummary, S) {
-    let (summary, _, sink) = reader_two_stages(reader, summary, file, settings, progress, sink);
-    (summary.finish(), sink)
-}
-
-/// [`two_stages`], returning the error that ended reading as it was (not only its text in the
-/// summary), and the summary unfinished.
-fn reader_two_stages<S: Sink>(
     reader: CaptureReader,
     summary: FileSummary,
     file: usize,
@@ -673,7 +662,7 @@ fn reader_two_stages<S: Sink>(
 /// (the sink holds everything read before it). For [`crate::series::run_file`]: the viewer's
 /// first look at a connection and `tcpscope plot` wait for such a pass.
 pub fn analyze_reader<S: Sink>(reader: CaptureReader, settings: Settings, sink: S) -> (S, Option<CaptureError>) {
-    let (_, error, sink) = reader_two_stages(reader, FileSummary::default(), 0, settings, &|_, _| {}, sink);
+    let (_, error, sink) = two_stages(reader, FileSummary::default(), 0, settings, &|_, _| {}, sink);
     (sink, error)
 }
 
