@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tcpscope_core::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Settings, Sink};
-use tcpscope_core::capture::{TraceSet, Window, time};
+use tcpscope_core::capture::{CaptureReader, TraceSet, Window, time};
 use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::{self, Analysis};
 use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
@@ -347,10 +347,46 @@ impl Traces {
         let (file, local) = self.local(id)?;
         self.cell(id)?
             .get_or_init(|| {
-                let (sink, err) = self.read(file, DetailSink::new(local, self.packets(id)))?;
+                let packets = self.packets(id);
+                let tcp = self.an.files.get(file).map_or(0, |f| f.tcp_packets);
+                let (sink, err) = match self.parts[file] {
+                    // A connection among many: only its packets analysed.
+                    Part::File if 2 * (packets[0] + packets[1]) as u64 <= tcp => self.read_alone(file, id, packets)?,
+                    _ => self.read(file, DetailSink::new(local, packets))?,
+                };
                 sink.finish(id, &self.paths[file], err).map(Arc::new)
             })
             .clone()
+    }
+
+    /// Connection `id`'s detail from a pass over its file (a plain one) that analyses only the
+    /// packets of its 4-tuple: a short connection of a trace of 200,000 took a full analysis of
+    /// every connection, ~2 s a click, where reading and decoding the file takes a fraction.
+    ///
+    /// The same answer as the full pass, because a connection's analysis depends only on its
+    /// own packets and on when the sweeps come, and the sweeps are scheduled here from every
+    /// packet's time as in the full pass (the sharded pass relies on the same,
+    /// `pass::Analyzer::segment_after_sweep`). Its index among the connections analysed is the
+    /// number of earlier connections of the file on the same 4-tuple.
+    fn read_alone(&self, file: usize, id: usize, packets: [usize; 2]) -> Result<(DetailSink, Option<String>), String> {
+        let info = self.an.conns[id - 1].info;
+        let same = |c: &ConnInfo| (c.a, c.b) == (info.a, info.b) || (c.a, c.b) == (info.b, info.a);
+        let earlier = self.an.conns[self.base[file]..id - 1].iter().filter(|c| same(&c.info)).count();
+        let path = &self.paths[file];
+        let mut reader = CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut an = pass::Analyzer::new(self.settings, DetailSink::new(earlier, packets));
+        let mut clock = pass::SweepClock::default();
+        let mut sum = pass::FileSummary::default();
+        let (a, b) = ((info.a.addr, info.a.port), (info.b.addr, info.b.port));
+        let err = pass::read_segments(&mut reader, &mut sum, &|_, _| {}, |seg, frame, ts_ns| {
+            let due = clock.tick(ts_ns);
+            let (src, dst) = ((seg.src, seg.sport), (seg.dst, seg.dport));
+            if (src, dst) == (a, b) || (src, dst) == (b, a) {
+                an.segment_after_sweep(due, seg, frame, ts_ns);
+            }
+            true
+        });
+        Ok((an.sink, err.map(|e| e.to_string())))
     }
 
     /// Computes the details of `ids` not in memory yet with one pass over each file for all of
@@ -444,5 +480,91 @@ impl DetailSink {
         let lines = [Dir::AtoB, Dir::BtoA].map(|d| Lines::new(&rtt[d.idx()], &tput[d.idx()], &flight[d.idx()]));
         let tsg_index = [TsgIndex::new(&tsg[0]), TsgIndex::new(&tsg[1])];
         Ok(Detail { id, tsg, tsg_index, rtt, packets: self.packets, events: self.events, error: err, lines })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api;
+
+    /// Every answer the viewer gives from a detail, comparably.
+    fn answers(t: &Traces, d: &Detail) -> Vec<serde_json::Value> {
+        let _ = t;
+        let v = api::Viewport { w: 400, ..Default::default() };
+        let mut out = vec![api::events_json(d), serde_json::json!(d.packets.len())];
+        for dir in [Dir::AtoB, Dir::BtoA] {
+            out.push(serde_json::to_value(api::figure_out(d, dir, &api::tsg_figure(d, dir, &v))).unwrap());
+            out.push(api::panels_json(d, dir, &v));
+        }
+        out
+    }
+
+    /// pcap records of `files` (Ethernet, µs), their times shifted to start together, merged in
+    /// time order: connections interleaved, some on the same 4-tuple.
+    fn interleaved(files: &[&str]) -> Vec<u8> {
+        let mut recs: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut head = Vec::new();
+        for f in files {
+            let b = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(f)).unwrap();
+            head = b[..24].to_vec();
+            let (mut i, mut t0) = (24, None);
+            while i + 16 <= b.len() {
+                let len = u32::from_le_bytes(b[i + 8..i + 12].try_into().unwrap()) as usize;
+                let us = u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as u64 * 1_000_000 + u32::from_le_bytes(b[i + 4..i + 8].try_into().unwrap()) as u64;
+                let t = us - *t0.get_or_insert(us);
+                let mut r = b[i..i + 16 + len].to_vec();
+                let at = 1_700_000_000_000_000 + t;
+                r[..4].copy_from_slice(&((at / 1_000_000) as u32).to_le_bytes());
+                r[4..8].copy_from_slice(&((at % 1_000_000) as u32).to_le_bytes());
+                recs.push((at, r));
+                i += 16 + len;
+            }
+        }
+        recs.sort_by_key(|r| r.0);
+        // And, in the middle, a packet of another 4-tuple two hours ahead of the rest (time then
+        // goes back): the sweep it makes due drops the connections open then, in either pass.
+        let mid = recs.len() / 2;
+        let mut ahead = recs[mid].clone();
+        let at = ahead.0 + 7_200_000_000;
+        ahead.1[..4].copy_from_slice(&((at / 1_000_000) as u32).to_le_bytes());
+        ahead.1[16 + 34..16 + 36].copy_from_slice(&9u16.to_be_bytes());
+        recs.insert(mid, ahead);
+        [head, recs.into_iter().flat_map(|r| r.1).collect()].concat()
+    }
+
+    /// The pass that analyses only a connection's 4-tuple gives every answer the full pass does,
+    /// for every connection: of interleaved recorded traces (three of them on one 4-tuple), and
+    /// of the public traces when `../shared` is there.
+    #[test]
+    fn a_connection_read_alone_is_the_one_read_with_all_the_others() {
+        let made = std::env::temp_dir().join(format!("tcpscope-interleaved-{}.pcap", std::process::id()));
+        std::fs::write(&made, interleaved(&["loss-snd.pcap", "zerowin-snd.pcap", "clean-rcv.pcap", "bursty-snd.pcap", "reorder-rcv.pcap"])).unwrap();
+        let mut paths = vec![made.clone()];
+        let public = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/public");
+        match std::fs::read_dir(&public) {
+            Ok(entries) => paths.extend(entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e != "md" && e != "tsv"))),
+            Err(_) => eprintln!("skipping the public traces: ../shared/traces/public is absent"),
+        }
+        let mut compared = 0;
+        for path in &paths {
+            let t = Traces::load(vec![path.clone()], Settings::default());
+            if !matches!(t.parts[0], Part::File) {
+                continue;
+            }
+            for id in 1..=t.an.conns.len().min(60) {
+                let packets = t.packets(id);
+                let (file, local) = t.local(id).unwrap();
+                let full = t.read(file, DetailSink::new(local, packets)).unwrap();
+                let alone = t.read_alone(file, id, packets).unwrap();
+                let full = full.0.finish(id, path, full.1).unwrap();
+                let alone = alone.0.finish(id, path, alone.1).unwrap();
+                assert_eq!(answers(&t, &alone), answers(&t, &full), "{} connection {id}", path.display());
+                compared += 1;
+            }
+        }
+        std::fs::remove_file(&made).unwrap();
+        eprintln!("{compared} connections compared");
+        assert!(compared >= 5, "{compared} connections compared");
     }
 }
