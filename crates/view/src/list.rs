@@ -6,9 +6,10 @@
 //!
 //! The rules are the ones the page applied before (and still applies to a report's rows,
 //! `web/src/api.ts`): rows whose boring rules hold are left out unless asked for; the filter
-//! matches, case-insensitively, anywhere in "id endpoints state verdict file"; a numeric key
-//! sorts largest first unless `desc=0`, a text key A–Z; rows without a value for the key
-//! (`null`) come last either way; ties go by id.
+//! matches, case-insensitively, anywhere in "id endpoints state verdict file"; `desc=1` (the
+//! default) puts the largest number or the last text first (the page asks numbers largest
+//! first, text A–Z); rows without a value for the key (`null`) come last either way; ties go by
+//! id.
 
 use std::cmp::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
