@@ -226,31 +226,36 @@ class VirtualRows<T> extends Windowed<T> {
 let connRows: VirtualRows<Conn | undefined> | undefined;
 
 // The list as the server (or a report) filters and sorts it, fetched a page at a time as the
-// rows come into sight: rows not yet here are blank. `listKey` is the query of `listRows`;
-// `pending`, a query asked for and not answered yet (its rows replace these when its first
-// page comes, so the list does not go blank while it is asked).
+// rows come into sight: rows not yet here are blank. A load is one query's fetching: `shown`,
+// the one `listRows` holds; `pending`, a query asked for and not answered yet (its rows replace
+// these when its first page comes, so the list does not go blank meanwhile).
 const LIST_PAGE = 200;
+interface ListLoad {
+  q: api.ListQuery;
+  key: string;
+  abort: AbortController;
+  pages: Set<number>;
+}
+const listLoad = (): ListLoad => {
+  const q = { sort: state.sort, desc: state.desc, q: state.filter, boring: state.boring, from: 0, n: LIST_PAGE };
+  return { q, key: JSON.stringify(q), abort: new AbortController(), pages: new Set() };
+};
 let listRows: (Conn | undefined)[] = [];
-let listKey = "";
 let listTotal = 0;
-let pending: { key: string; abort: AbortController; pages: Set<number> } | undefined;
-let listPages = new Set<number>();
-let listAbort = new AbortController();
+let shown: ListLoad = listLoad();
+let pending: ListLoad | undefined;
 
-const listQuery = (from: number): api.ListQuery => ({ sort: state.sort, desc: state.desc, q: state.filter, boring: state.boring, from, n: LIST_PAGE });
-const queryKey = () => JSON.stringify(listQuery(0));
-
-/** Asks for page `k` of the list `key`; its rows are shown when they come. */
-function fetchListPage(k: number, key: string, abort: AbortController, pages: Set<number>) {
-  if (pages.has(k)) return;
-  pages.add(k);
+/** Asks for page `k` of `load`'s list; its rows are shown when they come. */
+function fetchListPage(k: number, load: ListLoad) {
+  if (load.pages.has(k)) return;
+  load.pages.add(k);
   listBusy(+1);
   api
-    .connPage(listQuery(k * LIST_PAGE), abort.signal)
+    .connPage({ ...load.q, from: k * LIST_PAGE }, load.abort.signal)
     .then(
-      (p) => showListPage(p, key),
+      (p) => showListPage(p, load),
       (e) => {
-        pages.delete(k);
+        load.pages.delete(k);
         if ((e as Error).name !== "AbortError") status(`connection list: ${(e as Error).message}`);
       },
     )
@@ -264,13 +269,11 @@ function listBusy(d: number) {
   $("list").ariaBusy = String(listAsking > 0);
 }
 
-function showListPage(p: api.ListPage, key: string) {
-  if (pending?.key === key) {
+function showListPage(p: api.ListPage, load: ListLoad) {
+  if (load === pending) {
     // The first answer to a new query: its rows replace the list's.
-    [listRows, listKey, listPages, listAbort] = [new Array(p.matched), key, pending.pages, pending.abort];
-    listTotal = p.total;
-    pending = undefined;
-  } else if (key !== listKey) return;
+    [listRows, listTotal, shown, pending] = [new Array(p.matched), p.total, load, undefined];
+  } else if (load !== shown) return;
   p.conns.forEach((c, j) => (listRows[p.from + j] = c));
   connRows!.set(listRows);
   showCount();
@@ -300,7 +303,7 @@ function renderList() {
       // Not here yet: a blank row of the same height, and its page asked for.
       r.className = "pending";
       for (let k = 0; k < COLUMNS.length; k++) r.insertCell().textContent = "\u00a0";
-      fetchListPage(Math.floor(i / LIST_PAGE), listKey, listAbort, listPages);
+      fetchListPage(Math.floor(i / LIST_PAGE), shown);
       return r;
     }
     r.dataset.id = String(c.id);
@@ -319,16 +322,16 @@ function renderList() {
     r.onclick = (e) => select(c.id, e.ctrlKey || e.metaKey || e.shiftKey);
     return r;
   });
-  const key = queryKey();
-  if (key === listKey) {
+  const load = listLoad();
+  if (load.key === shown.key) {
     connRows.set(listRows);
     showCount();
-  } else if (pending?.key !== key) {
+  } else if (pending?.key !== load.key) {
     // A new sort or filter: what was asked for the old one is of no use.
     pending?.abort.abort();
-    listAbort.abort();
-    pending = { key, abort: new AbortController(), pages: new Set() };
-    fetchListPage(0, key, pending.abort, pending.pages);
+    shown.abort.abort();
+    pending = load;
+    fetchListPage(0, load);
   }
   ($("sort") as HTMLSelectElement).value = state.sort;
   $("sort-dir").textContent = state.desc ? "▼" : "▲";
@@ -1307,16 +1310,16 @@ async function main() {
   try {
     let list: api.ListPage;
     try {
-      list = await api.connPage(listQuery(0));
+      list = await api.connPage((shown = listLoad()).q);
     } catch (e) {
       // A link naming a sort key these traces do not have: the default order instead.
       if (state.sort === DEFAULT_SORT) throw e;
       [state.sort, state.desc] = [DEFAULT_SORT, true];
-      list = await api.connPage(listQuery(0));
+      list = await api.connPage((shown = listLoad()).q);
     }
-    [listRows, listKey, listTotal] = [new Array(list.matched), queryKey(), list.total];
+    [listRows, listTotal] = [new Array(list.matched), list.total];
     list.conns.forEach((c, j) => (listRows[j] = c));
-    listPages.add(0);
+    shown.pages.add(0);
     keys = list.keys;
     $("traces").textContent = list.traces.map((t) => `${t.name ?? "?"} (${t.packets} packets${t.error ? `, error: ${t.error}` : ""})`).join(" · ");
     if (api.report) {

@@ -46,10 +46,9 @@ pub fn view(args: &ViewArgs) -> io::Result<ExitCode> {
 
 pub fn report(args: &ReportArgs) -> io::Result<ExitCode> {
     let traces = load(&args.common)?;
-    let ids = tcpscope_view::report::write(&traces, args.plots, args.rows, &args.output)?;
+    let (ids, listed) = tcpscope_view::report::write(&traces, args.plots, args.rows, &args.output)?;
     let list: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
     let total = traces.an.conns.len();
-    let listed = tcpscope_view::report::listed(&traces, args.rows, &ids).len();
     writeln!(
         io::stdout(),
         "{}: {total} connections{}, plots of {}",

@@ -195,7 +195,7 @@ impl<S: Sink> Analyzer<S> {
     }
 }
 
-/// When the periodic sweep is due: every [`SWEEP_EVERY_NS`] of trace time, the latest packet
+/// When the periodic sweep is due: every `SWEEP_EVERY_NS` of trace time, the latest packet
 /// time so far. The reading thread keeps the schedule for shards ([`analyze_file_sharded`]),
 /// so that each sweeps at the same points of the trace as one analyzer would: where time goes
 /// back in a capture, what a sweep drops depends on when it runs.
@@ -664,6 +664,24 @@ fn two_stages<S: Sink>(
 pub fn analyze_reader<S: Sink>(reader: CaptureReader, settings: Settings, sink: S) -> (S, Option<CaptureError>) {
     let (_, error, sink) = two_stages(reader, FileSummary::default(), 0, settings, &|_, _| {}, sink);
     (sink, error)
+}
+
+/// One pass over an open capture on this thread that analyses only the segments `keep`
+/// accepts, sweeping where a pass analysing all of them would (every segment's time goes
+/// through the [`SweepClock`], as in a shard: [`Analyzer::segment_after_sweep`]). A connection
+/// `keep` takes whole (its 4-tuple's packets) is analysed as in the full pass; its index counts
+/// only the connections kept. Returns the sink and the error that ended reading early, if any.
+pub fn analyze_only<S: Sink>(mut reader: CaptureReader, settings: Settings, sink: S, mut keep: impl FnMut(&Segment<'_>) -> bool) -> (S, Option<CaptureError>) {
+    let mut an = Analyzer::new(settings, sink);
+    let mut clock = SweepClock::default();
+    let error = read_segments(&mut reader, &mut FileSummary::default(), &|_, _| {}, |seg, frame, ts_ns| {
+        let due = clock.tick(ts_ns);
+        if keep(seg) {
+            an.segment_after_sweep(due, seg, frame, ts_ns);
+        }
+        true
+    });
+    (an.sink, error)
 }
 
 /// What the analysis told its sink, in order, to be told again on another thread.

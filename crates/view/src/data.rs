@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tcpscope_core::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Settings, Sink};
 use tcpscope_core::capture::{CaptureReader, TraceSet, Window, time};
-use tcpscope_core::flow::ConnInfo;
+use tcpscope_core::flow::{ConnInfo, FlowKey};
 use tcpscope_core::pass::{self, Analysis};
 use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
 use tcpscope_core::stats::StatsSink;
@@ -360,33 +360,18 @@ impl Traces {
     }
 
     /// Connection `id`'s detail from a pass over its file (a plain one) that analyses only the
-    /// packets of its 4-tuple: a short connection of a trace of 200,000 took a full analysis of
-    /// every connection, ~2 s a click, where reading and decoding the file takes a fraction.
-    ///
-    /// The same answer as the full pass, because a connection's analysis depends only on its
-    /// own packets and on when the sweeps come, and the sweeps are scheduled here from every
-    /// packet's time as in the full pass (the sharded pass relies on the same,
-    /// `pass::Analyzer::segment_after_sweep`). Its index among the connections analysed is the
-    /// number of earlier connections of the file on the same 4-tuple.
+    /// packets of its 4-tuple (`pass::analyze_only`: the same answer as the full pass): a short
+    /// connection of a trace of 200,000 took a full analysis of every connection, ~2 s a click,
+    /// where reading and decoding the file takes a fraction. Its index among the connections
+    /// analysed is the number of earlier connections of the file on the same 4-tuple.
     fn read_alone(&self, file: usize, id: usize, packets: [usize; 2]) -> Result<(DetailSink, Option<String>), String> {
-        let info = self.an.conns[id - 1].info;
-        let same = |c: &ConnInfo| (c.a, c.b) == (info.a, info.b) || (c.a, c.b) == (info.b, info.a);
-        let earlier = self.an.conns[self.base[file]..id - 1].iter().filter(|c| same(&c.info)).count();
+        let key = |c: &ConnInfo| FlowKey::between(c.a, c.b);
+        let own = key(&self.an.conns[id - 1].info);
+        let earlier = self.an.conns[self.base[file]..id - 1].iter().filter(|c| key(&c.info) == own).count();
         let path = &self.paths[file];
-        let mut reader = CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut an = pass::Analyzer::new(self.settings, DetailSink::new(earlier, packets));
-        let mut clock = pass::SweepClock::default();
-        let mut sum = pass::FileSummary::default();
-        let (a, b) = ((info.a.addr, info.a.port), (info.b.addr, info.b.port));
-        let err = pass::read_segments(&mut reader, &mut sum, &|_, _| {}, |seg, frame, ts_ns| {
-            let due = clock.tick(ts_ns);
-            let (src, dst) = ((seg.src, seg.sport), (seg.dst, seg.dport));
-            if (src, dst) == (a, b) || (src, dst) == (b, a) {
-                an.segment_after_sweep(due, seg, frame, ts_ns);
-            }
-            true
-        });
-        Ok((an.sink, err.map(|e| e.to_string())))
+        let reader = CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (sink, err) = pass::analyze_only(reader, self.settings, DetailSink::new(earlier, packets), |seg| FlowKey::of(seg).0 == own);
+        Ok((sink, err.map(|e| e.to_string())))
     }
 
     /// Computes the details of `ids` not in memory yet with one pass over each file for all of

@@ -45,7 +45,7 @@ pub fn most_troubled(t: &Traces, n: usize) -> Vec<usize> {
 
 /// The ids (in order) of the rows a report lists: the `rows` most troubled (as [`most_troubled`]
 /// ranks them, boring ones after the rest) and the plotted ones.
-pub fn listed(t: &Traces, rows: usize, plotted: &[usize]) -> Vec<usize> {
+fn listed(t: &Traces, rows: usize, plotted: &[usize]) -> Vec<usize> {
     let mut ids: Vec<usize> = ranked(t).into_iter().take(rows).map(|x| x.1).chain(plotted.iter().copied()).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -101,10 +101,11 @@ pub fn render(data: &Value) -> String {
 }
 
 /// Writes the report of the `n` most troubled connections, listing the `rows` most troubled,
-/// to `out`; returns the plotted ids.
-pub fn write(t: &Traces, n: usize, rows: usize, out: &Path) -> io::Result<Vec<usize>> {
+/// to `out`; returns the plotted ids and the number of rows listed.
+pub fn write(t: &Traces, n: usize, rows: usize, out: &Path) -> io::Result<(Vec<usize>, usize)> {
     let ids = most_troubled(t, n);
     let data = report_data(t, &ids, rows).map_err(io::Error::other)?;
+    let listed = data["report"]["listed"].as_u64().unwrap_or(0) as usize;
     std::fs::write(out, render(&data))?;
-    Ok(ids)
+    Ok((ids, listed))
 }

@@ -123,16 +123,32 @@ fn every_truncation_of_a_frame_is_handled() {
     }
 }
 
+/// `base` changed by `edit`.
+fn edited(base: &[u8], edit: &dyn Fn(&mut Vec<u8>)) -> Vec<u8> {
+    let mut p = base.to_vec();
+    edit(&mut p);
+    p
+}
+
+/// A direct IP reading (`fast`) takes every packet of `taken` and none of `declined`, and where
+/// it applies agrees with etherparse's.
+fn fast_path_checked(fast: fn(&[u8]) -> Option<IpPart<'_>>, taken: &[Vec<u8>], declined: &[Vec<u8>]) {
+    for p in taken {
+        assert!(fast(p).is_some(), "fast path not taken for {p:02x?}");
+        assert!(ip_fast_path_agrees(p), "fast and general paths differ on {p:02x?}");
+    }
+    for p in declined {
+        assert!(fast(p).is_none(), "fast path taken for {p:02x?}");
+        assert!(ip_fast_path_agrees(p));
+    }
+}
+
 /// The direct IPv4 reading agrees with etherparse's on every variation of a header near the
 /// edge of the fast path's conditions, and does take the common ones.
 #[test]
 fn the_ipv4_fast_path_agrees_with_the_general_one() {
     let base = ip4(10); // 20-byte IP header, 20-byte TCP header, 10 bytes of payload
-    let set = |edit: &dyn Fn(&mut Vec<u8>)| {
-        let mut p = base.clone();
-        edit(&mut p);
-        p
-    };
+    let set = |edit: &dyn Fn(&mut Vec<u8>)| edited(&base, edit);
     let total = |p: &mut Vec<u8>, t: u16| p[2..4].copy_from_slice(&t.to_be_bytes());
     let taken = [
         base.clone(),
@@ -145,10 +161,6 @@ fn the_ipv4_fast_path_agrees_with_the_general_one() {
         set(&|p| total(p, 20)),                    // total length says no TCP at all
         set(&|p| total(p, 9000)),                  // total length beyond the capture
     ];
-    for p in &taken {
-        assert!(plain_ipv4(p).is_some(), "fast path not taken for {p:02x?}");
-        assert!(ip_fast_path_agrees(p), "fast and general paths differ on {p:02x?}");
-    }
     let declined = [
         set(&|p| total(p, 0)),            // TSO / BIG TCP: length from the frame
         set(&|p| total(p, 19)),           // shorter than its own header
@@ -159,10 +171,7 @@ fn the_ipv4_fast_path_agrees_with_the_general_one() {
         set(&|p| p[0] = 0x65),            // not version 4
         set(&|p| p.truncate(19)),         // header cut off
     ];
-    for p in &declined {
-        assert!(plain_ipv4(p).is_none(), "fast path taken for {p:02x?}");
-        assert!(ip_fast_path_agrees(p));
-    }
+    fast_path_checked(plain_ipv4, &taken, &declined);
 }
 
 /// The same for the direct IPv6 reading.
@@ -172,11 +181,7 @@ fn the_ipv6_fast_path_agrees_with_the_general_one() {
     let mut base = vec![0x60, 0, 0, 0, 0, 30, 6, 64];
     base.extend((1..=32).map(|i| i as u8)); // source and destination
     base.extend_from_slice(&v4[20..]); // the TCP header and 10 bytes of payload
-    let set = |edit: &dyn Fn(&mut Vec<u8>)| {
-        let mut p = base.clone();
-        edit(&mut p);
-        p
-    };
+    let set = |edit: &dyn Fn(&mut Vec<u8>)| edited(&base, edit);
     let plen = |p: &mut Vec<u8>, t: u16| p[4..6].copy_from_slice(&t.to_be_bytes());
     let taken = [
         base.clone(),
@@ -188,10 +193,6 @@ fn the_ipv6_fast_path_agrees_with_the_general_one() {
         set(&|p| p[0] = 0x6f),                  // traffic class' high bits
         set(&|p| plen(p, 9000)),                // payload length beyond the capture
     ];
-    for p in &taken {
-        assert!(plain_ipv6(p).is_some(), "fast path not taken for {p:02x?}");
-        assert!(ip_fast_path_agrees(p), "fast and general paths differ on {p:02x?}");
-    }
     assert_eq!(plain_ipv6(&taken[5]).unwrap().ecn, 3);
     let declined = [
         set(&|p| plen(p, 0)),    // jumbogram / BIG TCP: length from the frame
@@ -201,10 +202,7 @@ fn the_ipv6_fast_path_agrees_with_the_general_one() {
         set(&|p| p[0] = 0x45),   // not version 6
         set(&|p| p.truncate(39)), // header cut off
     ];
-    for p in &declined {
-        assert!(plain_ipv6(p).is_none(), "fast path taken for {p:02x?}");
-        assert!(ip_fast_path_agrees(p));
-    }
+    fast_path_checked(plain_ipv6, &taken, &declined);
 }
 
 /// Every frame of the public traces (skipped when `../shared` is absent) gets the same IP

@@ -149,9 +149,7 @@ impl TputSink {
         TputSink { base: super::Base::new(conn, dir), points: Vec::new() }
     }
 
-    /// Room reserved for `own` packets of its direction and `other` of the returning one, when
-    /// the caller knows the counts (the viewer does, from its statistics pass): a series grown by
-    /// doubling touches about twice its memory and copies it (`series/mod.rs` says more).
+    /// Room for `own` packets of its direction and `other` of the returning one (module doc).
     pub fn reserve(mut self, own: usize, _other: usize) -> Self {
         self.points.reserve(own);
         self

@@ -236,9 +236,7 @@ impl TsgSink {
         TsgSink { conn, tsg: None, pending: Vec::new(), room: (0, 0), max_ack: None, dir, started: false }
     }
 
-    /// Room reserved for `own` packets of its direction and `other` of the returning one, when
-    /// the caller knows the counts (the viewer does, from its statistics pass): a series grown by
-    /// doubling touches about twice its memory and copies it (`series/mod.rs` says more).
+    /// Room for `own` packets of its direction and `other` of the returning one (module doc).
     pub fn reserve(mut self, own: usize, other: usize) -> Self {
         self.room = (own, other);
         self
