@@ -13,9 +13,12 @@ fn main() {
         return;
     }
     let run = |args: &[&str]| {
-        Command::new("npm").args(args).current_dir(&web).status().map_err(|e| e.to_string()).and_then(|s| {
-            if s.success() { Ok(()) } else { Err(format!("npm {} failed ({s})", args.join(" "))) }
-        })
+        Command::new("npm")
+            .args(args)
+            .current_dir(&web)
+            .status()
+            .map_err(|e| e.to_string())
+            .and_then(|s| if s.success() { Ok(()) } else { Err(format!("npm {} failed ({s})", args.join(" "))) })
     };
     let built = run(&["install", "--no-audit", "--no-fund"]).and_then(|_| run(&["run", "build"]));
     if let Err(e) = built {

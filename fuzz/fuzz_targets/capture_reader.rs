@@ -64,7 +64,8 @@ fuzz_target!(|data: &[u8]| {
     }
 
     // The same bytes a few at a time: the general path only.
-    if !compressed && let Ok(mut t) = CaptureReader::from_reader(Box::new(Trickle(std::io::Cursor::new(data.to_vec())))) {
+    if !compressed && let Ok(mut t) = CaptureReader::from_reader(Box::new(Trickle(std::io::Cursor::new(data.to_vec()))))
+    {
         let mut trickled: Vec<Rec> = Vec::new();
         let err = loop {
             match t.next_record() {

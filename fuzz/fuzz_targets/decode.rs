@@ -64,5 +64,8 @@ fuzz_target!(|data: &[u8]| {
     }
     // Deterministic.
     let again = decode(link_type, frame, orig_len).expect("second decode failed");
-    assert_eq!((again.payload_len, again.payload, again.seq.0, again.anomalies), (seg.payload_len, seg.payload, seg.seq.0, seg.anomalies));
+    assert_eq!(
+        (again.payload_len, again.payload, again.seq.0, again.anomalies),
+        (seg.payload_len, seg.payload, seg.seq.0, seg.anomalies)
+    );
 });

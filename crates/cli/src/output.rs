@@ -78,7 +78,11 @@ pub(crate) fn write_csv<W: Write, T: Sync>(
             let r = row(it)?;
             // As one writer would have checked: every row as long as the header.
             if r.len() != header.len() {
-                return Err(io::Error::other(format!("CSV row of {} fields under a header of {}", r.len(), header.len())));
+                return Err(io::Error::other(format!(
+                    "CSV row of {} fields under a header of {}",
+                    r.len(),
+                    header.len()
+                )));
             }
             w.write_record(r.iter().map(|(_, v)| csv_field(v)))?;
         }
@@ -98,8 +102,22 @@ const CSV_BLOCK: usize = 2048;
 
 /// Fields `conns` prints in CSV, in order.
 const CONNS_FIELDS: &[&str] = &[
-    "id", "file", "a_addr", "a_port", "b_addr", "b_port", "state", "handshake", "first_time", "last_time",
-    "duration_s", "a2b_packets", "a2b_payload_bytes", "a2b_unique_bytes", "b2a_packets", "b2a_payload_bytes",
+    "id",
+    "file",
+    "a_addr",
+    "a_port",
+    "b_addr",
+    "b_port",
+    "state",
+    "handshake",
+    "first_time",
+    "last_time",
+    "duration_s",
+    "a2b_packets",
+    "a2b_payload_bytes",
+    "a2b_unique_bytes",
+    "b2a_packets",
+    "b2a_payload_bytes",
     "b2a_unique_bytes",
 ];
 
@@ -109,7 +127,10 @@ pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
     if args.json {
         // Rows are serialized as they are made: a document of 200,000 connections built first
         // as JSON values took ~2 GB.
-        let v = ConnsDoc { files: to_value(&an.files)?, connections: json::LazySeq::new(doc.connections().map(ConnsRow::from)) };
+        let v = ConnsDoc {
+            files: to_value(&an.files)?,
+            connections: json::LazySeq::new(doc.connections().map(ConnsRow::from)),
+        };
         serde_json::to_writer_pretty(&mut *out, &v).map_err(io::Error::other)?;
         return writeln!(out);
     }
@@ -121,11 +142,20 @@ pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
             Ok(CONNS_FIELDS.iter().filter_map(|k| flat.iter().find(|(fk, _)| fk == k).cloned()).collect())
         });
     }
-    let w_ep = an.conns.iter().map(|c| c.info.a.to_string().len().max(c.info.b.to_string().len())).max().unwrap_or(10).max(10);
+    let w_ep =
+        an.conns.iter().map(|c| c.info.a.to_string().len().max(c.info.b.to_string().len())).max().unwrap_or(10).max(10);
     writeln!(
         out,
         "{:>5}  {:<w$}  {:<w$}  {:<13} {:>9} {:>12} {:>9} {:>12} {:>11}",
-        "id", "a", "b", "state", "a2b pkts", "a2b bytes", "b2a pkts", "b2a bytes", "duration",
+        "id",
+        "a",
+        "b",
+        "state",
+        "a2b pkts",
+        "a2b bytes",
+        "b2a pkts",
+        "b2a bytes",
+        "duration",
         w = w_ep
     )?;
     for c in doc.connections() {
@@ -182,7 +212,12 @@ struct ConnsDir {
 
 impl From<&json::DirJson> for ConnsDir {
     fn from(d: &json::DirJson) -> Self {
-        ConnsDir { packets: d.packets, data_packets: d.data_packets, payload_bytes: d.payload_bytes, unique_bytes: d.unique_bytes }
+        ConnsDir {
+            packets: d.packets,
+            data_packets: d.data_packets,
+            payload_bytes: d.payload_bytes,
+            unique_bytes: d.unique_bytes,
+        }
     }
 }
 
@@ -284,8 +319,19 @@ fn stats_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize]) -> io::Result<
 
 /// The keys of a flattened [`json::ConnJson`] before its directions.
 const CSV_HEAD: [&str; 13] = [
-    "id", "file", "a_addr", "a_port", "b_addr", "b_port", "state", "handshake", "reuse", "first_time", "last_time",
-    "duration_s", "max_idle_s",
+    "id",
+    "file",
+    "a_addr",
+    "a_port",
+    "b_addr",
+    "b_port",
+    "state",
+    "handshake",
+    "reuse",
+    "first_time",
+    "last_time",
+    "duration_s",
+    "max_idle_s",
 ];
 
 fn stats_csv_header() -> Vec<String> {
@@ -400,7 +446,13 @@ impl CellFormat {
             }
             Cell::Int(i) => ib.format(i).as_bytes(),
             Cell::Null => self.null,
-            Cell::Bool(b) => if b { &b"yes"[..] } else { b"no" },
+            Cell::Bool(b) => {
+                if b {
+                    &b"yes"[..]
+                } else {
+                    b"no"
+                }
+            }
             Cell::Float(f) => {
                 scratch.clear();
                 push_fixed(scratch, f, self.decimals);
@@ -555,7 +607,8 @@ mod tests {
                 d.window.add(65_535 * x + k);
             }
         }
-        let (a, b) = if v6 { ("[2001:db8::1]:443", "[fe80::2:3]:51234") } else { ("10.0.0.1:80", "192.168.100.255:65535") };
+        let (a, b) =
+            if v6 { ("[2001:db8::1]:443", "[fe80::2:3]:51234") } else { ("10.0.0.1:80", "192.168.100.255:65535") };
         let info = ConnInfo {
             a: endpoint(a),
             b: endpoint(b),
@@ -618,7 +671,10 @@ mod tests {
                 want.write_record(flat.iter().map(|(_, v)| csv_field(v))).unwrap();
                 let mut got = csv::Writer::from_writer(Vec::new());
                 stats_csv_row(&mut got, &c, id, files[id % 2]).unwrap();
-                assert_eq!(String::from_utf8(got.into_inner().unwrap()).unwrap(), String::from_utf8(want.into_inner().unwrap()).unwrap());
+                assert_eq!(
+                    String::from_utf8(got.into_inner().unwrap()).unwrap(),
+                    String::from_utf8(want.into_inner().unwrap()).unwrap()
+                );
             }
         }
     }

@@ -95,7 +95,10 @@ pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
         if args.title.is_none() {
             // Compared connections often share endpoints (two recordings): name the trace.
             for (fig, t) in figs.iter_mut().zip(&targets) {
-                let name = t.trace.file_name().map_or_else(|| t.trace.display().to_string(), |n| n.to_string_lossy().into_owned());
+                let name = t
+                    .trace
+                    .file_name()
+                    .map_or_else(|| t.trace.display().to_string(), |n| n.to_string_lossy().into_owned());
                 fig.title = format!("{name}: {}", fig.title);
             }
         }
@@ -131,14 +134,17 @@ fn png(svg: &str) -> io::Result<Vec<u8>> {
     db.load_system_fonts();
     // fontdb's default sans-serif is Arial, rarely installed on Linux: use what is there.
     let have = |name: &str| db.faces().any(|f| f.families.iter().any(|(n, _)| n == name));
-    if let Some(name) = ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica", "Noto Sans"].into_iter().find(|n| have(n)) {
+    if let Some(name) =
+        ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica", "Noto Sans"].into_iter().find(|n| have(n))
+    {
         db.set_sans_serif_family(name);
     } else if db.is_empty() {
         writeln!(io::stderr(), "tcpscope: no fonts found on this system: the PNG has no text")?;
     }
     let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| io::Error::other(format!("rendering PNG: {e}")))?;
     let size = tree.size().to_int_size();
-    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height()).ok_or_else(|| io::Error::other("rendering PNG: empty image"))?;
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or_else(|| io::Error::other("rendering PNG: empty image"))?;
     resvg::render(&tree, tiny_skia::Transform::identity(), &mut pixmap.as_mut());
     pixmap.encode_png().map_err(|e| io::Error::other(format!("encoding PNG: {e}")))
 }
@@ -152,7 +158,11 @@ fn time_limits(args: &PlotArgs, t: &Target, settings: Settings) -> io::Result<(O
     let mut limit = |flag: &str, v: &Option<String>| -> io::Result<Option<f64>> {
         let Some(v) = v else { return Ok(None) };
         if let Ok(secs) = v.trim().parse::<f64>() {
-            return if secs.is_finite() { Ok(Some(secs)) } else { Err(io::Error::other(format!("{flag} {v:?}: not a time"))) };
+            return if secs.is_finite() {
+                Ok(Some(secs))
+            } else {
+                Err(io::Error::other(format!("{flag} {v:?}: not a time")))
+            };
         }
         let spec: TimeSpec = v.parse().map_err(|e| io::Error::other(format!("{flag}: {e}")))?;
         if let TimeSpec::Offset(ns) = spec {
@@ -164,7 +174,9 @@ fn time_limits(args: &PlotArgs, t: &Target, settings: Settings) -> io::Result<(O
                 let sink = FirstPacket { conn: t.conn - 1, ts_ns: None };
                 let (sink, _) = tcpscope_core::series::run_file(&t.trace, settings, sink)
                     .map_err(|e| io::Error::other(format!("{}: {e}", t.trace.display())))?;
-                let t0 = sink.ts_ns.ok_or_else(|| io::Error::other(format!("{}: no connection {}", t.trace.display(), t.conn)))?;
+                let t0 = sink
+                    .ts_ns
+                    .ok_or_else(|| io::Error::other(format!("{}: no connection {}", t.trace.display(), t.conn)))?;
                 *first.insert(t0)
             }
         };
@@ -202,7 +214,8 @@ fn seq_limits(args: &PlotArgs, t: &Target, settings: Settings) -> io::Result<(Op
     });
     let base = base.ok_or_else(|| fail(&format!("connection {} has no {} segment", t.conn, t.dir.name())))?;
     let rel = |abs: i64| -> io::Result<i64> {
-        let abs = u32::try_from(abs).map_err(|_| io::Error::other(format!("--abs-seq: {abs} is not a 32-bit sequence number")))?;
+        let abs = u32::try_from(abs)
+            .map_err(|_| io::Error::other(format!("--abs-seq: {abs} is not a 32-bit sequence number")))?;
         let v = abs.wrapping_sub(base);
         Ok(if v > u32::MAX - 65535 { v as i64 - (1i64 << 32) } else { v as i64 })
     };

@@ -72,7 +72,11 @@ pub type Alone<'a, S> = Option<&'a (dyn Fn(&Path, &(dyn Fn(u64, u64) + Sync)) ->
 /// Analyses the inputs with a sink from `make` per file: each file on its own (in parallel), or
 /// all merged (one sink). Errors reading a file are printed on stderr with the file and
 /// offset; the results of what was read stand. Sinks come back in file order.
-pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sync, alone: Alone<'_, S>) -> io::Result<(Vec<FileSummary>, Vec<S>)> {
+pub fn analyse_with<S: Sink + Send>(
+    args: &CommonArgs,
+    make: impl Fn() -> S + Sync,
+    alone: Alone<'_, S>,
+) -> io::Result<(Vec<FileSummary>, Vec<S>)> {
     let settings = settings(args)?;
     let total: u64 = args.traces.iter().map(|p| input_bytes(p)).sum();
     let progress = Progress::new(total, args.quiet);
@@ -123,8 +127,10 @@ impl Progress {
     fn new(total: u64, quiet: bool) -> Self {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({msg}, {bytes_per_sec}, {eta})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({msg}, {bytes_per_sec}, {eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let enabled = !quiet && io::stderr().is_terminal();
         Progress { bar, start: Instant::now(), shown: false.into(), enabled, packets: AtomicU64::new(0) }
@@ -133,7 +139,12 @@ impl Progress {
     /// packets): turned into increments of the shared bar.
     fn reader(&self) -> impl Fn(u64, u64) + Sync + '_ {
         let (bytes, packets) = (AtomicU64::new(0), AtomicU64::new(0));
-        move |b, p| self.add(b.saturating_sub(bytes.swap(b, Ordering::Relaxed)), p.saturating_sub(packets.swap(p, Ordering::Relaxed)))
+        move |b, p| {
+            self.add(
+                b.saturating_sub(bytes.swap(b, Ordering::Relaxed)),
+                p.saturating_sub(packets.swap(p, Ordering::Relaxed)),
+            )
+        }
     }
     fn add(&self, bytes: u64, packets: u64) {
         self.bar.inc(bytes);
@@ -167,7 +178,10 @@ fn analyse_sets<S: Sink>(
     for g in groups {
         let set = open_set(&g)?;
         let (from, to) = window(args, &set, &tz)?;
-        let (f, sink) = pass::analyze_set_with(&set, from, to, files.len(), settings, &progress.reader(), make(), |_, _, _, _| true);
+        let (f, sink) =
+            pass::analyze_set_with(&set, from, to, files.len(), settings, &progress.reader(), make(), |_, _, _, _| {
+                true
+            });
         if f.is_empty() {
             empty_window_note(&set, from, to, &tz)?;
         }

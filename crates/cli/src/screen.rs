@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tcpscope_core::export::json::LazySeq;
+use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::Analysis;
 use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
-use tcpscope_core::flow::ConnInfo;
 
 use crate::args::ScreenArgs;
 use crate::output::{check_ids, flatten, to_value, write_csv};
@@ -57,7 +57,11 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
     if c.json {
         // Each row is made and written in turn: the whole list as JSON values took ~5 GB for
         // 200,000 connections.
-        let doc = ScreenDoc { connections: LazySeq::new(rows.iter().map(JsonRow)), connections_total: total, boring_hidden: hidden };
+        let doc = ScreenDoc {
+            connections: LazySeq::new(rows.iter().map(JsonRow)),
+            connections_total: total,
+            boring_hidden: hidden,
+        };
         serde_json::to_writer_pretty(&mut out, &doc).map_err(io::Error::other)?;
         writeln!(out)?;
     } else if c.csv {
@@ -113,8 +117,18 @@ fn conn_json((id, c, s): &(usize, &ConnInfo, &ConnScreen), events: bool) -> io::
     Ok(v)
 }
 
-fn text<W: Write>(out: &mut W, rows: &[(usize, &ConnInfo, &ConnScreen)], total: usize, hidden: usize, events: bool) -> io::Result<()> {
-    writeln!(out, "{total} connection{}, {hidden} boring hidden (--all shows them)", if total == 1 { "" } else { "s" })?;
+fn text<W: Write>(
+    out: &mut W,
+    rows: &[(usize, &ConnInfo, &ConnScreen)],
+    total: usize,
+    hidden: usize,
+    events: bool,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "{total} connection{}, {hidden} boring hidden (--all shows them)",
+        if total == 1 { "" } else { "s" }
+    )?;
     let idw = rows.iter().map(|r| r.0.to_string().len()).max().unwrap_or(2).max(2);
     let epw = rows.iter().map(|r| r.1.a.to_string().len() + r.1.b.to_string().len() + 4).max().unwrap_or(10);
     writeln!(out, "{:>idw$}  {:>8}  {:<epw$}  {:>9}  verdict", "id", "severity", "connection", "duration")?;

@@ -43,7 +43,8 @@ impl Netns {
             }
         }
         let ns = Netns { name };
-        let up = Command::new("ip").args(["netns", "exec", &ns.name, "ip", "link", "set", "lo", "up"]).status().unwrap();
+        let up =
+            Command::new("ip").args(["netns", "exec", &ns.name, "ip", "link", "set", "lo", "up"]).status().unwrap();
         assert!(up.success(), "bring lo up in {}", ns.name);
         Some(ns)
     }
@@ -194,7 +195,12 @@ fn scan(path: &Path) -> Vec<(u64, u64, u64)> {
 /// count when tcpdump is installed).
 fn check_indexes(files: &[PathBuf]) {
     // Not util::have: `tcpdump -v` would start capturing.
-    let tcpdump = Command::new("tcpdump").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    let tcpdump = Command::new("tcpdump")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
     for f in files {
         let size = std::fs::metadata(f).unwrap().len();
         let idx = Index::load(f, size).unwrap().unwrap_or_else(|| panic!("{} has no index", f.display()));
@@ -209,7 +215,12 @@ fn check_indexes(files: &[PathBuf]) {
         if tcpdump {
             let out = Command::new("tcpdump").args(["-n", "-r"]).arg(f).stderr(Stdio::null()).output().unwrap();
             assert!(out.status.success(), "tcpdump reads {}", f.display());
-            assert_eq!(out.stdout.iter().filter(|&&b| b == b'\n').count() as u64, idx.packets, "tcpdump's count of {}", f.display());
+            assert_eq!(
+                out.stdout.iter().filter(|&&b| b == b'\n').count() as u64,
+                idx.packets,
+                "tcpdump's count of {}",
+                f.display()
+            );
         }
     }
 }
@@ -237,7 +248,10 @@ fn capture_rotates_indexes_every_file_and_stops_cleanly_on_sigterm() {
     let conns = doc["connections"].as_array().unwrap();
     assert_eq!(conns.len(), 1, "{doc}");
     assert_eq!(conns[0]["state"], "complete");
-    assert_eq!(conns[0]["a2b"]["unique_bytes"].as_u64().unwrap() + conns[0]["b2a"]["unique_bytes"].as_u64().unwrap(), sent);
+    assert_eq!(
+        conns[0]["a2b"]["unique_bytes"].as_u64().unwrap() + conns[0]["b2a"]["unique_bytes"].as_u64().unwrap(),
+        sent
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -285,8 +299,16 @@ fn ring_deletes_the_oldest_files_and_keeps_the_newest_within_its_budget() {
     // The sender's FIN comes right after its last data byte: that last segment is kept.
     let data: Vec<&serde_json::Value> = lines.iter().filter(|l| l["len"].as_u64().unwrap() > 0).collect();
     let sender = &data.last().expect("data segments kept")["sport"];
-    let data_end = data.iter().filter(|l| &l["sport"] == sender).map(|l| (l["seq"].as_u64().unwrap() + l["len"].as_u64().unwrap()) % (1 << 32)).max().unwrap();
-    let fin = lines.iter().find(|l| &l["sport"] == sender && l["flags"].as_str().unwrap().contains('F')).expect("sender's FIN");
+    let data_end = data
+        .iter()
+        .filter(|l| &l["sport"] == sender)
+        .map(|l| (l["seq"].as_u64().unwrap() + l["len"].as_u64().unwrap()) % (1 << 32))
+        .max()
+        .unwrap();
+    let fin = lines
+        .iter()
+        .find(|l| &l["sport"] == sender && l["flags"].as_str().unwrap().contains('F'))
+        .expect("sender's FIN");
     assert_eq!(fin["seq"].as_u64().unwrap(), data_end, "last data byte kept");
     assert!(sent > 0);
     let _ = std::fs::remove_dir_all(dir);

@@ -65,14 +65,27 @@ fn stats_json_has_the_documented_shape_and_the_scripted_numbers() {
     assert!((c["first_time"].as_f64().unwrap() - 1_600_000_000.0).abs() < 1e-6);
     assert!((c["last_time"].as_f64().unwrap() - 1_600_000_000.28).abs() < 1e-6);
     for key in [
-        "packets", "data_packets", "unique_bytes", "rexmit_packets", "rexmit_bytes", "out_of_order_packets",
-        "dup_acks", "zero_window_adverts", "window_shrinks", "rtt_samples", "rtt_avg_ms", "throughput_bps",
+        "packets",
+        "data_packets",
+        "unique_bytes",
+        "rexmit_packets",
+        "rexmit_bytes",
+        "out_of_order_packets",
+        "dup_acks",
+        "zero_window_adverts",
+        "window_shrinks",
+        "rtt_samples",
+        "rtt_avg_ms",
+        "throughput_bps",
     ] {
         assert!(c["a2b"].get(key).is_some() && c["b2a"].get(key).is_some(), "missing {key}");
     }
     let a2b = &c["a2b"];
     assert_eq!((a2b["packets"].as_u64(), a2b["data_packets"].as_u64()), (Some(8), Some(4)));
-    assert_eq!((a2b["unique_bytes"].as_u64(), a2b["rexmit_packets"].as_u64(), a2b["rexmit_bytes"].as_u64()), (Some(3000), Some(1), Some(1000)));
+    assert_eq!(
+        (a2b["unique_bytes"].as_u64(), a2b["rexmit_packets"].as_u64(), a2b["rexmit_bytes"].as_u64()),
+        (Some(3000), Some(1), Some(1000))
+    );
     assert_eq!(c["b2a"]["dup_acks"], 1);
     // Window scale: b's shift is 6, so its window 500 is 32000 bytes.
     assert_eq!(c["b2a"]["window_scale"], 6);
@@ -116,7 +129,8 @@ fn stdin_gzip_and_plain_inputs_give_the_same_answer() {
     let g = write(&d, "s.pcap.gz", &gz.finish().unwrap());
     let plain = json(&["stats", &f]);
     let gzipped = json(&["stats", &g]);
-    let mut child = tcpscope().args(["stats", "--json", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        tcpscope().args(["stats", "--json", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     child.stdin.take().unwrap().write_all(&bytes).unwrap();
     let out = child.wait_with_output().unwrap();
     let piped: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

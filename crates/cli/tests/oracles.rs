@@ -27,34 +27,78 @@ const SHARED_WITH_TCPTRACE: &[(&str, &str)] = &[
 
 /// Files tcptrace cannot read as they are, so connections are not comparable.
 const TCPTRACE_CANNOT: &[(&str, &str)] = &[
-    ("pcapplusplus__many_interfaces-1.pcapng", "pcapng with several link types: tcptrace reads only the first interface's"),
+    (
+        "pcapplusplus__many_interfaces-1.pcapng",
+        "pcapng with several link types: tcptrace reads only the first interface's",
+    ),
     ("pcapplusplus__pcapng-example.pcapng", "pcapng with several link types"),
     ("suricata__decode-sll2-02.pcap", "tcptrace has no Linux SLL2 decoder"),
     ("tcpdump__bigtcp-ipv4.pcap", "IP total length 0 (BIG TCP): tcptrace drops the packet, we use the wire length"),
     ("zeek__kerberos_tso.pcapng", "TSO frames with IP total length 0: tcptrace drops them, we count them"),
     ("zeek__mixed-vlan-mpls.pcap", "tcptrace has no MPLS decoder"),
     ("pcapplusplus__tcp-malformed.pcap", "data offset past the IP packet: we skip the segment as malformed"),
-    ("tcpdump__timestamp_invalid_nano.pcap", "invalid ns fractions: tcptrace's time goes backwards and it splits the connection"),
-    ("zeek__http_1000-requests-one-dropped-response.pcap", "tcptrace prints the address ::1 as ':0001', so connections cannot be matched"),
-    ("zeek__tcp_rst-inject-rae.pcap", "an injected RST: tcptrace starts a new connection at the next SYN-ACK, we keep one (same ISNs)"),
+    (
+        "tcpdump__timestamp_invalid_nano.pcap",
+        "invalid ns fractions: tcptrace's time goes backwards and it splits the connection",
+    ),
+    (
+        "zeek__http_1000-requests-one-dropped-response.pcap",
+        "tcptrace prints the address ::1 as ':0001', so connections cannot be matched",
+    ),
+    (
+        "zeek__tcp_rst-inject-rae.pcap",
+        "an injected RST: tcptrace starts a new connection at the next SYN-ACK, we keep one (same ISNs)",
+    ),
 ];
 
 /// (file, field, reason): a deliberate difference in one field of one file.
 const KNOWN: &[(&str, &str, &str)] = &[
-    ("zeek__smb3_multichannel.pcap", "rexmit_packets", "1-byte keep-alives of acknowledged data: tcptrace calls them retransmissions"),
-    ("zeek__smb3_multichannel.pcap", "rtt_samples", "GRO super-frames acked exactly: tcptrace's segment list splits them differently"),
-    ("chrissanders__tcp_zerowindowdead.pcapng", "zero_window_probes", "Linux-style 0-byte probes at snd_una-1: tcptrace counts only probes with payload"),
-    ("zeek__http_206_example_b.pcap", "unique_bytes", "overlapping resends around 47 zero-window probes: tcptrace's range list merges differently"),
-    ("zeek__http_206_example_b.pcap", "rexmit_packets", "same: we count 89 (+0 OOO), tcptrace 65 (+26 OOO); tshark 56 + 52 OOO"),
+    (
+        "zeek__smb3_multichannel.pcap",
+        "rexmit_packets",
+        "1-byte keep-alives of acknowledged data: tcptrace calls them retransmissions",
+    ),
+    (
+        "zeek__smb3_multichannel.pcap",
+        "rtt_samples",
+        "GRO super-frames acked exactly: tcptrace's segment list splits them differently",
+    ),
+    (
+        "chrissanders__tcp_zerowindowdead.pcapng",
+        "zero_window_probes",
+        "Linux-style 0-byte probes at snd_una-1: tcptrace counts only probes with payload",
+    ),
+    (
+        "zeek__http_206_example_b.pcap",
+        "unique_bytes",
+        "overlapping resends around 47 zero-window probes: tcptrace's range list merges differently",
+    ),
+    (
+        "zeek__http_206_example_b.pcap",
+        "rexmit_packets",
+        "same: we count 89 (+0 OOO), tcptrace 65 (+26 OOO); tshark 56 + 52 OOO",
+    ),
     ("zeek__http_206_example_b.pcap", "out_of_order_packets", "same"),
     ("zeek__tcp_reassembly.pcap", "out_of_order_packets", "segments missing from the capture then seen: hole fills"),
     ("zeek__tcp_reassembly.pcap", "rtt_samples", "one valid sample after a hole fill that tcptrace skips"),
-    ("tcptrace__discard_solaris.pcap", "rtt_samples", "after fast retransmits tcptrace drops valid samples, e.g. conn 4 frame 1291 acked exactly by 1296 (sent once, nothing covered sent later)"),
-    ("suricata__tcp-rst-unacked-stream-12.pcap", "unique_bytes", "23 segments missing from the capture and D-SACKed spurious retransmissions: hole bookkeeping differs"),
+    (
+        "tcptrace__discard_solaris.pcap",
+        "rtt_samples",
+        "after fast retransmits tcptrace drops valid samples, e.g. conn 4 frame 1291 acked exactly by 1296 (sent once, nothing covered sent later)",
+    ),
+    (
+        "suricata__tcp-rst-unacked-stream-12.pcap",
+        "unique_bytes",
+        "23 segments missing from the capture and D-SACKed spurious retransmissions: hole bookkeeping differs",
+    ),
     ("suricata__tcp-rst-unacked-stream-12.pcap", "rexmit_packets", "same"),
     ("suricata__tcp-rst-unacked-stream-12.pcap", "out_of_order_packets", "same"),
     ("suricata__tcp-rst-unacked-stream-12.pcap", "rtt_samples", "same"),
-    ("pcapplusplus__one_tcp_stream_max_seq.pcap", "rexmit_packets", "a 1-byte keep-alive of acknowledged data: tcptrace calls it a retransmission"),
+    (
+        "pcapplusplus__one_tcp_stream_max_seq.pcap",
+        "rexmit_packets",
+        "a 1-byte keep-alive of acknowledged data: tcptrace calls it a retransmission",
+    ),
 ];
 
 fn tcptrace_rows(path: &Path) -> Vec<HashMap<String, String>> {
@@ -63,7 +107,9 @@ fn tcptrace_rows(path: &Path) -> Vec<HashMap<String, String>> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#') && l.contains(',')).collect();
     let Some((head, rows)) = lines.split_first() else { return vec![] };
     let head: Vec<&str> = head.split(',').map(str::trim).collect();
-    rows.iter().map(|r| head.iter().map(|h| h.to_string()).zip(r.split(',').map(|v| v.trim().to_string())).collect()).collect()
+    rows.iter()
+        .map(|r| head.iter().map(|h| h.to_string()).zip(r.split(',').map(|v| v.trim().to_string())).collect())
+        .collect()
 }
 
 fn key(a: &str, pa: &str, b: &str, pb: &str) -> Vec<(IpAddr, u16)> {
@@ -88,7 +134,12 @@ fn per_direction_counts_agree_with_tcptrace() {
         let doc = json(&["stats", path.to_str().unwrap()]);
         let mut ours: HashMap<Vec<(IpAddr, u16)>, Vec<&serde_json::Value>> = HashMap::new();
         for c in doc["connections"].as_array().unwrap() {
-            let k = key(c["a"]["addr"].as_str().unwrap(), &c["a"]["port"].to_string(), c["b"]["addr"].as_str().unwrap(), &c["b"]["port"].to_string());
+            let k = key(
+                c["a"]["addr"].as_str().unwrap(),
+                &c["a"]["port"].to_string(),
+                c["b"]["addr"].as_str().unwrap(),
+                &c["b"]["port"].to_string(),
+            );
             ours.entry(k).or_default().push(c);
         }
         let rows = tcptrace_rows(&path);
@@ -97,15 +148,19 @@ fn per_direction_counts_agree_with_tcptrace() {
             let k = key(&r["host_a"], &r["port_a"], &r["host_b"], &r["port_b"]);
             let list = ours.get_mut(&k).unwrap_or_else(|| panic!("{name}: no connection {k:?}"));
             let c = list.remove(0);
-            let a_is_a = c["a"]["addr"].as_str().unwrap().parse::<IpAddr>().unwrap() == r["host_a"].parse::<IpAddr>().unwrap()
+            let a_is_a = c["a"]["addr"].as_str().unwrap().parse::<IpAddr>().unwrap()
+                == r["host_a"].parse::<IpAddr>().unwrap()
                 && c["a"]["port"].as_u64() == r["port_a"].parse::<u64>().ok();
-            for (tdir, udir) in [("a2b", if a_is_a { "a2b" } else { "b2a" }), ("b2a", if a_is_a { "b2a" } else { "a2b" })] {
+            for (tdir, udir) in
+                [("a2b", if a_is_a { "a2b" } else { "b2a" }), ("b2a", if a_is_a { "b2a" } else { "a2b" })]
+            {
                 for (tf, uf) in SHARED_WITH_TCPTRACE {
                     let theirs: f64 = r[&format!("{tf}_{tdir}")].parse().unwrap();
                     let mine = c[udir][*uf].as_u64().unwrap();
                     compared += 1;
                     if theirs as u64 != mine && !KNOWN.iter().any(|(f, fl, _)| *f == name && fl == uf) {
-                        failures.push(format!("{name} conn {} {udir} {uf}: tcptrace {theirs}, tcpscope {mine}", c["id"]));
+                        failures
+                            .push(format!("{name} conn {} {udir} {uf}: tcptrace {theirs}, tcpscope {mine}", c["id"]));
                     }
                 }
             }

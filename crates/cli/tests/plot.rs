@@ -61,10 +61,27 @@ struct Cmd {
 /// Panics on anything else.
 fn parse_xpl(s: &str) -> (Vec<Cmd>, BTreeMap<&'static str, String>) {
     const TYPES: [&str; 5] = ["unsigned", "signed", "timeval", "double", "dtime"];
-    const COLORS: [&str; 10] = ["white", "green", "red", "blue", "yellow", "purple", "orange", "magenta", "pink", "gray20"];
+    const COLORS: [&str; 10] =
+        ["white", "green", "red", "blue", "yellow", "purple", "orange", "magenta", "pink", "gray20"];
     const POINT: [&str; 18] = [
-        "x", ".", "dot", "+", "plus", "box", "diamond", "utick", "dtick", "ltick", "rtick", "htick", "vtick", "uarrow",
-        "darrow", "larrow", "rarrow", "invisible",
+        "x",
+        ".",
+        "dot",
+        "+",
+        "plus",
+        "box",
+        "diamond",
+        "utick",
+        "dtick",
+        "ltick",
+        "rtick",
+        "htick",
+        "vtick",
+        "uarrow",
+        "darrow",
+        "larrow",
+        "rarrow",
+        "invisible",
     ];
     const TEXT: [&str; 5] = ["ctext", "atext", "btext", "ltext", "rtext"];
     let mut lines = s.lines();
@@ -79,7 +96,9 @@ fn parse_xpl(s: &str) -> (Vec<Cmd>, BTreeMap<&'static str, String>) {
         assert!(line.len() <= 1000);
         let tok: Vec<&str> = line.split_whitespace().collect();
         let Some(&first) = tok.first() else { continue };
-        let num = |t: &[&str]| t.iter().map(|x| x.parse::<f64>().unwrap_or_else(|_| panic!("not a number in {line}"))).collect::<Vec<_>>();
+        let num = |t: &[&str]| {
+            t.iter().map(|x| x.parse::<f64>().unwrap_or_else(|_| panic!("not a number in {line}"))).collect::<Vec<_>>()
+        };
         if first.starts_with(';') {
             continue;
         } else if tok.len() == 1 && COLORS.contains(&first) {
@@ -91,7 +110,10 @@ fn parse_xpl(s: &str) -> (Vec<Cmd>, BTreeMap<&'static str, String>) {
             ended = true;
         } else if POINT.contains(&first) || TEXT.contains(&first) || first == "line" || first == "dline" {
             let arity = if first == "line" || first == "dline" { 4 } else { 2 };
-            assert!(tok.len() == arity + 1 || (tok.len() == arity + 2 && COLORS.contains(&tok[arity + 1])), "bad command {line}");
+            assert!(
+                tok.len() == arity + 1 || (tok.len() == arity + 2 && COLORS.contains(&tok[arity + 1])),
+                "bad command {line}"
+            );
             let text = TEXT.contains(&first).then(|| lines.next().unwrap().to_string());
             cmds.push(Cmd { name: first.to_string(), v: num(&tok[1..=arity]), color: color.clone(), text });
         } else {
@@ -266,7 +288,11 @@ fn scripted_svg_has_one_mark_per_segment_ack_repeat_and_sack() {
     // Frame 4 has PSH: tcptrace tops it with a diamond instead of the up arrowhead.
     for g in svg_groups(&svg, "seg new") {
         let psh = g.contains(r#"data-frame="4""#) as usize;
-        let shape = (g.matches("<line").count(), g.matches(r#"class="arrow""#).count(), g.matches(r#"class="diamond""#).count());
+        let shape = (
+            g.matches("<line").count(),
+            g.matches(r#"class="arrow""#).count(),
+            g.matches(r#"class="diamond""#).count(),
+        );
         assert_eq!(shape, (1, 2 - psh, psh), "{g}");
     }
     for g in svg_groups(&svg, "seg new zero") {
@@ -325,7 +351,10 @@ fn scripted_from_to_clips() {
     let (cmds, _) = parse_xpl(&text);
     let c = xpl_counts(&cmds);
     assert_eq!((c.segs, c.rexmit, c.ack_steps, c.dticks, c.sacks), (2, 1, 3, 2, 2));
-    assert!(cmds.iter().all(|k| k.v.chunks(2).all(|p| (0.030..=0.100).contains(&p[0]))), "a point outside the time range");
+    assert!(
+        cmds.iter().all(|k| k.v.chunks(2).all(|p| (0.030..=0.100).contains(&p[0]))),
+        "a point outside the time range"
+    );
     // b2a: b sends no payload; a's ACKs are its returning packets.
     let out = d.join("b.svg");
     let svg = plot(&["plot", &f, "-c", "1", "--dir", "b2a", "-o", out.to_str().unwrap()]);
@@ -440,19 +469,26 @@ fn loss_trace_svg_and_xpl_count_what_the_pcap_and_stats_say() {
     assert_eq!(count(&m, "ack dup"), truth.ack_repeats);
     // Wireshark-rule duplicate ACKs (window unchanged) are among the repeats.
     assert!(c["b2a"]["dup_acks"].as_u64().unwrap() <= truth.ack_repeats as u64);
-    assert_eq!(count(&m, "sack"), c["b2a"]["sack_blocks"].as_u64().unwrap() as usize - c["b2a"]["dsacks"].as_u64().unwrap() as usize);
+    assert_eq!(
+        count(&m, "sack"),
+        c["b2a"]["sack_blocks"].as_u64().unwrap() as usize - c["b2a"]["dsacks"].as_u64().unwrap() as usize
+    );
 
     let xpl_path = d.join("l.xpl");
     let (cmds, _) = parse_xpl(&plot(&["plot", f, "-c", "1", "-o", xpl_path.to_str().unwrap()]));
     let x = xpl_counts(&cmds);
-    assert_eq!((x.segs, x.rexmit, x.ack_steps, x.dticks), (truth.data, truth.rexmit, truth.ack_steps, truth.ack_repeats));
+    assert_eq!(
+        (x.segs, x.rexmit, x.ack_steps, x.dticks),
+        (truth.data, truth.rexmit, truth.ack_steps, truth.ack_repeats)
+    );
     assert_eq!(x.uticks, count(&m, "win dup"));
     assert_eq!(x.sacks, count(&m, "sack"));
 
     // --from/--to clip, against the same independent reading.
     let t = loss_truth(0.5, 1.0);
     let clip = d.join("c.xpl");
-    let (cmds, _) = parse_xpl(&plot(&["plot", f, "-c", "1", "--from", "0.5", "--to", "1.0", "-o", clip.to_str().unwrap()]));
+    let (cmds, _) =
+        parse_xpl(&plot(&["plot", f, "-c", "1", "--from", "0.5", "--to", "1.0", "-o", clip.to_str().unwrap()]));
     let x = xpl_counts(&cmds);
     assert!(t.data > 100 && t.data < truth.data);
     assert_eq!((x.segs, x.rexmit, x.ack_steps, x.dticks), (t.data, t.rexmit, t.ack_steps, t.ack_repeats));
@@ -518,15 +554,35 @@ fn rtt_plot_has_one_mark_per_sample_of_each_kind() {
     let m = svg_marks(&svg);
     assert_eq!((count(&m, "rtt karn"), count(&m, "rtt ts")), (karn, ts));
     let xpl = plot(&["plot", f, "-c", "1", "-k", "rtt", "-o", d.join("r.xpl").to_str().unwrap()]);
-    let diamonds: Vec<f64> =
-        xpl.lines().filter(|l| l.starts_with("diamond ")).map(|l| l.split(' ').nth(2).unwrap().parse().unwrap()).collect();
+    let diamonds: Vec<f64> = xpl
+        .lines()
+        .filter(|l| l.starts_with("diamond "))
+        .map(|l| l.split(' ').nth(2).unwrap().parse().unwrap())
+        .collect();
     assert_eq!(diamonds.len(), karn);
     assert_eq!(xpl.lines().filter(|l| l.starts_with("box ")).count(), ts);
     let min = diamonds.iter().cloned().fold(f64::MAX, f64::min);
     assert!((19.0..25.0).contains(&min), "fastest Karn sample {min} ms on a 20 ms path");
     // Clipping keeps only the samples in the window.
-    let clipped = plot(&["plot", f, "-c", "1", "-k", "rtt", "--from", "0.5", "--to", "1.0", "-o", d.join("c.xpl").to_str().unwrap()]);
-    let xs: Vec<f64> = clipped.lines().filter(|l| l.starts_with("diamond ")).map(|l| l.split(' ').nth(1).unwrap().parse().unwrap()).collect();
+    let clipped = plot(&[
+        "plot",
+        f,
+        "-c",
+        "1",
+        "-k",
+        "rtt",
+        "--from",
+        "0.5",
+        "--to",
+        "1.0",
+        "-o",
+        d.join("c.xpl").to_str().unwrap(),
+    ]);
+    let xs: Vec<f64> = clipped
+        .lines()
+        .filter(|l| l.starts_with("diamond "))
+        .map(|l| l.split(' ').nth(1).unwrap().parse().unwrap())
+        .collect();
     assert!(!xs.is_empty() && xs.len() < karn && xs.iter().all(|x| (0.5..=1.0).contains(x)));
 }
 
@@ -537,14 +593,17 @@ fn rtt_plot_has_one_mark_per_sample_of_each_kind() {
 fn groups_with_frame(svg: &str, class: &str) -> Vec<u64> {
     svg_groups(svg, class)
         .iter()
-        .filter_map(|g| g.find(r#"data-frame=""#).map(|i| g[i + 12..i + 12 + g[i + 12..].find('"').unwrap()].parse().unwrap()))
+        .filter_map(|g| {
+            g.find(r#"data-frame=""#).map(|i| g[i + 12..i + 12 + g[i + 12..].find('"').unwrap()].parse().unwrap())
+        })
         .collect()
 }
 
 #[test]
 fn scripted_tput_ssize_dupack_and_burst_count_every_data_packet() {
     let (d, f) = scripted_file("plot-kinds");
-    let svg = |kind: &str| plot(&["plot", &f, "-c", "1", "-k", kind, "-o", d.join(format!("{kind}.svg")).to_str().unwrap()]);
+    let svg =
+        |kind: &str| plot(&["plot", &f, "-c", "1", "-k", kind, "-o", d.join(format!("{kind}.svg")).to_str().unwrap()]);
     // 8 payload packets (frames 4 5 6 7 11 13 15 18): 7 have a previous data packet, so 7 rates;
     // frame 11 carried retransmitted bytes.
     let t = svg("tput");
@@ -606,7 +665,8 @@ fn loss_trace_dupack_and_flight_agree_with_stats() {
     // Rounds are about one RTT (20 ms path, truth file): in the .xpl (data coordinates) the
     // rounds are the blue lines, as many as in the SVG, with a median length of 10-100 ms.
     let (cmds, _) = parse_xpl(&plot(&["plot", f, "-c", "1", "-k", "flight", "-o", d.join("f.xpl").to_str().unwrap()]));
-    let mut lens: Vec<f64> = cmds.iter().filter(|c| c.name == "line" && c.color == "blue").map(|c| c.v[2] - c.v[0]).collect();
+    let mut lens: Vec<f64> =
+        cmds.iter().filter(|c| c.name == "line" && c.color == "blue").map(|c| c.v[2] - c.v[0]).collect();
     assert_eq!(lens.len(), rounds);
     lens.sort_by(f64::total_cmp);
     let median = lens[lens.len() / 2];
@@ -620,21 +680,51 @@ fn with_draws_connections_on_one_scale_side_by_side_or_separately() {
     let clean = data_dir().join("clean-snd.pcap");
     let out = d.join("cmp.svg");
     let with = format!("{}:1", clean.display());
-    let svg = plot(&["plot", loss.to_str().unwrap(), "-c", "1", "--with", &with, "--width", "600", "-o", out.to_str().unwrap()]);
+    let svg = plot(&[
+        "plot",
+        loss.to_str().unwrap(),
+        "-c",
+        "1",
+        "--with",
+        &with,
+        "--width",
+        "600",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert!(svg.starts_with(r#"<svg xmlns="http://www.w3.org/2000/svg" width="1200""#), "{}", &svg[..120]);
     let panels: Vec<&str> = svg.split(r#"<svg class="panel""#).skip(1).collect();
     assert_eq!(panels.len(), 2);
     // One scale: both panels carry the same tick labels.
-    let labels = |p: &str| -> String { p[p.find(r#"<g class="labels""#).unwrap()..].split("</g>").next().unwrap().to_string() };
-    let strip = |s: String| s.split("<text").filter(|t| !t.contains("remark")).map(|t| t.split('>').nth(1).unwrap_or("").to_string()).collect::<Vec<_>>();
+    let labels =
+        |p: &str| -> String { p[p.find(r#"<g class="labels""#).unwrap()..].split("</g>").next().unwrap().to_string() };
+    let strip = |s: String| {
+        s.split("<text")
+            .filter(|t| !t.contains("remark"))
+            .map(|t| t.split('>').nth(1).unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(strip(labels(panels[0])), strip(labels(panels[1])));
     // Each panel draws its own connection's segments.
     assert!(panels[0].contains(r#"class="seg"#) && panels[1].contains(r#"class="seg"#));
     // Separate files, and a bad --with.
     let sep = d.join("sep.svg");
-    let o = run(&["plot", loss.to_str().unwrap(), "-c", "1", "-k", "tput", "--with", &with, "--separate", "-o", sep.to_str().unwrap()]);
+    let o = run(&[
+        "plot",
+        loss.to_str().unwrap(),
+        "-c",
+        "1",
+        "-k",
+        "tput",
+        "--with",
+        &with,
+        "--separate",
+        "-o",
+        sep.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (a, b) = (std::fs::read_to_string(d.join("sep-1.svg")).unwrap(), std::fs::read_to_string(d.join("sep-2.svg")).unwrap());
+    let (a, b) =
+        (std::fs::read_to_string(d.join("sep-1.svg")).unwrap(), std::fs::read_to_string(d.join("sep-2.svg")).unwrap());
     let yl = |s: &str| s[s.find("rate (").unwrap()..].split(')').next().unwrap().to_string();
     assert_eq!(yl(&a), yl(&b));
     let o = run(&["plot", loss.to_str().unwrap(), "-c", "1", "--with", "nocolon", "-o", sep.to_str().unwrap()]);
@@ -674,7 +764,8 @@ fn bulk(n: u32) -> (Vec<u8>, usize) {
         snap: None,
     };
     let (ia, ib) = (1000u32, 5000u32);
-    let mut v = vec![p(0, true, SYN, ia, 0, 0), p(100, false, SYN | ACK, ib, ia + 1, 0), p(200, true, ACK, ia + 1, ib + 1, 0)];
+    let mut v =
+        vec![p(0, true, SYN, ia, 0, 0), p(100, false, SYN | ACK, ib, ia + 1, 0), p(200, true, ACK, ia + 1, ib + 1, 0)];
     let mut rex = 0;
     let mut us = 300;
     for i in 0..n {
@@ -720,7 +811,9 @@ fn large_connection_gives_bounded_files_and_keeps_every_retransmission() {
                         "tsg" => assert_eq!(count(&m, "seg rexmit"), rex, "{m:?}"),
                         "ssize" => assert_eq!(count(&m, "ssize rexmit"), rex),
                         "tput" => assert_eq!(count(&m, "tput rexmit"), rex),
-                        "dupack" => assert_eq!((counted(&text, "dupack bin"), counted(&text, "rexmit bin")), (3 * rex, rex)),
+                        "dupack" => {
+                            assert_eq!((counted(&text, "dupack bin"), counted(&text, "rexmit bin")), (3 * rex, rex))
+                        }
                         _ => {}
                     }
                 }
@@ -733,7 +826,14 @@ fn large_connection_gives_bounded_files_and_keeps_every_retransmission() {
         // (ten times as many) or up to its per-column bound, not with the segments: drawn one
         // by one, 100 000 segments take more than 6 MB.
         let bound = if big.1 == "svg" { 800_000 } else { 2_000_000 };
-        assert!(big.2 <= (2 * small.2 + 200 * 50).max(bound), "{} {}: {} bytes for 10× the packets vs {}", big.0, big.1, big.2, small.2);
+        assert!(
+            big.2 <= (2 * small.2 + 200 * 50).max(bound),
+            "{} {}: {} bytes for 10× the packets vs {}",
+            big.0,
+            big.1,
+            big.2,
+            small.2
+        );
     }
 }
 
@@ -775,7 +875,9 @@ fn public_traces_render_every_kind_with_every_event() {
     };
     let d = tempdir("plot-public");
     let mut events = 0;
-    for (file, id) in [("tcptrace__dsack.pcap", 1), ("tcptrace__discard_solaris.pcap", 3), ("tcptrace__discard_solaris.pcap", 4)] {
+    for (file, id) in
+        [("tcptrace__dsack.pcap", 1), ("tcptrace__discard_solaris.pcap", 3), ("tcptrace__discard_solaris.pcap", 4)]
+    {
         let f = dir.join(file);
         if !f.exists() {
             eprintln!("skipping {file}: absent");
@@ -795,7 +897,9 @@ fn public_traces_render_every_kind_with_every_event() {
             assert!(!m.is_empty(), "{file} {kind}: no marks");
             match kind {
                 "tsg" => assert_eq!(count(&m, "seg rexmit") + count(&m, "seg rexmit zero"), rex, "{file} {kind}"),
-                "dupack" => assert_eq!((counted(&svg, "dupack bin"), counted(&svg, "rexmit bin")), (dups, rex), "{file}"),
+                "dupack" => {
+                    assert_eq!((counted(&svg, "dupack bin"), counted(&svg, "rexmit bin")), (dups, rex), "{file}")
+                }
                 _ => {}
             }
         }

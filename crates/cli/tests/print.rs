@@ -34,7 +34,20 @@ fn tshark(path: &Path) -> Vec<(u64, u64, u64, u64, u64, u64, u64)> {
     let out = Command::new("tshark")
         .arg("-r")
         .arg(path)
-        .args(["-Y", "tcp", "-T", "fields", "-e", "frame.time_epoch", "-e", "tcp.srcport", "-e", "tcp.seq_raw", "-e", "tcp.ack_raw"])
+        .args([
+            "-Y",
+            "tcp",
+            "-T",
+            "fields",
+            "-e",
+            "frame.time_epoch",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "tcp.seq_raw",
+            "-e",
+            "tcp.ack_raw",
+        ])
         .args(["-e", "tcp.window_size_value", "-e", "tcp.len", "-e", "frame.number", "-e", "tcp.flags.ack"])
         .output()
         .unwrap();
@@ -70,19 +83,27 @@ fn print_matches_tshark_packet_for_packet_in_a_window() {
     let (from, to) = (t0 + 500_000_000, t0 + 800_000_000);
     let want: Vec<_> = all.iter().filter(|p| p.0 >= from && p.0 < to).cloned().collect();
     assert!(want.len() > 50 && want.len() < all.len() / 2, "a real window: {} of {}", want.len(), all.len());
-    let got: Vec<_> = print_json(&[trace().to_str().unwrap(), "--from", "+0.5", "--for", "300ms"]).iter().map(fields).collect();
+    let got: Vec<_> =
+        print_json(&[trace().to_str().unwrap(), "--from", "+0.5", "--for", "300ms"]).iter().map(fields).collect();
     assert_eq!(got, want);
     let clock = jiff::Timestamp::from_nanosecond(from as i128).unwrap().strftime("%H:%M:%S%.f").to_string();
-    let got: Vec<_> = print_json(&[trace().to_str().unwrap(), "--from", &clock, "--to", &format!("@{}.{:09}", to / 1_000_000_000, to % 1_000_000_000)])
-        .iter()
-        .map(fields)
-        .collect();
+    let got: Vec<_> = print_json(&[
+        trace().to_str().unwrap(),
+        "--from",
+        &clock,
+        "--to",
+        &format!("@{}.{:09}", to / 1_000_000_000, to % 1_000_000_000),
+    ])
+    .iter()
+    .map(fields)
+    .collect();
     assert_eq!(got, want, "--from {clock}");
 }
 
 #[test]
 fn print_text_has_the_columns_of_figure_2_2() {
-    let out = util::tcpscope().env("TZ", "UTC").args(["print", trace().to_str().unwrap(), "--for", "0.03"]).output().unwrap();
+    let out =
+        util::tcpscope().env("TZ", "UTC").args(["print", trace().to_str().unwrap(), "--for", "0.03"]).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let mut lines = text.lines();
@@ -145,8 +166,14 @@ fn a_split_ring_gives_the_same_answers_as_the_whole_file() {
                 assert_eq!(x[k], y[k], "{k} with window {window:?}");
             }
         }
-        let p1: Vec<_> = print_json(&[&[t][..], &window].concat()).iter().map(|v| (v["ts_ns"].clone(), v["seq"].clone(), v["conn"].clone())).collect();
-        let p2: Vec<_> = print_json(&[&[d][..], &window].concat()).iter().map(|v| (v["ts_ns"].clone(), v["seq"].clone(), v["conn"].clone())).collect();
+        let p1: Vec<_> = print_json(&[&[t][..], &window].concat())
+            .iter()
+            .map(|v| (v["ts_ns"].clone(), v["seq"].clone(), v["conn"].clone()))
+            .collect();
+        let p2: Vec<_> = print_json(&[&[d][..], &window].concat())
+            .iter()
+            .map(|v| (v["ts_ns"].clone(), v["seq"].clone(), v["conn"].clone()))
+            .collect();
         assert_eq!(p1, p2, "print with window {window:?}");
     }
     let _ = std::fs::remove_dir_all(dir);
@@ -165,13 +192,18 @@ fn connection_ids_in_a_window_are_those_conns_gives_for_it() {
     for c in list {
         let id = c["id"].as_u64().unwrap().to_string();
         let lines = print_json(&[&[s, r, "-c", &id][..], &w].concat());
-        assert_eq!(lines.len() as u64, c["a2b"]["packets"].as_u64().unwrap() + c["b2a"]["packets"].as_u64().unwrap(), "conn {id}");
+        assert_eq!(
+            lines.len() as u64,
+            c["a2b"]["packets"].as_u64().unwrap() + c["b2a"]["packets"].as_u64().unwrap(),
+            "conn {id}"
+        );
         let ends = |v: &Value| {
             let mut e = [(v["src"].clone(), v["sport"].clone()), (v["dst"].clone(), v["dport"].clone())];
             e.sort_by_key(|x| x.1.as_u64());
             e
         };
-        let mut want = [(c["a"]["addr"].clone(), c["a"]["port"].clone()), (c["b"]["addr"].clone(), c["b"]["port"].clone())];
+        let mut want =
+            [(c["a"]["addr"].clone(), c["a"]["port"].clone()), (c["b"]["addr"].clone(), c["b"]["port"].clone())];
         want.sort_by_key(|x| x.1.as_u64());
         assert!(lines.iter().all(|l| ends(l) == want && l["conn"].as_u64().unwrap().to_string() == id));
     }
@@ -183,7 +215,11 @@ fn bad_times_and_empty_windows_are_clear_errors() {
     let t = t.to_str().unwrap();
     let out = util::run(&["conns", t, "--from", "noon"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("expected a clock time"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("expected a clock time"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = util::run(&["print", t, "--for", "-5"]);
     assert_eq!(out.status.code(), Some(2));
     let out = util::run(&["print", t, "--from", "+2", "--to", "+1"]);
@@ -194,10 +230,14 @@ fn bad_times_and_empty_windows_are_clear_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no capture files"));
     // A window with no packet: nothing read (exit 1), and where the trace is.
-    let out = util::tcpscope().env("TZ", "UTC").args(["conns", t, "--from", "00:16:00", "--for", "1"]).output().unwrap();
+    let out =
+        util::tcpscope().env("TZ", "UTC").args(["conns", t, "--from", "00:16:00", "--for", "1"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("no packets from 00:16:00.000000 to 00:16:01.000000 (its first packet is at 00:16:10.849758)"), "{e}");
+    assert!(
+        e.contains("no packets from 00:16:00.000000 to 00:16:01.000000 (its first packet is at 00:16:10.849758)"),
+        "{e}"
+    );
     let out = util::run(&["print", t, "-c", "9"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no connection 9"));

@@ -27,7 +27,8 @@ fn sender_dir(name: &str, side: &str) -> Value {
 /// (segments, gaps): distinct segments in `list` (by seq) and runs of adjacent ones, leaving
 /// out a run that ends at the end of the transfer (nothing after it can make it a hole).
 fn segments_and_gaps(list: &Value, transfer: u64) -> (u64, u64) {
-    let mut segs: Vec<(u64, u64)> = list.as_array().unwrap().iter().map(|d| (d["seq"].as_u64().unwrap(), d["len"].as_u64().unwrap())).collect();
+    let mut segs: Vec<(u64, u64)> =
+        list.as_array().unwrap().iter().map(|d| (d["seq"].as_u64().unwrap(), d["len"].as_u64().unwrap())).collect();
     segs.sort();
     segs.dedup_by_key(|s| s.0);
     let mut runs: Vec<(u64, u64)> = Vec::new();
@@ -38,8 +39,17 @@ fn segments_and_gaps(list: &Value, transfer: u64) -> (u64, u64) {
         }
     }
     let tail = runs.iter().filter(|r| r.1 >= transfer).count() as u64;
-    let tail_segs = list.as_array().unwrap().iter().filter(|d| d["seq"].as_u64().unwrap() + d["len"].as_u64().unwrap() >= transfer).map(|d| d["seq"].as_u64()).collect::<std::collections::HashSet<_>>().len() as u64;
-    let distinct = list.as_array().unwrap().iter().map(|d| d["seq"].as_u64()).collect::<std::collections::HashSet<_>>().len() as u64;
+    let tail_segs = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["seq"].as_u64().unwrap() + d["len"].as_u64().unwrap() >= transfer)
+        .map(|d| d["seq"].as_u64())
+        .collect::<std::collections::HashSet<_>>()
+        .len() as u64;
+    let distinct =
+        list.as_array().unwrap().iter().map(|d| d["seq"].as_u64()).collect::<std::collections::HashSet<_>>().len()
+            as u64;
     (distinct - tail_segs, runs.len() as u64 - tail)
 }
 

@@ -38,7 +38,10 @@ fn the_json_has_the_documented_shape() {
     assert!(c["verdict"].is_string());
     let sev = c["severity"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&sev));
-    let limits: f64 = ["application", "receiver_window", "congestion", "recovery"].iter().map(|k| c["limits"][k].as_f64().unwrap()).sum();
+    let limits: f64 = ["application", "receiver_window", "congestion", "recovery"]
+        .iter()
+        .map(|k| c["limits"][k].as_f64().unwrap())
+        .sum();
     assert!(limits <= 1.0 + 1e-9, "{limits}");
     for k in ["rto", "fast_retransmit", "reordering", "network_duplicate", "spurious", "flow_control", "unknown"] {
         assert!(c["out_of_sequence"][k].is_u64(), "{k}");
@@ -48,7 +51,11 @@ fn the_json_has_the_documented_shape() {
     let total: u64 = c["out_of_sequence"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
     assert_eq!(events.len() as u64, total);
     for e in events {
-        assert!(e["frame"].as_u64().unwrap() > 0 && e["rto_ms"].as_f64().unwrap() > 0.0 && !e["rule"].as_str().unwrap().is_empty());
+        assert!(
+            e["frame"].as_u64().unwrap() > 0
+                && e["rto_ms"].as_f64().unwrap() > 0.0
+                && !e["rule"].as_str().unwrap().is_empty()
+        );
     }
 }
 
@@ -59,7 +66,11 @@ fn sender_side_classes_equal_the_kernels_counters() {
         let t = truth(name);
         let c = screened(name, "snd");
         let m = &c["out_of_sequence"];
-        assert_eq!(oos(&c, "fast_retransmit"), kernel(&t, "TCPFastRetrans") - kernel(&t, "TCPDSACKRecv"), "{name}: {m}");
+        assert_eq!(
+            oos(&c, "fast_retransmit"),
+            kernel(&t, "TCPFastRetrans") - kernel(&t, "TCPDSACKRecv"),
+            "{name}: {m}"
+        );
         assert_eq!(oos(&c, "rto"), kernel(&t, "TCPTimeouts"), "{name}: {m}");
         assert_eq!(oos(&c, "tail_loss_probe"), kernel(&t, "TCPLossProbes"), "{name}: {m}");
         assert_eq!(oos(&c, "spurious"), kernel(&t, "TCPDSACKRecv"), "{name}: D-SACKed resends are unneeded: {m}");
@@ -77,16 +88,28 @@ fn receiver_side_tells_losses_from_reordering() {
         let t = truth(name);
         let c = screened(name, "rcv");
         let events = c["events"].as_array().unwrap();
-        let dropped: Vec<(i64, i64)> =
-            t["dropped"].as_array().unwrap().iter().map(|d| (d["seq"].as_i64().unwrap(), d["seq"].as_i64().unwrap() + d["len"].as_i64().unwrap())).collect();
+        let dropped: Vec<(i64, i64)> = t["dropped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| (d["seq"].as_i64().unwrap(), d["seq"].as_i64().unwrap() + d["len"].as_i64().unwrap()))
+            .collect();
         for e in events {
             let seq = e["seq"].as_i64().unwrap();
             if dropped.iter().any(|&(a, b)| a <= seq && seq < b) {
                 let class = e["class"].as_str().unwrap();
-                assert!(["fast_retransmit", "rto", "tail_loss_probe"].contains(&class), "{name}: dropped seq {seq} classified {class}");
+                assert!(
+                    ["fast_retransmit", "rto", "tail_loss_probe"].contains(&class),
+                    "{name}: dropped seq {seq} classified {class}"
+                );
             }
         }
-        assert_eq!(oos(&c, "reordering"), t["reordered"].as_array().unwrap().len() as u64, "{name}: {}", c["out_of_sequence"]);
+        assert_eq!(
+            oos(&c, "reordering"),
+            t["reordered"].as_array().unwrap().len() as u64,
+            "{name}: {}",
+            c["out_of_sequence"]
+        );
         assert_eq!(oos(&c, "unknown"), 0, "{name}: {}", c["out_of_sequence"]);
     }
     // The reorder scenario's two unneeded fast retransmissions arrive as data the receiver had.
@@ -110,7 +133,11 @@ fn the_verdict_names_the_known_cause() {
         assert!(l["verdict"].as_str().unwrap().contains("retransmission"), "loss-{side}: {}", l["verdict"]);
         let n = screened("bottleneck", side);
         assert!(n["limits"]["congestion"].as_f64().unwrap() > 0.8, "bottleneck-{side}: {}", n["limits"]);
-        assert!(n["verdict"].as_str().unwrap().contains("7 retransmissions (7 fast)"), "bottleneck-{side}: {}", n["verdict"]);
+        assert!(
+            n["verdict"].as_str().unwrap().contains("7 retransmissions (7 fast)"),
+            "bottleneck-{side}: {}",
+            n["verdict"]
+        );
 
         let clean = screened("clean", side);
         assert_eq!(clean["severity"].as_f64().unwrap(), 0.0, "clean-{side}");
@@ -134,7 +161,11 @@ fn boring_connections_are_hidden_and_the_rules_file_decides_what_is_boring() {
 
     let dir = tempdir("screen-rules");
     let rules = dir.join("rules.toml");
-    std::fs::write(&rules, "[boring]\nstop_and_wait = false\nmax = { retransmitted_fraction = 0.01, receiver_window = 0.1 }\n").unwrap();
+    std::fs::write(
+        &rules,
+        "[boring]\nstop_and_wait = false\nmax = { retransmitted_fraction = 0.01, receiver_window = 0.1 }\n",
+    )
+    .unwrap();
     let doc = json(&["screen", clean, "--rules", rules.to_str().unwrap()]);
     assert_eq!(doc["connections"].as_array().unwrap().len(), 0, "clean bulk is boring under these rules");
     assert_eq!(doc["boring_hidden"], 1);
@@ -150,7 +181,10 @@ fn boring_connections_are_hidden_and_the_rules_file_decides_what_is_boring() {
 /// Several files: ranked most troubled first across all of them, `--top` keeps the head.
 #[test]
 fn connections_are_ranked_by_severity_across_files() {
-    let files: Vec<String> = ["clean-snd", "zerowin-snd", "loss-snd", "bursty-snd"].iter().map(|n| data_dir().join(format!("{n}.pcap")).to_string_lossy().into_owned()).collect();
+    let files: Vec<String> = ["clean-snd", "zerowin-snd", "loss-snd", "bursty-snd"]
+        .iter()
+        .map(|n| data_dir().join(format!("{n}.pcap")).to_string_lossy().into_owned())
+        .collect();
     let mut args: Vec<&str> = vec!["screen", "--all"];
     args.extend(files.iter().map(String::as_str));
     let doc = json(&args);
@@ -180,7 +214,11 @@ fn every_public_trace_screens() {
             let limits: f64 = c["limits"].as_object().unwrap().values().map(|v| v.as_f64().unwrap()).sum();
             assert!(limits <= 1.0 + 1e-9, "{}: {c}", f.display());
             let stalls = c["a2b"]["timeout_stall_s"].as_f64().unwrap() + c["b2a"]["timeout_stall_s"].as_f64().unwrap();
-            assert!(stalls <= c["duration_s"].as_f64().unwrap() + 1e-6, "{}: stalls longer than the connection", f.display());
+            assert!(
+                stalls <= c["duration_s"].as_f64().unwrap() + 1e-6,
+                "{}: stalls longer than the connection",
+                f.display()
+            );
             let sev = c["severity"].as_f64().unwrap();
             assert!((0.0..=1.0).contains(&sev));
         }

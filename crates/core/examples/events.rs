@@ -10,7 +10,14 @@ struct Print(Option<usize>);
 impl Sink for Print {
     fn event(&mut self, at: &At, ev: &Event) {
         if self.0.is_none_or(|id| id == at.conn + 1) {
-            println!("conn {} {} frame {} t {:.6} {:?}", at.conn + 1, at.dir.name(), at.frame, at.ts_ns as f64 / 1e9, ev);
+            println!(
+                "conn {} {} frame {} t {:.6} {:?}",
+                at.conn + 1,
+                at.dir.name(),
+                at.frame,
+                at.ts_ns as f64 / 1e9,
+                ev
+            );
         }
     }
 }

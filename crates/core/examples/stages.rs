@@ -50,6 +50,8 @@ fn main() {
         let two = pass::analyze_file(path.as_ref(), 0, Settings::default(), true, &noprog);
         let piped = t.elapsed().as_secs_f64() * 1e3;
         assert_eq!(sink.conns.len(), two.conns.len());
-        println!("read {read:6.1} ms  +decode {decode:6.1}  analyse: stats {stats:6.1}  null sink {null:6.1}  whole, pipelined {piped:6.1}  ({n})");
+        println!(
+            "read {read:6.1} ms  +decode {decode:6.1}  analyse: stats {stats:6.1}  null sink {null:6.1}  whole, pipelined {piped:6.1}  ({n})"
+        );
     }
 }

@@ -27,9 +27,9 @@ pub mod decode;
 pub mod export;
 pub mod flow;
 pub mod pass;
-pub mod seq;
 pub mod plot;
 pub mod screen;
+pub mod seq;
 pub mod series;
 pub mod stats;
 #[doc(hidden)]

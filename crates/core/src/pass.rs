@@ -407,7 +407,13 @@ impl Batch {
 /// ([`Sink::own_thread`]), so a single large file uses two cores or more (use it when
 /// the file is alone; several files are better spread over the cores one thread each). The
 /// answer is the same either way (a test checks it).
-pub fn analyze_file(path: &Path, file: usize, settings: Settings, pipelined: bool, progress: &(dyn Fn(u64, u64) + Sync)) -> Analysis {
+pub fn analyze_file(
+    path: &Path,
+    file: usize,
+    settings: Settings,
+    pipelined: bool,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Analysis {
     let (summary, sink) = analyze_file_with(path, file, settings, pipelined, progress, StatsSink::default());
     Analysis { files: vec![summary], conns: sink.conns }
 }
@@ -491,7 +497,12 @@ fn pipe() -> (Pipe, PipeEnd) {
 
 /// The reading stage: decodes the file's segments into batches of [`BATCH`], one per pipe
 /// (the 4-tuple's shard when there are several), and hands them on.
-fn read_batches(mut reader: CaptureReader, mut summary: FileSummary, progress: &(dyn Fn(u64, u64) + Sync), pipes: Vec<Pipe>) -> (FileSummary, Option<CaptureError>) {
+fn read_batches(
+    mut reader: CaptureReader,
+    mut summary: FileSummary,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    pipes: Vec<Pipe>,
+) -> (FileSummary, Option<CaptureError>) {
     let n = pipes.len();
     let mut batches: Vec<Batch> = pipes.iter().map(|_| Batch::new()).collect();
     let mut clock = SweepClock::default();
@@ -609,7 +620,8 @@ pub fn analyze_file_sharded<S: Shardable>(
             .unzip();
         let (summary, _) = read_batches(reader, summary, progress, pipes);
         // A panic in another stage is a bug in tcpscope: let it surface as one.
-        let parts: Vec<(S, Vec<u64>)> = threads.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
+        let parts: Vec<(S, Vec<u64>)> =
+            threads.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
         (summary, parts)
     });
     let (sinks, firsts): (Vec<S>, Vec<Vec<u64>>) = parts.into_iter().unzip();
@@ -671,7 +683,12 @@ pub fn analyze_reader<S: Sink>(reader: CaptureReader, settings: Settings, sink: 
 /// through the [`SweepClock`], as in a shard: [`Analyzer::segment_after_sweep`]). A connection
 /// `keep` takes whole (its 4-tuple's packets) is analysed as in the full pass; its index counts
 /// only the connections kept. Returns the sink and the error that ended reading early, if any.
-pub fn analyze_only<S: Sink>(mut reader: CaptureReader, settings: Settings, sink: S, mut keep: impl FnMut(&Segment<'_>) -> bool) -> (S, Option<CaptureError>) {
+pub fn analyze_only<S: Sink>(
+    mut reader: CaptureReader,
+    settings: Settings,
+    sink: S,
+    mut keep: impl FnMut(&Segment<'_>) -> bool,
+) -> (S, Option<CaptureError>) {
     let mut an = Analyzer::new(settings, sink);
     let mut clock = SweepClock::default();
     let error = read_segments(&mut reader, &mut FileSummary::default(), &|_, _| {}, |seg, frame, ts_ns| {
@@ -729,7 +746,12 @@ pub fn analyze_merged(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(
 }
 
 /// [`analyze_merged`] with any sink: returns the files' summaries and the sink.
-pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progress: &(dyn Fn(u64, u64) + Sync), sink: S) -> (Vec<FileSummary>, S) {
+pub fn analyze_merged_with<S: Sink>(
+    paths: &[PathBuf],
+    settings: Settings,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    sink: S,
+) -> (Vec<FileSummary>, S) {
     let mut summaries: Vec<FileSummary> =
         paths.iter().map(|p| FileSummary { path: p.clone(), ..Default::default() }).collect();
     let mut readers = Vec::new();
@@ -770,7 +792,6 @@ pub fn analyze_merged_with<S: Sink>(paths: &[PathBuf], settings: Settings, progr
     (summaries.into_iter().map(FileSummary::finish).collect(), an.sink)
 }
 
-
 /// Analyses the packets of a trace set with `from <= ts_ns < to` as one trace in time order
 /// (see [`crate::capture::set`]). Each file read appears in [`Analysis::files`] with the counts
 /// of its packets *in the window*; files outside the window are not read and not listed
@@ -808,7 +829,12 @@ pub fn analyze_set_with<S: Sink>(
     // Summaries in the order files are first touched; `place[f]` is file f's position.
     let mut summaries: Vec<FileSummary> = Vec::new();
     let mut place: Vec<Option<usize>> = vec![None; set.files.len()];
-    fn summary<'a>(summaries: &'a mut Vec<FileSummary>, place: &mut [Option<usize>], set: &TraceSet, f: usize) -> (usize, &'a mut FileSummary) {
+    fn summary<'a>(
+        summaries: &'a mut Vec<FileSummary>,
+        place: &mut [Option<usize>],
+        set: &TraceSet,
+        f: usize,
+    ) -> (usize, &'a mut FileSummary) {
         let p = *place[f].get_or_insert_with(|| {
             summaries.push(FileSummary { path: set.files[f].path.clone(), ..Default::default() });
             summaries.len() - 1
@@ -877,7 +903,20 @@ mod tests {
             let mut p = |from_c: bool, flags: u8, seq: u32, ack: u32, len: u16| {
                 at += 1 + next(200_000_000);
                 let (src, dst, sport, dport) = if from_c { (c, s, cp, sp) } else { (s, c, sp, cp) };
-                pkts.push(Pkt { ts_ns: at, src, dst, sport, dport, seq, ack, flags, win: 1000, len, opts: vec![], snap: None });
+                pkts.push(Pkt {
+                    ts_ns: at,
+                    src,
+                    dst,
+                    sport,
+                    dport,
+                    seq,
+                    ack,
+                    flags,
+                    win: 1000,
+                    len,
+                    opts: vec![],
+                    snap: None,
+                });
             };
             p(true, SYN, ci, 0, 0);
             p(false, SYN | ACK, si, ci + 1, 0);
@@ -925,7 +964,8 @@ mod tests {
             let (sum, piped) = analyze_file_with(path, 0, Settings::default(), true, &|_, _| {}, StatsSink::default());
             assert_eq!(answer(&sum, &piped), want, "{}, pipelined", path.display());
             for shards in [2, 3, MAX_SHARDS] {
-                let (sum, joined) = analyze_file_sharded(path, 0, Settings::default(), shards, &|_, _| {}, StatsSink::default);
+                let (sum, joined) =
+                    analyze_file_sharded(path, 0, Settings::default(), shards, &|_, _| {}, StatsSink::default);
                 assert_eq!(answer(&sum, &joined), want, "{}, {shards} shards", path.display());
             }
         }
@@ -948,10 +988,32 @@ mod tests {
     fn expiry_does_not_wait_for_a_sweep() {
         let conn = |t: u64, sport: u16, isn: u32| {
             let p = |dt: u64, from_a: bool, flags: u8, seq: u32, ack: u32| {
-                let (src, dst, sp, dp) = if from_a { ([10, 0, 0, 1], [10, 0, 0, 2], sport, 80) } else { ([10, 0, 0, 2], [10, 0, 0, 1], 80, sport) };
-                Pkt { ts_ns: t + dt, src, dst, sport: sp, dport: dp, seq, ack, flags, win: 1000, len: 0, opts: vec![], snap: None }
+                let (src, dst, sp, dp) = if from_a {
+                    ([10, 0, 0, 1], [10, 0, 0, 2], sport, 80)
+                } else {
+                    ([10, 0, 0, 2], [10, 0, 0, 1], 80, sport)
+                };
+                Pkt {
+                    ts_ns: t + dt,
+                    src,
+                    dst,
+                    sport: sp,
+                    dport: dp,
+                    seq,
+                    ack,
+                    flags,
+                    win: 1000,
+                    len: 0,
+                    opts: vec![],
+                    snap: None,
+                }
             };
-            vec![p(0, true, SYN, isn, 0), p(1, false, SYN | ACK, 9, isn + 1), p(2, true, FIN | ACK, isn + 1, 10), p(3, false, FIN | ACK, 10, isn + 2)]
+            vec![
+                p(0, true, SYN, isn, 0),
+                p(1, false, SYN | ACK, 9, isn + 1),
+                p(2, true, FIN | ACK, isn + 1, 10),
+                p(3, false, FIN | ACK, 10, isn + 2),
+            ]
         };
         let t0 = 1_000_000_000_000u64;
         let later = t0 + EVICT_CLOSED_NS + 5_000_000_000;
@@ -983,7 +1045,14 @@ mod tests {
             // Pipelined: three stages for the screen sink (more than one batch of records), two
             // for the statistics sink.
             let run = |pipelined| {
-                let (sum, sink) = analyze_file_with(&path, 0, Settings::default(), pipelined, &|_, _| {}, (StatsSink::default(), screen()));
+                let (sum, sink) = analyze_file_with(
+                    &path,
+                    0,
+                    Settings::default(),
+                    pipelined,
+                    &|_, _| {},
+                    (StatsSink::default(), screen()),
+                );
                 let stats: Vec<String> = sink.0.conns.iter().map(|c| format!("{c:?}")).collect();
                 (sum.tcp_packets, stats, serde_json::to_string(&sink.1.finish()).unwrap())
             };

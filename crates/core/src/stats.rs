@@ -167,7 +167,8 @@ impl DirStats {
     /// ACK advance, in bits per second.
     pub fn goodput_bps(&self) -> Option<f64> {
         let t = self.last_ack_advance_ts_ns.saturating_sub(self.first_data_ts_ns);
-        (self.data_packets > 0 && t > 0 && self.last_ack_advance_ts_ns > 0).then(|| self.acked_bytes as f64 * 8e9 / t as f64)
+        (self.data_packets > 0 && t > 0 && self.last_ack_advance_ts_ns > 0)
+            .then(|| self.acked_bytes as f64 * 8e9 / t as f64)
     }
     /// Data time (first to last data packet) in ns.
     pub fn data_time_ns(&self) -> u64 {

@@ -103,7 +103,20 @@ impl Pkt {
         // A sender's IP ID changes from packet to packet (here with the time), so a resent
         // segment differs from a copy the network duplicated.
         let id = (self.ts_ns / 1000) as u16 | 1;
-        p.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8, (id >> 8) as u8, id as u8, 0x40, 0, 64, 6, 0, 0]);
+        p.extend_from_slice(&[
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            (id >> 8) as u8,
+            id as u8,
+            0x40,
+            0,
+            64,
+            6,
+            0,
+            0,
+        ]);
         p.extend_from_slice(&self.src);
         p.extend_from_slice(&self.dst);
         p.extend_from_slice(&self.sport.to_be_bytes());

@@ -24,10 +24,16 @@ fn fuzz_regressions_stay_fixed() {
             }
             for c in &an.sink.conns {
                 for d in &c.dir {
-                    assert_eq!(d.unique_bytes + d.rexmit_bytes + d.zero_window_probe_bytes, d.payload_bytes, "{}", path.display());
+                    assert_eq!(
+                        d.unique_bytes + d.rexmit_bytes + d.zero_window_probe_bytes,
+                        d.payload_bytes,
+                        "{}",
+                        path.display()
+                    );
                 }
             }
-            let (_, sharded) = pass::analyze_file_sharded(&path, 0, Settings::default(), 3, &|_, _| {}, StatsSink::default);
+            let (_, sharded) =
+                pass::analyze_file_sharded(&path, 0, Settings::default(), 3, &|_, _| {}, StatsSink::default);
             let text = |s: &StatsSink| s.conns.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>();
             assert_eq!(text(&sharded), text(&an.sink), "{}: sharded", path.display());
             n += 1;

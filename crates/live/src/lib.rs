@@ -243,7 +243,11 @@ fn index_leftovers(dir: &Path) {
         if matches!(Index::load(&e.path, size), Ok(Some(_))) {
             continue;
         }
-        match Index::build(&e.path, tcpscope_core::capture::index::EVERY_PKTS, tcpscope_core::capture::index::EVERY_BYTES) {
+        match Index::build(
+            &e.path,
+            tcpscope_core::capture::index::EVERY_PKTS,
+            tcpscope_core::capture::index::EVERY_BYTES,
+        ) {
             // Killed before its first packet reached the disk: nothing to keep.
             Ok((idx, _)) if idx.packets == 0 => remove_empty(&e.path),
             Err(tcpscope_core::capture::CaptureError::Truncated { offset: 0, .. }) => remove_empty(&e.path),
@@ -303,7 +307,12 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
         let path = f.path.clone();
         let c = counters.since(file_start);
         let idx = f.close(Some(c)).map_err(io_err(&path))?;
-        log!("closed {} ({} packets; kernel drops while it was written: {})", path.display(), idx.packets, c.dropped + c.if_dropped);
+        log!(
+            "closed {} ({} packets; kernel drops while it was written: {})",
+            path.display(),
+            idx.packets,
+            c.dropped + c.if_dropped
+        );
         Ok(())
     };
 
@@ -318,7 +327,8 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
                 let ts_ns = p.header.ts.tv_sec as u64 * 1_000_000_000 + p.header.ts.tv_usec as u64 * 1000;
                 if current.is_none() {
                     let path = cfg.dir.join(ring::file_name(ts_ns, cfg.format));
-                    let f = RingFile::create(&path, cfg.format, link_type, args.snaplen, args.index_every, ts_ns).map_err(io_err(&path))?;
+                    let f = RingFile::create(&path, cfg.format, link_type, args.snaplen, args.index_every, ts_ns)
+                        .map_err(io_err(&path))?;
                     log!("opened {}", path.display());
                     opened_new = true;
                     opened_at = Instant::now();
@@ -361,7 +371,10 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
             files_closed += 1;
         }
         // Budget and drops: after each rotation, and once a second.
-        if due_size || due_time || (!packet_written || total_pkts.is_multiple_of(256)) && last_check.elapsed() >= Duration::from_secs(1) {
+        if due_size
+            || due_time
+            || (!packet_written || total_pkts.is_multiple_of(256)) && last_check.elapsed() >= Duration::from_secs(1)
+        {
             last_check = Instant::now();
             if let Ok(s) = cap.stats() {
                 counters.update(s);
@@ -373,7 +386,11 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
             }
             let dropped = counters.dropped + counters.if_dropped;
             if dropped > reported_drops {
-                log!("{} packets dropped by the kernel or interface so far ({} since last report)", dropped, dropped - reported_drops);
+                log!(
+                    "{} packets dropped by the kernel or interface so far ({} since last report)",
+                    dropped,
+                    dropped - reported_drops
+                );
                 reported_drops = dropped;
             }
             let cur = current.as_ref().map(|f| (f.path.as_path(), f.bytes));

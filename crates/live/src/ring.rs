@@ -132,7 +132,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tcpscope-ring-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let names: Vec<String> = (0..5).map(|i| file_name(1_795_302_498_000_000_000 + i * 1_000_000_000, Format::Pcap)).collect();
+        let names: Vec<String> =
+            (0..5).map(|i| file_name(1_795_302_498_000_000_000 + i * 1_000_000_000, Format::Pcap)).collect();
         for n in &names {
             std::fs::write(dir.join(n), vec![0u8; 1000]).unwrap();
             std::fs::write(Index::sidecar(&dir.join(n)), vec![0u8; 100]).unwrap();
@@ -150,7 +151,8 @@ mod tests {
         assert!(dir.join("keep-me.pcap").exists(), "files not of the ring are never deleted");
         assert!(!Index::sidecar(&dir.join(&names[0])).exists(), "sidecars go with their files");
         // A budget the current file alone exceeds: everything else goes, and it says so.
-        let (deleted, short) = enforce(&dir, Budget { keep_bytes: Some(10), min_free_pct: None }, Some((&current, 1100))).unwrap();
+        let (deleted, short) =
+            enforce(&dir, Budget { keep_bytes: Some(10), min_free_pct: None }, Some((&current, 1100))).unwrap();
         assert_eq!(deleted, vec![dir.join(&names[3])]);
         assert!(short);
         assert!(current.exists());

@@ -31,7 +31,14 @@ fn gen_err(e: impl std::fmt::Debug) -> io::Error {
 
 impl RingFile {
     /// Creates `path` (which must not exist) and writes the file header.
-    pub fn create(path: &Path, format: Format, link_type: i32, snaplen: u32, every_pkts: u64, first_ts_ns: u64) -> io::Result<RingFile> {
+    pub fn create(
+        path: &Path,
+        format: Format,
+        link_type: i32,
+        snaplen: u32,
+        every_pkts: u64,
+        first_ts_ns: u64,
+    ) -> io::Result<RingFile> {
         let file = File::options().write(true).create_new(true).open(path)?;
         let mut out = BufWriter::with_capacity(1 << 16, file);
         let header = match format {

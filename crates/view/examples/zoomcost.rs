@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use tcpscope_core::analysis::{Dir, Settings};
 use tcpscope_view::api::{Viewport, figure_out, panels, panels_json, tsg_figure};
-use tcpscope_view::pack;
 use tcpscope_view::data::Traces;
+use tcpscope_view::pack;
 
 fn best<T>(mut f: impl FnMut() -> T) -> (f64, T) {
     let mut out = None;
@@ -31,7 +31,9 @@ fn main() {
     let w: u32 = args.next().map_or(1200, |s| s.parse().expect("width"));
     let s = Instant::now();
     let t = Traces::load(vec![path.into()], Settings::default());
-    let id = (1..=t.an.conns.len()).max_by_key(|&i| t.an.conns[i - 1].dir.iter().map(|d| d.packets).sum::<u64>()).expect("a connection");
+    let id = (1..=t.an.conns.len())
+        .max_by_key(|&i| t.an.conns[i - 1].dir.iter().map(|d| d.packets).sum::<u64>())
+        .expect("a connection");
     println!("load {:.2} s", s.elapsed().as_secs_f64());
     let s = Instant::now();
     let d = t.detail(id).expect("detail");
@@ -43,7 +45,8 @@ fn main() {
     );
     for k in 0..=20 {
         let span = last / 2f64.powi(k);
-        let v = Viewport { t0: Some(last / 2.0 - span / 2.0), t1: Some(last / 2.0 + span / 2.0), s0: None, s1: None, w };
+        let v =
+            Viewport { t0: Some(last / 2.0 - span / 2.0), t1: Some(last / 2.0 + span / 2.0), s0: None, s1: None, w };
         let (fig_ms, f) = best(|| tsg_figure(&d, Dir::AtoB, &v));
         let (ser_ms, body) = best(|| serde_json::to_vec(&figure_out(&d, Dir::AtoB, &f)).expect("json"));
         let (bin_ms, bin) = best(|| pack::figure(&d, Dir::AtoB, &f));

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use tcpscope_core::analysis::{Dir, Event, RttKind};
 use tcpscope_core::export::json::ConnJson;
 use tcpscope_core::plot::tsg::{TsgView, tsg_indexed};
-use tcpscope_core::series::mipmap::gallop;
 use tcpscope_core::plot::{Anchor, Figure, Mark, Prim, Sample, Shape, Way};
+use tcpscope_core::series::mipmap::gallop;
 
 use crate::data::{Detail, Line, Traces};
 
@@ -111,7 +111,11 @@ struct Num(f64);
 
 impl Serialize for Num {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.0.fract() == 0.0 && self.0.abs() < 9.0e15 { s.serialize_i64(self.0 as i64) } else { s.serialize_f64(self.0) }
+        if self.0.fract() == 0.0 && self.0.abs() < 9.0e15 {
+            s.serialize_i64(self.0 as i64)
+        } else {
+            s.serialize_f64(self.0)
+        }
     }
 }
 
@@ -310,7 +314,11 @@ pub fn reduce(line: &Line, t0: f64, t1: f64, w: u32) -> Reduced {
     let (mut t, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
     let mut i = i0;
     for k in 0..w {
-        let j = if k + 1 == w { i1 } else { i + gallop(&pts[i..i1], |p| (p.0 as f64 / 1e9) < t0 + (k + 1) as f64 * span / w as f64) };
+        let j = if k + 1 == w {
+            i1
+        } else {
+            i + gallop(&pts[i..i1], |p| (p.0 as f64 / 1e9) < t0 + (k + 1) as f64 * span / w as f64)
+        };
         if j > i {
             let (a, b) = line.min_max(i, j);
             t.push(t0 + (k as f64 + 0.5) / w as f64 * span);
@@ -354,7 +362,10 @@ fn throughput(d: &Detail, dir: Dir, t0: f64, t1: f64, w: u32) -> (Reduced, Reduc
         all.push(a);
         new.push(n);
     }
-    (Reduced { t: t.clone(), lo: all.clone(), hi: all, agg: false }, Reduced { t, lo: new.clone(), hi: new, agg: false })
+    (
+        Reduced { t: t.clone(), lo: all.clone(), hi: all, agg: false },
+        Reduced { t, lo: new.clone(), hi: new, agg: false },
+    )
 }
 
 /// A panel series over the view: times (s) and per point the lowest and highest value (equal
@@ -434,11 +445,20 @@ pub fn panels_json(d: &Detail, dir: Dir, v: &Viewport) -> Value {
 /// TCP flags as a packet listing shows them (`S`, `A`, `F`, `R`, `P`, `U`, `E`, `C`).
 pub fn flags_text(f: u16) -> String {
     use tcpscope_core::decode::Flags;
-    [(Flags::SYN, 'S'), (Flags::FIN, 'F'), (Flags::RST, 'R'), (Flags::PSH, 'P'), (Flags::ACK, 'A'), (Flags::URG, 'U'), (Flags::ECE, 'E'), (Flags::CWR, 'C')]
-        .iter()
-        .filter(|(m, _)| f & m == *m)
-        .map(|(_, c)| *c)
-        .collect()
+    [
+        (Flags::SYN, 'S'),
+        (Flags::FIN, 'F'),
+        (Flags::RST, 'R'),
+        (Flags::PSH, 'P'),
+        (Flags::ACK, 'A'),
+        (Flags::URG, 'U'),
+        (Flags::ECE, 'E'),
+        (Flags::CWR, 'C'),
+    ]
+    .iter()
+    .filter(|(m, _)| f & m == *m)
+    .map(|(_, c)| *c)
+    .collect()
 }
 
 /// An event's name and its values in words.
@@ -551,7 +571,8 @@ mod tests {
         for (t0, t1, w) in [(0.0, t as f64 / 1e9, 100u32), (3.0, 7.5, 37), (1.0, 1.001, 500), (0.0, 50.0, 9000)] {
             let r = reduce(&line, t0, t1, w).to_json();
             let w = w.min(MAX_COLUMNS) as usize;
-            let vis: Vec<&(u64, f64)> = pts.iter().filter(|p| p.0 as f64 / 1e9 >= t0 && p.0 as f64 / 1e9 <= t1).collect();
+            let vis: Vec<&(u64, f64)> =
+                pts.iter().filter(|p| p.0 as f64 / 1e9 >= t0 && p.0 as f64 / 1e9 <= t1).collect();
             let got_t: Vec<f64> = r["t"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
             let got_lo: Vec<f64> = r["lo"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
             let got_hi: Vec<f64> = r["hi"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
@@ -574,7 +595,10 @@ mod tests {
                     .map(|p| p.1)
                     .collect();
                 if !inside.is_empty() {
-                    want.push((inside.iter().cloned().fold(f64::MAX, f64::min), inside.iter().cloned().fold(f64::MIN, f64::max)));
+                    want.push((
+                        inside.iter().cloned().fold(f64::MAX, f64::min),
+                        inside.iter().cloned().fold(f64::MIN, f64::max),
+                    ));
                 }
             }
             assert!(got_t.len() <= w);

@@ -10,14 +10,14 @@ use tcpscope_core::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Settings, Si
 use tcpscope_core::capture::{CaptureReader, TraceSet, Window, time};
 use tcpscope_core::flow::{ConnInfo, FlowKey};
 use tcpscope_core::pass::{self, Analysis};
+use tcpscope_core::plot::tsg::TsgIndex;
 use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
-use tcpscope_core::stats::StatsSink;
 use tcpscope_core::series::flight::{FlightSeries, FlightSink};
+use tcpscope_core::series::mipmap::{Mipmap, Summary};
 use tcpscope_core::series::rtt::{RttSeries, RttSink};
 use tcpscope_core::series::tput::{TputSeries, TputSink};
-use tcpscope_core::plot::tsg::TsgIndex;
-use tcpscope_core::series::mipmap::{Mipmap, Summary};
 use tcpscope_core::series::tsg::{Tsg, TsgSink};
+use tcpscope_core::stats::StatsSink;
 
 /// One packet of the connection as a packet listing shows it (both directions).
 #[derive(Clone, Copy, Debug)]
@@ -139,7 +139,9 @@ impl Lines {
     fn new(rtt: &RttSeries, tput: &TputSeries, flight: &FlightSeries) -> Lines {
         use tcpscope_core::analysis::RttKind;
         let ms = |p: &tcpscope_core::series::rtt::RttPoint| (p.t_ns, p.rtt_ns as f64 / 1e6);
-        let bytes = |v: &[tcpscope_core::series::flight::BytesPoint]| Line::new(v.iter().map(|p| (p.t_ns, p.bytes as f64)).collect());
+        let bytes = |v: &[tcpscope_core::series::flight::BytesPoint]| {
+            Line::new(v.iter().map(|p| (p.t_ns, p.bytes as f64)).collect())
+        };
         let mut pts: Vec<_> = tput.points.iter().map(|p| (p.t_ns, (p.bytes as u64, p.new_bytes as u64))).collect();
         if !pts.is_sorted_by_key(|p| p.0) {
             pts.sort_by_key(|p| p.0);
@@ -279,7 +281,14 @@ fn failed(path: &Path, e: String) -> pass::FileSummary {
 /// Reads `[from, to)` of the set of `path` as one trace in time order; its files' counts are summed
 /// into one summary named by `path` (docs/capture.md). An empty window is an error saying where the
 /// trace is.
-fn analyze_set<S: Sink>(path: &Path, set: &TraceSet, from: u64, to: u64, settings: Settings, sink: S) -> (pass::FileSummary, S) {
+fn analyze_set<S: Sink>(
+    path: &Path,
+    set: &TraceSet,
+    from: u64,
+    to: u64,
+    settings: Settings,
+    sink: S,
+) -> (pass::FileSummary, S) {
     let mut sum = pass::FileSummary::default();
     sum.path = path.to_path_buf();
     let (files, sink) = pass::analyze_set_with(set, from, to, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
@@ -370,7 +379,9 @@ impl Traces {
         let earlier = self.an.conns[self.base[file]..id - 1].iter().filter(|c| key(&c.info) == own).count();
         let path = &self.paths[file];
         let reader = CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (sink, err) = pass::analyze_only(reader, self.settings, DetailSink::new(earlier, packets), |seg| FlowKey::of(seg).0 == own);
+        let (sink, err) = pass::analyze_only(reader, self.settings, DetailSink::new(earlier, packets), |seg| {
+            FlowKey::of(seg).0 == own
+        });
         Ok((sink, err.map(|e| e.to_string())))
     }
 
@@ -390,7 +401,8 @@ impl Traces {
             if these.is_empty() {
                 continue;
             }
-            let (sinks, err) = self.read(file, these.iter().map(|t| DetailSink::new(t.2, self.packets(t.0))).collect::<Vec<_>>())?;
+            let (sinks, err) =
+                self.read(file, these.iter().map(|t| DetailSink::new(t.2, self.packets(t.0))).collect::<Vec<_>>())?;
             for (sink, t) in sinks.into_iter().zip(these) {
                 // Computed meanwhile by a request: that one is kept.
                 let _ = self.cell(t.0)?.set(sink.finish(t.0, &self.paths[file], err.clone()).map(Arc::new));
@@ -421,7 +433,8 @@ impl Traces {
         let path = &self.paths[file];
         Ok(match self.parts[file] {
             Part::File => {
-                let (sink, err) = tcpscope_core::series::run_file(path, self.settings, sink).map_err(|e| format!("{}: {e}", path.display()))?;
+                let (sink, err) = tcpscope_core::series::run_file(path, self.settings, sink)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
                 (sink, err.map(|e| e.to_string()))
             }
             Part::Set { from, to } => {
@@ -444,7 +457,10 @@ impl DetailSink {
             tsg: [TsgSink::new(conn, Dir::AtoB).reserve(ab, ba), TsgSink::new(conn, Dir::BtoA).reserve(ba, ab)],
             rtt: [RttSink::new(conn, Dir::AtoB), RttSink::new(conn, Dir::BtoA)],
             tput: [TputSink::new(conn, Dir::AtoB).reserve(ab, ba), TputSink::new(conn, Dir::BtoA).reserve(ba, ab)],
-            flight: [FlightSink::new(conn, Dir::AtoB).reserve(ab, ba), FlightSink::new(conn, Dir::BtoA).reserve(ba, ab)],
+            flight: [
+                FlightSink::new(conn, Dir::AtoB).reserve(ab, ba),
+                FlightSink::new(conn, Dir::BtoA).reserve(ba, ab),
+            ],
             t0: None,
             packets: Vec::with_capacity(ab + ba),
             events: Vec::new(),
@@ -495,7 +511,8 @@ mod tests {
             let (mut i, mut t0) = (24, None);
             while i + 16 <= b.len() {
                 let len = u32::from_le_bytes(b[i + 8..i + 12].try_into().unwrap()) as usize;
-                let us = u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as u64 * 1_000_000 + u32::from_le_bytes(b[i + 4..i + 8].try_into().unwrap()) as u64;
+                let us = u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as u64 * 1_000_000
+                    + u32::from_le_bytes(b[i + 4..i + 8].try_into().unwrap()) as u64;
                 let t = us - *t0.get_or_insert(us);
                 let mut r = b[i..i + 16 + len].to_vec();
                 let at = 1_700_000_000_000_000 + t;
@@ -523,11 +540,23 @@ mod tests {
     #[test]
     fn a_connection_read_alone_is_the_one_read_with_all_the_others() {
         let made = std::env::temp_dir().join(format!("tcpscope-interleaved-{}.pcap", std::process::id()));
-        std::fs::write(&made, interleaved(&["loss-snd.pcap", "zerowin-snd.pcap", "clean-rcv.pcap", "bursty-snd.pcap", "reorder-rcv.pcap"])).unwrap();
+        std::fs::write(
+            &made,
+            interleaved(&[
+                "loss-snd.pcap",
+                "zerowin-snd.pcap",
+                "clean-rcv.pcap",
+                "bursty-snd.pcap",
+                "reorder-rcv.pcap",
+            ]),
+        )
+        .unwrap();
         let mut paths = vec![made.clone()];
         let public = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/public");
         match std::fs::read_dir(&public) {
-            Ok(entries) => paths.extend(entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e != "md" && e != "tsv"))),
+            Ok(entries) => paths.extend(
+                entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e != "md" && e != "tsv")),
+            ),
             Err(_) => eprintln!("skipping the public traces: ../shared/traces/public is absent"),
         }
         let mut compared = 0;

@@ -93,10 +93,8 @@ impl Server {
         // listening one on Linux (tiny_http does not hand us the accepted ones).
         socket2::SockRef::from(&listener).set_tcp_nodelay(true)?;
         let server = tiny_http::Server::from_listener(listener, None).map_err(io::Error::other)?;
-        let addr = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| io::Error::other("the server is not bound to an IP address"))?;
+        let addr =
+            server.server_addr().to_ip().ok_or_else(|| io::Error::other("the server is not bound to an IP address"))?;
         let loopback = opts.bind.is_loopback();
         let prefix = if loopback { String::new() } else { format!("/{}", random_token()?) };
         let hosts = loopback.then(|| {
@@ -170,7 +168,14 @@ fn send_with(req: Request, status: u16, headers: &[(&str, &str)], body: &[u8]) -
     let r = w.write_all(&buf).and_then(|_| w.flush());
     // A client that went away is not our error.
     match r {
-        Err(e) if matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted) => Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+            ) =>
+        {
+            Ok(())
+        }
         r => r,
     }
 }
@@ -232,7 +237,13 @@ impl Query {
                 v => Ok(v),
             })
         };
-        Ok(Viewport { t0: f("t0")?, t1: f("t1")?, s0: self.num("s0")?, s1: self.num("s1")?, w: self.num("w")?.unwrap_or(1000) })
+        Ok(Viewport {
+            t0: f("t0")?,
+            t1: f("t1")?,
+            s0: self.num("s0")?,
+            s1: self.num("s1")?,
+            w: self.num("w")?.unwrap_or(1000),
+        })
     }
 }
 
@@ -256,9 +267,7 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
     let t = &ctx.traces;
     match route {
         "/" | "/index.html" => send(req, 200, "text/html; charset=utf-8", PAGE.as_bytes()),
-        "" => {
-            send_with(req, 301, &[("Location", &format!("{}/", ctx.prefix))], b"")
-        }
+        "" => send_with(req, 301, &[("Location", &format!("{}/", ctx.prefix))], b""),
         // With list parameters, one page of the filtered, sorted list; without, every row.
         "/api/conns" if ["sort", "desc", "q", "boring", "from", "n"].iter().any(|k| q.get(k).is_some()) => {
             match q.list().and_then(|l| ctx.list.page(t, &l)) {
@@ -297,7 +306,8 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                     }
                     "/api/events" => api::events_json(&d),
                     _ => {
-                        let frame: u64 = q.num("frame").map_err(|e| (400, e))?.ok_or((400, "frame missing".to_string()))?;
+                        let frame: u64 =
+                            q.num("frame").map_err(|e| (400, e))?.ok_or((400, "frame missing".to_string()))?;
                         api::packet_json(&d, frame)
                     }
                 };

@@ -69,7 +69,8 @@ pub struct ListPage {
 /// direction's statistics as `a2b.NAME`, `b2a.NAME`; flags are not sort keys).
 pub fn keys() -> Vec<String> {
     let cells = DirJson::from(&DirStats::default()).cells();
-    let dir: Vec<&str> = DirJson::NAMES.iter().zip(cells).filter(|(_, c)| !matches!(c, Cell::Bool(_))).map(|(n, _)| *n).collect();
+    let dir: Vec<&str> =
+        DirJson::NAMES.iter().zip(cells).filter(|(_, c)| !matches!(c, Cell::Bool(_))).map(|(n, _)| *n).collect();
     let mut k: Vec<String> = ["id"].iter().chain(&TEXT_KEYS).chain(&CONN_KEYS).map(|s| s.to_string()).collect();
     for d in ["a2b", "b2a"] {
         k.extend(dir.iter().map(|n| format!("{d}.{n}")));
@@ -145,8 +146,12 @@ fn sorted(t: &Traces, key: &str, desc: bool) -> Result<Vec<u32>, String> {
     let col = column(t, key)?;
     let mut ix: Vec<u32> = (0..t.an.conns.len() as u32).collect();
     match &col {
-        Column::Num(v) => ix.sort_by(|&x, &y| cmp_values(v[x as usize].as_ref(), v[y as usize].as_ref(), desc).then(x.cmp(&y))),
-        Column::Text(v) => ix.sort_by(|&x, &y| cmp_values(v[x as usize].as_ref(), v[y as usize].as_ref(), desc).then(x.cmp(&y))),
+        Column::Num(v) => {
+            ix.sort_by(|&x, &y| cmp_values(v[x as usize].as_ref(), v[y as usize].as_ref(), desc).then(x.cmp(&y)))
+        }
+        Column::Text(v) => {
+            ix.sort_by(|&x, &y| cmp_values(v[x as usize].as_ref(), v[y as usize].as_ref(), desc).then(x.cmp(&y)))
+        }
     }
     Ok(ix)
 }
@@ -176,7 +181,8 @@ impl List {
             (0..t.an.conns.len())
                 .map(|i| {
                     let verdict = t.screens.get(i).map_or("", |s| s.verdict.as_str());
-                    format!("{} {} {} {verdict} {}", i + 1, endpoints(t, i), t.an.conns[i].state().name(), file(t, i)).to_lowercase()
+                    format!("{} {} {} {verdict} {}", i + 1, endpoints(t, i), t.an.conns[i].state().name(), file(t, i))
+                        .to_lowercase()
                 })
                 .collect()
         })
@@ -204,7 +210,9 @@ impl List {
         let order = self.order(t, &q.sort, q.desc)?;
         let f = q.filter.to_lowercase();
         let hay = if f.is_empty() { &[][..] } else { self.haystack(t) };
-        let keep = |i: usize| (q.boring || !t.screens.get(i).is_some_and(|s| s.boring)) && (f.is_empty() || hay[i].contains(&f));
+        let keep = |i: usize| {
+            (q.boring || !t.screens.get(i).is_some_and(|s| s.boring)) && (f.is_empty() || hay[i].contains(&f))
+        };
         let rows = Arc::new(order.iter().copied().filter(|&i| keep(i as usize)).collect::<Vec<u32>>());
         *self.rows.lock().map_err(poisoned)? = Some((whole, rows.clone()));
         Ok(rows)

@@ -150,19 +150,22 @@ fn intern(table: &mut Vec<&'static str>, s: &'static str) -> u8 {
 ///   (u8: way or anchor), `prim_xy` (u32, primitives + 1 entries, into `xy`);
 /// - `xy` (f32): the coordinates, x − ox and y − oy alternately.
 pub fn figure(d: &Detail, dir: Dir, f: &Figure) -> Vec<u8> {
-    let mut head = match serde_json::to_value(crate::api::figure_out(d, dir, &Figure { marks: Vec::new(), ..header_only(f) })) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
+    let mut head =
+        match serde_json::to_value(crate::api::figure_out(d, dir, &Figure { marks: Vec::new(), ..header_only(f) })) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
     head.remove("marks");
     let (ox, oy) = (f.x.min, f.y.min);
     let (mut classes, mut colors) = (Vec::new(), Vec::new());
     let mut texts: Vec<String> = Vec::new();
     let mut text_ix: HashMap<&str, u32> = HashMap::new();
     let n = f.marks.len();
-    let (mut m_class, mut m_frame, mut m_count, mut m_prim) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n + 1));
+    let (mut m_class, mut m_frame, mut m_count, mut m_prim) =
+        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n + 1));
     let np: usize = f.marks.iter().map(|m| m.prims.len()).sum();
-    let (mut p_op, mut p_color, mut p_extra, mut p_xy) = (Vec::with_capacity(np), Vec::with_capacity(np), Vec::with_capacity(np), Vec::with_capacity(np + 1));
+    let (mut p_op, mut p_color, mut p_extra, mut p_xy) =
+        (Vec::with_capacity(np), Vec::with_capacity(np), Vec::with_capacity(np), Vec::with_capacity(np + 1));
     let mut xy: Vec<f32> = Vec::with_capacity(np * 3);
     let px = |x: f64| (x - ox) as f32;
     let py = |y: f64| (y - oy) as f32;
@@ -242,7 +245,14 @@ pub fn figure(d: &Detail, dir: Dir, f: &Figure) -> Vec<u8> {
 
 /// A figure with everything but its marks (the header of the packed answer).
 fn header_only(f: &Figure) -> Figure {
-    Figure { title: f.title.clone(), x: f.x.clone(), y: f.y.clone(), marks: Vec::new(), legend: f.legend.clone(), remarks: f.remarks.clone() }
+    Figure {
+        title: f.title.clone(),
+        x: f.x.clone(),
+        y: f.y.clone(),
+        marks: Vec::new(),
+        legend: f.legend.clone(),
+        remarks: f.remarks.clone(),
+    }
 }
 
 /// The packed `api/panels` answer: the JSON answer's fields but the series in the header, with
@@ -325,7 +335,15 @@ mod tests {
 
     #[test]
     fn base64_as_rfc_4648() {
-        for (i, o) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")] {
+        for (i, o) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
             assert_eq!(base64(i.as_bytes()), o);
         }
         assert_eq!(base64(&[0xff, 0xfe, 0x00]), "//4A");

@@ -16,8 +16,8 @@ use serde_json::{Map, Value, json};
 use tcpscope_core::analysis::Dir;
 
 use crate::api::{self, Viewport};
-use crate::pack;
 use crate::data::Traces;
+use crate::pack;
 
 /// Pixel columns the report's figures are computed for.
 pub const REPORT_COLUMNS: u32 = 4000;
@@ -29,7 +29,8 @@ pub const REPORT_ROWS: usize = 2000;
 /// Every connection's id (1-based) as `tcpscope screen` ranks them: not boring first, most
 /// severe first, ties by id.
 fn ranked(t: &Traces) -> Vec<(bool, usize)> {
-    let mut ids: Vec<(f64, bool, usize)> = t.screens.iter().enumerate().map(|(i, s)| (s.severity, s.boring, i + 1)).collect();
+    let mut ids: Vec<(f64, bool, usize)> =
+        t.screens.iter().enumerate().map(|(i, s)| (s.severity, s.boring, i + 1)).collect();
     ids.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.total_cmp(&a.0)).then(a.2.cmp(&b.2)));
     ids.into_iter().map(|(_, boring, id)| (boring, id)).collect()
 }
@@ -66,7 +67,10 @@ pub fn report_data(t: &Traces, ids: &[usize], rows: usize) -> Result<Value, Stri
             let f = api::tsg_figure(&d, dir, &v);
             frames.extend(f.marks.iter().filter_map(|m| m.frame));
             let tsg = pack::base64(&pack::figure(&d, dir, &f));
-            dirs.insert(dir.name().into(), json!({ "tsg": tsg, "panels": pack::base64(&pack::panels(&api::panels(&d, dir, &v))) }));
+            dirs.insert(
+                dir.name().into(),
+                json!({ "tsg": tsg, "panels": pack::base64(&pack::panels(&api::panels(&d, dir, &v))) }),
+            );
         }
         // Bounded by the marks (at most a few per column), not by the connection's packets.
         frames.sort_unstable();

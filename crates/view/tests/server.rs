@@ -74,7 +74,8 @@ fn zoomed_out_answer_is_bounded_by_columns_and_keeps_every_retransmission() {
     assert_eq!(rexmit.len(), 12);
     // Every packet of the direction is in exactly one segment mark (the statistics pass counts
     // them independently).
-    let seg: Vec<&Value> = fig["marks"].as_array().unwrap().iter().filter(|m| m["c"].as_str().unwrap().starts_with("seg")).collect();
+    let seg: Vec<&Value> =
+        fig["marks"].as_array().unwrap().iter().filter(|m| m["c"].as_str().unwrap().starts_with("seg")).collect();
     assert_eq!(count(&seg), c["a2b"]["packets"].as_u64().unwrap());
     // The ack and window lines step at most once per column.
     assert!(marks(&fig, "ack step agg").len() <= w && marks(&fig, "win step agg").len() <= w);
@@ -121,7 +122,14 @@ fn zoomed_in_answer_has_every_packet_with_its_row() {
 #[test]
 fn only_its_routes_answer() {
     let s = start(IpAddr::from([127, 0, 0, 1]));
-    for p in ["/../../etc/passwd", "/api/../../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/tests/data/loss-snd.pcap", "/api/file?path=/etc/passwd", "/api/conns/x"] {
+    for p in [
+        "/../../etc/passwd",
+        "/api/../../../../etc/passwd",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "/tests/data/loss-snd.pcap",
+        "/api/file?path=/etc/passwd",
+        "/api/conns/x",
+    ] {
         assert_eq!(get(s.addr, p).0, 404, "{p}");
     }
     for p in ["/api/tsg?conn=99", "/api/tsg?conn=0", "/api/packet?conn=1"] {
@@ -130,7 +138,10 @@ fn only_its_routes_answer() {
     }
     assert_eq!(get(s.addr, "/api/tsg?conn=1&dir=x").0, 400);
     assert_eq!(get(s.addr, "/api/tsg?conn=1&t0=NaN").0, 400);
-    let post = format!("POST /api/conns HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", s.addr.port());
+    let post = format!(
+        "POST /api/conns HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        s.addr.port()
+    );
     assert_eq!(raw(s.addr, &post).0, 405);
     let (st, page) = get(s.addr, "/");
     assert_eq!(st, 200);
@@ -227,16 +238,22 @@ fn packed_answers_decode_to_the_json_answers() {
             assert_eq!(h[k], js[k], "{q}: {k}");
         }
         let (ox, oy) = (h["ox"].as_f64().unwrap(), h["oy"].as_f64().unwrap());
-        let table = |k: &str| h[k].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect::<Vec<_>>();
+        let table =
+            |k: &str| h[k].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect::<Vec<_>>();
         let (classes, colors, texts) = (table("classes"), table("colors"), table("texts"));
         let arr = |k: &str| values(&a[k]);
         let (cls, frame, count, mprim) = (arr("mark_class"), arr("mark_frame"), arr("mark_count"), arr("mark_prim"));
-        let (op, color, extra, pxy, xy) = (arr("prim_op"), arr("prim_color"), arr("prim_extra"), arr("prim_xy"), arr("xy"));
+        let (op, color, extra, pxy, xy) =
+            (arr("prim_op"), arr("prim_color"), arr("prim_extra"), arr("prim_xy"), arr("xy"));
         let marks = js["marks"].as_array().unwrap();
         assert_eq!(cls.len(), marks.len(), "{q}");
         for (i, m) in marks.iter().enumerate() {
             assert_eq!(classes[cls[i] as usize], m["c"].as_str().unwrap(), "{q}: mark {i}");
-            assert_eq!(if frame[i].is_nan() { Value::Null } else { Value::from(frame[i] as u64) }, m["f"], "{q}: mark {i}");
+            assert_eq!(
+                if frame[i].is_nan() { Value::Null } else { Value::from(frame[i] as u64) },
+                m["f"],
+                "{q}: mark {i}"
+            );
             assert_eq!(count[i] as u64, m["n"].as_u64().unwrap());
             let prims = m["p"].as_array().unwrap();
             assert_eq!((mprim[i + 1] - mprim[i]) as usize, prims.len(), "{q}: mark {i}");
@@ -253,7 +270,10 @@ fn packed_answers_decode_to_the_json_answers() {
                 match o {
                     "a" | "t" => assert_eq!(words, [["u", "d", "h"][extra[j] as usize]]),
                     "x" => {
-                        assert_eq!(words, [["a", "b", "l", "r", "c"][extra[j] as usize], texts[c[2] as usize].as_str()]);
+                        assert_eq!(
+                            words,
+                            [["a", "b", "l", "r", "c"][extra[j] as usize], texts[c[2] as usize].as_str()]
+                        );
                     }
                     _ => assert!(words.is_empty()),
                 }
@@ -272,7 +292,8 @@ fn packed_answers_decode_to_the_json_answers() {
         let ot = ph["ot"].as_f64().unwrap();
         for (name, agg) in ph["series"].as_object().unwrap() {
             assert_eq!(*agg, pj[name]["agg"], "{name}");
-            let want = |k: &str| pj[name][k].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>();
+            let want =
+                |k: &str| pj[name][k].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>();
             let t = values(&pa[&format!("{name}.t")]);
             let lo = values(&pa[&format!("{name}.lo")]);
             let hi = pa.get(&format!("{name}.hi")).map_or_else(|| lo.clone(), values);
@@ -304,7 +325,8 @@ fn answers_ask_to_close_their_connection() {
     for path in ["/api/conns", "/api/tsg?conn=1&w=50&fmt=bin", "/nowhere", "/", ""] {
         let mut c = TcpStream::connect(s.addr).expect("connect");
         c.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
-        let req = format!("GET /{} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n", path.trim_start_matches('/'), s.addr.port());
+        let req =
+            format!("GET /{} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n", path.trim_start_matches('/'), s.addr.port());
         c.write_all(req.as_bytes()).expect("write");
         let mut buf = Vec::new();
         let mut chunk = [0u8; 65536];
@@ -314,7 +336,8 @@ fn answers_ask_to_close_their_connection() {
             buf.extend_from_slice(&chunk[..n]);
             if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 let head = String::from_utf8_lossy(&buf[..i]).to_string();
-                let len: usize = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).expect("length").parse().unwrap();
+                let len: usize =
+                    head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).expect("length").parse().unwrap();
                 break (head, i + 4 + len);
             }
         };
@@ -336,7 +359,11 @@ fn answers_ask_to_close_their_connection() {
 /// state verdict file" in any case, nulls last, ties by id).
 #[test]
 fn the_list_is_filtered_sorted_and_paged_on_the_server() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(data("")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "pcap")).collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(data(""))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pcap"))
+        .collect();
     files.sort();
     // And connections with nothing to say for most statistics (`null`s, sorted last): SYNs that
     // were never answered.
@@ -344,12 +371,26 @@ fn the_list_is_filtered_sorted_and_paged_on_the_server() {
     std::fs::write(&unanswered, unanswered_syns(3)).unwrap();
     files.push(unanswered.clone());
     let files = [files.clone(), files].concat();
-    let s = Server::start(Arc::new(Traces::load(files, Settings::default())), &Options { bind: IpAddr::from([127, 0, 0, 1]), port: 0 }).unwrap();
+    let s = Server::start(
+        Arc::new(Traces::load(files, Settings::default())),
+        &Options { bind: IpAddr::from([127, 0, 0, 1]), port: 0 },
+    )
+    .unwrap();
     let all = json(s.addr, "/api/conns")["conns"].as_array().unwrap().clone();
     std::fs::remove_file(&unanswered).unwrap();
     assert!(all.len() > 20, "{} connections", all.len());
-    assert!(all.iter().any(|c| c["b2a"]["rtt_avg_ms"].is_null()) && all.iter().any(|c| !c["b2a"]["rtt_avg_ms"].is_null()));
-    let endpoints = |c: &Value| format!("{}:{} → {}:{}", c["a"]["addr"].as_str().unwrap(), c["a"]["port"], c["b"]["addr"].as_str().unwrap(), c["b"]["port"]);
+    assert!(
+        all.iter().any(|c| c["b2a"]["rtt_avg_ms"].is_null()) && all.iter().any(|c| !c["b2a"]["rtt_avg_ms"].is_null())
+    );
+    let endpoints = |c: &Value| {
+        format!(
+            "{}:{} → {}:{}",
+            c["a"]["addr"].as_str().unwrap(),
+            c["a"]["port"],
+            c["b"]["addr"].as_str().unwrap(),
+            c["b"]["port"]
+        )
+    };
     let value = |c: &Value, key: &str| -> Value {
         match key {
             "endpoints" => Value::from(endpoints(c)),
@@ -361,7 +402,18 @@ fn the_list_is_filtered_sorted_and_paged_on_the_server() {
         let mut want: Vec<&Value> = all
             .iter()
             .filter(|c| boring || c["boring"] != true)
-            .filter(|c| format!("{} {} {} {} {}", c["id"], endpoints(c), c["state"].as_str().unwrap(), c["verdict"].as_str().unwrap_or(""), c["file"].as_str().unwrap()).to_lowercase().contains(&f))
+            .filter(|c| {
+                format!(
+                    "{} {} {} {} {}",
+                    c["id"],
+                    endpoints(c),
+                    c["state"].as_str().unwrap(),
+                    c["verdict"].as_str().unwrap_or(""),
+                    c["file"].as_str().unwrap()
+                )
+                .to_lowercase()
+                .contains(&f)
+            })
             .collect();
         want.sort_by(|x, y| {
             let (a, b) = (value(x, sort), value(y, sort));
@@ -408,7 +460,10 @@ fn the_list_is_filtered_sorted_and_paged_on_the_server() {
     // Bounded: rows beyond the list are none, a page at most MAX_ROWS.
     let p = json(s.addr, "/api/conns?sort=id&from=100000&n=5");
     assert!(p["conns"].as_array().unwrap().is_empty() && p["from"] == p["matched"]);
-    assert!(json(s.addr, "/api/conns?sort=id&boring=1&n=100000")["conns"].as_array().unwrap().len() <= tcpscope_view::list::MAX_ROWS);
+    assert!(
+        json(s.addr, "/api/conns?sort=id&boring=1&n=100000")["conns"].as_array().unwrap().len()
+            <= tcpscope_view::list::MAX_ROWS
+    );
     // The sort keys answered are the ones accepted; flags and unknown keys are not.
     let keys = json(s.addr, "/api/conns?n=0")["keys"].as_array().unwrap().clone();
     assert!(keys.len() > 100 && keys.contains(&Value::from("b2a.rtt_avg_ms")));
@@ -464,9 +519,20 @@ fn details_read_together_are_the_ones_read_one_by_one() {
         assert!(t.packets.len() > 100, "connection {id}: {} packets", t.packets.len());
         assert_eq!(tcpscope_view::api::events_json(&t), tcpscope_view::api::events_json(&o), "connection {id}");
         for dir in [tcpscope_core::analysis::Dir::AtoB, tcpscope_core::analysis::Dir::BtoA] {
-            let fig = |d: &tcpscope_view::data::Detail| serde_json::to_value(tcpscope_view::api::figure_out(d, dir, &tcpscope_view::api::tsg_figure(d, dir, &v))).unwrap();
+            let fig = |d: &tcpscope_view::data::Detail| {
+                serde_json::to_value(tcpscope_view::api::figure_out(
+                    d,
+                    dir,
+                    &tcpscope_view::api::tsg_figure(d, dir, &v),
+                ))
+                .unwrap()
+            };
             assert_eq!(fig(&t), fig(&o), "connection {id}");
-            assert_eq!(tcpscope_view::api::panels_json(&t, dir, &v), tcpscope_view::api::panels_json(&o, dir, &v), "connection {id}");
+            assert_eq!(
+                tcpscope_view::api::panels_json(&t, dir, &v),
+                tcpscope_view::api::panels_json(&o, dir, &v),
+                "connection {id}"
+            );
         }
     }
     std::fs::remove_file(&both).ok();

@@ -209,7 +209,15 @@ impl Connection {
     }
 
     /// Analyses one segment sent in direction `dir`.
-    pub fn on_segment<S: Sink>(&mut self, seg: &Segment<'_>, dir: Dir, frame: u64, ts_ns: u64, settings: &Settings, sink: &mut S) {
+    pub fn on_segment<S: Sink>(
+        &mut self,
+        seg: &Segment<'_>,
+        dir: Dir,
+        frame: u64,
+        ts_ns: u64,
+        settings: &Settings,
+        sink: &mut S,
+    ) {
         let at = At { conn: self.idx, dir, frame, ts_ns };
         let flags = seg.flags;
         let (syn, fin, rst) = (flags.syn() as i64, flags.fin() as i64, flags.rst());
@@ -360,8 +368,8 @@ impl Connection {
                 if r <= l {
                     continue;
                 }
-                let dsack = i == 0
-                    && (r <= a || blocks.get(1).is_some_and(|&(l2, r2)| u.off(l2) <= l && r <= u.off(r2)));
+                let dsack =
+                    i == 0 && (r <= a || blocks.get(1).is_some_and(|&(l2, r2)| u.off(l2) <= l && r <= u.off(r2)));
                 if dsack {
                     sink.event(&at, &Event::Dsack { from: l, to: r });
                     continue;
@@ -402,9 +410,11 @@ impl Connection {
             if let (Some(a), Some(_)) = (ack_off, shift) {
                 let edge = a + win_bytes as i64;
                 if let Some((last_a, last_edge)) = me.last_edge
-                    && a >= last_a && edge < last_edge {
-                        sink.event(&at, &Event::WindowShrink { by: (last_edge - edge) as u64 });
-                    }
+                    && a >= last_a
+                    && edge < last_edge
+                {
+                    sink.event(&at, &Event::WindowShrink { by: (last_edge - edge) as u64 });
+                }
                 if me.last_edge.is_none_or(|(last_a, _)| a >= last_a) {
                     me.last_edge = Some((a, edge));
                 }
@@ -423,7 +433,14 @@ impl Connection {
                     pending.pop_front();
                     if d == 0 {
                         let rat = At { dir: dir.rev(), ..at };
-                        sink.event(&rat, &Event::RttSample { rtt_ns: ts_ns.saturating_sub(t), kind: RttKind::Timestamp, sent_frame: f });
+                        sink.event(
+                            &rat,
+                            &Event::RttSample {
+                                rtt_ns: ts_ns.saturating_sub(t),
+                                kind: RttKind::Timestamp,
+                                sent_frame: f,
+                            },
+                        );
                     }
                 }
             }
@@ -553,16 +570,24 @@ fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
         candidate = None;
     }
     if let Some(front) = out.unacked.front_mut()
-        && front.start < a {
-            front.start = a;
-        }
+        && front.start < a
+    {
+        front.start = a;
+    }
     if let Some(c) = candidate {
         if c.ambiguous {
             sink.event(&data_dir, &Event::KarnDiscard);
         } else if latest_other > c.ts_ns {
             sink.event(&data_dir, &Event::PostLossAck);
         } else {
-            sink.event(&data_dir, &Event::RttSample { rtt_ns: at.ts_ns.saturating_sub(c.ts_ns), kind: RttKind::Karn, sent_frame: c.frame });
+            sink.event(
+                &data_dir,
+                &Event::RttSample {
+                    rtt_ns: at.ts_ns.saturating_sub(c.ts_ns),
+                    kind: RttKind::Karn,
+                    sent_frame: c.frame,
+                },
+            );
         }
     }
 }

@@ -42,7 +42,17 @@ struct Conv {
 
 impl Conv {
     #[allow(clippy::too_many_arguments)] // one argument per header field the script sets
-    fn pkt(&mut self, from_a: bool, ms: f64, flags: u8, seq: u32, ack: u32, len: u16, win: u16, opts: Vec<u8>) -> &mut Self {
+    fn pkt(
+        &mut self,
+        from_a: bool,
+        ms: f64,
+        flags: u8,
+        seq: u32,
+        ack: u32,
+        len: u16,
+        win: u16,
+        opts: Vec<u8>,
+    ) -> &mut Self {
         self.pkts.push(crate::testutil::scripted(from_a, ms, flags, seq, ack, len, win, opts));
         self
     }
@@ -62,7 +72,14 @@ impl Conv {
         let mut an = Analyzer::new(self.settings, Rec::default());
         for (i, p) in self.pkts.iter().enumerate() {
             let (data, orig) = p.ipv4();
-            an.record(&Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame: i as u64 + 1, offset: 0 });
+            an.record(&Record {
+                ts_ns: p.ts_ns,
+                data: &data,
+                orig_len: orig,
+                link_type: 101,
+                frame: i as u64 + 1,
+                offset: 0,
+            });
         }
         an.sink
     }
@@ -129,7 +146,8 @@ fn duplicate_acks_follow_the_wireshark_rule() {
     c.b(48.0, ACK, 0, 200, 0, 1999); // new ack
     c.b(49.0, ACK, 0, 200, 0, 1999); // dup #1 of the new ack
     let r = c.run();
-    let ns: Vec<u32> = r.events.iter().filter_map(|(_, e)| if let Event::DupAck { n, .. } = e { Some(*n) } else { None }).collect();
+    let ns: Vec<u32> =
+        r.events.iter().filter_map(|(_, e)| if let Event::DupAck { n, .. } = e { Some(*n) } else { None }).collect();
     assert_eq!(ns, vec![1, 2, 3, 4, 5, 1]);
     let d = dir(&r, 0, Dir::BtoA);
     assert_eq!((d.dup_acks, d.triple_dup_acks), (6, 1));

@@ -207,7 +207,8 @@ impl Index {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(IndexError::Io { path, source }),
         };
-        let idx: Index = serde_json::from_slice(&text).map_err(|source| IndexError::Invalid { path: path.clone(), source })?;
+        let idx: Index =
+            serde_json::from_slice(&text).map_err(|source| IndexError::Invalid { path: path.clone(), source })?;
         if idx.file_bytes != capture_bytes {
             return Err(IndexError::Stale { path, indexed: idx.file_bytes, actual: capture_bytes });
         }
@@ -229,7 +230,11 @@ impl Index {
     /// Indexes a capture by reading it through. Returns the index of what could be read and
     /// the error that stopped reading, if any (a record cut off at the end is normal for a file
     /// still being written).
-    pub fn build(path: &Path, every_pkts: u64, every_bytes: u64) -> Result<(Index, Option<CaptureError>), CaptureError> {
+    pub fn build(
+        path: &Path,
+        every_pkts: u64,
+        every_bytes: u64,
+    ) -> Result<(Index, Option<CaptureError>), CaptureError> {
         let file_bytes = std::fs::metadata(path).map_err(|source| CaptureError::Io { offset: 0, source })?.len();
         let mut r = CaptureReader::open(path)?;
         let mut b = IndexBuilder::new(r.format(), every_pkts, every_bytes);

@@ -51,7 +51,13 @@ impl MergedReader {
             Ok(Some(rec)) => {
                 data.clear();
                 data.extend_from_slice(rec.data);
-                Some(Head { ts_ns: rec.ts_ns, data, orig_len: rec.orig_len, link_type: rec.link_type, offset: rec.offset })
+                Some(Head {
+                    ts_ns: rec.ts_ns,
+                    data,
+                    orig_len: rec.orig_len,
+                    link_type: rec.link_type,
+                    offset: rec.offset,
+                })
             }
             Ok(None) => None,
             Err(e) => {

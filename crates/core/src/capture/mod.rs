@@ -155,7 +155,8 @@ struct Interface {
 
 impl Interface {
     fn new(link_type: u32, units_per_sec: u64, offset_s: i64, snaplen: u32) -> Self {
-        let ns_per_unit = if units_per_sec > 0 && 1_000_000_000 % units_per_sec == 0 { 1_000_000_000 / units_per_sec } else { 0 };
+        let ns_per_unit =
+            if units_per_sec > 0 && 1_000_000_000 % units_per_sec == 0 { 1_000_000_000 / units_per_sec } else { 0 };
         Interface { link_type, units_per_sec, offset_s, snaplen, ns_per_unit }
     }
 
@@ -237,10 +238,9 @@ impl CaptureReader {
         let inner: Box<dyn Read + Send> = match compression {
             Compression::None => Box::new(br),
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(br)),
-            Compression::Zstd => Box::new(
-                zstd::Decoder::with_buffer(br)
-                    .map_err(|source| CaptureError::Io { offset: 0, source })?,
-            ),
+            Compression::Zstd => {
+                Box::new(zstd::Decoder::with_buffer(br).map_err(|source| CaptureError::Io { offset: 0, source })?)
+            }
         };
         Self::with_source(Self::stream(inner), compression)
     }
@@ -423,7 +423,11 @@ impl CaptureReader {
         self.consume(16 + caplen);
         self.frame += 1;
         self.last_ts_ns = ts_ns;
-        Some((start, caplen, Record { ts_ns, data: &[], orig_len: origlen.max(caplen as u32), link_type, frame: self.frame, offset }))
+        Some((
+            start,
+            caplen,
+            Record { ts_ns, data: &[], orig_len: origlen.max(caplen as u32), link_type, frame: self.frame, offset },
+        ))
     }
 
     /// The common case of a pcapng file (Wireshark's and dumpcap's format), an enhanced packet
@@ -538,7 +542,9 @@ impl CaptureReader {
                         // Not pcap-parser's message: it lists the bytes left in the window.
                         Framing::Pcapng { .. } => match e {
                             PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind) => match kind {
-                                nom::error::ErrorKind::Verify => "pcapng block (a length or type that does not check out)".to_string(),
+                                nom::error::ErrorKind::Verify => {
+                                    "pcapng block (a length or type that does not check out)".to_string()
+                                }
                                 kind => format!("pcapng block (parse error: {})", kind.description()),
                             },
                             e => format!("pcapng block ({e})"),
@@ -573,7 +579,13 @@ impl CaptureReader {
                             let ts_ns = iface.ts_ns(ticks);
                             let start = epb.data.as_ptr() as usize - base;
                             let len = (epb.caplen as usize).min(epb.data.len());
-                            Action::Packet { start, len, ts_ns: Some(ts_ns), orig_len: epb.origlen, link_type: iface.link_type }
+                            Action::Packet {
+                                start,
+                                len,
+                                ts_ns: Some(ts_ns),
+                                orig_len: epb.origlen,
+                                link_type: iface.link_type,
+                            }
                         }
                         None => Action::UnknownInterface,
                     },
@@ -585,7 +597,13 @@ impl CaptureReader {
                             }
                             let start = spb.data.as_ptr() as usize - base;
                             // A simple packet block has no timestamp: the previous one is reused.
-                            Action::Packet { start, len, ts_ns: None, orig_len: spb.origlen, link_type: iface.link_type }
+                            Action::Packet {
+                                start,
+                                len,
+                                ts_ns: None,
+                                orig_len: spb.origlen,
+                                link_type: iface.link_type,
+                            }
                         }
                         None => Action::UnknownInterface,
                     },

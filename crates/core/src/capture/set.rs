@@ -113,7 +113,15 @@ fn looks_like_capture(path: &std::path::Path) -> bool {
         || m.starts_with(&[0x1f, 0x8b])
         || m == [0x28, 0xb5, 0x2f, 0xfd]
         || m == [0x0a, 0x0d, 0x0d, 0x0a]
-        || matches!(m, [0xd4, 0xc3, 0xb2, 0xa1] | [0xa1, 0xb2, 0xc3, 0xd4] | [0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d] | [0x34, 0xcd, 0xb2, 0xa1] | [0xa1, 0xb2, 0xcd, 0x34])
+        || matches!(
+            m,
+            [0xd4, 0xc3, 0xb2, 0xa1]
+                | [0xa1, 0xb2, 0xc3, 0xd4]
+                | [0x4d, 0x3c, 0xb2, 0xa1]
+                | [0xa1, 0xb2, 0x3c, 0x4d]
+                | [0x34, 0xcd, 0xb2, 0xa1]
+                | [0xa1, 0xb2, 0xcd, 0x34]
+        )
 }
 
 impl TraceSet {
@@ -131,7 +139,10 @@ impl TraceSet {
                 for e in std::fs::read_dir(p).map_err(dir_err)? {
                     let e = e.map_err(dir_err)?;
                     let name = e.file_name().to_string_lossy().into_owned();
-                    if is_capture_name(&name) && e.file_type().map(|t| t.is_file()).unwrap_or(false) && looks_like_capture(&e.path()) {
+                    if is_capture_name(&name)
+                        && e.file_type().map(|t| t.is_file()).unwrap_or(false)
+                        && looks_like_capture(&e.path())
+                    {
                         names.push(e.path());
                     }
                 }
@@ -174,7 +185,9 @@ impl TraceSet {
     /// trace is.
     pub fn empty_window_text(&self, from: u64, to: u64, tz: &jiff::tz::TimeZone) -> String {
         use super::time::clock;
-        let start = self.start_ns().map_or("no packets at all".to_string(), |s| format!("its first packet is at {}", clock(s, tz)));
+        let start = self
+            .start_ns()
+            .map_or("no packets at all".to_string(), |s| format!("its first packet is at {}", clock(s, tz)));
         let end = if to == u64::MAX { "the end".to_string() } else { clock(to, tz) };
         format!("no packets from {} to {end} ({start})", clock(from, tz))
     }
@@ -523,7 +536,17 @@ impl<'s> SetReader<'s> {
                 first < to && f.last_ts_ns().is_none_or(|last| last >= from)
             })
             .collect();
-        SetReader { set, from, to, pending, active: Vec::new(), current: Owned::default(), errors: VecDeque::new(), opened: Vec::new(), records_read: 0 }
+        SetReader {
+            set,
+            from,
+            to,
+            pending,
+            active: Vec::new(),
+            current: Owned::default(),
+            errors: VecDeque::new(),
+            opened: Vec::new(),
+            records_read: 0,
+        }
     }
 
     /// Opens file `i` at the index block before the window (or at its start) and reads up to
@@ -590,7 +613,12 @@ impl<'s> SetReader<'s> {
             if let Some(e) = self.errors.pop_front() {
                 return Some(Err(e));
             }
-            let min = self.active.iter().enumerate().min_by_key(|(_, a)| (a.head.ts_ns, a.file)).map(|(k, a)| (k, a.head.ts_ns));
+            let min = self
+                .active
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, a)| (a.head.ts_ns, a.file))
+                .map(|(k, a)| (k, a.head.ts_ns));
             // Open the files whose first packet comes before the earliest head.
             if let Some(&p) = self.pending.front()
                 && min.is_none_or(|(_, t)| self.set.files[p].first_ts_ns.is_some_and(|ft| ft <= t))

@@ -104,7 +104,8 @@ fn cursor(dir: &Path) -> Cursor {
 fn exercise(dir: &Path, truth: &[Truth]) {
     let mut c = cursor(dir);
     // Files are in time order whatever their names.
-    let order: Vec<String> = c.set().files.iter().map(|f| f.path.file_name().unwrap().to_string_lossy().into()).collect();
+    let order: Vec<String> =
+        c.set().files.iter().map(|f| f.path.file_name().unwrap().to_string_lossy().into()).collect();
     assert_eq!(order, ["d.pcap", "c.pcapng", "b.pcap.gz", "a.pcap"]);
     // Walk forward through everything, then back.
     for (i, t) in truth.iter().enumerate() {
@@ -198,7 +199,11 @@ fn stale_or_corrupt_index_is_ignored_with_a_warning() {
     let set = TraceSet::open(std::slice::from_ref(&dir)).unwrap();
     assert_eq!(set.warnings.len(), 2, "{:?}", set.warnings);
     assert!(set.warnings.iter().any(|w| w.contains("a.pcap.idx.json: stale index")), "{:?}", set.warnings);
-    assert!(set.warnings.iter().any(|w| w.contains("d.pcap.idx.json: not a valid tcpscope index")), "{:?}", set.warnings);
+    assert!(
+        set.warnings.iter().any(|w| w.contains("d.pcap.idx.json: not a valid tcpscope index")),
+        "{:?}",
+        set.warnings
+    );
     exercise(&dir, &truth);
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -247,8 +252,11 @@ fn reader_window_matches_a_filter() {
         if k == 0 {
             (from, to) = (0, u64::MAX);
         }
-        let want: Vec<(PathBuf, u64, u64)> =
-            truth.iter().filter(|t| t.ts_ns >= from && t.ts_ns < to).map(|t| (t.file.clone(), t.ts_ns, t.frame)).collect();
+        let want: Vec<(PathBuf, u64, u64)> = truth
+            .iter()
+            .filter(|t| t.ts_ns >= from && t.ts_ns < to)
+            .map(|t| (t.file.clone(), t.ts_ns, t.frame))
+            .collect();
         let mut r = SetReader::new(&set, from, to);
         let mut got = Vec::new();
         while let Some(item) = r.next() {

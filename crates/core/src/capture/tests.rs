@@ -126,7 +126,10 @@ fn a_corrupt_pcapng_block_length_stops_with_its_offset() {
     assert!(got.is_empty());
     let err = err.expect("an error");
     assert_eq!(err.offset(), epb as u64, "{err}");
-    assert_eq!(err.to_string(), format!("corrupt pcapng block (a length or type that does not check out) at byte offset {epb}"));
+    assert_eq!(
+        err.to_string(),
+        format!("corrupt pcapng block (a length or type that does not check out) at byte offset {epb}")
+    );
 }
 
 #[test]
@@ -215,7 +218,12 @@ fn odd_pcapng(big_endian: bool) -> Vec<u8> {
     block(&mut f, 0x0a0d_0d0a, &shb, 0);
     // Interfaces: 0 µs; 1 units of 2^-10 s; 2 ms, offset 5 s.
     block(&mut f, 1, &[&w16(101)[..], &w16(0), &w32(0)].concat(), 0);
-    block(&mut f, 1, &[&w16(101)[..], &w16(0), &w32(0), &w16(9), &w16(1), &[0x8a, 0, 0, 0], &w16(0), &w16(0)].concat(), 0);
+    block(
+        &mut f,
+        1,
+        &[&w16(101)[..], &w16(0), &w32(0), &w16(9), &w16(1), &[0x8a, 0, 0, 0], &w16(0), &w16(0)].concat(),
+        0,
+    );
     let tsoff = [&w16(9)[..], &w16(1), &[3, 0, 0, 0], &w16(14), &w16(8)].concat();
     let off = if big_endian { 5i64.to_be_bytes() } else { 5i64.to_le_bytes() };
     block(&mut f, 1, &[&w16(101)[..], &w16(0), &w32(0), &tsoff, &off, &w16(0), &w16(0)].concat(), 0);
@@ -224,7 +232,8 @@ fn odd_pcapng(big_endian: bool) -> Vec<u8> {
         let mut data = data.to_vec();
         let caplen = data.len() as u32;
         data.resize(data.len().next_multiple_of(4), 0);
-        [&w32(iface)[..], &w32((ticks >> 32) as u32), &w32(ticks as u32), &w32(caplen), &w32(orig), &data, opts].concat()
+        [&w32(iface)[..], &w32((ticks >> 32) as u32), &w32(ticks as u32), &w32(caplen), &w32(orig), &data, opts]
+            .concat()
     };
     let comment = [&w16(1)[..], &w16(5), b"hello\0\0\0", &w16(0), &w16(0)].concat();
     for (i, p) in p.iter().enumerate() {
@@ -252,7 +261,9 @@ fn enhanced_packet_blocks_read_directly_as_through_the_general_path() {
             let mut recs = Vec::new();
             let err = loop {
                 match r.next_record() {
-                    Ok(Some(rec)) => recs.push((rec.ts_ns, rec.data.to_vec(), rec.orig_len, rec.link_type, rec.frame, rec.offset)),
+                    Ok(Some(rec)) => {
+                        recs.push((rec.ts_ns, rec.data.to_vec(), rec.orig_len, rec.link_type, rec.frame, rec.offset))
+                    }
                     Ok(None) => break None,
                     Err(e) => break Some(e.to_string()),
                 }

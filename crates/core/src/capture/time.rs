@@ -58,7 +58,8 @@ pub fn parse_duration(s: &str) -> Result<u64, TimeError> {
         }
         return Ok((secs * 1e9).round() as u64);
     }
-    let d: SignedDuration = t.parse().map_err(|e| err("duration", s, format!("{e} (examples: 30, 2.5, 500ms, 5m, 1h30m)")))?;
+    let d: SignedDuration =
+        t.parse().map_err(|e| err("duration", s, format!("{e} (examples: 30, 2.5, 500ms, 5m, 1h30m)")))?;
     if d.is_negative() {
         return Err(err("duration", s, "must not be negative"));
     }
@@ -74,7 +75,9 @@ impl std::str::FromStr for TimeSpec {
             return parse_duration(rest).map(TimeSpec::Offset).map_err(|e| err("time offset", s, e.why));
         }
         if let Some(rest) = t.strip_prefix('@') {
-            return epoch_ns(rest).map(TimeSpec::At).ok_or_else(|| err("time", s, "expected seconds since the epoch after @ (e.g. @1795302498.25)"));
+            return epoch_ns(rest)
+                .map(TimeSpec::At)
+                .ok_or_else(|| err("time", s, "expected seconds since the epoch after @ (e.g. @1795302498.25)"));
         }
         if let Ok(ts) = t.parse::<Timestamp>() {
             return u64::try_from(ts.as_nanosecond()).map(TimeSpec::At).map_err(|_| err("time", s, "before 1970"));
@@ -99,7 +102,11 @@ impl std::str::FromStr for TimeSpec {
 /// `SECONDS[.FRACTION]` to ns, exactly (a float would lose the last digits of a 2026 time).
 fn epoch_ns(s: &str) -> Option<u64> {
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 9 {
+    if int.is_empty()
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+        || frac.len() > 9
+    {
         return None;
     }
     let secs: u64 = int.parse().ok()?;
@@ -110,7 +117,9 @@ fn epoch_ns(s: &str) -> Option<u64> {
 impl TimeSpec {
     /// The moment this spec means for a trace whose first packet is at `start_ns`, in zone `tz`.
     pub fn resolve(&self, start_ns: u64, tz: &TimeZone) -> Result<u64, TimeError> {
-        let to_ns = |ts: Timestamp| u64::try_from(ts.as_nanosecond()).map_err(|_| err("time", &format!("{self:?}"), "before 1970"));
+        let to_ns = |ts: Timestamp| {
+            u64::try_from(ts.as_nanosecond()).map_err(|_| err("time", &format!("{self:?}"), "before 1970"))
+        };
         match *self {
             TimeSpec::At(ns) => Ok(ns),
             TimeSpec::Offset(ns) => Ok(start_ns.saturating_add(ns)),
@@ -119,9 +128,16 @@ impl TimeSpec {
                 to_ns(z.timestamp())
             }
             TimeSpec::Clock(tm) => {
-                let start = Timestamp::from_nanosecond(start_ns as i128).map_err(|e| err("time", &tm.to_string(), e))?;
+                let start =
+                    Timestamp::from_nanosecond(start_ns as i128).map_err(|e| err("time", &tm.to_string(), e))?;
                 let local = start.to_zoned(tz.clone());
-                let hour_start = local.datetime().with().minute(0).second(0).subsec_nanosecond(0).build()
+                let hour_start = local
+                    .datetime()
+                    .with()
+                    .minute(0)
+                    .second(0)
+                    .subsec_nanosecond(0)
+                    .build()
                     .map_err(|e| err("time", &tm.to_string(), e))?;
                 let mut day = local.date();
                 if day.to_datetime(tm) < hour_start {
@@ -251,7 +267,8 @@ mod tests {
         assert_eq!(w.resolve(start, &tz).unwrap(), (utc("2026-11-22T12:06:20Z"), utc("2026-11-22T12:06:25Z")));
         let w = Window { from: None, length_ns: Some(5 * S), to: None };
         assert_eq!(w.resolve(start, &tz).unwrap(), (0, start + 5 * S));
-        let w = Window { from: Some("+1s".parse().unwrap()), length_ns: Some(10 * S), to: Some("+3s".parse().unwrap()) };
+        let w =
+            Window { from: Some("+1s".parse().unwrap()), length_ns: Some(10 * S), to: Some("+3s".parse().unwrap()) };
         assert_eq!(w.resolve(start, &tz).unwrap(), (start + S, start + 3 * S));
         assert_eq!(clock(utc("2026-11-22T12:06:17.324567891Z"), &tz), "12:06:17.324567");
     }

@@ -148,11 +148,7 @@ fn ppp_payload(frame: &[u8], mut at: usize, cisco: bool) -> Result<usize, Skip> 
 }
 
 fn need(frame: &[u8], len: usize, what: &'static str) -> Result<(), Skip> {
-    if frame.len() < len {
-        Err(Skip::Truncated { layer: what, needed: len, captured: frame.len() })
-    } else {
-        Ok(())
-    }
+    if frame.len() < len { Err(Skip::Truncated { layer: what, needed: len, captured: frame.len() }) } else { Ok(()) }
 }
 
 fn be16(b: &[u8], at: usize) -> u16 {

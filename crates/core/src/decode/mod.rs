@@ -230,7 +230,12 @@ pub fn decode(link_type: u32, frame: &[u8], orig_len: u32) -> Result<Segment<'_>
 /// stack, field by field, and then copied whole stalls on store forwarding (the copy's wide
 /// loads span the fields' narrow stores), which cost ~10 % of that thread on a bulk trace.
 #[inline]
-pub fn decode_into<'a>(link_type: u32, frame: &'a [u8], orig_len: u32, out: &mut Segment<'_>) -> Result<&'a [u8], Skip> {
+pub fn decode_into<'a>(
+    link_type: u32,
+    frame: &'a [u8],
+    orig_len: u32,
+    out: &mut Segment<'_>,
+) -> Result<&'a [u8], Skip> {
     let ip_at = link::ip_offset(link_type, frame)?;
     let ip = &frame[ip_at..];
     // Bytes of IP packet that were on the wire (the snaplen may have cut `ip`).
@@ -409,9 +414,10 @@ fn ip_part_general(ip: &[u8]) -> Result<IpPart<'_>, Skip> {
             if v6.is_payload_fragmented() && v6.extensions().first_header().is_some() {
                 // etherparse reports a fragment header; only offset 0 carries the TCP header.
                 if let Some(off) = v6_fragment_offset(v6)
-                    && off != 0 {
-                        return Err(Skip::Fragment);
-                    }
+                    && off != 0
+                {
+                    return Err(Skip::Fragment);
+                }
             }
             let claimed = (h.payload_length() != 0).then_some(h.payload_length() as usize + 40);
             (

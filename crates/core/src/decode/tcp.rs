@@ -264,7 +264,8 @@ mod tests {
     /// A header assembled by hand: ports 40000→80, seq 1000, ack 2000, SYN|ACK, window 65535,
     /// options MSS 1460, NOP, WS 7, SACK-permitted, TS 5/6, an unknown kind 30 (MPTCP) first.
     fn syn_ack() -> Vec<u8> {
-        let mut h = vec![0x9c, 0x40, 0x00, 0x50, 0, 0, 0x03, 0xe8, 0, 0, 0x07, 0xd0, 0xb0, 0x12, 0xff, 0xff, 0, 0, 0, 0];
+        let mut h =
+            vec![0x9c, 0x40, 0x00, 0x50, 0, 0, 0x03, 0xe8, 0, 0, 0x07, 0xd0, 0xb0, 0x12, 0xff, 0xff, 0, 0, 0, 0];
         h.extend_from_slice(&[30, 4, 0xaa, 0xbb]); // MPTCP, unknown to us
         h.extend_from_slice(&[2, 4, 0x05, 0xb4]);
         h.extend_from_slice(&[1, 3, 3, 7]);

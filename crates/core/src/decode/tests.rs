@@ -38,7 +38,11 @@ fn ip6_with_ext(payload: u16) -> Vec<u8> {
 
 fn check(link: u32, frame: &[u8], payload: u32) {
     let seg = decode(link, frame, frame.len() as u32).unwrap_or_else(|e| panic!("link {link}: {e:?}"));
-    assert_eq!((seg.sport, seg.dport, seg.seq.0, seg.ack.0, seg.payload_len), (1234, 80, 42, 7, payload), "link {link}");
+    assert_eq!(
+        (seg.sport, seg.dport, seg.seq.0, seg.ack.0, seg.payload_len),
+        (1234, 80, 42, 7, payload),
+        "link {link}"
+    );
 }
 
 #[test]
@@ -152,24 +156,24 @@ fn the_ipv4_fast_path_agrees_with_the_general_one() {
     let total = |p: &mut Vec<u8>, t: u16| p[2..4].copy_from_slice(&t.to_be_bytes());
     let taken = [
         base.clone(),
-        set(&|p| p.extend_from_slice(&[0; 6])),    // Ethernet padding after the packet
-        set(&|p| p.truncate(45)),                  // snaplen cut the payload
-        set(&|p| p.truncate(30)),                  // ... and the TCP header
-        set(&|p| p.truncate(20)),                  // ... all of TCP
-        set(&|p| p[6] = 0x40),                     // DF
-        set(&|p| p[1] = 0xbb),                     // DSCP and ECN bits
-        set(&|p| total(p, 20)),                    // total length says no TCP at all
-        set(&|p| total(p, 9000)),                  // total length beyond the capture
+        set(&|p| p.extend_from_slice(&[0; 6])), // Ethernet padding after the packet
+        set(&|p| p.truncate(45)),               // snaplen cut the payload
+        set(&|p| p.truncate(30)),               // ... and the TCP header
+        set(&|p| p.truncate(20)),               // ... all of TCP
+        set(&|p| p[6] = 0x40),                  // DF
+        set(&|p| p[1] = 0xbb),                  // DSCP and ECN bits
+        set(&|p| total(p, 20)),                 // total length says no TCP at all
+        set(&|p| total(p, 9000)),               // total length beyond the capture
     ];
     let declined = [
-        set(&|p| total(p, 0)),            // TSO / BIG TCP: length from the frame
-        set(&|p| total(p, 19)),           // shorter than its own header
-        set(&|p| p[6] = 0x20),            // MF: a first fragment
-        set(&|p| p[7] = 1),               // a later fragment
-        set(&|p| p[9] = 17),              // UDP
-        set(&|p| p[0] = 0x46),            // options
-        set(&|p| p[0] = 0x65),            // not version 4
-        set(&|p| p.truncate(19)),         // header cut off
+        set(&|p| total(p, 0)),    // TSO / BIG TCP: length from the frame
+        set(&|p| total(p, 19)),   // shorter than its own header
+        set(&|p| p[6] = 0x20),    // MF: a first fragment
+        set(&|p| p[7] = 1),       // a later fragment
+        set(&|p| p[9] = 17),      // UDP
+        set(&|p| p[0] = 0x46),    // options
+        set(&|p| p[0] = 0x65),    // not version 4
+        set(&|p| p.truncate(19)), // header cut off
     ];
     fast_path_checked(plain_ipv4, &taken, &declined);
 }
@@ -195,11 +199,11 @@ fn the_ipv6_fast_path_agrees_with_the_general_one() {
     ];
     assert_eq!(plain_ipv6(&taken[5]).unwrap().ecn, 3);
     let declined = [
-        set(&|p| plen(p, 0)),    // jumbogram / BIG TCP: length from the frame
-        set(&|p| p[6] = 0),      // a hop-by-hop options header first
-        set(&|p| p[6] = 44),     // a fragment header first
-        set(&|p| p[6] = 17),     // UDP
-        set(&|p| p[0] = 0x45),   // not version 6
+        set(&|p| plen(p, 0)),     // jumbogram / BIG TCP: length from the frame
+        set(&|p| p[6] = 0),       // a hop-by-hop options header first
+        set(&|p| p[6] = 44),      // a fragment header first
+        set(&|p| p[6] = 17),      // UDP
+        set(&|p| p[0] = 0x45),    // not version 6
         set(&|p| p.truncate(39)), // header cut off
     ];
     fast_path_checked(plain_ipv6, &taken, &declined);

@@ -203,12 +203,7 @@ fn ms(ns: f64) -> f64 {
 }
 fn ms_of(s: &Summary) -> [Option<f64>; 4] {
     let some = s.n > 0;
-    [
-        some.then(|| ms(s.min as f64)),
-        s.mean().map(ms),
-        some.then(|| ms(s.max as f64)),
-        s.stdev().map(ms),
-    ]
+    [some.then(|| ms(s.min as f64)), s.mean().map(ms), some.then(|| ms(s.max as f64)), s.stdev().map(ms)]
 }
 
 impl From<&DirStats> for DirJson {
@@ -376,7 +371,8 @@ impl<I> LazySeq<I> {
 
 impl<I: Iterator<Item = T>, T: Serialize> Serialize for LazySeq<I> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let it = self.0.borrow_mut().take().ok_or_else(|| serde::ser::Error::custom("a lazy sequence serialized twice"))?;
+        let it =
+            self.0.borrow_mut().take().ok_or_else(|| serde::ser::Error::custom("a lazy sequence serialized twice"))?;
         s.collect_seq(it)
     }
 }

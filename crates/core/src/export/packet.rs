@@ -91,7 +91,16 @@ impl<'a> PacketLine<'a> {
         writeln!(
             out,
             "{clock}\t{}\t{}\t{}\t{}\t{:010}\t{:010}\t{}\t{}\t{}\t{}",
-            self.src, self.sport, self.dst, self.dport, self.seq, self.ack, self.win_raw, self.len, self.flags, self.conn
+            self.src,
+            self.sport,
+            self.dst,
+            self.dport,
+            self.seq,
+            self.ack,
+            self.win_raw,
+            self.len,
+            self.flags,
+            self.conn
         )
     }
 }

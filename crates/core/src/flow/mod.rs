@@ -94,7 +94,10 @@ impl Directed {
     fn new(src: Endpoint, dst: Endpoint) -> Directed {
         match (src.addr, dst.addr) {
             (IpAddr::V4(s), IpAddr::V4(d)) => Directed::V4(
-                (u32::from(s) as u128) << 64 | (u32::from(d) as u128) << 32 | (src.port as u128) << 16 | dst.port as u128,
+                (u32::from(s) as u128) << 64
+                    | (u32::from(d) as u128) << 32
+                    | (src.port as u128) << 16
+                    | dst.port as u128,
             ),
             _ => Directed::Other(src, dst),
         }
@@ -132,7 +135,13 @@ impl FlowTable {
 
     /// Makes `idx` the current connection of the segment's 4-tuple, with endpoint a chosen from
     /// this first segment. Returns the connection's identity and the segment's direction.
-    pub fn insert(&mut self, seg: &Segment<'_>, idx: ConnIdx, file: usize, reuse: Option<SplitReason>) -> (ConnInfo, Dir) {
+    pub fn insert(
+        &mut self,
+        seg: &Segment<'_>,
+        idx: ConnIdx,
+        file: usize,
+        reuse: Option<SplitReason>,
+    ) -> (ConnInfo, Dir) {
         let (key, _) = FlowKey::of(seg);
         let src = Endpoint { addr: seg.src, port: seg.sport };
         let dst = Endpoint { addr: seg.dst, port: seg.dport };

@@ -11,16 +11,35 @@ use crate::series::burst::BurstSeries;
 /// Histogram bins per decade of rate.
 pub const BINS_PER_DECADE: u32 = 10;
 
-fn frame(series: &BurstSeries, view: &View, what: &str, y: Axis, mut marks: Vec<Mark>, mut legend: Vec<LegendEntry>) -> Figure {
+fn frame(
+    series: &BurstSeries,
+    view: &View,
+    what: &str,
+    y: Axis,
+    mut marks: Vec<Mark>,
+    mut legend: Vec<LegendEntry>,
+) -> Figure {
     let (lo, hi) = range(series);
     if let Some(avg) = series.average_bps.filter(|a| *a > 0.0) {
         let x = avg.log10();
         let prims = vec![
             Prim { shape: Shape::Line { x1: x, y1: y.min, x2: x, y2: y.max }, color: Color::Blue },
-            Prim { shape: Shape::Text { x, y: y.max * 0.6, anchor: super::Anchor::Right, text: format!("average {}bit/s", super::si(avg)) }, color: Color::Blue },
+            Prim {
+                shape: Shape::Text {
+                    x,
+                    y: y.max * 0.6,
+                    anchor: super::Anchor::Right,
+                    text: format!("average {}bit/s", super::si(avg)),
+                },
+                color: Color::Blue,
+            },
         ];
         marks.push(Mark { class: "avg", frame: None, count: 1, prims });
-        legend.push(LegendEntry { color: Color::Blue, sample: Sample::Line, text: "average throughput of the connection".into() });
+        legend.push(LegendEntry {
+            color: Color::Blue,
+            sample: Sample::Line,
+            text: "average throughput of the connection".into(),
+        });
     }
     let total: u64 = series.points.iter().map(|p| p.bytes as u64).sum();
     Figure {
@@ -53,10 +72,19 @@ pub fn burst(series: &BurstSeries, view: &View) -> Figure {
         .filter(|b| b.bytes > 0)
         .map(|b| {
             let shape = Shape::Rect { x1: b.lo_bps.log10(), y1: 0.0, x2: b.hi_bps.log10(), y2: b.bytes as f64 };
-            Mark { class: "burst bin", frame: None, count: b.bytes.min(u32::MAX as u64) as u32, prims: vec![Prim { shape, color: Color::Fg }] }
+            Mark {
+                class: "burst bin",
+                frame: None,
+                count: b.bytes.min(u32::MAX as u64) as u32,
+                prims: vec![Prim { shape, color: Color::Fg }],
+            }
         })
         .collect();
-    let legend = vec![LegendEntry { color: Color::Fg, sample: Sample::Fill, text: format!("bytes sent at that rate ({BINS_PER_DECADE} bins per decade)") }];
+    let legend = vec![LegendEntry {
+        color: Color::Fg,
+        sample: Sample::Fill,
+        text: format!("bytes sent at that rate ({BINS_PER_DECADE} bins per decade)"),
+    }];
     let y = Axis::styled("bytes", AxisStyle::Si { unit: "B" }, 0.0, (ymax * 1.08).max(1.0), 8);
     frame(series, view, "burstiness", y, marks, legend)
 }
@@ -73,8 +101,11 @@ pub fn burst_cdf(series: &BurstSeries, view: &View) -> Figure {
         pts.push((x, b as f64));
     }
     pts.push((hi, total));
-    let marks = chart::line(chart::reduce(&pts, view.columns, lo, hi), Color::Fg, "burst cdf", cdf.len() as u32).into_iter().collect();
-    let legend = vec![LegendEntry { color: Color::Fg, sample: Sample::Step, text: "bytes sent at or below the rate".into() }];
+    let marks = chart::line(chart::reduce(&pts, view.columns, lo, hi), Color::Fg, "burst cdf", cdf.len() as u32)
+        .into_iter()
+        .collect();
+    let legend =
+        vec![LegendEntry { color: Color::Fg, sample: Sample::Step, text: "bytes sent at or below the rate".into() }];
     let y = Axis::styled("total bytes", AxisStyle::Si { unit: "B" }, 0.0, (total * 1.05).max(1.0), 8);
     frame(series, view, "burstiness, integrated", y, marks, legend)
 }

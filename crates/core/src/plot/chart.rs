@@ -52,12 +52,21 @@ pub fn dots(
                 .filter_map(|(k, e)| {
                     let (lo, hi, n, f) = e?;
                     let x = x0 + (k as f64 + 0.5) / c as f64 * (x1 - x0);
-                    let shape = if hi > lo { Shape::Line { x1: x, y1: lo, x2: x, y2: hi } } else { Shape::Dot { x, y: lo } };
+                    let shape =
+                        if hi > lo { Shape::Line { x1: x, y1: lo, x2: x, y2: hi } } else { Shape::Dot { x, y: lo } };
                     Some(Mark { class: class_agg, frame: Some(f), count: n, prims: vec![Prim { shape, color }] })
                 })
                 .collect()
         }
-        _ => pts.iter().map(|&(x, y, f)| Mark { class, frame: Some(f), count: 1, prims: vec![Prim { shape: symbol(x, y), color }] }).collect(),
+        _ => pts
+            .iter()
+            .map(|&(x, y, f)| Mark {
+                class,
+                frame: Some(f),
+                count: 1,
+                prims: vec![Prim { shape: symbol(x, y), color }],
+            })
+            .collect(),
     }
 }
 
@@ -117,7 +126,12 @@ pub fn steps(pts: &[(f64, f64)], x_end: f64) -> Vec<(f64, f64)> {
 
 /// One mark holding a line through `pts` (nothing if fewer than two).
 pub fn line(pts: Vec<(f64, f64)>, color: Color, class: &'static str, count: u32) -> Option<Mark> {
-    (pts.len() >= 2).then(|| Mark { class, frame: None, count, prims: vec![Prim { shape: Shape::Polyline { pts }, color }] })
+    (pts.len() >= 2).then(|| Mark {
+        class,
+        frame: None,
+        count,
+        prims: vec![Prim { shape: Shape::Polyline { pts }, color }],
+    })
 }
 
 /// Default range of a time axis: the view's, or the whole connection.

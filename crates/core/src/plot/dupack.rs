@@ -29,7 +29,9 @@ pub fn dupack(series: &DupackSeries, view: &View) -> Figure {
             continue;
         }
         let m = a + iv / 2.0;
-        for (n, lo, hi, class, color) in [(d, a, m, "dupack bin", Color::Green), (r, m, a + iv, "rexmit bin", Color::Red)] {
+        for (n, lo, hi, class, color) in
+            [(d, a, m, "dupack bin", Color::Green), (r, m, a + iv, "rexmit bin", Color::Red)]
+        {
             if n > 0 {
                 let shape = Shape::Rect { x1: lo, y1: 0.0, x2: hi, y2: n as f64 };
                 marks.push(Mark { class, frame: None, count: n, prims: vec![Prim { shape, color }] });
@@ -44,7 +46,10 @@ pub fn dupack(series: &DupackSeries, view: &View) -> Figure {
         LegendEntry { color: Color::Red, sample: Sample::Fill, text: "retransmissions by the sender".into() },
     ];
     Figure {
-        title: view.title.clone().unwrap_or_else(|| super::title(series.conn, series.dir, &series.info, "dup ACKs and retransmissions")),
+        title: view
+            .title
+            .clone()
+            .unwrap_or_else(|| super::title(series.conn, series.dir, &series.info, "dup ACKs and retransmissions")),
         x: Axis::new("time (s since the connection's first packet)", x0, x1, 8),
         y: Axis::new(&format!("count per {} s", super::si(iv).trim_end()), 0.0, (ymax as f64 * 1.1).max(1.0), 6),
         marks,

@@ -258,7 +258,13 @@ pub fn si_prefix(max: f64) -> (f64, &'static str) {
 pub fn si(v: f64) -> String {
     let (d, p) = si_prefix(v);
     let x = v / d;
-    let s = if x.abs() >= 100.0 { format!("{x:.0}") } else if x.abs() >= 10.0 { format!("{x:.1}") } else { format!("{x:.2}") };
+    let s = if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    };
     let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
     format!("{s} {p}")
 }
@@ -295,7 +301,8 @@ impl Axis {
                 (format!("{name} ({p}{unit})"), round_ticks(min, max, n, d))
             }
             AxisStyle::Log10 { unit } => {
-                let ticks = (min.ceil() as i64..=max.floor() as i64).map(|e| (e as f64, si(10f64.powi(e as i32)))).collect();
+                let ticks =
+                    (min.ceil() as i64..=max.floor() as i64).map(|e| (e as f64, si(10f64.powi(e as i32)))).collect();
                 (format!("{name} ({unit}, log scale)"), ticks)
             }
         };

@@ -44,10 +44,18 @@ pub fn rtt(series: &RttSeries, view: &RttView) -> Figure {
     marks.extend(chart::dots(&karn_pts, Color::Green, diamond, "rtt karn", "rtt karn agg", view.columns, x0, x1));
     let mut legend = Vec::new();
     if karn > 0 {
-        legend.push(LegendEntry { color: Color::Green, sample: Sample::Letter("◆"), text: "Karn sample (data → ACK)".into() });
+        legend.push(LegendEntry {
+            color: Color::Green,
+            sample: Sample::Letter("◆"),
+            text: "Karn sample (data → ACK)".into(),
+        });
     }
     if ts > 0 {
-        legend.push(LegendEntry { color: Color::Blue, sample: Sample::Letter("■"), text: "timestamp echo sample".into() });
+        legend.push(LegendEntry {
+            color: Color::Blue,
+            sample: Sample::Letter("■"),
+            text: "timestamp echo sample".into(),
+        });
     }
     let title = view.title.clone().unwrap_or_else(|| {
         let (from, to) = match series.dir {

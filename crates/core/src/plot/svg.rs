@@ -63,7 +63,11 @@ pub fn render_row(figs: &[Figure], width: u32, height: u32) -> String {
     );
     let _ = writeln!(o, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
     for (i, fig) in figs.iter().enumerate() {
-        let _ = writeln!(o, r#"<svg class="panel" x="{}" y="0" width="{width}" height="{height}">"#, i as u64 * width as u64);
+        let _ = writeln!(
+            o,
+            r#"<svg class="panel" x="{}" y="0" width="{width}" height="{height}">"#,
+            i as u64 * width as u64
+        );
         panel(&mut o, fig, width, height, i);
         o.push_str("</svg>\n");
     }
@@ -105,10 +109,18 @@ fn panel(o: &mut String, fig: &Figure, width: u32, height: u32, id: usize) {
     };
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
     let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
-    let _ = writeln!(o, r#"<clipPath id="area{id}"><rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}"/></clipPath>"#);
+    let _ = writeln!(
+        o,
+        r#"<clipPath id="area{id}"><rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}"/></clipPath>"#
+    );
     // A long title on a narrow panel gets a smaller font rather than run into its neighbour.
     let title_px = (1.8 * w / fig.title.chars().count().max(1) as f64).clamp(9.0, 14.0);
-    let _ = writeln!(o, r#"<text class="title" x="{:.1}" y="22" text-anchor="middle" font-size="{title_px:.1}">{}</text>"#, w / 2.0, esc(&fig.title));
+    let _ = writeln!(
+        o,
+        r#"<text class="title" x="{:.1}" y="22" text-anchor="middle" font-size="{title_px:.1}">{}</text>"#,
+        w / 2.0,
+        esc(&fig.title)
+    );
 
     // Axes: frame, grid, ticks, labels.
     let _ = writeln!(o, r##"<g class="axes" stroke="#888888" fill="none">"##);
@@ -126,12 +138,30 @@ fn panel(o: &mut String, fig: &Figure, width: u32, height: u32, id: usize) {
     let _ = writeln!(o, "</g>");
     let _ = writeln!(o, r##"<g class="labels" fill="#333333">"##);
     for (v, label) in &fig.x.ticks {
-        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, sx(*v), TOP + ph + 17.0, esc(label));
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            sx(*v),
+            TOP + ph + 17.0,
+            esc(label)
+        );
     }
     for (v, label) in &fig.y.ticks {
-        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#, LEFT - 8.0, sy(*v) + 4.0, esc(label));
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            LEFT - 8.0,
+            sy(*v) + 4.0,
+            esc(label)
+        );
     }
-    let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, LEFT + pw / 2.0, TOP + ph + 34.0, esc(&fig.x.label));
+    let _ = writeln!(
+        o,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        LEFT + pw / 2.0,
+        TOP + ph + 34.0,
+        esc(&fig.x.label)
+    );
     let _ = writeln!(
         o,
         r#"<text x="14" y="{:.1}" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text>"#,
@@ -140,7 +170,12 @@ fn panel(o: &mut String, fig: &Figure, width: u32, height: u32, id: usize) {
         esc(&fig.y.label)
     );
     for (i, r) in fig.remarks.iter().enumerate() {
-        let _ = writeln!(o, r#"<text class="remark" x="{LEFT}" y="{:.1}" font-size="10">{}</text>"#, TOP + ph + 50.0 + 12.0 * i as f64, esc(r));
+        let _ = writeln!(
+            o,
+            r#"<text class="remark" x="{LEFT}" y="{:.1}" font-size="10">{}</text>"#,
+            TOP + ph + 50.0 + 12.0 * i as f64,
+            esc(r)
+        );
     }
     let _ = writeln!(o, "</g>");
 
@@ -173,7 +208,14 @@ fn panel(o: &mut String, fig: &Figure, width: u32, height: u32, id: usize) {
 }
 
 /// How many drawn points fall into each candidate legend box (lines sampled along their length).
-fn coverage(fig: &Figure, boxes: &[(f64, f64); 4], bw: f64, bh: f64, sx: &dyn Fn(f64) -> f64, sy: &dyn Fn(f64) -> f64) -> [usize; 4] {
+fn coverage(
+    fig: &Figure,
+    boxes: &[(f64, f64); 4],
+    bw: f64,
+    bh: f64,
+    sx: &dyn Fn(f64) -> f64,
+    sy: &dyn Fn(f64) -> f64,
+) -> [usize; 4] {
     let mut covered = [0usize; 4];
     let mut hit = |x: f64, y: f64| {
         for (k, (bx, by)) in boxes.iter().enumerate() {
@@ -202,9 +244,12 @@ fn coverage(fig: &Figure, boxes: &[(f64, f64); 4], bw: f64, bh: f64, sx: &dyn Fn
                 seg((*x2, *y2), (*x2, *y1));
             }
             Shape::Polyline { pts } => pts.windows(2).for_each(|w| seg(w[0], w[1])),
-            Shape::Arrow { x, y, .. } | Shape::Tick { x, y, .. } | Shape::Diamond { x, y } | Shape::Box { x, y } | Shape::Dot { x, y } | Shape::Text { x, y, .. } => {
-                seg((*x, *y), (*x, *y))
-            }
+            Shape::Arrow { x, y, .. }
+            | Shape::Tick { x, y, .. }
+            | Shape::Diamond { x, y }
+            | Shape::Box { x, y }
+            | Shape::Dot { x, y }
+            | Shape::Text { x, y, .. } => seg((*x, *y), (*x, *y)),
         }
     }
     covered
@@ -215,7 +260,14 @@ fn prim(o: &mut String, shape: &Shape, color: Color, head: f64, sx: &dyn Fn(f64)
     let c = color.svg();
     match shape {
         Shape::Line { x1, y1, x2, y2 } => {
-            let _ = write!(o, r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}"/>"#, sx(*x1), sy(*y1), sx(*x2), sy(*y2));
+            let _ = write!(
+                o,
+                r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}"/>"#,
+                sx(*x1),
+                sy(*y1),
+                sx(*x2),
+                sy(*y2)
+            );
         }
         Shape::Arrow { x, y, way } => {
             let (px, py) = (sx(*x), sy(*y));
@@ -239,7 +291,12 @@ fn prim(o: &mut String, shape: &Shape, color: Color, head: f64, sx: &dyn Fn(f64)
                 Way::Horizontal => (TICK / 2.0, 0.0),
             };
             let (ax, ay) = if *way == Way::Horizontal { (px - dx, py) } else { (px, py) };
-            let _ = write!(o, r#"<line class="tick" x1="{ax:.1}" y1="{ay:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}"/>"#, px + dx, py + dy);
+            let _ = write!(
+                o,
+                r#"<line class="tick" x1="{ax:.1}" y1="{ay:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}"/>"#,
+                px + dx,
+                py + dy
+            );
         }
         Shape::Diamond { x, y } => {
             let (px, py) = (sx(*x), sy(*y));
@@ -274,7 +331,14 @@ fn prim(o: &mut String, shape: &Shape, color: Color, head: f64, sx: &dyn Fn(f64)
             );
         }
         Shape::Box { x, y } => {
-            let _ = write!(o, r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" stroke="{c}"/>"#, sx(*x) - SYM, sy(*y) - SYM, 2.0 * SYM, 2.0 * SYM);
+            let _ = write!(
+                o,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" stroke="{c}"/>"#,
+                sx(*x) - SYM,
+                sy(*y) - SYM,
+                2.0 * SYM,
+                2.0 * SYM
+            );
         }
         Shape::Text { x, y, anchor, text } => {
             let (px, py) = (sx(*x), sy(*y));
@@ -285,7 +349,11 @@ fn prim(o: &mut String, shape: &Shape, color: Color, head: f64, sx: &dyn Fn(f64)
                 Anchor::Right => (px + 4.0, py + 4.0, "start"),
                 Anchor::Center => (px, py + 4.0, "middle"),
             };
-            let _ = write!(o, r#"<text x="{tx:.1}" y="{ty:.1}" text-anchor="{ta}" fill="{c}" stroke="none" font-size="10">{}</text>"#, esc(text));
+            let _ = write!(
+                o,
+                r#"<text x="{tx:.1}" y="{ty:.1}" text-anchor="{ta}" fill="{c}" stroke="none" font-size="10">{}</text>"#,
+                esc(text)
+            );
         }
     }
 }
@@ -305,35 +373,73 @@ fn legend(o: &mut String, fig: &Figure, (lx, ly): (f64, f64), bw: f64, bh: f64, 
     let row = ROW;
     let rows = fig.legend.len().div_ceil(cols.max(1));
     let colw = bw / cols.max(1) as f64;
-    let _ = writeln!(o, r##"<g class="legend" fill="none"><rect x="{lx:.1}" y="{ly:.1}" width="{bw:.1}" height="{bh:.1}" fill="#ffffff" fill-opacity="0.85" stroke="#cccccc"/>"##);
+    let _ = writeln!(
+        o,
+        r##"<g class="legend" fill="none"><rect x="{lx:.1}" y="{ly:.1}" width="{bw:.1}" height="{bh:.1}" fill="#ffffff" fill-opacity="0.85" stroke="#cccccc"/>"##
+    );
     for (i, e) in fig.legend.iter().enumerate() {
         let cy = ly + 4.0 + row * ((i % rows) as f64 + 0.5);
         let sx0 = lx + 8.0 + colw * (i / rows) as f64;
         let c = e.color.svg();
         match e.sample {
             Sample::Segment | Sample::Bar => {
-                let _ = write!(o, r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}"/>"#, sx0 + 10.0, cy - 5.0, sx0 + 10.0, cy + 5.0);
+                let _ = write!(
+                    o,
+                    r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}"/>"#,
+                    sx0 + 10.0,
+                    cy - 5.0,
+                    sx0 + 10.0,
+                    cy + 5.0
+                );
                 if e.sample == Sample::Segment {
                     let _ = write!(
                         o,
                         r#"<path d="M{:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}M{:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}" stroke="{c}"/>"#,
-                        sx0 + 7.0, cy - 2.0, sx0 + 10.0, cy - 5.0, sx0 + 13.0, cy - 2.0,
-                        sx0 + 7.0, cy + 2.0, sx0 + 10.0, cy + 5.0, sx0 + 13.0, cy + 2.0
+                        sx0 + 7.0,
+                        cy - 2.0,
+                        sx0 + 10.0,
+                        cy - 5.0,
+                        sx0 + 13.0,
+                        cy - 2.0,
+                        sx0 + 7.0,
+                        cy + 2.0,
+                        sx0 + 10.0,
+                        cy + 5.0,
+                        sx0 + 13.0,
+                        cy + 2.0
                     );
                 } else {
                     let _ = write!(
                         o,
                         r#"<path d="M{:.1} {:.1}H{:.1}M{:.1} {:.1}H{:.1}" stroke="{c}"/>"#,
-                        sx0 + 7.5, cy - 5.0, sx0 + 12.5, sx0 + 7.5, cy + 5.0, sx0 + 12.5
+                        sx0 + 7.5,
+                        cy - 5.0,
+                        sx0 + 12.5,
+                        sx0 + 7.5,
+                        cy + 5.0,
+                        sx0 + 12.5
                     );
                 }
             }
             Sample::Step => {
-                let _ = write!(o, r#"<path d="M{sx0:.1} {:.1}H{:.1}V{:.1}H{:.1}" stroke="{c}"/>"#, cy + 4.0, sx0 + 10.0, cy - 4.0, sx0 + 20.0);
+                let _ = write!(
+                    o,
+                    r#"<path d="M{sx0:.1} {:.1}H{:.1}V{:.1}H{:.1}" stroke="{c}"/>"#,
+                    cy + 4.0,
+                    sx0 + 10.0,
+                    cy - 4.0,
+                    sx0 + 20.0
+                );
             }
             Sample::DownTick | Sample::UpTick => {
                 let d = if e.sample == Sample::DownTick { TICK } else { -TICK };
-                let _ = write!(o, r#"<path d="M{sx0:.1} {cy:.1}H{:.1}M{:.1} {cy:.1}V{:.1}" stroke="{c}"/>"#, sx0 + 20.0, sx0 + 10.0, cy + d);
+                let _ = write!(
+                    o,
+                    r#"<path d="M{sx0:.1} {cy:.1}H{:.1}M{:.1} {cy:.1}V{:.1}" stroke="{c}"/>"#,
+                    sx0 + 20.0,
+                    sx0 + 10.0,
+                    cy + d
+                );
             }
             Sample::Line => {
                 let _ = write!(o, r#"<path d="M{sx0:.1} {cy:.1}H{:.1}" stroke="{c}" stroke-width="1.5"/>"#, sx0 + 20.0);
@@ -342,13 +448,30 @@ fn legend(o: &mut String, fig: &Figure, (lx, ly): (f64, f64), bw: f64, bh: f64, 
                 let _ = write!(o, r#"<circle cx="{:.1}" cy="{cy:.1}" r="2" fill="{c}"/>"#, sx0 + 10.0);
             }
             Sample::Fill => {
-                let _ = write!(o, r#"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{c}" fill-opacity="0.55" stroke="{c}"/>"#, sx0 + 5.0, cy - 5.0);
+                let _ = write!(
+                    o,
+                    r#"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{c}" fill-opacity="0.55" stroke="{c}"/>"#,
+                    sx0 + 5.0,
+                    cy - 5.0
+                );
             }
             Sample::Letter(s) => {
-                let _ = write!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="{c}" font-size="10">{}</text>"#, sx0 + 10.0, cy + 4.0, esc(s));
+                let _ = write!(
+                    o,
+                    r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="{c}" font-size="10">{}</text>"#,
+                    sx0 + 10.0,
+                    cy + 4.0,
+                    esc(s)
+                );
             }
         }
-        let _ = writeln!(o, r##"<text x="{:.1}" y="{:.1}" fill="#222222" font-size="10">{}</text>"##, sx0 + 28.0, cy + 4.0, esc(&e.text));
+        let _ = writeln!(
+            o,
+            r##"<text x="{:.1}" y="{:.1}" fill="#222222" font-size="10">{}</text>"##,
+            sx0 + 28.0,
+            cy + 4.0,
+            esc(&e.text)
+        );
     }
     let _ = writeln!(o, "</g>");
 }

@@ -9,7 +9,7 @@
 //! can be read, and the dots above it sit on the top edge as up arrows (`tput inst over`), so
 //! none is lost.
 
-use super::{AxisStyle, Axis, Color, Figure, LegendEntry, Mark, Prim, Sample, Shape, View, Way, chart};
+use super::{Axis, AxisStyle, Color, Figure, LegendEntry, Mark, Prim, Sample, Shape, View, Way, chart};
 use crate::series::tput::{Bytes, TputSeries};
 
 /// Default moving-average window, seconds.
@@ -25,7 +25,12 @@ pub fn tput(series: &TputSeries, view: &View) -> Figure {
     let inst = series.instantaneous(Bytes::All);
     let rexmit: std::collections::HashSet<u64> = series.points.iter().filter(|p| p.rexmit).map(|p| p.frame).collect();
     let avg_of = |which| -> Vec<(f64, f64)> {
-        series.moving_average(which, window_ns).iter().filter(|p| vis(p.t_ns)).map(|p| (chart::secs(p.t_ns), p.bps)).collect()
+        series
+            .moving_average(which, window_ns)
+            .iter()
+            .filter(|p| vis(p.t_ns))
+            .map(|p| (chart::secs(p.t_ns), p.bps))
+            .collect()
     };
     let tput_avg = avg_of(Bytes::All);
     let good_avg = avg_of(Bytes::New);
@@ -44,25 +49,59 @@ pub fn tput(series: &TputSeries, view: &View) -> Figure {
             new_pts.push((x, p.bps, p.frame));
         }
     }
-    let mut marks = chart::dots(&new_pts, Color::Yellow, chart::dot, "tput inst", "tput inst agg", view.columns, x0, x1);
+    let mut marks =
+        chart::dots(&new_pts, Color::Yellow, chart::dot, "tput inst", "tput inst agg", view.columns, x0, x1);
     let arrow = |x, y| Shape::Arrow { x, y, way: Way::Up };
-    marks.extend(chart::dots(&over, Color::Yellow, arrow, "tput inst over", "tput inst over agg", view.columns, x0, x1));
+    marks.extend(chart::dots(
+        &over,
+        Color::Yellow,
+        arrow,
+        "tput inst over",
+        "tput inst over agg",
+        view.columns,
+        x0,
+        x1,
+    ));
     // Retransmissions are events: one mark each, never aggregated.
     for &(x, y, f) in &rex_pts {
-        marks.push(Mark { class: "tput rexmit", frame: Some(f), count: 1, prims: vec![Prim { shape: Shape::Dot { x, y }, color: Color::Red }] });
+        marks.push(Mark {
+            class: "tput rexmit",
+            frame: Some(f),
+            count: 1,
+            prims: vec![Prim { shape: Shape::Dot { x, y }, color: Color::Red }],
+        });
     }
     let n_avg = tput_avg.len() as u32;
-    let good = chart::line(chart::steps(&chart::reduce(&good_avg, view.columns, x0, x1), x1), Color::Blue, "goodput avg", n_avg);
-    let all = chart::line(chart::steps(&chart::reduce(&tput_avg, view.columns, x0, x1), x1), Color::Orange, "tput avg", n_avg);
+    let good = chart::line(
+        chart::steps(&chart::reduce(&good_avg, view.columns, x0, x1), x1),
+        Color::Blue,
+        "goodput avg",
+        n_avg,
+    );
+    let all = chart::line(
+        chart::steps(&chart::reduce(&tput_avg, view.columns, x0, x1), x1),
+        Color::Orange,
+        "tput avg",
+        n_avg,
+    );
     marks.extend(all);
     marks.extend(good);
 
-    let mut legend = vec![LegendEntry { color: Color::Yellow, sample: Sample::Dot, text: "instantaneous rate of a packet".into() }];
+    let mut legend =
+        vec![LegendEntry { color: Color::Yellow, sample: Sample::Dot, text: "instantaneous rate of a packet".into() }];
     if !rex_pts.is_empty() {
         legend.push(LegendEntry { color: Color::Red, sample: Sample::Dot, text: "retransmission".into() });
     }
-    legend.push(LegendEntry { color: Color::Orange, sample: Sample::Line, text: format!("throughput, {window_s} s moving average") });
-    legend.push(LegendEntry { color: Color::Blue, sample: Sample::Line, text: format!("goodput (new bytes), {window_s} s moving average") });
+    legend.push(LegendEntry {
+        color: Color::Orange,
+        sample: Sample::Line,
+        text: format!("throughput, {window_s} s moving average"),
+    });
+    legend.push(LegendEntry {
+        color: Color::Blue,
+        sample: Sample::Line,
+        text: format!("goodput (new bytes), {window_s} s moving average"),
+    });
     let mut remarks = vec![format!(
         "{} data packets; average throughput {}bit/s, goodput {}bit/s",
         series.points.len(),
@@ -70,7 +109,10 @@ pub fn tput(series: &TputSeries, view: &View) -> Figure {
         super::si(series.average_bps(Bytes::New).unwrap_or(0.0))
     )];
     if !over.is_empty() {
-        remarks.push(format!("{} instantaneous rates above the top of the plot are drawn as arrows on the top edge", over.len()));
+        remarks.push(format!(
+            "{} instantaneous rates above the top of the plot are drawn as arrows on the top edge",
+            over.len()
+        ));
     }
     Figure {
         title: view.title.clone().unwrap_or_else(|| super::title(series.conn, series.dir, &series.info, "throughput")),

@@ -97,7 +97,11 @@ struct AckSum {
 
 impl Summary for AckSum {
     fn merge(&self, l: &Self) -> Self {
-        AckSum { ack_max: self.ack_max.max(l.ack_max), repeats: self.repeats + l.repeats, edge_repeats: self.edge_repeats + l.edge_repeats }
+        AckSum {
+            ack_max: self.ack_max.max(l.ack_max),
+            repeats: self.repeats + l.repeats,
+            edge_repeats: self.edge_repeats + l.edge_repeats,
+        }
     }
 }
 
@@ -264,7 +268,8 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
     let visible = &tsg.acks[first_vis..first_vis + tsg.acks[first_vis..].partition_point(|p| secs(p.t_ns) <= x1)];
     // Column of a time when there are many more returning packets than pixel columns.
     let ack_cols = view.columns.filter(|&c| c > 0 && visible.len() > AGGREGATE_FACTOR * c as usize).map(|c| c as usize);
-    let column = |t: f64, cols: usize| ((((t - x0) / (x1 - x0).max(f64::MIN_POSITIVE)) * cols as f64) as usize).min(cols - 1);
+    let column =
+        |t: f64, cols: usize| ((((t - x0) / (x1 - x0).max(f64::MIN_POSITIVE)) * cols as f64) as usize).min(cols - 1);
     if let Some(cols) = ack_cols {
         // One stair step per pixel column for each line, ending at the column's last value, and
         // one tick per column standing for all the repeats in it.
@@ -278,7 +283,10 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
             let (ack, repeats, edge_repeats) = match index {
                 // The column's summary from the blocks it spans.
                 Some(ix) => {
-                    let a = ix.acks.fold(first_vis + i, first_vis + j, |k| ack_sum(&tsg.acks[k])).expect("a column is never empty");
+                    let a = ix
+                        .acks
+                        .fold(first_vis + i, first_vis + j, |k| ack_sum(&tsg.acks[k]))
+                        .expect("a column is never empty");
                     (a.ack_max, a.repeats, a.edge_repeats)
                 }
                 None => (
@@ -307,7 +315,12 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
                 win_marks.push(Mark { class: "win step agg", frame: Some(col[0].frame), count: (j - i) as u32, prims });
                 if edge_repeats > 0 {
                     let prims = vec![at(Shape::Tick { x, y: edge as f64, way: Way::Up }, y)];
-                    win_marks.push(Mark { class: "win dup agg", frame: Some(col[0].frame), count: edge_repeats, prims });
+                    win_marks.push(Mark {
+                        class: "win dup agg",
+                        frame: Some(col[0].frame),
+                        count: edge_repeats,
+                        prims,
+                    });
                 }
             }
             prev = Some((x, ack, edge));
@@ -384,10 +397,7 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
         marks.push(Mark { class: "sack agg", frame: Some(frame), count: n, prims: sack_bar(x, lo, hi) });
     }
     if ack_cols.is_some() || sack_cols.is_some() {
-        remarks.push(format!(
-            "returning packets drawn per pixel column: {} ACKs, {n_sack} SACK blocks",
-            visible.len()
-        ));
+        remarks.push(format!("returning packets drawn per pixel column: {} ACKs, {n_sack} SACK blocks", visible.len()));
     }
 
     // --- Data segments, aggregated per pixel column if there are too many ---
@@ -433,7 +443,8 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
             }
             i = j;
         }
-        let (a, b) = (ix.others.partition_point(|&k| k < base), ix.others.partition_point(|&k| k < base + candidates.len()));
+        let (a, b) =
+            (ix.others.partition_point(|&k| k < base), ix.others.partition_point(|&k| k < base + candidates.len()));
         others.extend(ix.others[a..b].iter().map(|&k| &all[k]).filter(seg_visible));
     }
     for s in candidates.iter().filter(seg_visible).filter(|_| indexed.is_none()) {
@@ -470,9 +481,8 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
                 ];
                 marks.push(Mark { class: "seg agg", frame: Some(frame), count: n, prims });
             }
-            remarks.push(format!(
-                "{n_plain} new segments drawn per pixel column ({cols} columns); events drawn singly"
-            ));
+            remarks
+                .push(format!("{n_plain} new segments drawn per pixel column ({cols} columns); events drawn singly"));
         }
         _ => {
             // New data first, so retransmissions are drawn on top.
@@ -507,7 +517,9 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
             NoteKind::Fin { .. } => ("note fin", Color::Orange, vec![at(Shape::Box { x, y }, Color::Orange)]),
             NoteKind::RstOut | NoteKind::RstIn => ("note rst", Color::Magenta, vec![]),
             NoteKind::Urg => ("note urg", Color::Red, vec![]),
-            NoteKind::Ece | NoteKind::Cwr => ("note ecn", Color::Yellow, vec![at(Shape::Diamond { x, y }, Color::Yellow)]),
+            NoteKind::Ece | NoteKind::Cwr => {
+                ("note ecn", Color::Yellow, vec![at(Shape::Diamond { x, y }, Color::Yellow)])
+            }
             NoteKind::ZeroWindow => ("note zwin", Color::Magenta, vec![]),
             NoteKind::TripleDupAck => ("note dup3", Color::Green, vec![]),
         };
@@ -551,7 +563,10 @@ fn legend(marks: &[Mark]) -> Vec<LegendEntry> {
     let mut v = Vec::new();
     let mut add = |color, sample, text: &str| v.push(LegendEntry { color, sample, text: text.to_string() });
     add(Color::Fg, Sample::Segment, "data segment (seq .. seq+len)");
-    if marks.iter().any(|m| m.class.starts_with("seg") && m.prims.iter().any(|p| matches!(p.shape, Shape::Diamond { .. }))) {
+    if marks
+        .iter()
+        .any(|m| m.class.starts_with("seg") && m.prims.iter().any(|p| matches!(p.shape, Shape::Diamond { .. })))
+    {
         add(Color::Fg, Sample::Letter("◇"), "PSH set (diamond on top)");
     }
     if has("seg rexmit") {
@@ -609,14 +624,24 @@ mod tests {
     #[test]
     fn fast_paths_draw_what_the_scans_draw() {
         let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
-        let (fast, _) = crate::series::from_file::<crate::series::tsg::TsgSink>(path, 0, Dir::AtoB, Settings::default()).unwrap();
+        let (fast, _) =
+            crate::series::from_file::<crate::series::tsg::TsgSink>(path, 0, Dir::AtoB, Settings::default()).unwrap();
         let fast = fast.unwrap();
         assert!(fast.segments_time_ordered);
         let mut slow = fast.clone();
         slow.segments_time_ordered = false;
-        let key = |f: &Figure| f.marks.iter().map(|m| format!("{} {:?} {} {:?}", m.class, m.frame, m.count, m.prims)).collect::<Vec<_>>();
+        let key = |f: &Figure| {
+            f.marks.iter().map(|m| format!("{} {:?} {} {:?}", m.class, m.frame, m.count, m.prims)).collect::<Vec<_>>()
+        };
         let index = TsgIndex::new(&fast);
-        for (from, to, columns) in [(None, None, None), (Some(0.08), Some(0.09), Some(800)), (Some(0.5), Some(1.2), Some(60)), (Some(1.0), None, Some(3000)), (None, None, Some(7)), (None, None, Some(100))] {
+        for (from, to, columns) in [
+            (None, None, None),
+            (Some(0.08), Some(0.09), Some(800)),
+            (Some(0.5), Some(1.2), Some(60)),
+            (Some(1.0), None, Some(3000)),
+            (None, None, Some(7)),
+            (None, None, Some(100)),
+        ] {
             let view = TsgView { from_s: from, to_s: to, columns, ..Default::default() };
             let (a, b) = (tsg(&fast, &view), tsg(&slow, &view));
             assert_eq!(key(&a), key(&b), "{from:?}..{to:?}");
@@ -628,7 +653,8 @@ mod tests {
             if let Some(x0) = from {
                 let before: Vec<_> = fast.acks.iter().filter(|p| secs(p.t_ns) < x0).collect();
                 let want = before.iter().map(|p| p.ack_off).max();
-                let walk = before.iter().rev().find(|q| q.advances).map(|q| q.ack_off).or(before.first().map(|p| p.ack_off));
+                let walk =
+                    before.iter().rev().find(|q| q.advances).map(|q| q.ack_off).or(before.first().map(|p| p.ack_off));
                 assert_eq!(walk, want);
             }
         }
@@ -641,19 +667,32 @@ mod tests {
     #[test]
     fn indexed_figure_equals_the_scan() {
         let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
-        let (one, _) = crate::series::from_file::<crate::series::tsg::TsgSink>(path, 0, Dir::AtoB, Settings::default()).unwrap();
+        let (one, _) =
+            crate::series::from_file::<crate::series::tsg::TsgSink>(path, 0, Dir::AtoB, Settings::default()).unwrap();
         let one = one.unwrap();
         let (dt, ds) = (one.last_ns + 1_000_000, one.segments.iter().map(|s| s.end()).max().unwrap() + 1000);
         let mut big = one.clone();
         for k in 1..100u64 {
             let (t, q, f) = (k * dt, k as i64 * ds, k * 100_000);
-            big.segments.extend(one.segments.iter().map(|s| DataSeg { t_ns: s.t_ns + t, seq_off: s.seq_off + q, frame: s.frame + f, ..*s }));
-            big.acks.extend(one.acks.iter().map(|p| crate::series::tsg::AckPoint { t_ns: p.t_ns + t, ack_off: p.ack_off + q, frame: p.frame + f, ..*p }));
+            big.segments.extend(one.segments.iter().map(|s| DataSeg {
+                t_ns: s.t_ns + t,
+                seq_off: s.seq_off + q,
+                frame: s.frame + f,
+                ..*s
+            }));
+            big.acks.extend(one.acks.iter().map(|p| crate::series::tsg::AckPoint {
+                t_ns: p.t_ns + t,
+                ack_off: p.ack_off + q,
+                frame: p.frame + f,
+                ..*p
+            }));
         }
         big.last_ns = 100 * dt;
         assert!(big.segments.is_sorted_by_key(|s| s.t_ns) && big.segments_time_ordered);
         let index = TsgIndex::new(&big);
-        let key = |f: &Figure| f.marks.iter().map(|m| format!("{} {:?} {} {:?}", m.class, m.frame, m.count, m.prims)).collect::<Vec<_>>();
+        let key = |f: &Figure| {
+            f.marks.iter().map(|m| format!("{} {:?} {} {:?}", m.class, m.frame, m.count, m.prims)).collect::<Vec<_>>()
+        };
         let end = secs(big.last_ns);
         let q = ds * 37;
         let views = [
@@ -675,8 +714,14 @@ mod tests {
             let (x0, x1) = (from_s.unwrap_or(0.0), to_s.unwrap_or(end));
             let (lo, hi) = (seq_from.unwrap_or(i64::MIN), seq_to.unwrap_or(i64::MAX));
             let shown = |s: &DataSeg| secs(s.t_ns) >= x0 && secs(s.t_ns) <= x1 && s.end() >= lo && s.seq_off <= hi;
-            let rexmits: Vec<u64> = big.segments.iter().filter(|s| s.kind == SegKind::Retransmission && shown(s)).map(|s| s.frame).collect();
-            let drawn: Vec<u64> = b.marks.iter().filter(|m| m.class.starts_with("seg rexmit")).filter_map(|m| m.frame).collect();
+            let rexmits: Vec<u64> = big
+                .segments
+                .iter()
+                .filter(|s| s.kind == SegKind::Retransmission && shown(s))
+                .map(|s| s.frame)
+                .collect();
+            let drawn: Vec<u64> =
+                b.marks.iter().filter(|m| m.class.starts_with("seg rexmit")).filter_map(|m| m.frame).collect();
             assert_eq!(drawn, rexmits, "{view:?}");
             // Each aggregate column spans the lowest to the highest byte of its new segments:
             // the definition, packet by packet.

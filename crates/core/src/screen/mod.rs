@@ -322,7 +322,15 @@ impl ScreenSink {
 impl Sink for ScreenSink {
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
         debug_assert_eq!(conn, self.conns.len());
-        self.conns.push(Conn { info: *info, side: Some(Box::default()), done: None, first_ns: 0, last_ns: 0, events: Vec::new(), events_dropped: 0 });
+        self.conns.push(Conn {
+            info: *info,
+            side: Some(Box::default()),
+            done: None,
+            first_ns: 0,
+            last_ns: 0,
+            events: Vec::new(),
+            events_dropped: 0,
+        });
     }
 
     fn event(&mut self, at: &At, ev: &Event) {
@@ -352,8 +360,16 @@ impl Sink for ScreenSink {
                 for e in c.events.iter_mut().rev().take(64) {
                     let mine = e.dir == at.dir.rev().name();
                     let overlaps = e.seq < to && from < e.seq + e.len.max(1) as i64;
-                    let fixable = matches!(e.class, OosClass::FastRetransmit | OosClass::Rto | OosClass::TailLossProbe | OosClass::Unknown);
-                    if mine && overlaps && fixable && e.dsack_frame.is_none() && e.time_s <= (at.ts_ns - first) as f64 / 1e9 {
+                    let fixable = matches!(
+                        e.class,
+                        OosClass::FastRetransmit | OosClass::Rto | OosClass::TailLossProbe | OosClass::Unknown
+                    );
+                    if mine
+                        && overlaps
+                        && fixable
+                        && e.dsack_frame.is_none()
+                        && e.time_s <= (at.ts_ns - first) as f64 / 1e9
+                    {
                         let s = &mut side[r].oos;
                         *s.slot(e.class) -= 1;
                         s.spurious += 1;
@@ -509,11 +525,7 @@ impl ConnScreen {
 pub fn severity(s: &ConnScreen) -> f64 {
     let life = s.duration_s.max(1e-9);
     let stall: f64 = s.dir.iter().map(|d| d.timeout_stall_s).sum();
-    let parts = [
-        s.metric("retransmitted_fraction").unwrap_or(0.0) * 5.0,
-        stall / life * 2.0,
-        s.limits.receiver_window,
-    ];
+    let parts = [s.metric("retransmitted_fraction").unwrap_or(0.0) * 5.0, stall / life * 2.0, s.limits.receiver_window];
     let ok: f64 = parts.iter().map(|p| 1.0 - p.clamp(0.0, 1.0)).product();
     ((1.0 - ok) * 1000.0).round() / 1000.0
 }
@@ -523,7 +535,8 @@ fn is_boring(s: &ConnScreen, rules: &Rules) -> bool {
     if b.stop_and_wait && s.dir.iter().any(|d| d.pipelined) {
         return false;
     }
-    b.max.iter().all(|(k, v)| s.metric(k).is_none_or(|m| m <= *v)) && b.min.iter().all(|(k, v)| s.metric(k).is_none_or(|m| m >= *v))
+    b.max.iter().all(|(k, v)| s.metric(k).is_none_or(|m| m <= *v))
+        && b.min.iter().all(|(k, v)| s.metric(k).is_none_or(|m| m >= *v))
 }
 
 fn pct(f: f64) -> String {
@@ -544,7 +557,12 @@ fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
     let resent = o.rto + o.fast_retransmit + o.tail_loss_probe + o.unknown;
     if resent > 0 {
         let mut kinds = Vec::new();
-        for (n, what) in [(o.fast_retransmit, "fast"), (o.rto, "after timeout"), (o.tail_loss_probe, "tail-loss probe"), (o.unknown, "unclassified")] {
+        for (n, what) in [
+            (o.fast_retransmit, "fast"),
+            (o.rto, "after timeout"),
+            (o.tail_loss_probe, "tail-loss probe"),
+            (o.unknown, "unclassified"),
+        ] {
             if n > 0 {
                 kinds.push(format!("{n} {what}"));
             }
@@ -560,7 +578,11 @@ fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
         parts.push(format!("{} unneeded retransmission{}", o.spurious, if o.spurious == 1 { "" } else { "s" }));
     }
     if o.reordering > 0 {
-        parts.push(format!("{} segment{} reordered by the network", o.reordering, if o.reordering == 1 { "" } else { "s" }));
+        parts.push(format!(
+            "{} segment{} reordered by the network",
+            o.reordering,
+            if o.reordering == 1 { "" } else { "s" }
+        ));
     }
     if o.network_duplicate > 0 {
         parts.push(format!("{} duplicated by the network", o.network_duplicate));
@@ -605,7 +627,6 @@ fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
     }
     format!("{arrow}: {}", parts.join("; "))
 }
-
 
 #[cfg(test)]
 mod tests;

@@ -44,7 +44,11 @@ pub struct Boring {
 impl Default for Boring {
     fn default() -> Self {
         let max = [("retransmissions", 0.0), ("receiver_window", 0.0), ("zero_windows", 0.0)];
-        Boring { stop_and_wait: true, max: max.iter().map(|&(k, v)| (k.to_string(), v)).collect(), min: BTreeMap::new() }
+        Boring {
+            stop_and_wait: true,
+            max: max.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
+            min: BTreeMap::new(),
+        }
     }
 }
 
@@ -125,7 +129,8 @@ mod tests {
         let r = Rules::parse("").unwrap();
         assert!(r.boring.stop_and_wait);
         assert_eq!(r.classify.rto_min_ms, 200.0);
-        let r = Rules::parse("[boring]\nstop_and_wait = false\nmax = { severity = 0.2 }\n[classify]\nrto_min_ms = 300").unwrap();
+        let r = Rules::parse("[boring]\nstop_and_wait = false\nmax = { severity = 0.2 }\n[classify]\nrto_min_ms = 300")
+            .unwrap();
         assert!(!r.boring.stop_and_wait);
         assert_eq!(r.boring.max.get("severity"), Some(&0.2));
         assert_eq!(r.classify.rto_min_ms, 300.0);

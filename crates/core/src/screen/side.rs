@@ -144,7 +144,12 @@ impl Side {
             }
             // Without this half the RTO is its floor: a resend that late without loss evidence
             // is timer-driven (RFC 6298's initial 1 s would call the first backoffs unknown).
-            (None, Some(b)) => Estimate { mean_ns: Some(b), min_ns: Some((other.min as f64).max(floor)), rto_ns: rto_min.max(b), source: "one half" },
+            (None, Some(b)) => Estimate {
+                mean_ns: Some(b),
+                min_ns: Some((other.min as f64).max(floor)),
+                rto_ns: rto_min.max(b),
+                source: "one half",
+            },
             (None, None) => Estimate { mean_ns: None, min_ns: None, rto_ns: rto_min, source: "none" },
         }
     }
@@ -185,7 +190,15 @@ impl Side {
     }
 
     /// A retransmission of bytes seen before (already-seen segment in Tstat's terms).
-    pub(super) fn classify_rexmit(&mut self, at: &At, seq: SeqOff, prev: Option<(u64, u64)>, acked: bool, peer: &Side, cl: &Classify) {
+    pub(super) fn classify_rexmit(
+        &mut self,
+        at: &At,
+        seq: SeqOff,
+        prev: Option<(u64, u64)>,
+        acked: bool,
+        peer: &Side,
+        cl: &Classify,
+    ) {
         let mut e = self.evidence(at, seq, peer, cl);
         let rt = prev.map(|(t, _)| at.ts_ns.saturating_sub(t) as f64);
         e.prev_frame = prev.map(|(_, f)| f);
@@ -197,16 +210,28 @@ impl Side {
         self.last_resent = Some(seq);
         (e.class, e.rule) = if acked {
             (OosClass::Spurious, "every byte was already acknowledged (cumulative ACK or SACK)")
-        } else if rt.is_some_and(|rt| rt > rto) && tail && first_resend && self.syn_sack && peer.syn_sack && !self.fast_evidence(seq, cl) {
+        } else if rt.is_some_and(|rt| rt > rto)
+            && tail
+            && first_resend
+            && self.syn_sack
+            && peer.syn_sack
+            && !self.fast_evidence(seq, cl)
+        {
             // RFC 8985 §7: with one segment outstanding the probe timeout is 1.5 SRTT + 200 ms,
             // as long as an RTO; what tells them apart is that the probe comes first.
-            (OosClass::TailLossProbe, "the last segment's first resend after a timer, SACK in use (RFC 8985 tail-loss probe)")
+            (
+                OosClass::TailLossProbe,
+                "the last segment's first resend after a timer, SACK in use (RFC 8985 tail-loss probe)",
+            )
         } else if rt.is_some_and(|rt| rt > rto) {
             (OosClass::Rto, "resent more than an RTO after the previous copy")
         } else if self.fast_evidence(seq, cl) {
             (OosClass::FastRetransmit, "resent within an RTO with duplicate ACKs or a SACK above it")
         } else if tail && self.syn_sack && peer.syn_sack && rt.zip(min).is_some_and(|(rt, min)| rt >= min) {
-            (OosClass::TailLossProbe, "the last segment resent within an RTO but at least an RTT later, no loss evidence")
+            (
+                OosClass::TailLossProbe,
+                "the last segment resent within an RTO but at least an RTT later, no loss evidence",
+            )
         } else {
             (OosClass::Unknown, "resent within an RTO without loss evidence")
         };
@@ -275,9 +300,14 @@ impl Side {
         let hi = self.hi.unwrap_or(0);
         let una = self.una.unwrap_or(hi);
         let outstanding = (hi - una).max(0) as u64;
-        let bucket = if (sending && self.pending.as_ref().is_some_and(|e| matches!(e.class, OosClass::Rto | OosClass::TailLossProbe))) || self.recovery_point.is_some_and(|p| una < p) {
+        let bucket = if (sending
+            && self.pending.as_ref().is_some_and(|e| matches!(e.class, OosClass::Rto | OosClass::TailLossProbe)))
+            || self.recovery_point.is_some_and(|p| una < p)
+        {
             3
-        } else if self.rwnd == Some(0) || (self.rwnd_known && self.rwnd.is_some_and(|w| outstanding + self.mss as u64 > w)) {
+        } else if self.rwnd == Some(0)
+            || (self.rwnd_known && self.rwnd.is_some_and(|w| outstanding + self.mss as u64 > w))
+        {
             1
         } else if outstanding == 0 && (self.captured_here(peer) || self.idle_beyond_rtt(t1, peer)) {
             0
@@ -361,7 +391,8 @@ impl Side {
         }
         if end > s.seq_off {
             self.hi = Some(self.hi.map_or(end, |h| h.max(end)));
-            let print = Print { seq: s.seq_off, len: s.len, ip_id: s.ip_id, tsval: s.tsval, ttl: s.ttl, frame: s.at.frame };
+            let print =
+                Print { seq: s.seq_off, len: s.len, ip_id: s.ip_id, tsval: s.tsval, ttl: s.ttl, frame: s.at.frame };
             self.recent[self.recent_next] = print;
             self.recent_next = (self.recent_next + 1) % RECENT;
         }
@@ -420,7 +451,9 @@ impl Side {
 
     /// A D-SACK showed the resend of `seq` was not needed: its burst lost nothing there.
     pub(super) fn not_lost(&mut self, seq: SeqOff) {
-        if let Some(b) = self.bursts.iter_mut().chain(self.run.iter_mut()).find(|b| b.from <= seq && seq < b.to && b.lost) {
+        if let Some(b) =
+            self.bursts.iter_mut().chain(self.run.iter_mut()).find(|b| b.from <= seq && seq < b.to && b.lost)
+        {
             b.lost = false;
         }
     }
@@ -509,7 +542,8 @@ impl Side {
                 acks_per_data_segment: (self.data_packets > 0).then(|| self.acks as f64 / self.data_packets as f64),
                 stretch_acks: self.stretch_acks,
                 pure_ack_fraction: (peer.packets > 0).then(|| peer.pure_acks as f64 / peer.packets as f64),
-                delayed_ack_ms: (self.delayed.n >= 3 && self.delayed.n * 20 >= self.acks).then(|| self.delayed.mean().unwrap_or(0.0) / MS),
+                delayed_ack_ms: (self.delayed.n >= 3 && self.delayed.n * 20 >= self.acks)
+                    .then(|| self.delayed.mean().unwrap_or(0.0) / MS),
                 delayed_acks: self.delayed.n,
             },
             payload_bytes: self.payload_bytes,

@@ -23,7 +23,17 @@ impl Script {
         s
     }
     #[allow(clippy::too_many_arguments)] // one argument per header field the script sets
-    fn pkt(&mut self, from_a: bool, ms: f64, flags: u8, seq: u32, ack: u32, len: u16, win: u16, opts: Vec<u8>) -> &mut Self {
+    fn pkt(
+        &mut self,
+        from_a: bool,
+        ms: f64,
+        flags: u8,
+        seq: u32,
+        ack: u32,
+        len: u16,
+        win: u16,
+        opts: Vec<u8>,
+    ) -> &mut Self {
         self.pkts.push(scripted(from_a, ms, flags, seq, ack, len, win, opts));
         self
     }
@@ -43,7 +53,14 @@ impl Script {
                 let (prev, _) = self.pkts[i - 1].ipv4();
                 data[4..6].copy_from_slice(&prev[4..6]);
             }
-            an.record(&Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame: i as u64 + 1, offset: 0 });
+            an.record(&Record {
+                ts_ns: p.ts_ns,
+                data: &data,
+                orig_len: orig,
+                link_type: 101,
+                frame: i as u64 + 1,
+                offset: 0,
+            });
         }
         an.sink.finish().remove(0)
     }
@@ -113,7 +130,11 @@ fn an_exact_copy_is_a_network_duplicate_and_a_quick_hole_fill_is_reordering() {
     assert_eq!(classes(&r), [OosClass::NetworkDuplicate, OosClass::Reordering]);
     assert_eq!(r.events[0].prev_frame, Some(4));
     assert!(r.events[1].since_hole_ms.unwrap() < 1.0);
-    assert!(r.verdict.contains("1 duplicated by the network") && r.verdict.contains("1 segment reordered"), "{}", r.verdict);
+    assert!(
+        r.verdict.contains("1 duplicated by the network") && r.verdict.contains("1 segment reordered"),
+        "{}",
+        r.verdict
+    );
 }
 
 #[test]
@@ -130,14 +151,27 @@ fn a_closed_window_limits_the_sender_and_probes_are_flow_control() {
     assert!((r.dir[0].zero_window_s - 1.0).abs() < 1e-6);
     // From 40 to 1040 ms of 1060: receiver window.
     assert!((r.limits.receiver_window - 1000.0 / 1060.0).abs() < 1e-3, "{:?}", r.limits);
-    assert!(r.verdict.contains("receiver window-limited 94% of the time (zero window 1 time, 1.0 s in total, 2 probes)"), "{}", r.verdict);
+    assert!(
+        r.verdict.contains("receiver window-limited 94% of the time (zero window 1 time, 1.0 s in total, 2 probes)"),
+        "{}",
+        r.verdict
+    );
 }
 
 #[test]
 fn stop_and_wait_exchanges_are_boring_and_pipelining_is_not() {
     // Request, response, request, response: each segment acknowledged before the next.
     let mut s = Script::new();
-    s.a(30.0, 0, 100).pkt(false, 40.0, ACK, 0, 100, 500, 60000, vec![]).pkt(true, 50.0, ACK, 100, 500, 100, 1000, vec![]);
+    s.a(30.0, 0, 100).pkt(false, 40.0, ACK, 0, 100, 500, 60000, vec![]).pkt(
+        true,
+        50.0,
+        ACK,
+        100,
+        500,
+        100,
+        1000,
+        vec![],
+    );
     s.pkt(false, 60.0, ACK, 500, 200, 500, 60000, vec![]).pkt(true, 70.0, ACK, 200, 1000, 0, 1000, vec![]);
     let r = s.run(Rules::default());
     assert!(r.boring, "{r:?}");

@@ -158,7 +158,6 @@ impl Sink for BurstSink {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,7 +173,11 @@ mod tests {
             dir: Dir::AtoB,
             info: crate::series::test_info(),
             last_ns: 2_000_000,
-            points: pts.iter().enumerate().map(|(i, &(t_ns, b))| DataPoint { t_ns, frame: i as u64 + 1, bytes: b, new_bytes: b, rexmit: false }).collect(),
+            points: pts
+                .iter()
+                .enumerate()
+                .map(|(i, &(t_ns, b))| DataPoint { t_ns, frame: i as u64 + 1, bytes: b, new_bytes: b, rexmit: false })
+                .collect(),
         };
         let b = BurstSeries::from_tput(&t);
         let rates: Vec<f64> = b.points.iter().map(|p| p.rate_bps).collect();

@@ -85,7 +85,14 @@ impl DupackSink {
     /// The series, `None` if the connection never appeared.
     pub fn finish(self) -> Option<DupackSeries> {
         let b = self.base;
-        Some(DupackSeries { conn: b.conn, dir: b.dir, info: b.info?, last_ns: b.last_ns, dupacks: self.dupacks, rexmits: self.rexmits })
+        Some(DupackSeries {
+            conn: b.conn,
+            dir: b.dir,
+            info: b.info?,
+            last_ns: b.last_ns,
+            dupacks: self.dupacks,
+            rexmits: self.rexmits,
+        })
     }
 }
 
@@ -116,7 +123,6 @@ impl Sink for DupackSink {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

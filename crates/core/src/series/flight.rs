@@ -163,7 +163,13 @@ impl FlightSink {
             if r.limited {
                 self.limited_rounds += 1;
             } else {
-                self.cwnd.push(CwndRound { start_ns: r.start_ns, end_ns: t_ns, frame: s.at.frame, bytes: r.max, packets: r.packets });
+                self.cwnd.push(CwndRound {
+                    start_ns: r.start_ns,
+                    end_ns: t_ns,
+                    frame: s.at.frame,
+                    bytes: r.max,
+                    packets: r.packets,
+                });
             }
             // The next round ends with what has been sent by now; with nothing outstanding it
             // begins at the next data packet.
@@ -198,7 +204,6 @@ impl Sink for FlightSink {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,8 +211,22 @@ mod tests {
     use crate::testutil::{Pkt, flag::*};
 
     fn pkt(from_a: bool, ms: u64, flags: u8, seq: u32, ack: u32, len: u16, win: u16) -> Pkt {
-        let (src, dst, sport, dport) = if from_a { ([10, 0, 0, 1], [10, 0, 0, 2], 40000, 80) } else { ([10, 0, 0, 2], [10, 0, 0, 1], 80, 40000) };
-        Pkt { ts_ns: 1_000_000_000 + ms * 1_000_000, src, dst, sport, dport, seq, ack, flags, win, len, opts: vec![], snap: None }
+        let (src, dst, sport, dport) =
+            if from_a { ([10, 0, 0, 1], [10, 0, 0, 2], 40000, 80) } else { ([10, 0, 0, 2], [10, 0, 0, 1], 80, 40000) };
+        Pkt {
+            ts_ns: 1_000_000_000 + ms * 1_000_000,
+            src,
+            dst,
+            sport,
+            dport,
+            seq,
+            ack,
+            flags,
+            win,
+            len,
+            opts: vec![],
+            snap: None,
+        }
     }
 
     /// Slow start by hand: 1 segment, then 2, then 4, each round acked 10 ms later. With a large
@@ -237,7 +256,10 @@ mod tests {
     #[test]
     fn cwnd_estimate_is_the_largest_flight_per_round_unless_the_window_limits_it() {
         let s = slow_start(60000);
-        assert_eq!(s.cwnd.iter().map(|r| (r.bytes, r.packets)).collect::<Vec<_>>(), vec![(1000, 1), (2000, 2), (4000, 4)]);
+        assert_eq!(
+            s.cwnd.iter().map(|r| (r.bytes, r.packets)).collect::<Vec<_>>(),
+            vec![(1000, 1), (2000, 2), (4000, 4)]
+        );
         assert_eq!(s.flight.len(), 7);
         assert_eq!(s.rwnd_limited_rounds, 0);
         let s = slow_start(3000);

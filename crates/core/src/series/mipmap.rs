@@ -47,7 +47,8 @@ impl<S: Summary> Mipmap<S> {
     /// The summaries of items `0..n`, `item(k)` being item k's own.
     pub fn new(n: usize, item: impl Fn(usize) -> S) -> Mipmap<S> {
         let merge_all = |v: &mut dyn Iterator<Item = S>| v.reduce(|a, b| a.merge(&b));
-        let mut levels: Vec<Vec<S>> = vec![(0..n / B).filter_map(|b| merge_all(&mut (b * B..(b + 1) * B).map(&item))).collect()];
+        let mut levels: Vec<Vec<S>> =
+            vec![(0..n / B).filter_map(|b| merge_all(&mut (b * B..(b + 1) * B).map(&item))).collect()];
         while levels[levels.len() - 1].len() >= B {
             let below = &levels[levels.len() - 1];
             let up = below.chunks_exact(B).filter_map(|c| merge_all(&mut c.iter().copied())).collect();
@@ -58,12 +59,27 @@ impl<S: Summary> Mipmap<S> {
 
     /// Visits items `i..j` in order: for each block wholly inside, `take` decides; a taken
     /// block goes to `on_block`, the items outside taken or skipped blocks to `on_leaf`.
-    pub fn visit(&self, i: usize, j: usize, take: &impl Fn(&S) -> Take, on_block: &mut impl FnMut(&S), on_leaf: &mut impl FnMut(usize)) {
+    pub fn visit(
+        &self,
+        i: usize,
+        j: usize,
+        take: &impl Fn(&S) -> Take,
+        on_block: &mut impl FnMut(&S),
+        on_leaf: &mut impl FnMut(usize),
+    ) {
         self.go(self.levels.len(), i, j, take, on_block, on_leaf);
     }
 
     /// `level` 0: items; `level` l: the blocks of `levels[l - 1]`.
-    fn go(&self, level: usize, i: usize, j: usize, take: &impl Fn(&S) -> Take, on_block: &mut impl FnMut(&S), on_leaf: &mut impl FnMut(usize)) {
+    fn go(
+        &self,
+        level: usize,
+        i: usize,
+        j: usize,
+        take: &impl Fn(&S) -> Take,
+        on_block: &mut impl FnMut(&S),
+        on_leaf: &mut impl FnMut(usize),
+    ) {
         if level == 0 {
             (i..j).for_each(on_leaf);
             return;
@@ -148,7 +164,18 @@ mod tests {
             .collect();
         let m = Mipmap::new(v.len(), |k| MinMaxCount(v[k], v[k], 1, k));
         let item = |k: usize| MinMaxCount(v[k], v[k], 1, k);
-        for (i, j) in [(0, 0), (0, 1), (0, 16), (5, 17), (15, 257), (16, 4096), (1, 65_537), (4095, 69_999), (0, 70_000), (333, 40_000)] {
+        for (i, j) in [
+            (0, 0),
+            (0, 1),
+            (0, 16),
+            (5, 17),
+            (15, 257),
+            (16, 4096),
+            (1, 65_537),
+            (4095, 69_999),
+            (0, 70_000),
+            (333, 40_000),
+        ] {
             let want = (i..j).map(item).reduce(|a, b| a.merge(&b));
             assert_eq!(m.fold(i, j, item), want, "{i}..{j}");
             // Only the items in [200k, 800k): blocks wholly inside taken, wholly outside skipped.

@@ -133,7 +133,14 @@ pub(crate) fn run_pkts<S: Sink>(pkts: &[crate::testutil::Pkt], settings: crate::
     let mut an = crate::pass::Analyzer::new(settings, sink);
     for (i, p) in pkts.iter().enumerate() {
         let (data, orig) = p.ipv4();
-        an.record(&crate::capture::Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame: i as u64 + 1, offset: 0 });
+        an.record(&crate::capture::Record {
+            ts_ns: p.ts_ns,
+            data: &data,
+            orig_len: orig,
+            link_type: 101,
+            frame: i as u64 + 1,
+            offset: 0,
+        });
     }
     an.sink
 }
@@ -206,7 +213,8 @@ fn run_ring<S: crate::analysis::Sink>(
     use crate::capture::CaptureError;
     let other = |offset: u64, msg: String| CaptureError::Io { offset, source: std::io::Error::other(msg) };
     let set = crate::capture::TraceSet::open(&[dir.to_path_buf()]).map_err(|e| other(0, e.to_string()))?;
-    let (files, sink) = crate::pass::analyze_set_with(&set, 0, u64::MAX, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
+    let (files, sink) =
+        crate::pass::analyze_set_with(&set, 0, u64::MAX, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
     let err = files.into_iter().find_map(|f| {
         let offset = f.error_offset.unwrap_or(0);
         f.error.map(|e| other(offset, format!("{}: {e}", f.path.display())))

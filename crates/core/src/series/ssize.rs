@@ -52,7 +52,14 @@ impl SsizeSink {
     /// The series, `None` if the connection never appeared.
     pub fn finish(self) -> Option<SsizeSeries> {
         let b = self.base;
-        Some(SsizeSeries { conn: b.conn, dir: b.dir, info: b.info?, last_ns: b.last_ns, peer_mss: self.peer_mss, points: self.points })
+        Some(SsizeSeries {
+            conn: b.conn,
+            dir: b.dir,
+            info: b.info?,
+            last_ns: b.last_ns,
+            peer_mss: self.peer_mss,
+            points: self.points,
+        })
     }
 }
 
@@ -82,4 +89,3 @@ impl Sink for SsizeSink {
         self.pending.clear();
     }
 }
-

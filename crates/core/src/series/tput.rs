@@ -172,7 +172,13 @@ impl Sink for TputSink {
         }
         let t_ns = self.base.segment(s);
         if s.at.dir == self.base.dir && s.len > 0 {
-            self.points.push(DataPoint { t_ns, frame: s.at.frame, bytes: s.len, new_bytes: s.new_bytes, rexmit: s.is_rexmit });
+            self.points.push(DataPoint {
+                t_ns,
+                frame: s.at.frame,
+                bytes: s.len,
+                new_bytes: s.new_bytes,
+                rexmit: s.is_rexmit,
+            });
         }
     }
     fn event(&mut self, at: &At, _ev: &Event) {
@@ -181,7 +187,6 @@ impl Sink for TputSink {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -194,7 +199,17 @@ mod tests {
             dir: Dir::AtoB,
             info,
             last_ns: pts.last().map_or(0, |p| p.0),
-            points: pts.iter().enumerate().map(|(i, &(t_ns, bytes, new_bytes))| DataPoint { t_ns, frame: i as u64 + 1, bytes, new_bytes, rexmit: new_bytes < bytes }).collect(),
+            points: pts
+                .iter()
+                .enumerate()
+                .map(|(i, &(t_ns, bytes, new_bytes))| DataPoint {
+                    t_ns,
+                    frame: i as u64 + 1,
+                    bytes,
+                    new_bytes,
+                    rexmit: new_bytes < bytes,
+                })
+                .collect(),
         }
     }
 

@@ -302,7 +302,8 @@ impl TsgSink {
         let advances = self.max_ack.is_some_and(|m| ack_off > m);
         let repeats = self.max_ack.is_some_and(|m| ack_off <= m);
         self.max_ack = Some(self.max_ack.map_or(ack_off, |m| m.max(ack_off)));
-        let mut p = AckPoint { t_ns, frame, ack_off, win_bytes: s.win_bytes, advances, repeats, edge_repeats: false, flags: f };
+        let mut p =
+            AckPoint { t_ns, frame, ack_off, win_bytes: s.win_bytes, advances, repeats, edge_repeats: false, flags: f };
         p.edge_repeats = prev.is_some_and(|q| q.edge() == p.edge());
         if f.rst() {
             tsg.notes.push(note(ack_off, NoteKind::RstIn));
@@ -393,7 +394,6 @@ impl Sink for TsgSink {
         self.pending.clear();
     }
 }
-
 
 #[cfg(test)]
 mod tests {
