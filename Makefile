@@ -1,15 +1,20 @@
 # tcpscope — the two newcomer commands are `make demo` and `make test`.
 
 CARGO ?= cargo
-BIN := target/release/tcpscope
+BIN := $(or $(CARGO_TARGET_DIR),target)/release/tcpscope
 DEMO_TRACE := tests/data/loss-snd.pcap
 
-.PHONY: all build demo test deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list
+.PHONY: all build build-deps demo test deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list
 
 all: build
 
-build: web
+build: web build-deps
 	$(CARGO) build --release
+
+# What the build links: libpcap for `tcpscope capture` (pkg-config finds it). Installed here, not
+# only under `deps`, so that `make demo` works on a fresh machine.
+build-deps:
+	@tools/need-debian.sh /usr/include/pcap/pcap.h:libpcap-dev pkg-config:pkg-config
 
 # Runs the main job on a small trace the project recorded itself (see tests/data/README.md).
 demo: build
@@ -33,7 +38,7 @@ deps-capture:
 	@tools/need-debian.sh --soft "building capture or its tests may fail" \
 	  /usr/include/pcap/pcap.h:libpcap-dev ip:iproute2 tcpdump:tcpdump
 
-test: deps web
+test: deps build-deps web
 	$(CARGO) test --workspace
 	$(MAKE) test-web
 
@@ -59,7 +64,7 @@ browser-deps:
 	@tools/need-debian.sh chromium:chromium
 
 # Loads the recorded traces in the viewer and the report, in a real browser.
-test-web: web browser-deps
+test-web: web browser-deps build-deps
 	$(CARGO) build -p tcpscope
 	cd web && TCPSCOPE_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/debug/tcpscope node --test tests/
 
@@ -75,7 +80,7 @@ $(VIEW_TRACE):
 	$(CARGO) run --release -p tcpscope-view --example bigtrace -- $@ 5000000
 
 bench-view: build browser-deps $(VIEW_TRACE)
-	cd web && TCPSCOPE_BIN=$(CURDIR)/$(BIN) BIGTRACE=$(CURDIR)/$(VIEW_TRACE) node bench/zoom.mjs
+	cd web && TCPSCOPE_BIN=$(abspath $(BIN)) BIGTRACE=$(CURDIR)/$(VIEW_TRACE) node bench/zoom.mjs
 
 # The connection list and the report on 200,000 connections (bench/gen-many.py's trace).
 MANY_TRACE := bench/out/many.pcap
@@ -85,7 +90,7 @@ $(MANY_TRACE):
 	python3 bench/gen-many.py $@.tmp && mv $@.tmp $@
 
 bench-list: build browser-deps $(MANY_TRACE)
-	cd web && TCPSCOPE_BIN=$(CURDIR)/$(BIN) MANY=$(CURDIR)/$(MANY_TRACE) node bench/list.mjs
+	cd web && TCPSCOPE_BIN=$(abspath $(BIN)) MANY=$(CURDIR)/$(MANY_TRACE) node bench/list.mjs
 
 # Each target runs FUZZ_SECONDS; see docs/fuzzing.md.
 FUZZ_SECONDS ?= 600
