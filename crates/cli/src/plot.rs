@@ -6,9 +6,9 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use tcpscope_core::analysis::{Dir, Settings};
+use tcpscope_core::analysis::{Dir, SegmentInfo, Settings, Sink};
 use tcpscope_core::plot::{self, Figure, View, rtt::RttView, tsg::TsgView};
-use tcpscope_core::series::{self, burst, dupack, flight, rtt, ssize, tput, tsg};
+use tcpscope_core::series::{self, OneConnection, burst, dupack, flight, rtt, ssize, tput, tsg};
 
 use crate::args::{DirArg, KindArg, PlotArgs};
 
@@ -149,13 +149,12 @@ fn png(svg: &str) -> io::Result<Vec<u8>> {
     pixmap.encode_png().map_err(|e| io::Error::other(format!("encoding PNG: {e}")))
 }
 
-/// The --from/--to limits of one connection's plot, in seconds since its first packet. A bare
-/// number already is; an absolute time is resolved against the connection's first packet,
-/// found by a pass of its own (only when one is given).
-fn time_limits(args: &PlotArgs, t: &Target, settings: Settings) -> io::Result<(Option<f64>, Option<f64>)> {
+/// The --from/--to limits of one connection's plot, in seconds since its first packet (at
+/// `t0`, ns since the epoch). A bare number already is; an absolute time is resolved against
+/// the connection's first packet.
+fn time_limits(args: &PlotArgs, t0: u64) -> io::Result<(Option<f64>, Option<f64>)> {
     use tcpscope_core::capture::time::{TimeSpec, local_zone};
-    let mut first: Option<u64> = None;
-    let mut limit = |flag: &str, v: &Option<String>| -> io::Result<Option<f64>> {
+    let limit = |flag: &str, v: &Option<String>| -> io::Result<Option<f64>> {
         let Some(v) = v else { return Ok(None) };
         if let Ok(secs) = v.trim().parse::<f64>() {
             return if secs.is_finite() {
@@ -168,18 +167,6 @@ fn time_limits(args: &PlotArgs, t: &Target, settings: Settings) -> io::Result<(O
         if let TimeSpec::Offset(ns) = spec {
             return Ok(Some(ns as f64 / 1e9));
         }
-        let t0 = match first {
-            Some(t0) => t0,
-            None => {
-                let sink = FirstPacket { conn: t.conn - 1, ts_ns: None };
-                let (sink, _) = tcpscope_core::series::run_file(&t.trace, settings, sink)
-                    .map_err(|e| io::Error::other(format!("{}: {e}", t.trace.display())))?;
-                let t0 = sink
-                    .ts_ns
-                    .ok_or_else(|| io::Error::other(format!("{}: no connection {}", t.trace.display(), t.conn)))?;
-                *first.insert(t0)
-            }
-        };
         let at = spec.resolve(t0, &local_zone()).map_err(|e| io::Error::other(format!("{flag}: {e}")))?;
         Ok(Some((at as f64 - t0 as f64) / 1e9))
     };
@@ -193,26 +180,16 @@ fn time_limits(args: &PlotArgs, t: &Target, settings: Settings) -> io::Result<(O
 }
 
 /// The --seq-from/--seq-to limits as relative offsets. Absolute ones (`--abs-seq`) are turned
-/// into offsets by the wire sequence number of the direction's first segment, found by a pass
-/// of its own: offset = (absolute - base) mod 2^32, where a value up to 64 KiB below the base
-/// counts as before it (the SYN is -1).
-fn seq_limits(args: &PlotArgs, t: &Target, settings: Settings) -> io::Result<(Option<i64>, Option<i64>)> {
+/// into offsets by the direction's sequence base (the wire number of offset 0): offset =
+/// (absolute - base) mod 2^32, where a value up to 64 KiB below the base counts as before it
+/// (the SYN is -1).
+fn seq_limits(args: &PlotArgs, t: &Target, base: Option<u32>) -> io::Result<(Option<i64>, Option<i64>)> {
     if !args.abs_seq || (args.seq_from.is_none() && args.seq_to.is_none()) {
         return Ok((args.seq_from, args.seq_to));
     }
-    let fail = |e: &dyn std::fmt::Display| io::Error::other(format!("{}: {e}", t.trace.display()));
-    let mut reader = tcpscope_core::capture::CaptureReader::open(&t.trace).map_err(|e| fail(&e))?;
-    let mut an = tcpscope_core::pass::Analyzer::new(settings, LastOffset { conn: t.conn - 1, dir: t.dir, off: None });
-    let mut base = None;
-    let mut sum = tcpscope_core::pass::FileSummary::default();
-    tcpscope_core::pass::read_segments(&mut reader, &mut sum, &|_, _| {}, |seg, frame, ts_ns| {
-        an.segment(seg, frame, ts_ns);
-        if let Some(off) = an.sink.off.take() {
-            base = Some(seg.seq.0.wrapping_sub(off as u32));
-        }
-        base.is_none()
-    });
-    let base = base.ok_or_else(|| fail(&format!("connection {} has no {} segment", t.conn, t.dir.name())))?;
+    let base = base.ok_or_else(|| {
+        io::Error::other(format!("{}: connection {} has no {} segment", t.trace.display(), t.conn, t.dir.name()))
+    })?;
     let rel = |abs: i64| -> io::Result<i64> {
         let abs = u32::try_from(abs)
             .map_err(|_| io::Error::other(format!("--abs-seq: {abs} is not a 32-bit sequence number")))?;
@@ -222,73 +199,95 @@ fn seq_limits(args: &PlotArgs, t: &Target, settings: Settings) -> io::Result<(Op
     Ok((args.seq_from.map(rel).transpose()?, args.seq_to.map(rel).transpose()?))
 }
 
-/// The relative offset of the last segment the analysis saw, if it was of this connection and
-/// direction.
-struct LastOffset {
-    conn: usize,
-    dir: tcpscope_core::analysis::Dir,
-    off: Option<i64>,
-}
-
-impl tcpscope_core::analysis::Sink for LastOffset {
-    fn segment(&mut self, s: &tcpscope_core::analysis::SegmentInfo) {
-        if s.at.conn == self.conn && s.at.dir == self.dir {
-            self.off = Some(s.seq_off);
-        }
-    }
-}
-
-/// Remembers when a connection's first packet was seen.
-struct FirstPacket {
-    conn: usize,
-    ts_ns: Option<u64>,
-}
-
-impl tcpscope_core::analysis::Sink for FirstPacket {
-    fn segment(&mut self, s: &tcpscope_core::analysis::SegmentInfo) {
-        if s.at.conn == self.conn && self.ts_ns.is_none() {
-            self.ts_ns = Some(s.at.ts_ns);
-        }
-    }
-}
-
-/// Runs the pass for one connection and builds its figure.
+/// Runs the pass for one connection and builds its figure: one read of the trace, for the
+/// series and for what the limits are resolved against.
 fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<Figure> {
     let settings = Settings { assume_wscale: args.wscale, ..Settings::default() };
-    let file_error = |e: tcpscope_core::capture::CaptureError| io::Error::other(format!("{}: {e}", t.trace.display()));
     let no_conn = || io::Error::other(format!("{}: no connection {}", t.trace.display(), t.conn));
-    let report = |err: Option<tcpscope_core::capture::CaptureError>| -> io::Result<()> {
-        if let Some(e) = err {
-            writeln!(io::stderr(), "tcpscope: {}: {e}", t.trace.display())?;
-        }
-        Ok(())
-    };
-    let (from_s, to_s) = time_limits(args, t, settings)?;
-    let view = View { from_s, to_s, title: args.title.clone(), columns: Some(columns), window_s: args.window };
     let (path, c, d) = (t.trace.as_path(), t.conn - 1, t.dir);
+    let origin: Option<Origin>;
     macro_rules! series {
         ($m:ty) => {{
-            let (s, err) = series::from_file::<$m>(path, c, d, settings).map_err(file_error)?;
-            report(err)?;
-            s.ok_or_else(no_conn)?
+            let sinks = (<$m as OneConnection>::for_conn(c, d), Origin::new(c, d));
+            let ((s, o), summary) = series::run_file(path, settings, sinks)
+                .map_err(|e| io::Error::other(format!("{}: {e}", t.trace.display())))?;
+            if let Some(e) = summary.error {
+                writeln!(io::stderr(), "tcpscope: {}: {e}", t.trace.display())?;
+            }
+            origin = Some(o);
+            s.into_series().ok_or_else(no_conn)?
         }};
     }
+    let figure = |args: &PlotArgs, origin: &Option<Origin>| -> io::Result<(View, Option<f64>, Option<f64>)> {
+        let t0 = origin.as_ref().and_then(|o| o.t0).ok_or_else(no_conn)?;
+        let (from_s, to_s) = time_limits(args, t0)?;
+        let view = View { from_s, to_s, title: args.title.clone(), columns: Some(columns), window_s: args.window };
+        Ok((view, from_s, to_s))
+    };
     Ok(match args.kind {
         KindArg::Tsg => {
             let s = series!(tsg::TsgSink);
-            let (seq_from, seq_to) = seq_limits(args, t, settings)?;
+            let (_, from_s, to_s) = figure(args, &origin)?;
+            let (seq_from, seq_to) = seq_limits(args, t, origin.and_then(|o| o.base))?;
             let v = TsgView { from_s, to_s, seq_from, seq_to, columns: Some(columns), title: args.title.clone() };
             plot::tsg::tsg(&s, &v)
         }
         KindArg::Rtt => {
             let s = series!(rtt::RttSink);
+            let (_, from_s, to_s) = figure(args, &origin)?;
             plot::rtt::rtt(&s, &RttView { from_s, to_s, title: args.title.clone(), columns: Some(columns) })
         }
-        KindArg::Tput => plot::tput::tput(&series!(tput::TputSink), &view),
-        KindArg::Flight => plot::flight::flight(&series!(flight::FlightSink), &view),
-        KindArg::Ssize => plot::ssize::ssize(&series!(ssize::SsizeSink), &view),
-        KindArg::Burst => plot::burst::burst(&series!(burst::BurstSink), &view),
-        KindArg::BurstCdf => plot::burst::burst_cdf(&series!(burst::BurstSink), &view),
-        KindArg::Dupack => plot::dupack::dupack(&series!(dupack::DupackSink), &view),
+        KindArg::Tput => {
+            let s = series!(tput::TputSink);
+            plot::tput::tput(&s, &figure(args, &origin)?.0)
+        }
+        KindArg::Flight => {
+            let s = series!(flight::FlightSink);
+            plot::flight::flight(&s, &figure(args, &origin)?.0)
+        }
+        KindArg::Ssize => {
+            let s = series!(ssize::SsizeSink);
+            plot::ssize::ssize(&s, &figure(args, &origin)?.0)
+        }
+        KindArg::Burst => {
+            let s = series!(burst::BurstSink);
+            plot::burst::burst(&s, &figure(args, &origin)?.0)
+        }
+        KindArg::BurstCdf => {
+            let s = series!(burst::BurstSink);
+            plot::burst::burst_cdf(&s, &figure(args, &origin)?.0)
+        }
+        KindArg::Dupack => {
+            let s = series!(dupack::DupackSink);
+            plot::dupack::dupack(&s, &figure(args, &origin)?.0)
+        }
     })
+}
+
+/// What a plot's limits are resolved against: when the connection's first packet was seen, and
+/// the sequence base (the wire number of offset 0) of the plotted direction.
+struct Origin {
+    conn: usize,
+    dir: Dir,
+    t0: Option<u64>,
+    base: Option<u32>,
+}
+
+impl Origin {
+    fn new(conn: usize, dir: Dir) -> Self {
+        Origin { conn, dir, t0: None, base: None }
+    }
+}
+
+impl Sink for Origin {
+    fn segment(&mut self, s: &SegmentInfo) {
+        if s.at.conn != self.conn {
+            return;
+        }
+        self.t0.get_or_insert(s.at.ts_ns);
+        if s.at.dir == self.dir && self.base.is_none() {
+            // offset = wire - base (mod 2^32), for every segment of the direction.
+            self.base = Some(s.seq.0.wrapping_sub(s.seq_off as u32));
+        }
+    }
 }

@@ -4,12 +4,16 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use std::path::Path;
+
+use tcpscope_core::analysis::{ConnIdx, SegmentInfo, Sink};
 use tcpscope_core::capture::time;
 use tcpscope_core::export::packet::PacketLine;
-use tcpscope_core::pass;
+use tcpscope_core::flow::ConnInfo;
+use tcpscope_core::pass::Analysis;
 
 use crate::args::CommonArgs;
-use crate::run::{open_set, settings, window};
+use crate::run::query;
 
 /// Prints the packets of the window; all TRACEs are read as one trace in time order.
 ///
@@ -19,13 +23,12 @@ use crate::run::{open_set, settings, window};
 /// given in clock time names the same packets, hence the same ids, for as long as its files
 /// exist.
 pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
-    let settings = settings(args)?;
-    let set = open_set(&args.traces)?;
+    // All TRACEs as one trace in time order, the window placed on it.
+    let query = query(args)?.merge(true);
     let tz = time::local_zone();
-    let (from, to) = window(args, &set, &tz)?;
-    let names: Vec<String> = set.files.iter().map(|f| f.path.display().to_string()).collect();
-    let buf = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let mut out = if args.json {
+    // Not locked: the pass may run its sink on another thread.
+    let buf = io::BufWriter::with_capacity(1 << 16, io::stdout());
+    let out = if args.json {
         Out::Json(buf)
     } else if args.csv {
         Out::Csv(Box::new(csv::Writer::from_writer(buf)))
@@ -34,42 +37,74 @@ pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
         buf.write_all(PacketLine::TEXT_HEADER.as_bytes())?;
         Out::Text(buf)
     };
-    let mut failed: Option<io::Error> = None;
-    let wanted = |id: usize| args.conn.is_empty() || args.conn.contains(&id);
-    let an = pass::analyze_set(&set, from, to, settings, &|_, _| {}, |f, rec, seg, idx| {
-        let id = idx + 1;
-        if !wanted(id) {
-            return true;
-        }
-        let line = PacketLine::new(&names[f], rec, seg, id);
-        match out.write(&line, &tz) {
-            Ok(()) => true,
-            Err(e) => {
-                failed = Some(e);
-                false
-            }
-        }
-    });
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    out.flush()?;
-    if an.files.is_empty() {
-        crate::run::empty_window_note(&set, from, to, &tz)?;
+    let printer =
+        Printer { out, tz: tz.clone(), wanted: args.conn.clone(), names: Vec::new(), conns: Vec::new(), failed: None };
+    let (mut printer, files, trace) = query.run_one(printer, &|_, _| {})?;
+    printer.out.flush()?;
+    if let Some(e) = trace.error {
+        return Err(io::Error::other(e));
     }
     let mut err = io::stderr().lock();
-    for f in &an.files {
+    for w in &trace.warnings {
+        writeln!(err, "tcpscope: {w}")?;
+    }
+    if let Some(e) = &trace.empty {
+        writeln!(err, "tcpscope: {e}")?;
+    }
+    for f in &files {
         if let Some(e) = &f.error {
             writeln!(err, "tcpscope: {}: {e}", f.path.display())?;
         }
     }
+    let n = printer.conns.len();
     for &id in &args.conn {
-        if id == 0 || id > an.conns.len() {
-            writeln!(err, "tcpscope: no connection {id} in this window (it has {})", an.conns.len())?;
+        if id == 0 || id > n {
+            writeln!(err, "tcpscope: no connection {id} in this window (it has {n})")?;
             return Ok(ExitCode::from(2));
         }
     }
-    Ok(if an.nothing_read() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(crate::run::status(&Analysis { files, conns: Vec::new() }))
+}
+
+/// Writes each segment of the wanted connections as it is analysed; a failed write stops the
+/// pass (a closed pipe is a clean exit).
+struct Printer<W: Write> {
+    out: Out<W>,
+    tz: jiff::tz::TimeZone,
+    wanted: Vec<usize>,
+    /// Each file's name, by the index connections name it by.
+    names: Vec<String>,
+    /// Each connection's endpoints and file.
+    conns: Vec<ConnInfo>,
+    /// The write that failed.
+    failed: Option<io::Error>,
+}
+
+impl<W: Write> Sink for Printer<W> {
+    fn file(&mut self, file: usize, path: &Path) {
+        self.names.resize(self.names.len().max(file + 1), String::new());
+        self.names[file] = path.display().to_string();
+    }
+    fn connection(&mut self, _: ConnIdx, info: &ConnInfo) {
+        self.conns.push(*info);
+    }
+    fn segment(&mut self, seg: &SegmentInfo) {
+        let id = seg.at.conn + 1;
+        if !self.wanted.is_empty() && !self.wanted.contains(&id) {
+            return;
+        }
+        let info = &self.conns[seg.at.conn];
+        let line = PacketLine::new(&self.names[info.file], info, seg, id);
+        if let Err(e) = self.out.write(&line, &self.tz) {
+            self.failed = Some(e);
+        }
+    }
+    fn after_packet(&mut self) -> io::Result<bool> {
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
+    }
 }
 
 /// Where lines go, in which form.

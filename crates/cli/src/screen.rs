@@ -20,9 +20,10 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
         None => Rules::default(),
     };
     // The screen results carry each connection's endpoints: no statistics pass needed.
-    let (files, sinks) = analyse_with(&args.common, || ScreenSink::new(rules.clone()), None)?;
+    let run = analyse_with(&args.common, || ScreenSink::new(rules.clone()))?;
+    let files = run.files;
     let mut screens = Vec::new();
-    for sink in sinks {
+    for sink in run.traces.into_iter().map(|t| t.sink) {
         // Moved, not copied, when there is one part: the results are the bulk of the memory.
         let s = sink.finish();
         if screens.is_empty() {

@@ -1,12 +1,13 @@
 //! Times the engine's stages on one file, each on one thread: reading records, reading and
-//! decoding, and analysing already-decoded segments with the statistics sink and with none.
+//! decoding, and analysing already-decoded segments with the statistics sink and with none;
+//! then the whole pass as `tcpscope stats` runs it.
 //! Usage: `cargo run --release --example stages -- TRACE [ROUNDS]`.
 
 use std::time::Instant;
 use tcpscope_core::analysis::{Settings, Sink};
 use tcpscope_core::capture::CaptureReader;
-use tcpscope_core::decode::Segment;
-use tcpscope_core::pass::{self, Analyzer, FileSummary};
+use tcpscope_core::decode::{self, Segment};
+use tcpscope_core::pass::{Analyzer, Query};
 use tcpscope_core::stats::StatsSink;
 
 struct Null;
@@ -37,21 +38,21 @@ fn main() {
         let read = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         let mut reader = CaptureReader::open(path.as_ref()).expect("open");
-        let mut sum = FileSummary::default();
         segs.clear();
-        pass::read_segments(&mut reader, &mut sum, &noprog, |s, frame, ts| {
-            segs.push((s.detach(), frame, ts));
-            true
-        });
+        while let Ok(Some(rec)) = reader.next_record() {
+            if let Ok(s) = decode::decode(rec.link_type, rec.data, rec.orig_len) {
+                segs.push((s.detach(), rec.frame, rec.ts_ns));
+            }
+        }
         let decode = t.elapsed().as_secs_f64() * 1e3;
         let (stats, sink) = analyse(&segs, StatsSink::default());
         let (null, _) = analyse(&segs, Null);
         let t = Instant::now();
-        let two = pass::analyze_file(path.as_ref(), 0, Settings::default(), true, &noprog);
+        let two = Query::new(vec![path.clone().into()]).stats(&noprog).expect("a statistics sink does not fail");
         let piped = t.elapsed().as_secs_f64() * 1e3;
         assert_eq!(sink.conns.len(), two.conns.len());
         println!(
-            "read {read:6.1} ms  +decode {decode:6.1}  analyse: stats {stats:6.1}  null sink {null:6.1}  whole, pipelined {piped:6.1}  ({n})"
+            "read {read:6.1} ms  +decode {decode:6.1}  analyse: stats {stats:6.1}  null sink {null:6.1}  whole, as stats runs it {piped:6.1}  ({n})"
         );
     }
 }

@@ -31,6 +31,7 @@ pub mod plot;
 pub mod screen;
 pub mod seq;
 pub mod series;
+pub mod sink;
 pub mod stats;
 #[doc(hidden)]
 pub mod testutil;

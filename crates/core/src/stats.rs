@@ -265,7 +265,8 @@ pub struct StatsSink {
     pub conns: Vec<Box<ConnStats>>,
 }
 
-impl crate::pass::Shardable for StatsSink {
+impl Sink for StatsSink {
+    const JOINS: bool = true;
     fn join(parts: Vec<Self>, order: &[u8]) -> Self {
         let mut parts: Vec<_> = parts.into_iter().map(|p| p.conns.into_iter()).collect();
         let conns = order
@@ -279,9 +280,6 @@ impl crate::pass::Shardable for StatsSink {
             .collect();
         StatsSink { conns }
     }
-}
-
-impl Sink for StatsSink {
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
         debug_assert_eq!(conn, self.conns.len());
         self.conns.push(Box::new(ConnStats { idx: conn, info: *info, dir: Default::default(), max_idle_ns: 0 }));

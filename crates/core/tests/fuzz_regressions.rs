@@ -6,7 +6,7 @@ use std::path::Path;
 
 use tcpscope_core::analysis::Settings;
 use tcpscope_core::capture::CaptureReader;
-use tcpscope_core::pass::{self, Analyzer};
+use tcpscope_core::pass::{Analyzer, Query};
 use tcpscope_core::stats::StatsSink;
 
 #[test]
@@ -32,10 +32,9 @@ fn fuzz_regressions_stay_fixed() {
                     );
                 }
             }
-            let (_, sharded) =
-                pass::analyze_file_sharded(&path, 0, Settings::default(), 3, &|_, _| {}, StatsSink::default);
-            let text = |s: &StatsSink| s.conns.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>();
-            assert_eq!(text(&sharded), text(&an.sink), "{}: sharded", path.display());
+            let sharded = Query::new(vec![path.clone()]).threads(3).stats(&|_, _| {}).unwrap();
+            let text = |conns: &[Box<_>]| conns.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>();
+            assert_eq!(text(&sharded.conns), text(&an.sink.conns), "{}: sharded", path.display());
             n += 1;
         }
     }

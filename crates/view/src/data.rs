@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tcpscope_core::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Settings, Sink};
-use tcpscope_core::capture::{CaptureReader, TraceSet, Window, time};
+use tcpscope_core::capture::Window;
 use tcpscope_core::flow::{ConnInfo, FlowKey};
-use tcpscope_core::pass::{self, Analysis};
+use tcpscope_core::pass::{self, Analysis, Query};
 use tcpscope_core::plot::tsg::TsgIndex;
 use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
 use tcpscope_core::series::flight::{FlightSeries, FlightSink};
@@ -255,59 +255,22 @@ enum Part {
     Set { from: u64, to: u64 },
 }
 
-fn open_set(path: &Path) -> Result<TraceSet, String> {
-    TraceSet::open(&[path.to_path_buf()]).map_err(|e| e.to_string())
-}
-
-/// The set `path` is opened as, with the window `[from, to)` placed on it, when the window or
-/// a directory asks for one (`None`: the whole file). An unreadable set or a window that cannot
-/// be placed on it is an error.
-fn set_part(path: &Path, window: &Window) -> Result<Option<(TraceSet, u64, u64)>, String> {
-    if !window.is_set() && !path.is_dir() {
-        return Ok(None);
+/// One pass with `sink` over what the viewer reads of `path`: all of it, or `[from, to)` of it
+/// as a trace set (`span`). Returns the sink, one summary for the trace (a set's files summed,
+/// their first error named by its file; an empty window is an error saying where the trace
+/// is), and the window read when it was read as a set.
+fn pass_over<S: Sink + Send>(query: Query, path: &Path, sink: S) -> (S, pass::FileSummary, Option<(u64, u64)>) {
+    let (sink, files, trace) = match query.run_one(sink, &|_, _| {}) {
+        Ok(done) => done,
+        // The viewer's sinks do not fail.
+        Err(e) => unreachable!("a viewer sink failed: {e}"),
+    };
+    let mut sum = pass::FileSummary::sum(path, &files);
+    if let Some(e) = trace.error.or(trace.empty) {
+        sum = pass::FileSummary::default();
+        (sum.path, sum.error) = (path.to_path_buf(), Some(e));
     }
-    let set = open_set(path)?;
-    let (from, to) = set.window(window, &time::local_zone())?;
-    Ok(Some((set, from, to)))
-}
-
-/// A summary of `path` holding only an error.
-fn failed(path: &Path, e: String) -> pass::FileSummary {
-    let mut sum = pass::FileSummary::default();
-    (sum.path, sum.error) = (path.to_path_buf(), Some(e));
-    sum
-}
-
-/// Reads `[from, to)` of the set of `path` as one trace in time order; its files' counts are summed
-/// into one summary named by `path` (docs/capture.md). An empty window is an error saying where the
-/// trace is.
-fn analyze_set<S: Sink>(
-    path: &Path,
-    set: &TraceSet,
-    from: u64,
-    to: u64,
-    settings: Settings,
-    sink: S,
-) -> (pass::FileSummary, S) {
-    let mut sum = pass::FileSummary::default();
-    sum.path = path.to_path_buf();
-    let (files, sink) = pass::analyze_set_with(set, from, to, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
-    if files.is_empty() {
-        sum.error = Some(set.empty_window_text(from, to, &time::local_zone()));
-    }
-    for f in &files {
-        sum.packets += f.packets;
-        sum.captured_bytes += f.captured_bytes;
-        sum.tcp_packets += f.tcp_packets;
-        sum.first_ts_ns = if sum.first_ts_ns == 0 { f.first_ts_ns } else { sum.first_ts_ns.min(f.first_ts_ns) };
-        sum.last_ts_ns = sum.last_ts_ns.max(f.last_ts_ns);
-        if sum.error.is_none()
-            && let Some(e) = &f.error
-        {
-            sum.error = Some(format!("{}: {e}", f.path.display()));
-        }
-    }
-    (sum, sink)
+    (sink, sum, trace.window)
 }
 
 impl Traces {
@@ -324,15 +287,18 @@ impl Traces {
         let mut screens = Vec::new();
         let mut base = Vec::with_capacity(paths.len());
         let mut parts = Vec::with_capacity(paths.len());
-        let pipelined = paths.len() == 1;
+        // A trace alone is read by one thread and analysed by another.
+        let threads = if paths.len() == 1 { 2 } else { 1 };
         let rules = Rules::default();
-        for (i, p) in paths.iter().enumerate() {
+        for p in &paths {
             let sinks = (StatsSink::default(), ScreenSink::new(rules.clone()));
-            let (part, (file, (mut stats, screen))) = match set_part(p, window) {
-                Ok(Some((set, from, to))) => (Part::Set { from, to }, analyze_set(p, &set, from, to, settings, sinks)),
-                Ok(None) => (Part::File, pass::analyze_file_with(p, i, settings, pipelined, &|_, _| {}, sinks)),
-                Err(e) => (Part::File, (failed(p, e), sinks)),
+            let query = Query::new(vec![p.clone()]).settings(settings).window(*window).threads(threads);
+            let ((mut stats, screen), file, span) = pass_over(query, p, sinks);
+            let part = match span {
+                Some((from, to)) => Part::Set { from, to },
+                None => Part::File,
             };
+            let i = parts.len();
             let mut screen = screen.finish();
             // One entry per TRACE, a ring included: the details pass reads the same part again.
             for c in &mut stats.conns {
@@ -378,11 +344,12 @@ impl Traces {
         let own = key(&self.an.conns[id - 1].info);
         let earlier = self.an.conns[self.base[file]..id - 1].iter().filter(|c| key(&c.info) == own).count();
         let path = &self.paths[file];
-        let reader = CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (sink, err) = pass::analyze_only(reader, self.settings, DetailSink::new(earlier, packets), |seg| {
-            FlowKey::of(seg).0 == own
-        });
-        Ok((sink, err.map(|e| e.to_string())))
+        let query = Query::new(vec![path.clone()]).settings(self.settings).only(own);
+        let (sink, sum, _) = pass_over(query, path, DetailSink::new(earlier, packets));
+        if sum.format.is_none() {
+            return Err(format!("{}: {}", path.display(), sum.error.unwrap_or_default()));
+        }
+        Ok((sink, sum.error))
     }
 
     /// Computes the details of `ids` not in memory yet with one pass over each file for all of
@@ -429,21 +396,18 @@ impl Traces {
     }
 
     /// One pass over what the viewer reads of `file` into `sink`; the error that ended it early.
-    fn read<S: Sink>(&self, file: usize, sink: S) -> Result<(S, Option<String>), String> {
+    /// A ring is opened again: it changes while the viewer runs.
+    fn read<S: Sink + Send>(&self, file: usize, sink: S) -> Result<(S, Option<String>), String> {
         let path = &self.paths[file];
-        Ok(match self.parts[file] {
-            Part::File => {
-                let (sink, err) = tcpscope_core::series::run_file(path, self.settings, sink)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                (sink, err.map(|e| e.to_string()))
-            }
-            Part::Set { from, to } => {
-                // Opened again: a ring changes while the viewer runs.
-                let set = open_set(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let (sum, sink) = analyze_set(path, &set, from, to, self.settings, sink);
-                (sink, sum.error)
-            }
-        })
+        let query = Query::new(vec![path.clone()]).settings(self.settings).threads(2);
+        let (sink, sum, _) = match self.parts[file] {
+            Part::File => pass_over(query, path, sink),
+            Part::Set { from, to } => pass_over(query.span(from, to), path, sink),
+        };
+        if sum.format.is_none() && sum.packets == 0 && matches!(self.parts[file], Part::File) {
+            return Err(format!("{}: {}", path.display(), sum.error.unwrap_or_default()));
+        }
+        Ok((sink, sum.error))
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use tcpscope_core::analysis::Settings;
 use tcpscope_core::capture::{TimeSpec, TraceSet, Window};
-use tcpscope_core::pass;
+use tcpscope_core::pass::Query;
 use tcpscope_core::stats::StatsSink;
 use tcpscope_view::data::Traces;
 
@@ -28,16 +28,8 @@ fn the_viewer_reads_the_window_as_conns_does() {
     // The oracle: the core's windowed pass, as `conns --from +0.5s --for 0.5` runs it.
     let set = TraceSet::open(std::slice::from_ref(&path)).unwrap();
     let (from, to) = w.resolve(set.start_ns().unwrap(), &tcpscope_core::capture::time::local_zone()).unwrap();
-    let (files, stats) = pass::analyze_set_with(
-        &set,
-        from,
-        to,
-        0,
-        Settings::default(),
-        &|_, _| {},
-        StatsSink::default(),
-        |_, _, _, _| true,
-    );
+    let (stats, files, _) =
+        Query::new(vec![path.clone()]).span(from, to).run_one(StatsSink::default(), &|_, _| {}).unwrap();
 
     assert!(t.an.files[0].error.is_none(), "{:?}", t.an.files[0].error);
     assert_eq!(t.an.files[0].packets, files[0].packets);

@@ -7,7 +7,7 @@
 //! counterpart.
 
 use crate::decode::Flags;
-use crate::seq::SeqOff;
+use crate::seq::{SeqNum, SeqOff};
 
 /// Index of a connection in the order of first appearance (0-based; shown 1-based as `id`).
 pub type ConnIdx = usize;
@@ -65,6 +65,12 @@ pub struct SegmentInfo {
     pub flags: Flags,
     /// Offset of the first sequence number it occupies (the SYN's own offset is -1).
     pub seq_off: SeqOff,
+    /// The sequence number as on the wire.
+    pub seq: SeqNum,
+    /// The acknowledgment number field as on the wire (meaningful when ACK is set).
+    pub ack: SeqNum,
+    /// The window field as on the wire, not scaled.
+    pub win_raw: u16,
     /// Payload length from the IP header.
     pub len: u32,
     /// Payload bytes not seen before in this direction.
@@ -214,23 +220,4 @@ pub enum Event {
         /// Which structure.
         what: &'static str,
     },
-}
-
-/// A consumer of the analysis. Methods default to doing nothing, so a consumer overrides only
-/// what it uses.
-pub trait Sink {
-    /// A new connection was created (id order = call order).
-    fn connection(&mut self, _conn: ConnIdx, _info: &crate::flow::ConnInfo) {}
-    /// Every segment, in trace order.
-    fn segment(&mut self, _seg: &SegmentInfo) {}
-    /// Every event, before the [`SegmentInfo`] of the packet that caused it.
-    fn event(&mut self, _at: &At, _ev: &Event) {}
-    /// Whether the sink does enough per segment to be worth a thread of its own when a file is
-    /// analysed pipelined ([`crate::pass::analyze_file_with`]): handing every record to another
-    /// thread costs ~100 instructions a packet and cross-core traffic. Measured on a bulk
-    /// transfer: the screen sink (~350 instructions a packet) gains, the statistics sink (~140)
-    /// does not.
-    fn own_thread(&self) -> bool {
-        false
-    }
 }

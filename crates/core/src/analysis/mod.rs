@@ -13,7 +13,8 @@
 mod event;
 pub mod ranges;
 
-pub use event::{At, ConnIdx, Dir, Event, RttKind, SegmentInfo, Sink};
+pub use crate::sink::Sink;
+pub use event::{At, ConnIdx, Dir, Event, RttKind, SegmentInfo};
 
 use std::collections::VecDeque;
 
@@ -474,6 +475,9 @@ impl Connection {
             at,
             flags,
             seq_off: start,
+            seq: seg.seq,
+            ack: seg.ack,
+            win_raw: seg.win_raw,
             len,
             new_bytes,
             rexmit_bytes,

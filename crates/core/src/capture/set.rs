@@ -521,10 +521,13 @@ pub struct SetReader<'s> {
     pub opened: Vec<(usize, Format, Compression)>,
     /// Records read from the files, in the window or not (what the indexes saved shows here).
     pub records_read: u64,
+    /// Records with an out-of-range timestamp fraction, by file (index into the set's files).
+    pub bad_timestamps: Vec<u64>,
 }
 
 impl<'s> SetReader<'s> {
-    /// A reader of the packets of `set` with `from <= ts_ns < to`.
+    /// A reader of the packets of `set` with `from <= ts_ns < to`; `to == u64::MAX` is no end
+    /// at all (a packet whose time saturated at `u64::MAX` is read too).
     pub fn new(set: &'s TraceSet, from: u64, to: u64) -> SetReader<'s> {
         let pending = (0..set.files.len())
             .filter(|&i| {
@@ -533,7 +536,7 @@ impl<'s> SetReader<'s> {
                 if let Some(idx) = &f.index {
                     first = idx.ranges.iter().map(|r| r.0).min().unwrap_or(first);
                 }
-                first < to && f.last_ts_ns().is_none_or(|last| last >= from)
+                (to == u64::MAX || first < to) && f.last_ts_ns().is_none_or(|last| last >= from)
             })
             .collect();
         SetReader {
@@ -546,6 +549,7 @@ impl<'s> SetReader<'s> {
             errors: VecDeque::new(),
             opened: Vec::new(),
             records_read: 0,
+            bad_timestamps: vec![0; set.files.len()],
         }
     }
 
@@ -577,6 +581,12 @@ impl<'s> SetReader<'s> {
 
     /// Reads `a`'s next packet in the window into its head; false when the file is done.
     fn advance(&mut self, a: &mut Active) -> bool {
+        let more = self.advance_to_window(a);
+        self.bad_timestamps[a.file] = a.reader.bad_timestamps;
+        more
+    }
+
+    fn advance_to_window(&mut self, a: &mut Active) -> bool {
         loop {
             match a.reader.next_record() {
                 Ok(Some(rec)) => {
@@ -584,7 +594,7 @@ impl<'s> SetReader<'s> {
                     if rec.frame >= a.stop_frame {
                         return false;
                     }
-                    if rec.ts_ns >= self.to {
+                    if rec.ts_ns >= self.to && self.to != u64::MAX {
                         if a.sorted {
                             return false;
                         }

@@ -8,8 +8,9 @@
 
 use std::io::{self, Write};
 
-use crate::capture::Record;
-use crate::decode::{Flags, Segment};
+use crate::analysis::{Dir, SegmentInfo};
+use crate::decode::Flags;
+use crate::flow::ConnInfo;
 
 /// One TCP segment as `print` shows it.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -62,22 +63,26 @@ pub fn flag_letters(f: Flags) -> String {
 }
 
 impl<'a> PacketLine<'a> {
-    /// The line of a segment of connection id `conn` read from `file`.
-    pub fn new(file: &'a str, rec: &Record<'_>, seg: &Segment<'_>, conn: usize) -> Self {
+    /// The line of a segment of connection id `conn` (endpoints `info`) read from `file`.
+    pub fn new(file: &'a str, info: &ConnInfo, seg: &SegmentInfo, conn: usize) -> Self {
+        let (src, dst) = match seg.at.dir {
+            Dir::AtoB => (info.a, info.b),
+            Dir::BtoA => (info.b, info.a),
+        };
         PacketLine {
-            ts_ns: rec.ts_ns,
-            time: rec.ts_ns as f64 / 1e9,
+            ts_ns: seg.at.ts_ns,
+            time: seg.at.ts_ns as f64 / 1e9,
             conn,
             file,
-            frame: rec.frame,
-            src: seg.src.to_string(),
-            sport: seg.sport,
-            dst: seg.dst.to_string(),
-            dport: seg.dport,
+            frame: seg.at.frame,
+            src: src.addr.to_string(),
+            sport: src.port,
+            dst: dst.addr.to_string(),
+            dport: dst.port,
             seq: seg.seq.0,
             ack: if seg.flags.ack() { seg.ack.0 } else { 0 },
             win_raw: seg.win_raw,
-            len: seg.payload_len,
+            len: seg.len,
             flags: flag_letters(seg.flags),
         }
     }

@@ -135,9 +135,9 @@ mod tests {
     fn loss_trace_counts_match_the_statistics() {
         let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
         let (s, err) = crate::series::from_file::<DupackSink>(path, 0, Dir::AtoB, Settings::default()).unwrap();
-        assert!(err.is_none());
+        assert!(err.error.is_none());
         let s = s.unwrap();
-        let stats = crate::pass::analyze_file(path, 0, Settings::default(), false, &|_, _| {});
+        let stats = crate::pass::Query::new(vec![path.into()]).stats(&|_, _| {}).unwrap();
         let d = &stats.conns[0].dir;
         assert_eq!(s.rexmits.len() as u64, d[0].rexmit_packets);
         assert_eq!(s.dupacks.len() as u64, d[1].dup_acks);

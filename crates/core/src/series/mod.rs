@@ -25,17 +25,12 @@
 //!
 //! ```
 //! use tcpscope_core::analysis::{Dir, Settings};
-//! use tcpscope_core::capture::CaptureReader;
-//! use tcpscope_core::pass::Analyzer;
-//! use tcpscope_core::series::tsg::TsgSink;
+//! use tcpscope_core::series::{self, tsg::TsgSink};
 //!
 //! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap");
-//! let mut reader = CaptureReader::open(path.as_ref()).unwrap();
-//! let mut an = Analyzer::new(Settings::default(), TsgSink::new(0, Dir::AtoB));
-//! while let Ok(Some(rec)) = reader.next_record() {
-//!     an.record(&rec);
-//! }
-//! let tsg = an.sink.finish().expect("connection 1 exists");
+//! let (tsg, summary) = series::from_file::<TsgSink>(path.as_ref(), 0, Dir::AtoB, Settings::default()).unwrap();
+//! assert!(summary.error.is_none());
+//! let tsg = tsg.expect("connection 1 exists");
 //! assert_eq!(tsg.segments.iter().filter(|s| s.len > 0).count(), 737);
 //! ```
 //!
@@ -55,44 +50,8 @@ pub mod ssize;
 pub mod tput;
 pub mod tsg;
 
-use crate::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Sink};
+use crate::analysis::{ConnIdx, Dir, SegmentInfo, Sink};
 use crate::flow::ConnInfo;
-
-/// Two sinks fed from one pass (nest tuples for more).
-impl<A: Sink, B: Sink> Sink for (A, B) {
-    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
-        self.0.connection(conn, info);
-        self.1.connection(conn, info);
-    }
-    fn segment(&mut self, seg: &SegmentInfo) {
-        self.0.segment(seg);
-        self.1.segment(seg);
-    }
-    fn event(&mut self, at: &At, ev: &Event) {
-        self.0.event(at, ev);
-        self.1.event(at, ev);
-    }
-    fn own_thread(&self) -> bool {
-        self.0.own_thread() || self.1.own_thread()
-    }
-}
-
-/// Several sinks of one kind fed from one pass (the viewer's report: several connections'
-/// details from one read of their file).
-impl<S: Sink> Sink for Vec<S> {
-    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
-        self.iter_mut().for_each(|s| s.connection(conn, info));
-    }
-    fn segment(&mut self, seg: &SegmentInfo) {
-        self.iter_mut().for_each(|s| s.segment(seg));
-    }
-    fn event(&mut self, at: &At, ev: &Event) {
-        self.iter_mut().for_each(|s| s.event(at, ev));
-    }
-    fn own_thread(&self) -> bool {
-        self.iter().any(|s| s.own_thread())
-    }
-}
 
 /// What every series sink tracks: which connection and direction, its endpoints, and the clock
 /// (time 0 is the connection's first packet, either direction).
@@ -178,48 +137,36 @@ one_connection!(tsg::TsgSink, tsg::Tsg);
 
 /// Runs one pass over the capture (or ring directory) at `path` and returns the series `S`
 /// collects for connection `conn` (0-based), direction `dir` (`None` if there is no such
-/// connection), with the read error that ended the pass early, if any.
-pub fn from_file<S: OneConnection>(
+/// connection), with the file's summary (its error, if reading ended early).
+pub fn from_file<S: OneConnection + Send>(
     path: &std::path::Path,
     conn: ConnIdx,
     dir: Dir,
     settings: crate::analysis::Settings,
-) -> Result<(Option<S::Series>, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
-    let (sink, err) = run_file(path, settings, S::for_conn(conn, dir))?;
-    Ok((sink.into_series(), err))
+) -> Result<(Option<S::Series>, crate::pass::FileSummary), String> {
+    let (sink, summary) = run_file(path, settings, S::for_conn(conn, dir))?;
+    Ok((sink.into_series(), summary))
 }
 
-/// Runs the analysis over a file with `sink` and returns the sink, with the error that ended
-/// reading early, if any (the sink holds everything read before it).
-pub fn run_file<S: crate::analysis::Sink>(
+/// Runs the analysis over a file (or a ring directory, as one trace) with `sink` and returns the
+/// sink with a summary of what was read (its error, if reading ended early: the sink holds
+/// everything read before it). An input that cannot be opened at all is an error.
+pub fn run_file<S: Sink + Send>(
     path: &std::path::Path,
     settings: crate::analysis::Settings,
     sink: S,
-) -> Result<(S, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
-    if path.is_dir() {
-        return run_ring(path, settings, sink);
+) -> Result<(S, crate::pass::FileSummary), String> {
+    let query = crate::pass::Query::new(vec![path.to_path_buf()]).settings(settings);
+    let (sink, files, trace) = query.run_one(sink, &|_, _| {}).map_err(|e| e.to_string())?;
+    if let Some(e) = trace.error {
+        return Err(e);
     }
-    let reader = crate::capture::CaptureReader::open(path)?;
-    Ok(crate::pass::analyze_reader(reader, settings, sink))
-}
-
-/// [`run_file`] over a directory (a capture ring, issue 6): its files as one trace in time
-/// order. Errors name the file they happened in.
-fn run_ring<S: crate::analysis::Sink>(
-    dir: &std::path::Path,
-    settings: crate::analysis::Settings,
-    sink: S,
-) -> Result<(S, Option<crate::capture::CaptureError>), crate::capture::CaptureError> {
-    use crate::capture::CaptureError;
-    let other = |offset: u64, msg: String| CaptureError::Io { offset, source: std::io::Error::other(msg) };
-    let set = crate::capture::TraceSet::open(&[dir.to_path_buf()]).map_err(|e| other(0, e.to_string()))?;
-    let (files, sink) =
-        crate::pass::analyze_set_with(&set, 0, u64::MAX, 0, settings, &|_, _| {}, sink, |_, _, _, _| true);
-    let err = files.into_iter().find_map(|f| {
-        let offset = f.error_offset.unwrap_or(0);
-        f.error.map(|e| other(offset, format!("{}: {e}", f.path.display())))
-    });
-    Ok((sink, err))
+    let summary = crate::pass::FileSummary::sum(path, &files);
+    if summary.format.is_none() && summary.packets == 0 && !path.is_dir() {
+        // Not opened as a capture at all.
+        return Err(summary.error.unwrap_or_default());
+    }
+    Ok((sink, summary))
 }
 
 /// Endpoints for series built by hand in tests.

@@ -407,12 +407,12 @@ mod tests {
     fn zerowin_trace_has_one_probe_segment_and_one_z_per_zero_window() {
         let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/zerowin-snd.pcap"));
         let (tsg, err) = crate::series::from_file::<TsgSink>(path, 0, Dir::AtoB, Settings::default()).unwrap();
-        assert!(err.is_none());
+        assert!(err.error.is_none());
         let tsg = tsg.unwrap();
         let probes = tsg.segments.iter().filter(|s| s.kind == SegKind::ZeroWindowProbe).count();
         let zwin = tsg.notes.iter().filter(|n| n.kind == NoteKind::ZeroWindow).count();
         assert_eq!((probes, zwin), (61, 119));
-        let stats = crate::pass::analyze_file(path, 0, Settings::default(), false, &|_, _| {});
+        let stats = crate::pass::Query::new(vec![path.into()]).stats(&|_, _| {}).unwrap();
         let d = &stats.conns[0].dir;
         assert_eq!(d[0].zero_window_probes as usize, probes);
         assert_eq!(d[1].zero_window_adverts as usize, zwin);

@@ -1,0 +1,225 @@
+//! Reading a capture and counting what it holds: [`FileSummary`] per file, every record
+//! counted and decoded once, at the edge of the pass.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::capture::{CaptureError, CaptureReader, Compression, Format, Record};
+use crate::decode::{self, Anomaly, Segment, Skip};
+use crate::stats::ConnStats;
+
+/// Packets between two progress reports.
+pub(crate) const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// What a file contained and how reading it ended.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct FileSummary {
+    /// Path as given ("-" for standard input).
+    pub path: PathBuf,
+    /// pcap or pcapng (`None` if the file could not be opened as either).
+    pub format: Option<Format>,
+    /// Compression detected.
+    pub compression: Option<Compression>,
+    /// Packet records read.
+    pub packets: u64,
+    /// Captured bytes of those records.
+    pub captured_bytes: u64,
+    /// Records decoded as TCP segments.
+    pub tcp_packets: u64,
+    /// Records skipped, by reason (`not_ip`, `not_tcp`, `ip_fragment`, `truncated_header`,
+    /// `malformed`, `unknown_link_type`).
+    pub skipped: BTreeMap<&'static str, u64>,
+    /// Records of link types tcpscope does not decode, by LINKTYPE value.
+    pub unknown_link_types: BTreeMap<u32, u64>,
+    /// Decoded segments with an anomaly, by kind (filled from `anomaly_counts` by `finish`).
+    pub anomalies: BTreeMap<&'static str, u64>,
+    /// Per-packet counting goes here (an array, not a map lookup per packet).
+    #[serde(skip)]
+    pub(super) anomaly_counts: [u64; Anomaly::ALL.len()],
+    /// Segments carrying TCP options other than MSS, window scale, SACK and timestamps, by
+    /// option kind (e.g. 30 MPTCP, 34 TCP Fast Open, 172 AccECN); kinds ≥ 63 are counted as 63.
+    pub other_tcp_options: BTreeMap<u8, u64>,
+    /// Records with an out-of-range timestamp fraction.
+    pub bad_timestamps: u64,
+    /// First and last record time (ns since the epoch).
+    pub first_ts_ns: u64,
+    /// Last record time.
+    pub last_ts_ns: u64,
+    /// Why reading stopped early, if it did.
+    pub error: Option<String>,
+    /// Byte offset of that error.
+    pub error_offset: Option<u64>,
+}
+
+/// Counts a record in the file's summary and decodes it; `None` when it carries no TCP segment
+/// (the reason is counted).
+#[inline]
+pub(crate) fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>) -> Option<Segment<'a>> {
+    let mut seg = Segment::EMPTY;
+    let payload = count_and_decode_into(sum, rec, &mut seg)?;
+    Some(Segment { payload, ..seg })
+}
+
+/// [`count_and_decode`] into `seg` ([`decode::decode_into`]): the payload is returned.
+#[inline]
+pub(crate) fn count_and_decode_into<'a>(
+    sum: &mut FileSummary,
+    rec: &Record<'a>,
+    seg: &mut Segment<'_>,
+) -> Option<&'a [u8]> {
+    sum.packets += 1;
+    sum.captured_bytes += rec.data.len() as u64;
+    if sum.first_ts_ns == 0 {
+        sum.first_ts_ns = rec.ts_ns;
+    }
+    sum.last_ts_ns = sum.last_ts_ns.max(rec.ts_ns);
+    let payload = match decode::decode_into(rec.link_type, rec.data, rec.orig_len, seg) {
+        Ok(payload) => payload,
+        Err(skip) => {
+            *sum.skipped.entry(skip.name()).or_default() += 1;
+            if let Skip::UnknownLinkType(lt) = skip {
+                *sum.unknown_link_types.entry(lt).or_default() += 1;
+            }
+            return None;
+        }
+    };
+    sum.tcp_packets += 1;
+    if seg.anomalies.0 != 0 {
+        for a in seg.anomalies.iter() {
+            sum.anomaly_counts[a as usize] += 1;
+        }
+    }
+    let mut kinds = seg.options.other_kinds;
+    while kinds != 0 {
+        let k = kinds.trailing_zeros() as u8;
+        *sum.other_tcp_options.entry(k).or_default() += 1;
+        kinds &= kinds - 1;
+    }
+    Some(payload)
+}
+
+impl FileSummary {
+    /// One summary for a trace read from `files` (a ring's): the counts summed, the first
+    /// error named by its file. A trace of one file is that file's summary.
+    pub fn sum(path: &Path, files: &[FileSummary]) -> FileSummary {
+        if let [one] = files
+            && one.path == path
+        {
+            return one.clone();
+        }
+        let mut sum = FileSummary { path: path.to_path_buf(), ..Default::default() };
+        for f in files {
+            sum.format = sum.format.or(f.format);
+            sum.compression = sum.compression.or(f.compression);
+            sum.packets += f.packets;
+            sum.captured_bytes += f.captured_bytes;
+            sum.tcp_packets += f.tcp_packets;
+            sum.first_ts_ns = if sum.first_ts_ns == 0 { f.first_ts_ns } else { sum.first_ts_ns.min(f.first_ts_ns) };
+            sum.last_ts_ns = sum.last_ts_ns.max(f.last_ts_ns);
+            if sum.error.is_none()
+                && let Some(e) = &f.error
+            {
+                sum.error = Some(format!("{}: {e}", f.path.display()));
+            }
+        }
+        sum
+    }
+
+    /// Moves the per-packet counters into the reported maps; call once, at the end of the file.
+    pub fn finish(mut self) -> Self {
+        for a in Anomaly::ALL {
+            let n = std::mem::take(&mut self.anomaly_counts[a as usize]);
+            if n > 0 {
+                *self.anomalies.entry(a.name()).or_default() += n;
+            }
+        }
+        self
+    }
+}
+
+/// The result of analysing one file (or several merged).
+#[derive(Debug, Default)]
+pub struct Analysis {
+    /// One summary per input file.
+    pub files: Vec<FileSummary>,
+    /// Connection statistics, in order of first appearance.
+    pub conns: Vec<Box<ConnStats>>,
+}
+
+impl Analysis {
+    /// Whether nothing useful could be read: every file failed before its first packet.
+    pub fn nothing_read(&self) -> bool {
+        self.files.iter().all(|f| f.packets == 0 && f.error.is_some())
+    }
+}
+
+pub(crate) fn record_error(sum: &mut FileSummary, e: &CaptureError) {
+    sum.error = Some(e.to_string());
+    sum.error_offset = Some(e.offset());
+}
+
+/// Reads a file to its end (or its first error, recorded in `sum`): counts every record in
+/// `sum`, decodes it, and hands each TCP segment with its frame number and time to `each`,
+/// which returns false to stop. Reports progress now and then. Returns the error, if any.
+pub(crate) fn read_segments(
+    reader: &mut CaptureReader,
+    sum: &mut FileSummary,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    mut each: impl FnMut(&Segment<'_>, u64, u64) -> bool,
+) -> Option<CaptureError> {
+    read_records(reader, sum, progress, |sum, rec| match count_and_decode(sum, rec) {
+        Some(seg) => each(&seg, rec.frame, rec.ts_ns),
+        None => true,
+    })
+}
+
+/// Reads a file to its end (or its first error, recorded in `sum`), handing each record to
+/// `each` with the summary to count it in; `each` returns false to stop. Reports progress now
+/// and then. Returns the error, if any.
+#[inline]
+pub(crate) fn read_records(
+    reader: &mut CaptureReader,
+    sum: &mut FileSummary,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    mut each: impl FnMut(&mut FileSummary, &Record<'_>) -> bool,
+) -> Option<CaptureError> {
+    let mut error = None;
+    loop {
+        match reader.next_record() {
+            Ok(Some(rec)) => {
+                if !each(sum, &rec) {
+                    break;
+                }
+                if rec.frame % PROGRESS_EVERY == 0 {
+                    progress(reader.position(), sum.packets);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                record_error(sum, &e);
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    sum.bad_timestamps = reader.bad_timestamps;
+    progress(reader.position(), sum.packets);
+    error
+}
+
+/// Opens a file for a pass: the file's summary so far (with the error, if it could not be
+/// opened) and the reader.
+pub(crate) fn open(path: &Path) -> (FileSummary, Option<CaptureReader>) {
+    let mut summary = FileSummary { path: path.to_path_buf(), ..Default::default() };
+    match CaptureReader::open(path) {
+        Ok(r) => {
+            summary.format = Some(r.format());
+            summary.compression = Some(r.compression());
+            (summary, Some(r))
+        }
+        Err(e) => {
+            record_error(&mut summary, &e);
+            (summary, None)
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! The strategies of a pass give one answer.
+
+use std::path::Path;
+
+use super::threads::{SAID_BATCH, pipelined, shard_order};
+use super::*;
+use crate::analysis::SegmentInfo;
+use crate::capture::Record;
+use crate::screen::{Rules, ScreenSink};
+use crate::testutil::{self, Pkt, flag::*};
+
+/// Short connections between 10.0.0.1 and a few servers, from few client ports so 4-tuples
+/// are reused (some soon after closing, some after a pause longer than the expiry), their
+/// packets interleaved; written as a pcap in the temporary directory.
+fn interleaved_connections(name: &str) -> PathBuf {
+    let mut next = testutil::rng(7);
+    let mut pkts = Vec::new();
+    let mut t = 1_000_000_000_000u64;
+    for k in 0..400u32 {
+        t += next(300_000_000) + if k % 97 == 96 { 200_000_000_000 } else { 0 };
+        let (c, s) = ([10, 0, 0, 1], [10, 0, 1, next(5) as u8]);
+        let (cp, sp) = (40_000 + next(30) as u16, 80);
+        let (ci, si) = (next(1 << 32) as u32, next(1 << 32) as u32);
+        let len = 1 + next(1400) as u16;
+        let mut at = t;
+        let mut p = |from_c: bool, flags: u8, seq: u32, ack: u32, len: u16| {
+            at += 1 + next(200_000_000);
+            let (src, dst, sport, dport) = if from_c { (c, s, cp, sp) } else { (s, c, sp, cp) };
+            pkts.push(Pkt {
+                ts_ns: at,
+                src,
+                dst,
+                sport,
+                dport,
+                seq,
+                ack,
+                flags,
+                win: 1000,
+                len,
+                opts: vec![],
+                snap: None,
+            });
+        };
+        p(true, SYN, ci, 0, 0);
+        p(false, SYN | ACK, si, ci + 1, 0);
+        p(true, ACK, ci + 1, si + 1, 0);
+        p(true, ACK | PSH, ci + 1, si + 1, len);
+        if k.is_multiple_of(5) {
+            p(true, ACK | PSH, ci + 1, si + 1, len); // a retransmission
+        }
+        p(false, ACK, si + 1, ci + 1 + len as u32, 0);
+        if !k.is_multiple_of(7) {
+            p(true, FIN | ACK, ci + 1 + len as u32, si + 1, 0);
+            p(false, FIN | ACK, si + 1, ci + 2 + len as u32, 0);
+            p(true, ACK, ci + 2 + len as u32, si + 2, 0);
+        }
+    }
+    pkts.sort_by_key(|p| p.ts_ns);
+    // Time going back: one packet two hours ahead, on a 4-tuple of its own, in the middle.
+    // Every connection is then silent for over an hour by the trace clock.
+    let mut ahead = pkts[pkts.len() / 2].clone();
+    (ahead.ts_ns, ahead.sport) = (ahead.ts_ns + 7_200_000_000_000, 9);
+    pkts.insert(pkts.len() / 2, ahead);
+    let path = std::env::temp_dir().join(format!("tcpscope-{name}-{}.pcap", std::process::id()));
+    std::fs::write(&path, testutil::pcap(&pkts, false, false)).unwrap();
+    path
+}
+
+/// A pass on one thread.
+fn single(path: &Path) -> (FileSummary, StatsSink) {
+    let run = Query::new(vec![path.to_path_buf()]).threads(1).run(StatsSink::default, &|_, _| {}).unwrap();
+    let mut files = run.files;
+    (files.remove(0), run.traces.into_iter().next().unwrap().sink)
+}
+
+/// What a pass found, comparably: the file's summary and every connection's statistics.
+fn answer(sum: &FileSummary, sink: &StatsSink) -> (String, Vec<String>) {
+    (format!("{sum:?}"), sink.conns.iter().map(|c| format!("{c:?}")).collect())
+}
+
+#[test]
+fn sharding_gives_the_same_answer() {
+    let made = interleaved_connections("shards");
+    let public = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/public");
+    let mut paths = vec![made.clone()];
+    match std::fs::read_dir(&public) {
+        Ok(entries) => paths.extend(entries.map(|e| e.unwrap().path())),
+        Err(_) => eprintln!("skipping the public traces: ../shared/traces/public is absent"),
+    }
+    for path in &paths {
+        // One thread, sweeping for itself; two (a reading thread keeps the sweeps); shards.
+        let (sum, one) = single(path);
+        let want = answer(&sum, &one);
+        let (sum, piped, _) = pipelined(path, 0, Settings::default(), &|_, _| {}, StatsSink::default());
+        assert_eq!(answer(&sum, &piped), want, "{}, pipelined", path.display());
+        for shards in [2, 3, MAX_SHARDS] {
+            let run = Query::new(vec![path.clone()]).threads(shards).run(StatsSink::default, &|_, _| {}).unwrap();
+            let joined = run.traces.into_iter().next().unwrap().sink;
+            assert_eq!(answer(&run.files[0], &joined), want, "{}, {shards} shards", path.display());
+        }
+    }
+    // The made trace exercises what the join has to get right.
+    let (_, one) = single(&made);
+    let reused = one.conns.iter().filter(|c| c.info.reuse.is_some()).count();
+    assert!(one.conns.len() > 300 && reused > 50, "{} connections, {reused} reusing a 4-tuple", one.conns.len());
+    std::fs::remove_file(made).unwrap();
+}
+
+#[test]
+fn shard_order_merges_by_first_frame() {
+    assert_eq!(shard_order(&[vec![1, 5, 6], vec![2, 3, 9], vec![]]), vec![0, 1, 1, 0, 0, 1]);
+    assert_eq!(shard_order(&[vec![], vec![]]), Vec::<u8>::new());
+}
+
+/// A closed connection silent for longer than the expiry is over, whether or not a sweep
+/// came by in between: the next packet on its 4-tuple starts a new connection.
+#[test]
+fn expiry_does_not_wait_for_a_sweep() {
+    let conn = |t: u64, sport: u16, isn: u32| {
+        let p = |dt: u64, from_a: bool, flags: u8, seq: u32, ack: u32| {
+            let (src, dst, sp, dp) = if from_a {
+                ([10, 0, 0, 1], [10, 0, 0, 2], sport, 80)
+            } else {
+                ([10, 0, 0, 2], [10, 0, 0, 1], 80, sport)
+            };
+            Pkt {
+                ts_ns: t + dt,
+                src,
+                dst,
+                sport: sp,
+                dport: dp,
+                seq,
+                ack,
+                flags,
+                win: 1000,
+                len: 0,
+                opts: vec![],
+                snap: None,
+            }
+        };
+        vec![
+            p(0, true, SYN, isn, 0),
+            p(1, false, SYN | ACK, 9, isn + 1),
+            p(2, true, FIN | ACK, isn + 1, 10),
+            p(3, false, FIN | ACK, 10, isn + 2),
+        ]
+    };
+    let t0 = 1_000_000_000_000u64;
+    let later = t0 + EVICT_CLOSED_NS + 5_000_000_000;
+    // Alone: no packet between the two connections, so no sweep. With traffic on another
+    // 4-tuple every second in between: sweeps.
+    let alone: Vec<Pkt> = [conn(t0, 1000, 100), conn(later, 1000, 100)].concat();
+    let mut busy = alone.clone();
+    busy.extend((1..130).flat_map(|s| conn(t0 + s * 1_000_000_000, 2000 + s as u16, 7)));
+    busy.sort_by_key(|p| p.ts_ns);
+    for (name, pkts) in [("alone", alone), ("busy", busy)] {
+        let mut an = Analyzer::new(Settings::default(), StatsSink::default());
+        for p in &pkts {
+            let (data, orig) = p.ipv4();
+            an.record(&Record { frame: 0, offset: 0, ts_ns: p.ts_ns, link_type: 101, data: &data, orig_len: orig });
+        }
+        let on_1000: Vec<_> = an.sink.conns.iter().filter(|c| c.info.a.port == 1000).collect();
+        assert_eq!(on_1000.len(), 2, "{name}");
+        // The same ISN again: only the expiry separates them, so no reuse reason.
+        assert_eq!(on_1000[1].info.reuse, None, "{name}");
+    }
+}
+
+#[test]
+fn every_pipeline_gives_the_same_answer() {
+    let screen = || ScreenSink::new(Rules::default());
+    assert!(screen().own_thread() && !StatsSink::default().own_thread());
+    for name in ["randloss-snd.pcap", "loss-rcv.pcap"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(name);
+        // Pipelined: three stages for the screen sink (more than one batch of records), two
+        // for the statistics sink.
+        let run = |threads| {
+            let query = Query::new(vec![path.clone()]).threads(threads);
+            let (sink, files, _) = query.run_one((StatsSink::default(), screen()), &|_, _| {}).unwrap();
+            let sum = &files[0];
+            let stats: Vec<String> = sink.0.conns.iter().map(|c| format!("{c:?}")).collect();
+            (sum.tcp_packets, stats, serde_json::to_string(&sink.1.finish()).unwrap())
+        };
+        let (one, piped) = (run(1), run(2));
+        assert!(one.0 > SAID_BATCH as u64, "{name}: {} packets", one.0);
+        assert_eq!(one, piped, "{name}");
+        let (_, stats, _) = pipelined(&path, 0, Settings::default(), &|_, _| {}, StatsSink::default());
+        assert_eq!(one.1, stats.conns.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>(), "{name}");
+    }
+}
+
+/// `--merge` and a window over the same files read them with one merge reader: the same
+/// summaries, frames and statistics with no window as with a window holding everything.
+#[test]
+fn merge_with_and_without_a_window_agree() {
+    let paths = paths_of();
+    let plain = Query::new(paths.clone()).merge(true).stats(&|_, _| {}).unwrap();
+    let everything = Window { length_ns: Some(u64::MAX / 2), ..Window::default() };
+    let windowed = Query::new(paths).merge(true).window(everything).stats(&|_, _| {}).unwrap();
+    assert_eq!(format!("{:?}", plain.files), format!("{:?}", windowed.files));
+    assert_eq!(format!("{:?}", plain.conns), format!("{:?}", windowed.conns));
+    assert_eq!(plain.files.len(), 2);
+    // Frames are counted within each file, as tshark numbers them on that file.
+    #[derive(Default)]
+    struct Frames {
+        file_of: Vec<usize>,
+        last: Vec<u64>,
+    }
+    impl crate::sink::Sink for Frames {
+        fn connection(&mut self, _: crate::analysis::ConnIdx, info: &crate::flow::ConnInfo) {
+            self.file_of.push(info.file);
+        }
+        fn segment(&mut self, s: &SegmentInfo) {
+            let f = self.file_of[s.at.conn];
+            self.last.resize(self.last.len().max(f + 1), 0);
+            self.last[f] = self.last[f].max(s.at.frame);
+        }
+    }
+    let (frames, _, _) = Query::new(paths_of()).merge(true).run_one(Frames::default(), &|_, _| {}).unwrap();
+    let packets: Vec<u64> = plain.files.iter().map(|f| f.packets).collect();
+    assert_eq!(frames.last, packets);
+}
+
+fn paths_of() -> Vec<PathBuf> {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    vec![data.join("loss-rcv.pcap"), data.join("randloss-snd.pcap")]
+}
+
+/// Counts packets and stops after `limit`, or fails there.
+struct Stopper {
+    seen: u64,
+    limit: u64,
+    fail: bool,
+}
+
+impl crate::sink::Sink for Stopper {
+    fn segment(&mut self, _: &SegmentInfo) {
+        self.seen += 1;
+    }
+    fn after_packet(&mut self) -> std::io::Result<bool> {
+        if self.seen < self.limit {
+            Ok(true)
+        } else if self.fail {
+            Err(std::io::Error::other("stopped"))
+        } else {
+            Ok(false)
+        }
+    }
+    fn own_thread(&self) -> bool {
+        self.limit % 2 == 1 // odd limits try the three-stage pipeline
+    }
+}
+
+/// A sink that stops the pass, or fails, does so under every strategy: it is told of no packet
+/// after it said so, and its error comes back from the query.
+#[test]
+fn a_sink_stops_or_fails_the_pass_under_every_strategy() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let path = data.join("randloss-snd.pcap");
+    let (all, _) = single(&path);
+    assert!(all.tcp_packets > 1000, "{} packets", all.tcp_packets);
+    let everything = Window { length_ns: Some(u64::MAX / 2), ..Window::default() };
+    for limit in [100, 101] {
+        for (name, query) in [
+            ("one thread", Query::new(vec![path.clone()]).threads(1)),
+            ("pipelined", Query::new(vec![path.clone()]).threads(2)),
+            ("a window", Query::new(vec![path.clone()]).window(everything)),
+        ] {
+            let stop = query.run_one(Stopper { seen: 0, limit, fail: false }, &|_, _| {}).unwrap().0;
+            assert_eq!(stop.seen, limit, "{name}");
+            let failed = query.run_one(Stopper { seen: 0, limit, fail: true }, &|_, _| {});
+            assert_eq!(failed.err().map(|e| e.to_string()), Some("stopped".into()), "{name}, {limit}");
+        }
+    }
+}
