@@ -4,7 +4,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/tcpscope
 DEMO_TRACE := tests/data/loss-snd.pcap
 
-.PHONY: all build build-deps demo test deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list
+.PHONY: all build build-deps demo test lint deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list
 
 all: build
 
@@ -38,9 +38,16 @@ deps-capture:
 	@tools/need-debian.sh --soft "building capture or its tests may fail" \
 	  /usr/include/pcap/pcap.h:libpcap-dev ip:iproute2 tcpdump:tcpdump
 
-test: deps build-deps web
+test: deps build-deps web lint
 	$(CARGO) test --workspace
 	$(MAKE) test-web
+
+# The house style (rustfmt.toml) and clippy's warnings as errors: a red lint is a red CI.
+lint: build-deps web
+	@$(CARGO) fmt --version >/dev/null 2>&1 && $(CARGO) clippy --version >/dev/null 2>&1 || \
+	  rustup component add rustfmt clippy
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # --- The browser viewer (web/, docs/viewer.md): built with npm, embedded by crates/view ---
 WEB_SRC := $(wildcard web/src/*) web/index.html web/vite.config.ts web/tsconfig.json
