@@ -160,7 +160,10 @@ function fromBase64(s: string): ArrayBuffer {
 export interface EventRow {
   frame: number;
   t: number;
+  /** The direction the event was raised in (an ACK's events: the ACK's direction). */
   dir: Dir;
+  /** The direction whose data the event is about: the plot that shows it (the server's rule). */
+  data_dir: Dir;
   kind: string;
   text: string;
 }

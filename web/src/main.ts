@@ -1170,8 +1170,6 @@ async function showTip(p: ConnPlot, m: number, cx: number, cy: number) {
 
 // ---------- events ----------
 
-const DATA_SIDE = new Set(["retransmission", "out_of_order", "hole", "zero_window_probe", "keep_alive", "rtt_sample", "ack_advance", "karn_discard", "post_loss_ack", "analysis_partial"]);
-
 /**
  * A list as a `Windowed` one: rows have one fixed height (CSS `--row`), so the scroll height
  * and each row's place follow from the count.
@@ -1228,7 +1226,7 @@ async function loadEvents() {
 
 /** Shows an event: its data direction's plot, a time window around it, its packet marked. */
 function jumpTo(e: EventRow) {
-  const dir: Dir = DATA_SIDE.has(e.kind) ? e.dir : e.dir === "a2b" ? "b2a" : "a2b";
+  const dir = e.data_dir;
   const { x0, x1 } = ranges();
   const last = Math.max(...plots.map((p) => p.fig?.last ?? 0), x1);
   const span = Math.max(1e-4, Math.min(x1 - x0, last / 20));

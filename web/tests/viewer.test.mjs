@@ -472,6 +472,41 @@ function unansweredSyns(n) {
   return Buffer.concat([head, ...recs]);
 }
 
+test("jumping to an event opens the plot of the direction whose data it is about", async (t) => {
+  // acked_unseen is raised with its data's direction, dup ACKs and zero windows with the ACK's:
+  // the page follows the server's data_dir (it once flipped acked_unseen to the wrong plot).
+  const trace = path.join(root, "../shared/traces/public/tcptrace__zwnd.pcap");
+  if (!existsSync(trace)) return t.skip("../shared/traces/public is absent");
+  const [srv, u] = await startViewer([trace]);
+  try {
+    const conns = JSON.parse(execFileSync(bin, ["conns", "--json", trace])).connections;
+    let checked = 0;
+    for (const c of conns) {
+      const events = (await (await fetch(`${u}api/events?conn=${c.id}`)).json()).events;
+      for (const kind of ["acked_unseen", "zero_window"]) {
+        const e = events.find((e) => e.kind === kind);
+        if (!e) continue;
+        const other = e.data_dir === "a2b" ? "b2a" : "a2b";
+        const pg = await page();
+        // Open the other direction first, so that the jump has to change it.
+        await pg.goto(`${u}#c=${c.id}&d=${other}`);
+        await pg.waitForSelector(`#events li >> text=${kind}`);
+        const n = await fetches(pg);
+        await pg.click(`#events li >> text=${kind}`);
+        await afterFetch(pg, n);
+        const shown = await pg.evaluate(() => document.querySelector("[data-dir].on")?.dataset.dir);
+        assert.equal(shown, e.data_dir, `${kind} of connection ${c.id}`);
+        assert.deepEqual(pg.errors, []);
+        await pg.context().close();
+        checked++;
+      }
+    }
+    assert.ok(checked >= 2, `${checked} events jumped to`);
+  } finally {
+    srv.kill();
+  }
+});
+
 test("a list of more connections than a page: rows asked for as they come into sight, sorted and filtered by the server", async () => {
   const file = path.join(os.tmpdir(), `tcpscope-many-${process.pid}.pcap`);
   writeFileSync(file, unansweredSyns(700));

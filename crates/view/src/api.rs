@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use tcpscope_core::analysis::{Dir, Event, RttKind};
+use tcpscope_core::analysis::{Dir, Event};
 use tcpscope_core::export::json::ConnJson;
 use tcpscope_core::plot::tsg::{TsgView, tsg_indexed};
 use tcpscope_core::plot::{Anchor, Figure, Mark, Prim, Sample, Shape, Way};
@@ -461,38 +461,6 @@ pub fn flags_text(f: u16) -> String {
     .collect()
 }
 
-/// An event's name and its values in words.
-pub fn event_text(ev: &Event) -> (&'static str, String) {
-    match *ev {
-        Event::Retransmission { seq_off, bytes, prev_sent, acked } => {
-            let prev = prev_sent.map_or(String::new(), |(_, frame)| format!(", sent before in frame {frame}"));
-            let acked = if acked { ", already acknowledged" } else { "" };
-            ("retransmission", format!("seq {seq_off}, {bytes} bytes{prev}{acked}"))
-        }
-        Event::OutOfOrder { seq_off } => ("out_of_order", format!("seq {seq_off}")),
-        Event::Hole { from, to } => ("hole", format!("{from}..{to} not captured")),
-        Event::AckedUnseen { bytes } => ("acked_unseen", format!("{bytes} bytes")),
-        Event::AckAdvance { bytes } => ("ack_advance", format!("{bytes} bytes")),
-        Event::DupAck { n, ack_off } => ("dup_ack", format!("#{n} of ack {ack_off}")),
-        Event::Dsack { from, to } => ("dsack", format!("{from}..{to}")),
-        Event::Sack { from, to } => ("sack", format!("{from}..{to}")),
-        Event::ZeroWindow => ("zero_window", String::new()),
-        Event::ZeroWindowProbe { len } => ("zero_window_probe", format!("{len} bytes")),
-        Event::KeepAlive => ("keep_alive", String::new()),
-        Event::WindowShrink { by } => ("window_shrink", format!("by {by} bytes")),
-        Event::RttSample { rtt_ns, kind, sent_frame } => {
-            let k = match kind {
-                RttKind::Karn => "karn",
-                RttKind::Timestamp => "timestamp",
-            };
-            ("rtt_sample", format!("{:.3} ms ({k}, sent in frame {sent_frame})", rtt_ns as f64 / 1e6))
-        }
-        Event::KarnDiscard => ("karn_discard", String::new()),
-        Event::PostLossAck => ("post_loss_ack", String::new()),
-        Event::AnalysisPartial { what } => ("analysis_partial", what.to_string()),
-    }
-}
-
 /// Whether an event goes in the side list: the frequent bookkeeping ones (every ACK's advance,
 /// every RTT sample, every SACK block) are on the plots already and only shown on hover.
 fn listed(ev: &Event) -> bool {
@@ -500,13 +468,13 @@ fn listed(ev: &Event) -> bool {
 }
 
 fn event_row(d: &Detail, e: &crate::data::EventAt) -> Value {
-    let (kind, text) = event_text(&e.ev);
     json!({
         "frame": e.frame,
         "t": e.ts_ns.saturating_sub(d.t0_ns()) as f64 / 1e9,
         "dir": dir_of(e.dir),
-        "kind": kind,
-        "text": text,
+        "data_dir": dir_of(e.ev.data_dir(e.dir)),
+        "kind": e.ev.name(),
+        "text": e.ev.describe(),
     })
 }
 

@@ -116,6 +116,11 @@ fn zoomed_in_answer_has_every_packet_with_its_row() {
     let ev = json(s.addr, "/api/events?conn=2");
     let zw = ev["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "zero_window").count();
     assert_eq!(zw, 119);
+    // Zero windows are advertised by the receiver (b2a) about the sender's data (a2b): the page
+    // jumps to the plot of `data_dir`.
+    let rows = ev["events"].as_array().unwrap();
+    assert!(rows.iter().filter(|e| e["kind"] == "zero_window").all(|e| e["dir"] == "b2a" && e["data_dir"] == "a2b"));
+    assert!(rows.iter().filter(|e| e["kind"] == "zero_window_probe").all(|e| e["data_dir"] == "a2b"));
     s.stop();
 }
 

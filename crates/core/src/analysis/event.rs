@@ -221,3 +221,102 @@ pub enum Event {
         what: &'static str,
     },
 }
+
+impl Event {
+    /// Every event's name, as [`Event::name`] gives it: the stable vocabulary of `--json`, the
+    /// viewer's API and its page.
+    pub const NAMES: &'static [&'static str] = &[
+        "retransmission",
+        "out_of_order",
+        "hole",
+        "acked_unseen",
+        "ack_advance",
+        "dup_ack",
+        "dsack",
+        "sack",
+        "zero_window",
+        "zero_window_probe",
+        "keep_alive",
+        "window_shrink",
+        "rtt_sample",
+        "karn_discard",
+        "post_loss_ack",
+        "analysis_partial",
+    ];
+
+    /// The event's stable name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Retransmission { .. } => "retransmission",
+            Event::OutOfOrder { .. } => "out_of_order",
+            Event::Hole { .. } => "hole",
+            Event::AckedUnseen { .. } => "acked_unseen",
+            Event::AckAdvance { .. } => "ack_advance",
+            Event::DupAck { .. } => "dup_ack",
+            Event::Dsack { .. } => "dsack",
+            Event::Sack { .. } => "sack",
+            Event::ZeroWindow => "zero_window",
+            Event::ZeroWindowProbe { .. } => "zero_window_probe",
+            Event::KeepAlive => "keep_alive",
+            Event::WindowShrink { .. } => "window_shrink",
+            Event::RttSample { .. } => "rtt_sample",
+            Event::KarnDiscard => "karn_discard",
+            Event::PostLossAck => "post_loss_ack",
+            Event::AnalysisPartial { .. } => "analysis_partial",
+        }
+    }
+
+    /// Whether the event is raised by an acknowledgment about the peer's data and carries the
+    /// acknowledging packet's direction in [`At::dir`]: duplicate ACKs, SACK and D-SACK blocks,
+    /// zero windows and window shrinks. Every other event carries the direction of the data it
+    /// is about (for the ACK-driven ones, the analysis reverses the ACK's direction: acked
+    /// unseen bytes, ACK advances, RTT samples, Karn discards, post-loss ACKs).
+    pub fn carries_ack_dir(&self) -> bool {
+        matches!(
+            self,
+            Event::DupAck { .. }
+                | Event::Dsack { .. }
+                | Event::Sack { .. }
+                | Event::ZeroWindow
+                | Event::WindowShrink { .. }
+        )
+    }
+
+    /// The direction whose data the event is about, for an event emitted with `at` (the
+    /// time-sequence plot to show it on).
+    pub fn data_dir(&self, at: Dir) -> Dir {
+        if self.carries_ack_dir() { at.rev() } else { at }
+    }
+
+    /// Its values in words (sequence offsets relative to the data's base).
+    pub fn describe(&self) -> String {
+        match *self {
+            Event::Retransmission { seq_off, bytes, prev_sent, acked } => {
+                let prev = prev_sent.map_or(String::new(), |(_, frame)| format!(", sent before in frame {frame}"));
+                let acked = if acked { ", already acknowledged" } else { "" };
+                format!("seq {seq_off}, {bytes} bytes{prev}{acked}")
+            }
+            Event::OutOfOrder { seq_off } => format!("seq {seq_off}"),
+            Event::Hole { from, to } => format!("{from}..{to} not captured"),
+            Event::AckedUnseen { bytes } => format!("{bytes} bytes"),
+            Event::AckAdvance { bytes } => format!("{bytes} bytes"),
+            Event::DupAck { n, ack_off } => format!("#{n} of ack {ack_off}"),
+            Event::Dsack { from, to } => format!("{from}..{to}"),
+            Event::Sack { from, to } => format!("{from}..{to}"),
+            Event::ZeroWindow => String::new(),
+            Event::ZeroWindowProbe { len } => format!("{len} bytes"),
+            Event::KeepAlive => String::new(),
+            Event::WindowShrink { by } => format!("by {by} bytes"),
+            Event::RttSample { rtt_ns, kind, sent_frame } => {
+                let k = match kind {
+                    RttKind::Karn => "karn",
+                    RttKind::Timestamp => "timestamp",
+                };
+                format!("{:.3} ms ({k}, sent in frame {sent_frame})", rtt_ns as f64 / 1e6)
+            }
+            Event::KarnDiscard => String::new(),
+            Event::PostLossAck => String::new(),
+            Event::AnalysisPartial { what } => what.to_string(),
+        }
+    }
+}

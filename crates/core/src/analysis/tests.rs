@@ -363,3 +363,33 @@ fn retransmitted_bytes_match_a_naive_byte_set() {
         conserved(a);
     }
 }
+
+/// Every event's data direction ([`Event::data_dir`]) is the direction of the data it is about,
+/// whether the analysis raised it with the data's direction or the ACK's: the viewer opens that
+/// direction's plot when the user jumps to the event (it used to open the other one for
+/// `acked_unseen`).
+#[test]
+fn every_event_names_the_direction_of_its_data() {
+    // a sends [0,100), [200,300) (100..200 not captured), then [300,400) twice; b acks 100 three
+    // times (dup ACKs, with a SACK block), then everything: 100 bytes acked unseen. b's window
+    // goes to zero and back.
+    let mut c = Conv::default();
+    c.handshake().a(30.0, ACK, 0, 0, 100, 1000).a(31.0, ACK, 200, 0, 100, 1000);
+    c.b(40.0, ACK, 0, 100, 0, 2000);
+    c.pkt(false, 41.0, ACK, 0, 100, 0, 2000, opt::sack(&[(ISN_A + 201, ISN_A + 301)]));
+    c.pkt(false, 42.0, ACK, 0, 100, 0, 2000, opt::sack(&[(ISN_A + 201, ISN_A + 301)]));
+    c.a(50.0, ACK, 300, 0, 100, 1000).a(80.0, ACK, 300, 0, 100, 1000);
+    c.b(90.0, ACK, 0, 400, 0, 0).b(95.0, ACK, 0, 400, 0, 2000);
+    let r = c.run();
+    let mut seen = std::collections::BTreeSet::new();
+    // After the handshake (whose third packet gives an RTT sample of b's SYN), all of it is
+    // about a's data.
+    for (at, ev) in r.events.iter().filter(|(at, _)| at.frame > 3) {
+        seen.insert(ev.name());
+        assert!(Event::NAMES.contains(&ev.name()), "{}", ev.name());
+        assert_eq!(ev.data_dir(at.dir), Dir::AtoB, "{} raised {:?}", ev.name(), at.dir);
+    }
+    for name in ["acked_unseen", "ack_advance", "dup_ack", "sack", "retransmission", "zero_window", "rtt_sample"] {
+        assert!(seen.contains(name), "{name} not raised: {seen:?}");
+    }
+}
