@@ -33,5 +33,6 @@ pub mod seq;
 pub mod series;
 pub mod sink;
 pub mod stats;
+pub mod table;
 #[doc(hidden)]
 pub mod testutil;

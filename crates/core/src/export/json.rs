@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::flow::{Endpoint, SplitReason};
 use crate::pass::Analysis;
 use crate::stats::{ConnStats, DirStats, Summary};
+use crate::table::{Field, Kind, KindOf, Table};
 
 /// An endpoint.
 #[derive(Serialize)]
@@ -111,11 +112,13 @@ impl From<u8> for Cell {
     }
 }
 
-/// Declares [`DirJson`] once: the serialized struct and the same fields as [`Cell`]s, in order.
+/// Declares [`DirJson`] once: the serialized struct, its fields as a [`Table`] (type, unit,
+/// meaning) and the same fields as [`Cell`]s, in order.
 macro_rules! dir_json {
-    ($($name:ident: $ty:ty,)*) => {
+    ($($name:ident: $ty:ty, $unit:literal, $doc:literal;)*) => {
         /// One direction's statistics. Units are in the names; `null` means "not measurable".
-        /// Field order is the order of the JSON, the CSV columns and the `stats` table.
+        /// Field order is the order of the JSON, the CSV columns and the `stats` table; each
+        /// field's meaning is in [`DirJson::FIELDS`].
         #[derive(Serialize)]
         #[allow(missing_docs)]
         pub struct DirJson {
@@ -124,6 +127,17 @@ macro_rules! dir_json {
 
         /// Number of fields of a [`DirJson`].
         pub const DIR_FIELDS: usize = [$(stringify!($name),)*].len();
+
+        impl Table for DirJson {
+            const NAME: &'static str = "directions";
+            const FIELDS: &'static [Field] = &[$(Field {
+                name: stringify!($name),
+                kind: <$ty as KindOf>::KIND,
+                nullable: <$ty as KindOf>::NULLABLE,
+                unit: $unit,
+                doc: $doc,
+            },)*];
+        }
 
         impl DirJson {
             /// The field names, in order.
@@ -139,60 +153,60 @@ macro_rules! dir_json {
 }
 
 dir_json! {
-    packets: u64,
-    data_packets: u64,
-    pure_acks: u64,
-    payload_bytes: u64,
-    unique_bytes: u64,
-    rexmit_packets: u64,
-    rexmit_bytes: u64,
-    out_of_order_packets: u64,
-    dup_acks: u64,
-    triple_dup_acks: u64,
-    syn: u64,
-    fin: u64,
-    rst: u64,
-    mss: Option<u16>,
-    window_scale: Option<u8>,
-    window_scale_option: Option<u8>,
-    sack_permitted: bool,
-    timestamps: bool,
-    sack_packets: u64,
-    sack_blocks: u64,
-    dsacks: u64,
-    zero_window_adverts: u64,
-    zero_window_probes: u64,
-    zero_window_probe_bytes: u64,
-    keepalives: u64,
-    window_shrinks: u64,
-    window_min_bytes: Option<u64>,
-    window_avg_bytes: Option<f64>,
-    window_max_bytes: Option<u64>,
-    rtt_samples: u64,
-    rtt_min_ms: Option<f64>,
-    rtt_avg_ms: Option<f64>,
-    rtt_max_ms: Option<f64>,
-    rtt_stdev_ms: Option<f64>,
-    rtt_ts_samples: u64,
-    rtt_ts_min_ms: Option<f64>,
-    rtt_ts_avg_ms: Option<f64>,
-    rtt_ts_max_ms: Option<f64>,
-    rtt_ts_stdev_ms: Option<f64>,
-    karn_discards: u64,
-    post_loss_acks: u64,
-    max_in_flight_bytes: u64,
-    throughput_bps: Option<f64>,
-    goodput_bps: Option<f64>,
-    acked_bytes: u64,
-    holes: u64,
-    acked_unseen_bytes: u64,
-    truncated_packets: u64,
-    truncated_bytes: u64,
-    first_time: Option<f64>,
-    last_time: Option<f64>,
-    data_time_s: f64,
-    max_idle_s: f64,
-    analysis_partial: bool,
+    packets: u64, "", "segments sent in this direction";
+    data_packets: u64, "", "segments carrying payload";
+    pure_acks: u64, "", "ACK set, no payload, no SYN, FIN or RST";
+    payload_bytes: u64, "bytes", "sum of payload lengths, retransmissions included (from the IP header: bytes cut by the snaplen count)";
+    unique_bytes: u64, "bytes", "payload never seen before in this direction";
+    rexmit_packets: u64, "", "segments carrying a sequence byte (payload, SYN or FIN) already seen, except zero-window probes and keep-alives";
+    rexmit_bytes: u64, "bytes", "payload bytes already seen (SYN and FIN not counted)";
+    out_of_order_packets: u64, "", "segments filling a hole below the highest byte seen and ending below it";
+    dup_acks: u64, "", "duplicate ACKs sent (RFC 5681's definition)";
+    triple_dup_acks: u64, "", "third duplicate ACKs of one value";
+    syn: u64, "", "segments with SYN";
+    fin: u64, "", "segments with FIN";
+    rst: u64, "", "segments with RST";
+    mss: Option<u16>, "bytes", "MSS option of this side's SYN";
+    window_scale: Option<u8>, "shift", "shift applied to this side's windows; null: unknown (no handshake)";
+    window_scale_option: Option<u8>, "shift", "window scale option as sent in the SYN (unclamped)";
+    sack_permitted: bool, "", "SACK-permitted option in this side's SYN";
+    timestamps: bool, "", "some segment carried the timestamps option";
+    sack_packets: u64, "", "segments carrying SACK blocks";
+    sack_blocks: u64, "", "SACK blocks sent";
+    dsacks: u64, "", "D-SACK blocks sent (RFC 2883)";
+    zero_window_adverts: u64, "", "segments advertising a zero window";
+    zero_window_probes: u64, "", "zero-window probes sent";
+    zero_window_probe_bytes: u64, "bytes", "payload of zero-window probes";
+    keepalives: u64, "", "keep-alives sent";
+    window_shrinks: u64, "", "advertisements moving the right window edge left";
+    window_min_bytes: Option<u64>, "bytes", "smallest advertised window over segments with ACK or SYN (scaled when the scale is known; SYN windows never)";
+    window_avg_bytes: Option<f64>, "bytes", "mean advertised window, per segment";
+    window_max_bytes: Option<u64>, "bytes", "largest advertised window";
+    rtt_samples: u64, "", "RTT samples of this direction's data (Karn's rule)";
+    rtt_min_ms: Option<f64>, "ms", "smallest RTT sample";
+    rtt_avg_ms: Option<f64>, "ms", "mean RTT sample";
+    rtt_max_ms: Option<f64>, "ms", "largest RTT sample";
+    rtt_stdev_ms: Option<f64>, "ms", "standard deviation of the RTT samples";
+    rtt_ts_samples: u64, "", "RTT samples from timestamp echoes (RFC 7323)";
+    rtt_ts_min_ms: Option<f64>, "ms", "smallest timestamp-echo sample";
+    rtt_ts_avg_ms: Option<f64>, "ms", "mean timestamp-echo sample";
+    rtt_ts_max_ms: Option<f64>, "ms", "largest timestamp-echo sample";
+    rtt_ts_stdev_ms: Option<f64>, "ms", "standard deviation of the timestamp-echo samples";
+    karn_discards: u64, "", "ACKs of a retransmitted segment: no sample (Karn)";
+    post_loss_acks: u64, "", "ACKs covering a later retransmission: no sample";
+    max_in_flight_bytes: u64, "bytes", "most bytes in flight (SACK-aware)";
+    throughput_bps: Option<f64>, "bit/s", "`unique_bytes` × 8 / `data_time_s`: the rate new data was sent";
+    goodput_bps: Option<f64>, "bit/s", "`acked_bytes` × 8 / (last ACK advancing over this data − first data segment): the rate delivery was confirmed";
+    acked_bytes: u64, "bytes", "advance of the peer's cumulative ACK over payload (SYN and FIN excluded)";
+    holes: u64, "", "times a segment started above the highest byte seen (the bytes between not captured, yet)";
+    acked_unseen_bytes: u64, "bytes", "bytes acknowledged but never captured";
+    truncated_packets: u64, "", "segments cut by the snaplen";
+    truncated_bytes: u64, "bytes", "payload bytes cut by the snaplen";
+    first_time: Option<f64>, "s since the epoch", "first segment of this direction";
+    last_time: Option<f64>, "s since the epoch", "last segment of this direction";
+    data_time_s: f64, "s", "first to last data segment";
+    max_idle_s: f64, "s", "longest gap between two segments of this direction";
+    analysis_partial: bool, "", "a fixed-capacity structure overflowed: numbers after it may be approximate";
 }
 
 fn secs(ns: u64) -> f64 {
@@ -270,7 +284,7 @@ impl From<&DirStats> for DirJson {
     }
 }
 
-/// One connection.
+/// One connection: its fields are [`ConnJson::FIELDS`].
 #[derive(Serialize)]
 #[allow(missing_docs)]
 pub struct ConnJson {
@@ -287,6 +301,54 @@ pub struct ConnJson {
     pub max_idle_s: f64,
     pub a2b: DirJson,
     pub b2a: DirJson,
+}
+
+impl Table for ConnJson {
+    const NAME: &'static str = "connections";
+    const FIELDS: &'static [Field] = &[
+        field(
+            "id",
+            Kind::Int,
+            false,
+            "",
+            "1-based, in order of first appearance, continuing across files; `-c ID` selects",
+        ),
+        field("file", Kind::Text, false, "", "the file the connection was seen in"),
+        field(
+            "a",
+            Kind::Object,
+            false,
+            "",
+            "endpoint a (`{\"addr\": string, \"port\": integer}`): it sent the SYN, or the first packet seen",
+        ),
+        field("b", Kind::Object, false, "", "endpoint b, as `a`"),
+        field("state", Kind::Text, false, "", "`complete`, `reset`, `open`, `no_handshake`, `one_direction`"),
+        field("handshake", Kind::Bool, false, "", "a SYN from a was seen"),
+        field(
+            "reuse",
+            Kind::Text,
+            true,
+            "",
+            "`new_isn` or `idle_gap`: why this is a new connection on a 4-tuple whose earlier connection had not expired ([statistics.md](statistics.md#connections))",
+        ),
+        field("first_time", Kind::Float, false, "s since the epoch", "first packet"),
+        field("last_time", Kind::Float, false, "s since the epoch", "last packet"),
+        field("duration_s", Kind::Float, false, "s", "first to last packet"),
+        field("max_idle_s", Kind::Float, false, "s", "longest gap between two packets"),
+        field(
+            "a2b",
+            Kind::Object,
+            false,
+            "",
+            "statistics of a's data and b's acknowledgments of it (a direction object, below)",
+        ),
+        field("b2a", Kind::Object, false, "", "the same for b's data"),
+    ];
+}
+
+/// A [`Field`] in a table's list.
+const fn field(name: &'static str, kind: Kind, nullable: bool, unit: &'static str, doc: &'static str) -> Field {
+    Field { name, kind, nullable, unit, doc }
 }
 
 impl ConnJson {
@@ -382,9 +444,74 @@ pub fn document<F: Fn(usize) -> bool>(an: &Analysis, selected: F) -> Document<'_
     Document { an, selected }
 }
 
+/// The fields of `files[]` ([`crate::pass::FileSummary`]).
+pub struct FilesTable;
+
+impl Table for FilesTable {
+    const NAME: &'static str = "files";
+    const FIELDS: &'static [Field] = &[
+        field("path", Kind::Text, false, "", "the file as given (`-` for standard input)"),
+        field("format", Kind::Text, true, "", "`pcap` or `pcapng`; null when the file is not a capture"),
+        field("compression", Kind::Text, true, "", "`none`, `gzip` or `zstd`, from the magic number"),
+        field("packets", Kind::Int, false, "", "records read"),
+        field("captured_bytes", Kind::Int, false, "bytes", "captured bytes of those records"),
+        field("tcp_packets", Kind::Int, false, "", "records decoded as TCP segments"),
+        field(
+            "skipped",
+            Kind::Counts,
+            false,
+            "",
+            "records without a TCP segment, by reason (`not_ip`, `not_tcp`, `ip_fragment`, `truncated_header`, `malformed`, `unknown_link_type`)",
+        ),
+        field(
+            "unknown_link_types",
+            Kind::Counts,
+            false,
+            "",
+            "records of link types tcpscope does not decode, by LINKTYPE value",
+        ),
+        field("anomalies", Kind::Counts, false, "", "decoded segments with an anomaly, by kind"),
+        field(
+            "other_tcp_options",
+            Kind::Counts,
+            false,
+            "",
+            "segments carrying other TCP options, by kind (30 MPTCP, 34 TFO, …; kinds ≥ 63 as 63)",
+        ),
+        field("bad_timestamps", Kind::Int, false, "", "records whose µs/ns fraction was out of range"),
+        field("first_ts_ns", Kind::Int, false, "ns since the epoch", "first record"),
+        field("last_ts_ns", Kind::Int, false, "ns since the epoch", "last record"),
+        field("error", Kind::Text, true, "", "why reading stopped early"),
+        field("error_offset", Kind::Int, true, "bytes", "where: the byte offset (in the decompressed stream)"),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    use super::*;
+    use crate::table::names;
+
+    /// The JSON keys of a value, in order.
+    fn keys<T: Serialize>(v: &T) -> Vec<String> {
+        let v = serde_json::to_value(v).unwrap();
+        v.as_object().unwrap().keys().cloned().collect()
+    }
+
+    /// Each record's JSON keys are its table's fields, in order (the tests build serde_json
+    /// with `preserve_order`, as the CLI does).
+    #[test]
+    fn json_keys_are_the_tables_fields() {
+        let same = |got: Vec<String>, want: Vec<&str>| assert_eq!(got, want);
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap");
+        let an = crate::pass::Query::new(vec![path.into()]).stats(&|_, _| {}).unwrap();
+        let c = document(&an, |_| true).connection(1);
+        same(keys(&c.a2b), names(DirJson::FIELDS));
+        same(keys(&c), names(ConnJson::FIELDS));
+        same(keys(&an.files[0]), names(FilesTable::FIELDS));
+        assert_eq!(DirJson::NAMES.to_vec(), names(DirJson::FIELDS));
+    }
 
     #[test]
     fn push_ip_is_display() {

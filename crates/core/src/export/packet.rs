@@ -11,6 +11,7 @@ use std::io::{self, Write};
 use crate::analysis::{Dir, SegmentInfo};
 use crate::decode::Flags;
 use crate::flow::ConnInfo;
+use crate::table::{Field, Kind, Table};
 
 /// One TCP segment as `print` shows it.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -43,6 +44,35 @@ pub struct PacketLine<'a> {
     pub len: u32,
     /// Flag letters: S SYN, F FIN, R RST, P PSH, A ACK, U URG, E ECE, C CWR, N AE; `.` for none.
     pub flags: String,
+}
+
+impl Table for PacketLine<'_> {
+    const NAME: &'static str = "packets";
+    const FIELDS: &'static [Field] = &[
+        f("ts_ns", Kind::Int, "ns since the epoch", "capture time"),
+        f("time", Kind::Float, "s since the epoch", "the same in seconds (as `first_time` in `conns`)"),
+        f(
+            "conn",
+            Kind::Int,
+            "",
+            "connection id: order of first appearance in the window (as `conns` with the same TRACEs and window)",
+        ),
+        f("file", Kind::Text, "", "the capture file holding the packet"),
+        f("frame", Kind::Int, "", "1-based frame number within that file (tshark's `frame.number`)"),
+        f("src", Kind::Text, "", "source IP address"),
+        f("sport", Kind::Int, "", "source TCP port"),
+        f("dst", Kind::Text, "", "destination IP address"),
+        f("dport", Kind::Int, "", "destination TCP port"),
+        f("seq", Kind::Int, "", "sequence number as on the wire"),
+        f("ack", Kind::Int, "", "acknowledgment number as on the wire; 0 when the ACK flag is off"),
+        f("win_raw", Kind::Int, "", "window field as on the wire, not scaled"),
+        f("len", Kind::Int, "bytes", "payload length from the IP header (includes bytes cut by the snaplen)"),
+        f("flags", Kind::Text, "", "S SYN, F FIN, R RST, P PSH, A ACK, U URG, E ECE, C CWR, N AE; `.` for none"),
+    ];
+}
+
+const fn f(name: &'static str, kind: Kind, unit: &'static str, doc: &'static str) -> Field {
+    Field { name, kind, nullable: false, unit, doc }
 }
 
 /// Flag letters in a fixed order (see [`PacketLine::flags`]).
@@ -107,5 +137,40 @@ impl<'a> PacketLine<'a> {
             self.flags,
             self.conn
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::ConnIdx;
+
+    /// The first segment's line, as `print` makes it.
+    #[derive(Default)]
+    struct First {
+        info: Option<ConnInfo>,
+        keys: Vec<String>,
+    }
+
+    impl crate::sink::Sink for First {
+        fn connection(&mut self, _: ConnIdx, info: &ConnInfo) {
+            self.info.get_or_insert(*info);
+        }
+        fn segment(&mut self, s: &SegmentInfo) {
+            if self.keys.is_empty()
+                && let Some(info) = &self.info
+            {
+                let v = serde_json::to_value(PacketLine::new("f", info, s, 1)).unwrap();
+                self.keys = v.as_object().unwrap().keys().cloned().collect();
+            }
+        }
+    }
+
+    #[test]
+    fn a_lines_keys_are_its_fields() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap");
+        let q = crate::pass::Query::new(vec![path.into()]);
+        let (first, _, _) = q.run_one(First::default(), &|_, _| {}).unwrap();
+        assert_eq!(first.keys, crate::table::names(PacketLine::FIELDS));
     }
 }
