@@ -4,11 +4,10 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use serde::Serialize;
-use serde_json::{Value, json};
 use tcpscope_core::export::json::LazySeq;
 use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::Analysis;
-use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
+use tcpscope_core::screen::{self, ConnScreen, Rules, ScreenRow, ScreenSink};
 
 use crate::args::ScreenArgs;
 use crate::output::{check_ids, flatten, to_value, write_csv};
@@ -35,12 +34,11 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
     check_ids(screens.len(), &args.common)?;
     let status = status(&Analysis { files, conns: Vec::new() });
 
-    // Rank: most severe first, then by id. Boring ones hidden unless asked for (or named).
+    // Most troubled first (screen::rank). Boring ones hidden unless asked for (or named).
     let named = !args.common.conn.is_empty();
-    let mut rows: Vec<(usize, &ConnInfo, &ConnScreen)> = screens
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (i + 1, &s.info, s))
+    let mut rows: Vec<(usize, &ConnInfo, &ConnScreen)> = screen::rank(&screens)
+        .into_iter()
+        .map(|i| (i + 1, &screens[i].info, &screens[i]))
         .filter(|(id, _, _)| !named || args.common.conn.contains(id))
         .collect();
     let total = rows.len();
@@ -48,7 +46,6 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
         rows.retain(|(_, _, s)| !s.boring);
     }
     let hidden = total - rows.len();
-    rows.sort_by(|a, b| b.2.severity.total_cmp(&a.2.severity).then(a.0.cmp(&b.0)));
     if let Some(n) = args.top {
         rows.truncate(n);
     }
@@ -59,7 +56,7 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
         // Each row is made and written in turn: the whole list as JSON values took ~5 GB for
         // 200,000 connections.
         let doc = ScreenDoc {
-            connections: LazySeq::new(rows.iter().map(JsonRow)),
+            connections: LazySeq::new(rows.iter().map(|(id, _, s)| ScreenRow::new(*id, s, true))),
             connections_total: total,
             boring_hidden: hidden,
         };
@@ -68,7 +65,7 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
     } else if c.csv {
         write_csv(&mut out, &rows, |r| {
             let mut flat = Vec::new();
-            flatten("", &conn_json(r, false)?, &mut flat);
+            flatten("", &to_value(&ScreenRow::new(r.0, r.2, false))?, &mut flat);
             Ok(flat)
         })?;
     } else {
@@ -84,38 +81,6 @@ struct ScreenDoc<R> {
     connections: R,
     connections_total: usize,
     boring_hidden: usize,
-}
-
-/// A row of `screen --json`, made into JSON when it is written.
-struct JsonRow<'a>(&'a (usize, &'a ConnInfo, &'a ConnScreen));
-
-impl Serialize for JsonRow<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        conn_json(self.0, true).map_err(serde::ser::Error::custom)?.serialize(s)
-    }
-}
-
-/// One connection as JSON (schema in docs/json.md); `events` adds the evidence list.
-fn conn_json((id, c, s): &(usize, &ConnInfo, &ConnScreen), events: bool) -> io::Result<Value> {
-    let mut v = json!({
-        "id": id,
-        "a": c.a.to_string(),
-        "b": c.b.to_string(),
-        "boring": s.boring,
-        "severity": s.severity,
-        "verdict": s.verdict,
-        "limits": to_value(&s.limits)?,
-        "out_of_sequence": to_value(&s.out_of_sequence)?,
-        "main_dir": s.main_dir,
-        "duration_s": s.duration_s,
-        "a2b": to_value(&s.dir[0])?,
-        "b2a": to_value(&s.dir[1])?,
-    });
-    if events {
-        v["events"] = to_value(&s.events)?;
-        v["events_dropped"] = s.events_dropped.into();
-    }
-    Ok(v)
 }
 
 fn text<W: Write>(

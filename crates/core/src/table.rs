@@ -23,6 +23,8 @@ pub enum Kind {
     Object,
     /// An object of names to counts.
     Counts,
+    /// An array of objects.
+    List,
 }
 
 impl Kind {
@@ -35,6 +37,7 @@ impl Kind {
             Kind::Text => "string",
             Kind::Object => "object",
             Kind::Counts => "object name → count",
+            Kind::List => "array",
         }
     }
 }

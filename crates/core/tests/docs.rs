@@ -6,6 +6,7 @@ use std::path::Path;
 
 use tcpscope_core::export::json::{ConnJson, DirJson, FilesTable};
 use tcpscope_core::export::packet::PacketLine;
+use tcpscope_core::screen::ScreenRow;
 use tcpscope_core::table::{Field, Table, markdown};
 
 /// Each generated section: its marker name and its fields.
@@ -15,6 +16,7 @@ fn sections() -> Vec<(&'static str, &'static [Field])> {
         (ConnJson::NAME, ConnJson::FIELDS),
         (DirJson::NAME, DirJson::FIELDS),
         (PacketLine::NAME, PacketLine::FIELDS),
+        (ScreenRow::NAME, ScreenRow::FIELDS),
     ]
 }
 

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::Serialize;
 use serde_json::Value;
 use tcpscope_core::export::json::{Cell, DirJson, EndpointJson, conn_times};
+use tcpscope_core::screen;
 use tcpscope_core::stats::DirStats;
 
 use crate::api::{self, ConnRow};
@@ -141,8 +142,17 @@ fn cmp_values<T: PartialOrd>(a: Option<&T>, b: Option<&T>, desc: bool) -> Orderi
     }
 }
 
-/// Every connection (id − 1), sorted by `key`, ties by id.
+/// Every connection (id − 1), sorted by `key`, ties by id. By severity, descending is the order
+/// `tcpscope screen` ranks them in ([`screen::rank`]: boring ones after the others), ascending
+/// its reverse.
 fn sorted(t: &Traces, key: &str, desc: bool) -> Result<Vec<u32>, String> {
+    if key == "severity" && t.screens.len() == t.an.conns.len() {
+        let mut ix: Vec<u32> = screen::rank(&t.screens).into_iter().map(|i| i as u32).collect();
+        if !desc {
+            ix.reverse();
+        }
+        return Ok(ix);
+    }
     let col = column(t, key)?;
     let mut ix: Vec<u32> = (0..t.an.conns.len() as u32).collect();
     match &col {

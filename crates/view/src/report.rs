@@ -14,6 +14,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 use tcpscope_core::analysis::Dir;
+use tcpscope_core::screen;
 
 use crate::api::{self, Viewport};
 use crate::data::Traces;
@@ -26,13 +27,10 @@ pub const REPORT_COLUMNS: u32 = 4000;
 /// a report is mailed (200,000 connections made a 526 MB file that no browser opens well).
 pub const REPORT_ROWS: usize = 2000;
 
-/// Every connection's id (1-based) as `tcpscope screen` ranks them: not boring first, most
-/// severe first, ties by id.
+/// Every connection's id (1-based) as `tcpscope screen` ranks them ([`screen::rank`]), with
+/// whether it is boring.
 fn ranked(t: &Traces) -> Vec<(bool, usize)> {
-    let mut ids: Vec<(f64, bool, usize)> =
-        t.screens.iter().enumerate().map(|(i, s)| (s.severity, s.boring, i + 1)).collect();
-    ids.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.total_cmp(&a.0)).then(a.2.cmp(&b.2)));
-    ids.into_iter().map(|(_, boring, id)| (boring, id)).collect()
+    screen::rank(&t.screens).into_iter().map(|i| (t.screens[i].boring, i + 1)).collect()
 }
 
 /// Ids (1-based) of the `n` most troubled connections as `tcpscope screen` ranks them: not

@@ -285,6 +285,121 @@ pub struct ConnScreen {
     pub events_dropped: u64,
 }
 
+/// The order "most troubled first" everywhere tcpscope ranks connections (`screen`, the
+/// report, the viewer's list sorted by severity): connections that are not boring first, then
+/// the most severe, ties by position. Returns positions into `screens`.
+pub fn rank(screens: &[ConnScreen]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..screens.len()).collect();
+    order.sort_by(|&x, &y| {
+        let (a, b) = (&screens[x], &screens[y]);
+        a.boring.cmp(&b.boring).then(b.severity.total_cmp(&a.severity)).then(x.cmp(&y))
+    });
+    order
+}
+
+/// One connection as `screen --json` and `--csv` give it: its fields are [`ScreenRow::FIELDS`].
+#[derive(Serialize)]
+pub struct ScreenRow<'a> {
+    /// Its id (1-based).
+    pub id: usize,
+    /// Endpoint a, `addr:port`.
+    pub a: String,
+    /// Endpoint b.
+    pub b: String,
+    /// Whether the boring rules hold.
+    pub boring: bool,
+    /// 0 (fine) to 1 (very troubled).
+    pub severity: f64,
+    /// The judgement in plain words.
+    pub verdict: &'a str,
+    /// What limited the main sender.
+    pub limits: &'a Limits,
+    /// Out-of-sequence counts over both directions.
+    pub out_of_sequence: &'a OosCounts,
+    /// The direction the verdict and limits describe.
+    pub main_dir: &'static str,
+    /// Lifetime, seconds.
+    pub duration_s: f64,
+    /// a's data, as a sender.
+    pub a2b: &'a DirScreen,
+    /// b's data.
+    pub b2a: &'a DirScreen,
+    /// Each classified segment (JSON only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<&'a [OosEvent]>,
+    /// Events beyond those kept (JSON only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events_dropped: Option<u64>,
+}
+
+impl<'a> ScreenRow<'a> {
+    /// Connection `id`'s row; `events` adds the evidence list.
+    pub fn new(id: usize, s: &'a ConnScreen, events: bool) -> Self {
+        ScreenRow {
+            id,
+            a: s.info.a.to_string(),
+            b: s.info.b.to_string(),
+            boring: s.boring,
+            severity: s.severity,
+            verdict: &s.verdict,
+            limits: &s.limits,
+            out_of_sequence: &s.out_of_sequence,
+            main_dir: s.main_dir,
+            duration_s: s.duration_s,
+            a2b: &s.dir[0],
+            b2a: &s.dir[1],
+            events: events.then_some(&s.events[..]),
+            events_dropped: events.then_some(s.events_dropped),
+        }
+    }
+}
+
+impl crate::table::Table for ScreenRow<'_> {
+    const NAME: &'static str = "screen";
+    const FIELDS: &'static [crate::table::Field] = {
+        use crate::table::{Field, Kind};
+        const fn f(name: &'static str, kind: Kind, unit: &'static str, doc: &'static str) -> Field {
+            Field { name, kind, nullable: false, unit, doc }
+        }
+        &[
+            f("id", Kind::Int, "", "as in `conns` (order of first appearance, counted over all files given)"),
+            f("a", Kind::Text, "", "endpoint a, `addr:port` (`[addr]:port` for IPv6)"),
+            f("b", Kind::Text, "", "endpoint b"),
+            f("boring", Kind::Bool, "", "the boring rules hold"),
+            f("severity", Kind::Float, "", "0 (fine) to 1 (very troubled), see screening.md \"Severity\""),
+            f("verdict", Kind::Text, "", "plain words, most serious first; \"boring\" or \"no trouble found\""),
+            f(
+                "limits",
+                Kind::Object,
+                "",
+                "fractions of the lifetime (first to last packet) the main direction's sender was limited by the application, the receiver's window, the network/congestion window, loss recovery and timeout stalls; sum ≤ 1",
+            ),
+            f(
+                "out_of_sequence",
+                Kind::Object,
+                "",
+                "classified segments over both directions: `rto`, `fast_retransmit`, `reordering`, `network_duplicate`, `spurious`, `flow_control` (zero-window probes), `unknown`, `tail_loss_probe`",
+            ),
+            f("main_dir", Kind::Text, "", "the direction that sent more payload; `limits` and `verdict` describe it"),
+            f("duration_s", Kind::Float, "s", "lifetime"),
+            f(
+                "a2b",
+                Kind::Object,
+                "",
+                "a's data as a sender: its own `out_of_sequence` and `limits`; `zero_windows` (episodes: the peer's window went from open to zero), `zero_window_s`; `timeout_stalls`, `timeout_stall_s`; `burstiness` (`average_bps`, `bursty_fraction`, `bursts` by length 2–16, 16 = 16 or more); `acks`, how the peer acknowledged this data (`acks_per_data_segment`, `stretch_acks`, `pure_ack_fraction` of the peer's packets, `delayed_ack_ms` or null, `delayed_acks`)",
+            ),
+            f("b2a", Kind::Object, "", "the same for b's data"),
+            f(
+                "events",
+                Kind::List,
+                "",
+                "JSON only: each classified segment in trace order (at most 256 per connection): `class`, the `rule` that decided it, `dir`, `frame`, `time_s` since the connection's first packet, relative `seq`, `len`, `prev_frame` (previous copy), `since_prev_ms` (RT), `since_hole_ms` (ΔT, hole fills), `dup_acks`, `sack_above`, the estimates `rtt_ms`, `rtt_min_ms`, `rto_ms`, `rtt_source`, and `dsack_frame` when a D-SACK made it spurious",
+            ),
+            f("events_dropped", Kind::Int, "", "JSON only: events beyond the 256 kept (the counts include them)"),
+        ]
+    };
+}
+
 /// Evidence records kept per connection (the counts are always complete).
 pub const MAX_EVIDENCE: usize = 256;
 

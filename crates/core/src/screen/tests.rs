@@ -186,3 +186,27 @@ fn stop_and_wait_exchanges_are_boring_and_pipelining_is_not() {
     let lenient = Rules::parse("[boring]\nstop_and_wait = false").unwrap();
     assert!(s.run(lenient).boring);
 }
+
+/// One ranking: not boring first, most severe first, ties by position.
+#[test]
+fn rank_puts_boring_last_then_severity_then_position() {
+    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
+    let q = crate::pass::Query::new(vec![path.into()]);
+    let (sink, _, _) = q.run_one(ScreenSink::new(Rules::default()), &|_, _| {}).unwrap();
+    let one = sink.finish().remove(0);
+    let with = |boring: bool, severity: f64| ConnScreen { boring, severity, ..one.clone() };
+    let screens = vec![with(true, 0.9), with(false, 0.1), with(false, 0.5), with(true, 0.0), with(false, 0.5)];
+    assert_eq!(super::rank(&screens), vec![2, 4, 1, 0, 3]);
+}
+
+/// `screen --json`'s keys are its table's fields, in order.
+#[test]
+fn a_rows_keys_are_its_fields() {
+    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
+    let q = crate::pass::Query::new(vec![path.into()]);
+    let (sink, _, _) = q.run_one(ScreenSink::new(Rules::default()), &|_, _| {}).unwrap();
+    let one = sink.finish().remove(0);
+    let v = serde_json::to_value(ScreenRow::new(1, &one, true)).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, crate::table::names(<ScreenRow as crate::table::Table>::FIELDS));
+}
