@@ -23,7 +23,9 @@
 
 pub mod analysis;
 pub mod capture;
+pub mod conn;
 pub mod decode;
+pub mod event;
 pub mod export;
 pub mod flow;
 pub mod pass;

@@ -11,8 +11,8 @@
 use std::io;
 use std::path::Path;
 
-use crate::analysis::{At, ConnIdx, Event, SegmentInfo};
-use crate::flow::ConnInfo;
+use crate::conn::{ConnIdx, ConnInfo};
+use crate::event::{At, Event, SegmentInfo};
 
 /// A consumer of the analysis. Methods default to doing nothing, so a consumer overrides only
 /// what it uses.

@@ -10,16 +10,15 @@
 //! unacknowledged data: holes and SACKed ranges are [`ranges::RangeSet`]s with a fixed capacity,
 //! the list of unacknowledged segments for RTT sampling is capped at [`MAX_UNACKED`].
 
-mod event;
 pub mod ranges;
 
+pub use crate::event::{At, ConnIdx, Dir, Event, RttKind, SegmentInfo};
 pub use crate::sink::Sink;
-pub use event::{At, ConnIdx, Dir, Event, RttKind, SegmentInfo};
 
 use std::collections::VecDeque;
 
+use crate::conn::SplitReason;
 use crate::decode::Segment;
-use crate::flow::SplitReason;
 use crate::seq::{SeqNum, SeqOff, Unwrapper};
 use ranges::RangeSet;
 

@@ -11,26 +11,9 @@ use std::net::IpAddr;
 
 use rustc_hash::FxHasher;
 
-use crate::analysis::{ConnIdx, Dir};
+use crate::conn::{ConnIdx, Dir};
+pub use crate::conn::{ConnInfo, Endpoint, SplitReason};
 use crate::decode::Segment;
-
-/// An address and port.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Endpoint {
-    /// IP address.
-    pub addr: IpAddr,
-    /// TCP port.
-    pub port: u16,
-}
-
-impl std::fmt::Display for Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.addr {
-            IpAddr::V4(a) => write!(f, "{a}:{}", self.port),
-            IpAddr::V6(a) => write!(f, "[{a}]:{}", self.port),
-        }
-    }
-}
 
 /// The unordered 4-tuple: the smaller endpoint first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,29 +29,6 @@ impl FlowKey {
         let d = Endpoint { addr: seg.dst, port: seg.dport };
         if s <= d { (FlowKey { lo: s, hi: d }, true) } else { (FlowKey { lo: d, hi: s }, false) }
     }
-}
-
-/// Identity of a connection, fixed when it is created.
-#[derive(Clone, Copy, Debug)]
-pub struct ConnInfo {
-    /// Endpoint a: the SYN's sender, or the sender of the first packet seen.
-    pub a: Endpoint,
-    /// Endpoint b.
-    pub b: Endpoint,
-    /// Index of the file it was seen in (several files analysed separately).
-    pub file: usize,
-    /// Why this connection exists as a separate one from an earlier one on the same 4-tuple.
-    pub reuse: Option<SplitReason>,
-}
-
-/// Why a segment on a known 4-tuple started a new connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SplitReason {
-    /// A SYN with a different initial sequence number (port reuse).
-    NewIsn,
-    /// The 4-tuple had been idle for longer than the idle limit and the segment does not
-    /// continue the old sequence space.
-    IdleGap,
 }
 
 /// 4-tuple → current connection.

@@ -2,46 +2,14 @@
 //!
 //! Every segment produces one [`SegmentInfo`] (what it was, classified); notable facts produce an
 //! [`Event`]. Both carry their evidence: connection, direction, frame number and time. Consumers
-//! ([`crate::stats`], later plots and screening) implement [`Sink`] and never see packets.
+//! ([`crate::stats`], the series, screening) implement [`crate::sink::Sink`] and never see
+//! packets.
 //! The definitions are in `docs/statistics.md`; each variant names the tcptrace / Wireshark
 //! counterpart.
 
+pub use crate::conn::{ConnIdx, Dir};
 use crate::decode::Flags;
 use crate::seq::{SeqNum, SeqOff};
-
-/// Index of a connection in the order of first appearance (0-based; shown 1-based as `id`).
-pub type ConnIdx = usize;
-
-/// Direction of a packet within its connection. `AtoB` is from the endpoint that sent the SYN
-/// (or, without a SYN, the sender of the first packet seen).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dir {
-    /// From endpoint a to endpoint b.
-    AtoB = 0,
-    /// From endpoint b to endpoint a.
-    BtoA = 1,
-}
-
-impl Dir {
-    /// The other direction.
-    pub fn rev(self) -> Dir {
-        match self {
-            Dir::AtoB => Dir::BtoA,
-            Dir::BtoA => Dir::AtoB,
-        }
-    }
-    /// 0 for a→b, 1 for b→a.
-    pub fn idx(self) -> usize {
-        self as usize
-    }
-    /// "a2b" or "b2a", as in the JSON and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dir::AtoB => "a2b",
-            Dir::BtoA => "b2a",
-        }
-    }
-}
 
 /// Where an event happened: the evidence every event carries.
 #[derive(Clone, Copy, Debug)]
