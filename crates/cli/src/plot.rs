@@ -6,9 +6,10 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use tcpscope_core::analysis::{Dir, SegmentInfo, Settings, Sink};
+use tcpscope_core::analysis::{Dir, Settings};
 use tcpscope_core::plot::{self, Figure, View, rtt::RttView, tsg::TsgView};
-use tcpscope_core::series::{self, OneConnection, burst, dupack, flight, rtt, ssize, tput, tsg};
+use tcpscope_core::seq::{SeqNum, offset_from};
+use tcpscope_core::series::{self, OneConnection, Origin, burst, dupack, flight, rtt, ssize, tput, tsg};
 
 use crate::args::{DirArg, KindArg, PlotArgs};
 
@@ -180,10 +181,8 @@ fn time_limits(args: &PlotArgs, t0: u64) -> io::Result<(Option<f64>, Option<f64>
 }
 
 /// The --seq-from/--seq-to limits as relative offsets. Absolute ones (`--abs-seq`) are turned
-/// into offsets by the direction's sequence base (the wire number of offset 0): offset =
-/// (absolute - base) mod 2^32, where a value up to 64 KiB below the base counts as before it
-/// (the SYN is -1).
-fn seq_limits(args: &PlotArgs, t: &Target, base: Option<u32>) -> io::Result<(Option<i64>, Option<i64>)> {
+/// into offsets by the direction's sequence base ([`offset_from`]).
+fn seq_limits(args: &PlotArgs, t: &Target, base: Option<SeqNum>) -> io::Result<(Option<i64>, Option<i64>)> {
     if !args.abs_seq || (args.seq_from.is_none() && args.seq_to.is_none()) {
         return Ok((args.seq_from, args.seq_to));
     }
@@ -193,8 +192,7 @@ fn seq_limits(args: &PlotArgs, t: &Target, base: Option<u32>) -> io::Result<(Opt
     let rel = |abs: i64| -> io::Result<i64> {
         let abs = u32::try_from(abs)
             .map_err(|_| io::Error::other(format!("--abs-seq: {abs} is not a 32-bit sequence number")))?;
-        let v = abs.wrapping_sub(base);
-        Ok(if v > u32::MAX - 65535 { v as i64 - (1i64 << 32) } else { v as i64 })
+        Ok(offset_from(base, SeqNum(abs)))
     };
     Ok((args.seq_from.map(rel).transpose()?, args.seq_to.map(rel).transpose()?))
 }
@@ -262,32 +260,4 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<Figure> {
             plot::dupack::dupack(&s, &figure(args, &origin)?.0)
         }
     })
-}
-
-/// What a plot's limits are resolved against: when the connection's first packet was seen, and
-/// the sequence base (the wire number of offset 0) of the plotted direction.
-struct Origin {
-    conn: usize,
-    dir: Dir,
-    t0: Option<u64>,
-    base: Option<u32>,
-}
-
-impl Origin {
-    fn new(conn: usize, dir: Dir) -> Self {
-        Origin { conn, dir, t0: None, base: None }
-    }
-}
-
-impl Sink for Origin {
-    fn segment(&mut self, s: &SegmentInfo) {
-        if s.at.conn != self.conn {
-            return;
-        }
-        self.t0.get_or_insert(s.at.ts_ns);
-        if s.at.dir == self.dir && self.base.is_none() {
-            // offset = wire - base (mod 2^32), for every segment of the direction.
-            self.base = Some(s.seq.0.wrapping_sub(s.seq_off as u32));
-        }
-    }
 }

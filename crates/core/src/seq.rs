@@ -24,6 +24,14 @@ impl SeqNum {
 /// (bytes before it, e.g. retransmitted later, get negative offsets).
 pub type SeqOff = i64;
 
+/// The offset of the wire value `abs` in a direction whose offset 0 is the wire value `base`,
+/// for a value a user typed (a plot's `--abs-seq` limits): `(abs - base) mod 2^32`, where a value
+/// up to 64 KiB below the base counts as before it (the SYN is -1).
+pub fn offset_from(base: SeqNum, abs: SeqNum) -> SeqOff {
+    let v = abs.0.wrapping_sub(base.0);
+    if v > u32::MAX - 65535 { v as SeqOff - (1 << 32) } else { v as SeqOff }
+}
+
 /// Turns wire sequence numbers into [`SeqOff`]s by tracking the most recent value seen.
 ///
 /// Invariant: `last_off` is the offset of the wire value `last`; any wire value within 2^31 of
@@ -88,5 +96,15 @@ mod tests {
         }
         // An older value still maps below the reference.
         assert_eq!(u.off(SeqNum(seq.wrapping_sub(10))), off - 10);
+    }
+
+    #[test]
+    fn a_typed_sequence_number_becomes_an_offset_across_the_wrap() {
+        let base = SeqNum(u32::MAX - 9);
+        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 9)), 0);
+        assert_eq!(super::offset_from(base, SeqNum(5)), 15, "after the wrap");
+        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 10)), -1, "the SYN");
+        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 9 - 65535)), -65535);
+        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 9 - 65536)), (1 << 32) - 65536);
     }
 }

@@ -86,6 +86,38 @@ impl Base {
     }
 }
 
+/// What a plot's limits are resolved against: when connection `conn`'s first packet was seen,
+/// and the sequence base (the wire number of offset 0) of its direction `dir`. A sink to run
+/// beside a series sink, so that one pass gives both.
+pub struct Origin {
+    conn: ConnIdx,
+    dir: Dir,
+    /// Time of the connection's first packet (either direction), ns since the epoch.
+    pub t0: Option<u64>,
+    /// The wire sequence number of offset 0 in `dir`, once a segment of it was seen.
+    pub base: Option<crate::seq::SeqNum>,
+}
+
+impl Origin {
+    /// For connection `conn` (0-based) and direction `dir`.
+    pub fn new(conn: ConnIdx, dir: Dir) -> Self {
+        Origin { conn, dir, t0: None, base: None }
+    }
+}
+
+impl Sink for Origin {
+    fn segment(&mut self, s: &SegmentInfo) {
+        if s.at.conn != self.conn {
+            return;
+        }
+        self.t0.get_or_insert(s.at.ts_ns);
+        if s.at.dir == self.dir && self.base.is_none() {
+            // offset = wire - base (mod 2^32), for every segment of the direction.
+            self.base = Some(crate::seq::SeqNum(s.seq.0.wrapping_sub(s.seq_off as u32)));
+        }
+    }
+}
+
 /// Feeds hand-built packets (frames numbered from 1) to `sink`.
 #[cfg(test)]
 pub(crate) fn run_pkts<S: Sink>(pkts: &[crate::testutil::Pkt], settings: crate::analysis::Settings, sink: S) -> S {
