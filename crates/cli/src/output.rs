@@ -129,7 +129,7 @@ pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
         // as JSON values took ~2 GB.
         let v = ConnsDoc {
             files: to_value(&an.files)?,
-            connections: json::LazySeq::new(doc.connections().map(ConnsRow::from)),
+            connections: json::LazySeq::new(doc.connections().map(json::ConnJson::brief)),
         };
         serde_json::to_writer_pretty(&mut *out, &v).map_err(io::Error::other)?;
         return writeln!(out);
@@ -183,62 +183,6 @@ pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
 struct ConnsDoc<R> {
     files: Value,
     connections: R,
-}
-
-/// A connection's identity and size: the `stats --json` keys `conns --json` keeps, in their order.
-#[derive(Serialize)]
-struct ConnsRow {
-    id: usize,
-    file: String,
-    a: json::EndpointJson,
-    b: json::EndpointJson,
-    state: &'static str,
-    handshake: bool,
-    reuse: Option<&'static str>,
-    first_time: f64,
-    last_time: f64,
-    duration_s: f64,
-    a2b: ConnsDir,
-    b2a: ConnsDir,
-}
-
-#[derive(Serialize)]
-struct ConnsDir {
-    packets: u64,
-    data_packets: u64,
-    payload_bytes: u64,
-    unique_bytes: u64,
-}
-
-impl From<&json::DirJson> for ConnsDir {
-    fn from(d: &json::DirJson) -> Self {
-        ConnsDir {
-            packets: d.packets,
-            data_packets: d.data_packets,
-            payload_bytes: d.payload_bytes,
-            unique_bytes: d.unique_bytes,
-        }
-    }
-}
-
-impl From<json::ConnJson> for ConnsRow {
-    fn from(c: json::ConnJson) -> Self {
-        let (a2b, b2a) = ((&c.a2b).into(), (&c.b2a).into());
-        ConnsRow {
-            id: c.id,
-            file: c.file,
-            a: c.a,
-            b: c.b,
-            state: c.state,
-            handshake: c.handshake,
-            reuse: c.reuse,
-            first_time: c.first_time,
-            last_time: c.last_time,
-            duration_s: c.duration_s,
-            a2b,
-            b2a,
-        }
-    }
 }
 
 pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Result<()> {
@@ -638,7 +582,10 @@ mod tests {
         );
         out += &format!(
             "  first packet {:.6}  last packet {:.6}  duration {:.6} s  longest idle {:.6} s\n",
-            c.first_time, c.last_time, c.duration_s, c.max_idle_s
+            c.first_time,
+            c.last_time,
+            c.duration_s,
+            c.max_idle_s.unwrap_or_default()
         );
         out += &format!("  {:<26} {:>20} {:>20}\n", "", "a2b", "b2a");
         for ((k, va), vb) in json::DirJson::NAMES.iter().zip(c.a2b.cells()).zip(c.b2a.cells()) {

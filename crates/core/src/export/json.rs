@@ -284,10 +284,11 @@ impl From<&DirStats> for DirJson {
     }
 }
 
-/// One connection: its fields are [`ConnJson::FIELDS`].
+/// One connection: its fields are [`ConnJson::FIELDS`]. `D` is what each direction shows:
+/// every statistic ([`DirJson`], `stats`), or its size ([`DirBrief`], `conns`).
 #[derive(Serialize)]
 #[allow(missing_docs)]
-pub struct ConnJson {
+pub struct ConnJson<D = DirJson> {
     pub id: usize,
     pub file: String,
     pub a: EndpointJson,
@@ -298,9 +299,53 @@ pub struct ConnJson {
     pub first_time: f64,
     pub last_time: f64,
     pub duration_s: f64,
-    pub max_idle_s: f64,
-    pub a2b: DirJson,
-    pub b2a: DirJson,
+    /// Always there in `stats`; left out of `conns`' brief rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_idle_s: Option<f64>,
+    pub a2b: D,
+    pub b2a: D,
+}
+
+/// A direction as `conns` shows it: its size, the first fields of a [`DirJson`] by name.
+#[derive(Serialize)]
+#[allow(missing_docs)]
+pub struct DirBrief {
+    pub packets: u64,
+    pub data_packets: u64,
+    pub payload_bytes: u64,
+    pub unique_bytes: u64,
+}
+
+impl From<&DirJson> for DirBrief {
+    fn from(d: &DirJson) -> Self {
+        DirBrief {
+            packets: d.packets,
+            data_packets: d.data_packets,
+            payload_bytes: d.payload_bytes,
+            unique_bytes: d.unique_bytes,
+        }
+    }
+}
+
+impl ConnJson {
+    /// The row `conns` prints: the identity and each direction's size.
+    pub fn brief(self) -> ConnJson<DirBrief> {
+        ConnJson {
+            id: self.id,
+            file: self.file,
+            a: self.a,
+            b: self.b,
+            state: self.state,
+            handshake: self.handshake,
+            reuse: self.reuse,
+            first_time: self.first_time,
+            last_time: self.last_time,
+            duration_s: self.duration_s,
+            max_idle_s: None,
+            a2b: (&self.a2b).into(),
+            b2a: (&self.b2a).into(),
+        }
+    }
 }
 
 impl Table for ConnJson {
@@ -366,7 +411,7 @@ impl ConnJson {
             first_time,
             last_time,
             duration_s,
-            max_idle_s,
+            max_idle_s: Some(max_idle_s),
             a2b: (&c.dir[0]).into(),
             b2a: (&c.dir[1]).into(),
         }
@@ -510,6 +555,15 @@ mod tests {
         same(keys(&c.a2b), names(DirJson::FIELDS));
         same(keys(&c), names(ConnJson::FIELDS));
         same(keys(&an.files[0]), names(FilesTable::FIELDS));
+        // conns' brief rows: the same fields but max_idle_s, and a prefix of each direction's.
+        let brief = document(&an, |_| true).connection(1).brief();
+        let mut want = names(ConnJson::FIELDS);
+        want.retain(|&n| n != "max_idle_s");
+        same(keys(&brief), want);
+        same(
+            keys(&brief.a2b),
+            names(&DirJson::FIELDS[..2]).into_iter().chain(["payload_bytes", "unique_bytes"]).collect(),
+        );
         assert_eq!(DirJson::NAMES.to_vec(), names(DirJson::FIELDS));
     }
 
