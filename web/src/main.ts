@@ -8,6 +8,9 @@ import type { Conn, Dir, EventRow, Figure, Panels, PacketRow } from "./api";
 import { AX, BOTTOM, LEFT, OP, RIGHT, TOP, axes, drawFigure, highlight, hit, ix, iy, markPoint, panelAxes, panelData, panelFrame, panelLines, prepare, seriesMax, si } from "./draw";
 import type { Frame, PanelLine } from "./draw";
 import DrawWorker from "./drawworker?worker&inline";
+import { $, escapeHtml, status } from "./dom";
+import { perf, timeRendering } from "./perf";
+import { VirtualList, VirtualRows } from "./windowed";
 
 interface View {
   t0?: number;
@@ -29,8 +32,6 @@ interface State {
   boring: boolean;
 }
 
-const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
-
 // Worst first, as `tcpscope screen` ranks them.
 const DEFAULT_SORT = "severity";
 const state: State = { ids: [], dir: "a2b", view: {}, sort: DEFAULT_SORT, desc: true, filter: "", boring: false };
@@ -38,33 +39,7 @@ let history: View[] = [];
 let events: EventRow[] = [];
 let focusFrame: number | null = null;
 
-// Timings the benchmark and the tests read (ms). frames: each requestAnimationFrame callback;
-// painted: from its start until the browser has done the frame's rendering work on this thread
-// (style, layout, paint, and the canvases' rasterization at commit, which happens after the
-// callback: 2D canvases are rasterized in software here), read by a message posted at the
-// callback's end, so a task queued before it counts too; long: the browser's long animation
-// frames (over 50 ms, whatever their work: answers read, input, frames); shown: from an
-// answer's arrival (read) until the frame that drew the last of it is rendered.
-// warm: a new plot's first drawing, before its answers (ConnPlot.warm), until rendered.
-const perf = { frames: [] as number[], painted: [] as number[], shown: [] as number[], fetches: [] as number[], long: [] as number[], warm: [] as number[] };
 (window as unknown as { tcpscopePerf: typeof perf }).tcpscopePerf = perf;
-try {
-  new PerformanceObserver((l) => l.getEntries().forEach((e) => perf.long.push(e.duration))).observe({ type: "long-animation-frame", buffered: true });
-} catch {
-  // Not in this browser: `painted` still measures each frame.
-}
-const afterRender = new MessageChannel();
-let rendering: [number, number[]][] = [];
-afterRender.port1.onmessage = () => {
-  const now = performance.now();
-  for (const [s, into] of rendering) into.push(now - s);
-  rendering = [];
-};
-/** Records into `into`, once the browser has rendered this frame, how long since `start`. */
-function timeRendering(start: number, into = perf.painted) {
-  if (!rendering.length) afterRender.port2.postMessage(0);
-  rendering.push([start, into]);
-}
 
 // ---------- URL state ----------
 
@@ -127,101 +102,6 @@ const COLUMNS: { key: string; label: string; cell: (c: Conn) => string }[] = [
 
 /** Text sort keys (ascending first); the rest are numbers (worst, i.e. largest, first). */
 const TEXT_KEYS = new Set(["id", "endpoints", "state", "verdict", "file"]);
-
-/**
- * The rows in sight of a scrolled list of equal-height rows, and a screenful either side: a
- * trace may hold thousands of connections, and a connection thousands of events; building them
- * all made the frame that listed them take 100–190 ms on a five-million-packet connection.
- * A scroll or a resize of `scroller` renders the rows then in sight; subclasses put them in.
- */
-abstract class Windowed<T> {
-  protected items: T[] = [];
-  private first = -1;
-  private last = -1;
-  private height = 0;
-  /** scrollTop as of the last scroll event (reading it from the element may lay the page out). */
-  protected scrolled = 0;
-  private queued = false;
-
-  constructor(scroller: HTMLElement, protected rowH: number) {
-    // Scroll events come once per frame, before its callbacks: the rows are in for that frame.
-    scroller.addEventListener("scroll", () => {
-      this.scrolled = scroller.scrollTop;
-      this.render();
-    }, { passive: true });
-    new ResizeObserver(() => {
-      this.height = scroller.clientHeight;
-      this.queue();
-    }).observe(scroller);
-  }
-
-  set(items: T[]) {
-    this.items = items;
-    this.first = this.last = -1;
-    this.render();
-  }
-
-  private queue() {
-    if (this.queued) return;
-    this.queued = true;
-    requestAnimationFrame(() => {
-      this.queued = false;
-      this.render();
-    });
-  }
-
-  /** Builds the rows now to be in sight, unless they all are already (most scroll steps). */
-  private render() {
-    const n = this.items.length;
-    const seen = Math.ceil((this.height || 400) / this.rowH);
-    const top = Math.min(Math.floor(this.scrolled / this.rowH), Math.max(0, n - seen));
-    if (this.first >= 0 && top >= this.first && Math.min(n, top + seen + 1) <= this.last) return;
-    this.first = Math.max(0, top - seen);
-    this.last = Math.min(n, top + 2 * seen + 1);
-    this.place(this.first, this.last);
-  }
-
-  /** Shows rows `first..last` of `items` in place of those shown before. */
-  protected abstract place(first: number, last: number): void;
-}
-
-/** A table body as a `Windowed` list: padding rows stand for the rows not built. */
-class VirtualRows<T> extends Windowed<T> {
-  private readonly above = document.createElement("tr");
-  private readonly below = document.createElement("tr");
-  private measured = false;
-
-  constructor(scroller: HTMLElement, private body: HTMLElement, cols: number, private row: (item: T, index: number) => HTMLElement) {
-    super(scroller, 21);
-    for (const pad of [this.above, this.below]) {
-      pad.className = "pad";
-      pad.setAttribute("aria-hidden", "true");
-      const td = document.createElement("td");
-      td.colSpan = cols;
-      pad.append(td);
-    }
-  }
-
-  protected place(first: number, last: number) {
-    const n = this.items.length;
-    const rows: HTMLElement[] = [];
-    for (let i = first; i < last; i++) rows.push(this.row(this.items[i], i));
-    (this.above.firstChild as HTMLElement).style.height = `${first * this.rowH}px`;
-    (this.below.firstChild as HTMLElement).style.height = `${(n - last) * this.rowH}px`;
-    this.above.hidden = first === 0;
-    this.below.hidden = last === n;
-    this.body.replaceChildren(this.above, ...rows, this.below);
-    // The rows' height (set by CSS and the font), read once (a layout): then drawn again with it.
-    if (!this.measured && rows.length) {
-      this.measured = true;
-      const h = rows[0].getBoundingClientRect().height || this.rowH;
-      if (h !== this.rowH) {
-        this.rowH = h;
-        this.set(this.items);
-      }
-    }
-  }
-}
 
 let connRows: VirtualRows<Conn | undefined> | undefined;
 
@@ -1104,10 +984,6 @@ function bindInput(p: ConnPlot) {
 
 const packetCache = new Map<string, Promise<PacketRow | null>>();
 
-function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
-}
-
 /**
  * The tooltip is placed by a transform from what is known without asking the browser: the
  * pointer, the window's size (kept from its resize events) and the tip's own size, which a
@@ -1170,37 +1046,6 @@ async function showTip(p: ConnPlot, m: number, cx: number, cy: number) {
 
 // ---------- events ----------
 
-/**
- * A list as a `Windowed` one: rows have one fixed height (CSS `--row`), so the scroll height
- * and each row's place follow from the count.
- */
-class VirtualList<T> extends Windowed<T> {
-  private readonly spacer = document.createElement("li");
-
-  constructor(private el: HTMLElement, private row: (item: T, i: number) => HTMLElement) {
-    super(el, parseFloat(getComputedStyle(el).getPropertyValue("--row")) || 16);
-    this.spacer.className = "spacer";
-    this.spacer.setAttribute("aria-hidden", "true");
-  }
-
-  set(items: T[]) {
-    if (this.scrolled) this.el.scrollTop = this.scrolled = 0;
-    this.spacer.style.height = `${items.length * this.rowH}px`;
-    this.el.replaceChildren(this.spacer);
-    super.set(items);
-  }
-
-  protected place(first: number, last: number) {
-    const rows: HTMLElement[] = [];
-    for (let i = first; i < last; i++) {
-      const r = this.row(this.items[i], i);
-      r.style.top = `${i * this.rowH}px`;
-      rows.push(r);
-    }
-    this.el.replaceChildren(this.spacer, ...rows);
-  }
-}
-
 let eventList: VirtualList<EventRow> | undefined;
 
 async function loadEvents() {
@@ -1239,10 +1084,6 @@ function jumpTo(e: EventRow) {
 }
 
 // ---------- wiring ----------
-
-function status(s: string) {
-  $("status").textContent = s;
-}
 
 function changed(what: { list?: boolean; plots?: boolean; events?: boolean; view?: boolean; delay?: number }) {
   // A wheel notch or drag step writes the URL once the input pauses (with the fetch): each
