@@ -11,76 +11,10 @@ import DrawWorker from "./drawworker?worker&inline";
 import { $, escapeHtml, status } from "./dom";
 import { perf, timeRendering } from "./perf";
 import { VirtualList, VirtualRows } from "./windowed";
-
-interface View {
-  t0?: number;
-  t1?: number;
-  /** Sequence range of the first plot. */
-  s0?: number;
-  s1?: number;
-  /** Compared with a second connection: its sequence range is the first's plus `o`. */
-  o?: number;
-}
-
-interface State {
-  ids: number[];
-  dir: Dir;
-  view: View;
-  sort: string;
-  desc: boolean;
-  filter: string;
-  boring: boolean;
-}
-
-// Worst first, as `tcpscope screen` ranks them.
-const DEFAULT_SORT = "severity";
-const state: State = { ids: [], dir: "a2b", view: {}, sort: DEFAULT_SORT, desc: true, filter: "", boring: false };
-let history: View[] = [];
-let events: EventRow[] = [];
-let focusFrame: number | null = null;
+import { DEFAULT_SORT, changed, readUrl, routeChanges, state, writeUrl } from "./state";
+import type { Change, View } from "./state";
 
 (window as unknown as { tcpscopePerf: typeof perf }).tcpscopePerf = perf;
-
-// ---------- URL state ----------
-
-function writeUrl() {
-  const q = new URLSearchParams();
-  if (state.ids.length) q.set("c", state.ids.join(","));
-  if (state.dir !== "a2b") q.set("d", state.dir);
-  const v = state.view;
-  if (v.t0 !== undefined && v.t1 !== undefined) q.set("t", `${v.t0},${v.t1}`);
-  if (v.s0 !== undefined && v.s1 !== undefined) q.set("s", `${Math.floor(v.s0)},${Math.ceil(v.s1)}`);
-  if (v.s0 !== undefined && v.o) q.set("o", String(Math.round(v.o)));
-  if (state.sort !== DEFAULT_SORT || !state.desc) {
-    q.set("sort", state.sort);
-    q.set("desc", state.desc ? "1" : "0");
-  }
-  if (state.filter) q.set("q", state.filter);
-  if (state.boring) q.set("boring", "1");
-  const hash = "#" + q.toString();
-  if (location.hash !== hash) history_replace(hash);
-}
-
-function history_replace(hash: string) {
-  window.history.replaceState(null, "", hash);
-}
-
-function readUrl() {
-  const q = new URLSearchParams(location.hash.slice(1));
-  const nums = (k: string) => (q.get(k) ?? "").split(",").filter((s) => s !== "").map(Number).filter((n) => Number.isFinite(n));
-  state.ids = nums("c").slice(0, 2);
-  state.dir = q.get("d") === "b2a" ? "b2a" : "a2b";
-  const t = nums("t"), s = nums("s");
-  state.view = {};
-  if (t.length === 2 && t[1] > t[0]) Object.assign(state.view, { t0: t[0], t1: t[1] });
-  if (s.length === 2 && s[1] > s[0]) Object.assign(state.view, { s0: s[0], s1: s[1] });
-  const o = Number(q.get("o"));
-  if (state.view.s0 !== undefined && Number.isFinite(o) && o) state.view.o = o;
-  state.sort = q.get("sort") ?? DEFAULT_SORT;
-  state.desc = q.get("sort") === null || q.get("desc") === "1";
-  state.filter = q.get("q") ?? "";
-  state.boring = q.get("boring") === "1";
-}
 
 // ---------- connection list ----------
 
@@ -225,7 +159,7 @@ function select(id: number, compare: boolean) {
   if (compare && state.ids.length && !state.ids.includes(id)) state.ids = [state.ids[0], id];
   else state.ids = [id];
   state.view = {};
-  history = [];
+  state.history = [];
   changed({ list: true, plots: true, events: true });
 }
 
@@ -741,13 +675,13 @@ class ConnPlot {
       xa.draw(`${x0},${x1}`, [w, ph], paint(AX.X), force);
       ta.draw(labels, [w, ph], paint(AX.TITLE), force);
     });
-    if (force || this.inked || this.hover >= 0 || focusFrame !== null) this.drawOverlay();
+    if (force || this.inked || this.hover >= 0 || state.focusFrame !== null) this.drawOverlay();
     return left;
   }
 
   drawOverlay(rect?: [number, number, number, number]) {
     const f = this.frame;
-    const m = focusFrame !== null && this.fig ? this.fig.frame.indexOf(focusFrame) : -1;
+    const m = state.focusFrame !== null && this.fig ? this.fig.frame.indexOf(state.focusFrame) : -1;
     this.inked = !!f && !!this.fig && (m >= 0 || this.hover >= 0 || !!rect);
     if (!this.inked || !f || !this.fig) {
       // Empty: no pixels at all, rather than a transparent canvas over the whole plot, which
@@ -845,7 +779,7 @@ function requestFrame() {
     if (!left && !awaited) for (const p of plots) if (p.arrived) timeRendering(p.arrived, perf.shown), (p.arrived = 0);
     if (left) requestFrame();
     const seq = y.map(([a, b]) => `${Math.round(a)}–${Math.round(b)}`).join(" | ");
-    $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · seq ${seq} · zoom depth ${history.length}`;
+    $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · seq ${seq} · zoom depth ${state.history.length}`;
   });
 }
 
@@ -863,10 +797,11 @@ function loadAll(delay = 0) {
 
 // ---------- zoom, pan, history ----------
 
-function setView(v: View, push = true, delay = 0) {
-  if (push) history.push({ ...state.view });
+/** Shows view `v` (`push`: the one left goes on the history); `also`: what else changed with it. */
+function setView(v: View, push = true, delay = 0, also: Change = {}) {
+  if (push) state.history.push({ ...state.view });
   state.view = v;
-  changed({ view: true, delay });
+  changed({ ...also, view: true, delay });
 }
 
 /** The view as drawn, explicit: the first plot's sequence range and the second's offset. */
@@ -885,7 +820,7 @@ function toFirst(p: ConnPlot, seq: number): number {
 }
 
 function back() {
-  const v = history.pop();
+  const v = state.history.pop();
   if (v !== undefined) {
     state.view = v;
     changed({ view: true });
@@ -922,7 +857,7 @@ function bindInput(p: ConnPlot) {
     if (e.button !== 0 && e.button !== 1) return;
     const [x, y] = pos(e);
     drag = { x, y, pan: e.shiftKey || e.button === 1, box: currentBox() };
-    if (drag.pan) history.push({ ...state.view });
+    if (drag.pan) state.history.push({ ...state.view });
     e.preventDefault();
   });
   window.addEventListener("mousemove", (e) => {
@@ -1034,7 +969,7 @@ async function showTip(p: ConnPlot, m: number, cx: number, cy: number) {
   if (!packetCache.has(key)) packetCache.set(key, api.packet(p.id, frame).catch(() => null));
   const row = await packetCache.get(key)!;
   if (p.hover !== m || p.fig !== fig) return;
-  const evs = row ? row.events : events.filter((e) => e.frame === frame);
+  const evs = row ? row.events : state.events.filter((e) => e.frame === frame);
   const table = row
     ? `<table class="pkt"><tr><th>frame</th><th>time s</th><th>dir</th><th>seq</th><th>ack</th><th>win</th><th>len</th><th>flags</th></tr>
        <tr><td>${row.frame}</td><td>${row.t.toFixed(6)}</td><td>${row.dir}</td><td>${row.seq}</td><td>${row.ack ?? ""}</td><td>${row.win}</td><td>${row.len}</td><td>${row.flags}</td></tr></table>`
@@ -1056,12 +991,12 @@ async function loadEvents() {
     return li;
   });
   eventList.set([]);
-  events = [];
+  state.events = [];
   $("ev-count").textContent = "";
   if (!state.ids.length) return;
   try {
     const r = await api.events(state.ids[0]);
-    events = r.events;
+    state.events = r.events;
     $("ev-count").textContent = `(${r.events.length}${r.more ? ` + ${r.more} more` : ""})`;
     eventList.set(r.events);
   } catch (e) {
@@ -1075,20 +1010,18 @@ function jumpTo(e: EventRow) {
   const { x0, x1 } = ranges();
   const last = Math.max(...plots.map((p) => p.fig?.last ?? 0), x1);
   const span = Math.max(1e-4, Math.min(x1 - x0, last / 20));
-  focusFrame = e.frame;
-  if (dir !== state.dir) {
-    state.dir = dir;
-    plots.forEach((p) => p.drop());
-  }
-  setView({ t0: e.t - span / 2, t1: e.t + span / 2 });
+  state.focusFrame = e.frame;
+  const turned = dir !== state.dir;
+  state.dir = dir;
+  setView({ t0: e.t - span / 2, t1: e.t + span / 2 }, true, 0, { dir: turned });
 }
 
 // ---------- wiring ----------
 
-function changed(what: { list?: boolean; plots?: boolean; events?: boolean; view?: boolean; delay?: number }) {
-  // A wheel notch or drag step writes the URL once the input pauses (with the fetch): each
-  // write took milliseconds, inside the frame that input is dispatched in.
-  if (!what.delay) writeUrl();
+/** What a change of the state redoes (state.changed): the panels concerned. */
+function onChange(what: Change) {
+  // Another direction: the figures shown are not its.
+  if (what.dir) plots.forEach((p) => p.drop());
   if (what.list) renderList();
   if (what.plots) rebuildPlots();
   if (what.events) loadEvents();
@@ -1143,6 +1076,7 @@ function bindSplitter() {
 }
 
 async function main() {
+  routeChanges(onChange);
   readUrl();
   bindSplitter();
   let keys: string[];
@@ -1196,8 +1130,7 @@ async function main() {
   for (const b of document.querySelectorAll<HTMLButtonElement>("[data-dir]"))
     b.onclick = () => {
       state.dir = b.dataset.dir as Dir;
-      plots.forEach((p) => p.drop());
-      changed({ view: true });
+      changed({ dir: true, view: true });
     };
   $("back").onclick = back;
   $("reset").onclick = reset;
