@@ -52,6 +52,12 @@ export interface Layered {
   layers(): DataLayer[];
 }
 
+/** Where pointer event `e` is on plot `p`'s overlay (css px). */
+export function pointerAt(p: Surface, e: MouseEvent): [number, number] {
+  const r = p.box();
+  return [e.clientX - r.left, e.clientY - r.top];
+}
+
 /**
  * Starts the worker, if it can run. Its drawings go to the layers of `plots()` (the plots
  * shown); `drew` is called when one is ready to show, or when the page must draw (it failed).

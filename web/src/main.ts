@@ -5,16 +5,16 @@
 import "./style.css";
 import * as api from "./api";
 import type { Conn, Dir, EventRow } from "./api";
-import { BOTTOM, LEFT, OP, RIGHT, TOP, hit, ix, markPoint, si } from "./draw";
-import type { Frame } from "./draw";
+import { BOTTOM, LEFT, OP, RIGHT, TOP, hit, markPoint, si } from "./draw";
 import { $, status } from "./dom";
 import { perf } from "./perf";
 import { VirtualList, VirtualRows } from "./windowed";
 import { painter, painterDrew } from "./layers";
-import type { Surface } from "./layers";
 import { loadAll, panelMax, plots, ranges, rebuildPlots, requestFrame } from "./plot";
+import { back, bindKeys, bindZoom, reset, setView } from "./zoom";
+import { bindHover } from "./tooltip";
 import { DEFAULT_SORT, changed, readUrl, routeChanges, state } from "./state";
-import type { Change, View } from "./state";
+import type { Change } from "./state";
 
 (window as unknown as { tcpscopePerf: typeof perf }).tcpscopePerf = perf;
 
@@ -167,169 +167,6 @@ function select(id: number, compare: boolean) {
 
 // ---------- plots ----------
 
-// ---------- zoom, pan, history ----------
-
-/** Shows view `v` (`push`: the one left goes on the history); `also`: what else changed with it. */
-function setView(v: View, push = true, delay = 0, also: Change = {}) {
-  if (push) state.history.push({ ...state.view });
-  state.view = v;
-  changed({ ...also, view: true, delay });
-}
-
-/** The view as drawn, explicit: the first plot's sequence range and the second's offset. */
-function currentBox(): View {
-  const { x0, x1, y } = ranges();
-  const b: View = { t0: x0, t1: x1, s0: y[0]?.[0] ?? 0, s1: y[0]?.[1] ?? 1 };
-  if (y.length > 1) b.o = y[1][0] - y[0][0];
-  return b;
-}
-
-function back() {
-  const v = state.history.pop();
-  if (v !== undefined) {
-    state.view = v;
-    changed({ view: true });
-  }
-}
-
-function reset() {
-  if (state.view.t0 === undefined && state.view.s0 === undefined) return;
-  setView({});
-}
-
-function zoomAt(p: Surface, f: Frame, px: number, py: number, factor: number, push: boolean) {
-  const b = currentBox();
-  const x = ix(f, px), y = p.viewY(f, py);
-  setView({ t0: x - (x - b.t0!) * factor, t1: x + (b.t1! - x) * factor, s0: y - (y - b.s0!) * factor, s1: y + (b.s1! - y) * factor, o: b.o }, push, 80);
-}
-
-function panBy(dxFrac: number, dyFrac: number, push: boolean) {
-  const b = currentBox();
-  const dx = (b.t1! - b.t0!) * dxFrac, dy = (b.s1! - b.s0!) * dyFrac;
-  setView({ t0: b.t0! + dx, t1: b.t1! + dx, s0: b.s0! + dy, s1: b.s1! + dy, o: b.o }, push, 80);
-}
-
-let lastWheel = 0;
-
-function bindInput(p: Surface) {
-  const o = p.overlay;
-  let drag: { x: number; y: number; pan: boolean; box: View } | null = null;
-  const pos = (e: MouseEvent) => {
-    const r = p.box();
-    return [e.clientX - r.left, e.clientY - r.top];
-  };
-  o.addEventListener("mousedown", (e) => {
-    if (e.button !== 0 && e.button !== 1) return;
-    const [x, y] = pos(e);
-    drag = { x, y, pan: e.shiftKey || e.button === 1, box: currentBox() };
-    if (drag.pan) state.history.push({ ...state.view });
-    e.preventDefault();
-  });
-  window.addEventListener("mousemove", (e) => {
-    if (!drag || !p.frame) return;
-    const [x, y] = pos(e);
-    if (drag.pan) {
-      const f = p.frame;
-      const dt = ((x - drag.x) / (f.w - LEFT - RIGHT)) * (drag.box.t1! - drag.box.t0!);
-      const ds = ((y - drag.y) / (f.h - TOP - BOTTOM)) * (drag.box.s1! - drag.box.s0!);
-      setView({ t0: drag.box.t0! - dt, t1: drag.box.t1! - dt, s0: drag.box.s0! + ds, s1: drag.box.s1! + ds, o: drag.box.o }, false, 60);
-    } else {
-      p.drawOverlay([Math.min(drag.x, x), Math.min(drag.y, y), Math.max(drag.x, x), Math.max(drag.y, y)]);
-    }
-  });
-  window.addEventListener("mouseup", (e) => {
-    if (!drag || !p.frame) return;
-    const d = drag;
-    drag = null;
-    if (d.pan) return;
-    const [x, y] = pos(e);
-    p.drawOverlay();
-    if (Math.abs(x - d.x) < 5 || Math.abs(y - d.y) < 5) return;
-    const f = p.frame;
-    const [ta, tb] = [ix(f, d.x), ix(f, x)].sort((a, b) => a - b);
-    const [sa, sb] = [p.viewY(f, d.y), p.viewY(f, y)].sort((a, b) => a - b);
-    setView({ t0: ta, t1: tb, s0: sa, s1: sb, o: currentBox().o });
-  });
-  o.addEventListener("wheel", (e) => {
-    if (!p.frame) return;
-    e.preventDefault();
-    const [x, y] = pos(e);
-    const now = performance.now();
-    // One history step per wheel gesture, not per notch.
-    zoomAt(p, p.frame, x, y, e.deltaY < 0 ? 0.8 : 1.25, now - lastWheel > 400);
-    lastWheel = now;
-  }, { passive: false });
-  o.addEventListener("contextmenu", (e) => {
-    e.preventDefault();
-    back();
-  });
-  o.addEventListener("mousemove", (e) => {
-    if (drag || !p.frame) return;
-    const [x, y] = pos(e);
-    const m = p.hit(x, y);
-    if (m === undefined) return;
-    if (m !== p.hover) {
-      p.hover = m;
-      p.drawOverlay();
-      showTip(p, m, e.clientX, e.clientY);
-    } else if (m) moveTip(e.clientX, e.clientY);
-  });
-  o.addEventListener("mouseleave", () => {
-    p.hover = -1;
-    p.drawOverlay();
-    $("tip").hidden = true;
-  });
-}
-
-// ---------- hover tooltip ----------
-
-/**
- * The tooltip is placed by a transform from what is known without asking the browser: the
- * pointer, the window's size (kept from its resize events) and the tip's own size, which a
- * ResizeObserver reports once the browser has laid it out (before it paints that frame, when
- * the tip is placed again). Reading its size or the window's after writing its content had the
- * browser lay the page out in the hover handler, twice per hovered mark (23 ms on the first).
- */
-const tipAt = { cx: 0, cy: 0, w: 0, h: 0 };
-// The window's size ("view" is the plot's viewport everywhere else).
-let win = { w: window.innerWidth, h: window.innerHeight };
-window.addEventListener("resize", () => {
-  win = { w: window.innerWidth, h: window.innerHeight };
-});
-new ResizeObserver((es) => {
-  const b = es[es.length - 1].borderBoxSize?.[0];
-  if (!b) return;
-  [tipAt.w, tipAt.h] = [b.inlineSize, b.blockSize];
-  placeTip();
-}).observe($("tip"));
-
-function placeTip() {
-  const x = Math.max(0, Math.min(tipAt.cx + 14, win.w - tipAt.w - 4));
-  const y = Math.max(0, Math.min(tipAt.cy + 14, win.h - tipAt.h - 4));
-  $("tip").style.transform = `translate(${x}px, ${y}px)`;
-}
-
-function moveTip(cx: number, cy: number) {
-  [tipAt.cx, tipAt.cy] = [cx, cy];
-  placeTip();
-}
-
-async function showTip(p: Surface, m: number, cx: number, cy: number) {
-  const tip = $("tip");
-  const t = p.tip(m);
-  if (!t) {
-    tip.hidden = true;
-    return;
-  }
-  tip.innerHTML = t.html;
-  tip.hidden = false;
-  moveTip(cx, cy);
-  const more = await t.more;
-  if (more === null || more === undefined || p.hover !== m) return;
-  tip.innerHTML = more;
-  moveTip(cx, cy);
-}
-
 // ---------- events ----------
 
 let eventList: VirtualList<EventRow> | undefined;
@@ -376,7 +213,7 @@ function onChange(what: Change) {
   if (what.list) renderList();
   if (what.plots) {
     rebuildPlots();
-    for (const p of plots) bindInput(p);
+    for (const p of plots) bindHover(p, bindZoom(p));
   }
   if (what.events) loadEvents();
   for (const b of document.querySelectorAll<HTMLButtonElement>("[data-dir]")) b.classList.toggle("on", b.dataset.dir === state.dir);
@@ -488,22 +325,7 @@ async function main() {
     };
   $("back").onclick = back;
   $("reset").onclick = reset;
-  window.addEventListener("keydown", (e) => {
-    if ((e.target as HTMLElement).tagName === "INPUT") return;
-    const keys: Record<string, () => void> = {
-      Backspace: back,
-      Home: reset,
-      ArrowLeft: () => panBy(-0.1, 0, true),
-      ArrowRight: () => panBy(0.1, 0, true),
-      ArrowUp: () => panBy(0, 0.1, true),
-      ArrowDown: () => panBy(0, -0.1, true),
-    };
-    const k = keys[e.key];
-    if (k && plots.length) {
-      e.preventDefault();
-      k();
-    }
-  });
+  bindKeys();
   window.addEventListener("hashchange", () => {
     readUrl();
     changed({ list: true, plots: true, events: true });
