@@ -7,9 +7,8 @@ import * as api from "./api";
 import type { EventRow } from "./api";
 import { $, status } from "./dom";
 import { plots, ranges } from "./plot";
-import { state } from "./state";
+import { setView, state } from "./state";
 import { VirtualList } from "./windowed";
-import { setView } from "./zoom";
 
 let eventList: VirtualList<EventRow> | undefined;
 

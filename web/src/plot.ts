@@ -5,16 +5,19 @@
 // the view (`loadAll`), and the ranges all plots share (`ranges`).
 //
 // Timeline-ready: what is generic lives in layers.ts (data layers drawn at one view and moved by
-// transforms, the worker, axis strips) and zoom.ts/tooltip.ts drive a plot only through
-// `Surface` (its overlay, frame, hit, tip, viewY): nothing there assumes packets. ConnPlot is the
-// packet-specific source. A time-series plot (tcp_info samples, CPU, application events on the
-// same time axis) would take: a class implementing `Surface` and `Layered` whose `load` fetches
-// its series (as `PanelLine`s) for state.view's t0..t1, and whose `draw` draws them with
-// DataLayer + AxisStrip + panelData/panelAxes (the worker draws `lines` for layers 1 and up
-// already; layer 0 is a figure); its `viewY` returning the view's s0..s1 unchanged or ignoring
-// y (zoom.ts then only zooms time), its `hit`/`tip` naming a sample; then `plots` would hold
-// both kinds (an interface for `draw`, `gen`, `arrived`, `load`, `warm` instead of ConnPlot),
-// and `ranges` would take its x range from whichever plots have data.
+// transforms, the worker, axis strips), and zoom.ts and tooltip.ts drive a plot only through
+// `Surface` (its overlay, frame, hit, tip, viewY): nothing there assumes packets. ConnPlot is
+// the packet-specific plot. A time-series plot (tcp_info samples, CPU, application events on
+// the same time axis) would take:
+// - a class implementing `Surface` and `Layered`, whose `load` fetches its series (as
+//   `PanelLine`s) for state.view's t0..t1 and whose `draw` draws them with DataLayer, AxisStrip
+//   and draw.ts's panelData/panelAxes (the worker already draws `lines` for layers 1 and up;
+//   layer 0 is a figure), its `hit`/`tip` naming a sample;
+// - `plots` holding both kinds, typed by what the frame loop and `loadAll` call (`draw`, `gen`,
+//   `arrived`, `load`, `warm`, `layers`) rather than as ConnPlot, and `ranges` taking its time
+//   range from whichever plots have data;
+// - in zoom.ts, one change: such a plot's y is its own, not the view's, so `viewY` becomes
+//   optional and, where a plot has none, zoom and pan keep state.view's s0/s1 (time only).
 
 import * as api from "./api";
 import type { Figure, Panels, PacketRow } from "./api";

@@ -1,9 +1,9 @@
 // The page's state, in one place: what the URL holds (the connections shown, the direction,
 // the view, the list's order and filter) and what the panels share besides (the zoom history,
-// the events listed, the packet an event jumped to). Panels read and write `state`, then call
-// `changed(...)` saying what changed; main.ts routes that to the panels concerned, so no panel
-// calls another to tell it. The URL is written from here (and read at load and on hashchange):
-// a link opens the same view.
+// the events listed, the packet an event jumped to). Panels read and write `state` (a new view
+// through `setView`, which keeps the history), then call `changed(...)` saying what changed;
+// main.ts routes that to the panels concerned, so no panel calls another to tell it. The URL
+// is written from here (and read at load and on hashchange): a link opens the same view.
 
 import type { Dir, EventRow } from "./api";
 
@@ -69,6 +69,16 @@ export function changed(what: Change) {
   // write took milliseconds, inside the frame that input is dispatched in.
   if (!what.delay) writeUrl();
   onChange(what);
+}
+
+/**
+ * Shows view `v`: the one left goes on the history (`push`: a step `back` returns from) and
+ * `changed` is told, with `also` (what else changed with it) and `delay` (see Change).
+ */
+export function setView(v: View, push = true, delay = 0, also: Change = {}) {
+  if (push) state.history.push({ ...state.view });
+  state.view = v;
+  changed({ ...also, view: true, delay });
 }
 
 export function writeUrl() {

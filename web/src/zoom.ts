@@ -1,23 +1,17 @@
-// Zoom, pan and the zoom history: every way the view (state.view) is changed by input — a
-// dragged rectangle, the wheel, a shift-drag, the arrow keys, back and reset — and the history
-// of views stepped into (state.history). The view is the plots' shared ranges: time for all,
-// and the first plot's y (a compared plot's is offset by `o`); a plot is driven only through
-// `Surface` (its frame and `viewY`), so the same zoom works on any plot on the time axis.
+// Zoom, pan and the zoom history: every way input changes the view (state.view) — a dragged
+// rectangle, the wheel, a shift-drag, the arrow keys — and the steps back out of it (back,
+// reset; the history is state.history, pushed by state.setView). The view is the plots' shared
+// ranges: time for all, and the first plot's y (a compared plot's is offset by `o`). A plot is
+// driven only through `Surface` (its frame and `viewY`), so the same zoom works on any plot on
+// the time axis.
 
 import { BOTTOM, LEFT, RIGHT, TOP, ix } from "./draw";
 import type { Frame } from "./draw";
 import { pointerAt } from "./layers";
 import type { Surface } from "./layers";
 import { plots, ranges } from "./plot";
-import { changed, state } from "./state";
-import type { Change, View } from "./state";
-
-/** Shows view `v` (`push`: the one left goes on the history); `also`: what else changed with it. */
-export function setView(v: View, push = true, delay = 0, also: Change = {}) {
-  if (push) state.history.push({ ...state.view });
-  state.view = v;
-  changed({ ...also, view: true, delay });
-}
+import { changed, setView, state } from "./state";
+import type { View } from "./state";
 
 /** The view as drawn, explicit: the first plot's sequence range and the second's offset. */
 function currentBox(): View {
