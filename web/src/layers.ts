@@ -20,6 +20,8 @@ export interface Surface {
   frame?: Frame;
   /** The hovered item (`hit`'s numbering; -1: none). */
   hover: number;
+  /** Aborted when the plot is removed: the listeners input adds outside the plot (on the window) go with it. */
+  gone: AbortSignal;
   /** The overlay's place in the window (kept: reading it lays the page out). */
   box(): DOMRect;
   /** The item under overlay pixel (x, y) (-1: none; undefined: nothing drawn to hover). */

@@ -166,7 +166,12 @@ export class ConnPlot implements Surface, Layered {
     return s;
   }
 
+  /** Aborted when the plot is removed (see Surface.gone). */
+  private removed = new AbortController();
+  readonly gone = this.removed.signal;
+
   dispose() {
+    this.removed.abort();
     painter?.postMessage({ forget: this.key });
     this.resized.disconnect();
     this.ctl?.abort();

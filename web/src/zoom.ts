@@ -77,7 +77,7 @@ export function bindZoom(p: Surface): () => boolean {
     } else {
       p.drawOverlay([Math.min(drag.x, x), Math.min(drag.y, y), Math.max(drag.x, x), Math.max(drag.y, y)]);
     }
-  });
+  }, { signal: p.gone });
   window.addEventListener("mouseup", (e) => {
     if (!drag || !p.frame) return;
     const d = drag;
@@ -90,7 +90,7 @@ export function bindZoom(p: Surface): () => boolean {
     const [ta, tb] = [ix(f, d.x), ix(f, x)].sort((a, b) => a - b);
     const [sa, sb] = [p.viewY(f, d.y), p.viewY(f, y)].sort((a, b) => a - b);
     setView({ t0: ta, t1: tb, s0: sa, s1: sb, o: currentBox().o });
-  });
+  }, { signal: p.gone });
   o.addEventListener("wheel", (e) => {
     if (!p.frame) return;
     e.preventDefault();
