@@ -4,7 +4,7 @@
 // the frame is committed, so a new answer's layers (~12 ms of drawing for a whole
 // five-million-packet connection, and as much again to rasterize) made that frame miss its
 // turn. Here both happen on this thread, and the drawing goes to the compositor from here: the
-// page only swaps the canvases (main.ts, DataLayer).
+// page only swaps the canvases (layers.ts, DataLayer).
 //
 // Messages in: {canvas: id, off} (a canvas handed over; id "key:layer:slot"), {data: key, gen,
 // fig?, lines} (an answer: its figure, its panels' series), {forget: key} (a plot removed) and
