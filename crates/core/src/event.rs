@@ -37,8 +37,6 @@ pub struct SegmentInfo {
     pub seq: SeqNum,
     /// The acknowledgment number field as on the wire (meaningful when ACK is set).
     pub ack: SeqNum,
-    /// The window field as on the wire, not scaled.
-    pub win_raw: u16,
     /// Payload length from the IP header.
     pub len: u32,
     /// Payload bytes not seen before in this direction.
@@ -60,8 +58,6 @@ pub struct SegmentInfo {
     pub in_flight: Option<u64>,
     /// Number of SACK blocks carried.
     pub sack_blocks: u8,
-    /// Whether it carried a TCP timestamps option.
-    pub has_timestamps: bool,
     /// Its TSval, when it carried timestamps.
     pub tsval: Option<u32>,
     /// IPv4 identification (0 for IPv6, which has none in the fixed header).
@@ -74,6 +70,18 @@ pub struct SegmentInfo {
     pub wscale_opt: Option<u8>,
     /// SACK-permitted option present.
     pub sack_permitted: bool,
+}
+
+impl SegmentInfo {
+    /// The window field as on the wire, not scaled: `win_bytes` is it shifted by `wscale`.
+    pub fn win_raw(&self) -> u16 {
+        (self.win_bytes >> self.wscale.unwrap_or(0)) as u16
+    }
+
+    /// Whether it carried a TCP timestamps option.
+    pub fn has_timestamps(&self) -> bool {
+        self.tsval.is_some()
+    }
 }
 
 /// How an RTT sample was obtained.

@@ -329,7 +329,7 @@ impl Sink for StatsSink {
         if !f.syn() {
             d.wscale = s.wscale;
         }
-        d.timestamp_packets += s.has_timestamps as u64;
+        d.timestamp_packets += s.has_timestamps() as u64;
         if s.sack_blocks > 0 {
             d.sack_packets += 1;
             d.sack_blocks += s.sack_blocks as u64;

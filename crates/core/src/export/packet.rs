@@ -111,7 +111,7 @@ impl<'a> PacketLine<'a> {
             dport: dst.port,
             seq: seg.seq.0,
             ack: if seg.flags.ack() { seg.ack.0 } else { 0 },
-            win_raw: seg.win_raw,
+            win_raw: seg.win_raw(),
             len: seg.len,
             flags: flag_letters(seg.flags),
         }

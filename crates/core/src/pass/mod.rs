@@ -61,7 +61,9 @@ pub struct Query {
     settings: Settings,
     threads: usize,
     only: Option<FlowKey>,
-    tz: jiff::tz::TimeZone,
+    /// `None`: the local zone, looked up when a window needs it (reading the zone database
+    /// costs more than reading a small trace).
+    tz: Option<jiff::tz::TimeZone>,
 }
 
 /// What one trace of a [`Query`] gave: an input, or all of them with `merge`.
@@ -119,7 +121,7 @@ impl Query {
             settings: Settings::default(),
             threads: rayon::current_num_threads(),
             only: None,
-            tz: time::local_zone(),
+            tz: None,
         }
     }
 
@@ -163,7 +165,7 @@ impl Query {
 
     /// The time zone clock times of a window are in (default: the local one).
     pub fn time_zone(mut self, tz: jiff::tz::TimeZone) -> Query {
-        self.tz = tz;
+        self.tz = Some(tz);
         self
     }
 
@@ -252,7 +254,7 @@ impl Query {
                         let (files, sink, f) =
                             inputs::set(&set, window, start, self.settings, &|b, p| delta.report(b, p), trace.sink);
                         if files.is_empty() {
-                            trace.empty = Some(set.empty_window_text(window.0, window.1, &self.tz));
+                            trace.empty = Some(set.empty_window_text(window.0, window.1, &self.zone()));
                         }
                         (trace.sink, trace.window, failed) = (sink, Some(window), failed.or(f));
                         run.files.extend(files);
@@ -306,12 +308,17 @@ impl Query {
         Ok(self.run(StatsSink::default, progress)?.into_analysis())
     }
 
+    /// The time zone clock times are in.
+    fn zone(&self) -> jiff::tz::TimeZone {
+        self.tz.clone().unwrap_or_else(time::local_zone)
+    }
+
     /// Opens the trace set of `paths` and places the window on it.
     fn open_set(&self, paths: &[PathBuf]) -> Result<(TraceSet, (u64, u64)), String> {
         let set = TraceSet::open(paths).map_err(|e| e.to_string())?;
         let window = match self.span {
             Some(span) => span,
-            None => set.window(&self.window, &self.tz)?,
+            None => set.window(&self.window, &self.zone())?,
         };
         Ok((set, window))
     }
