@@ -1,0 +1,40 @@
+//! The handshake: each side's ISN and SYN options, and whether windows are scaled (RFC 9293
+//! §3.5, RFC 7323 §2.2).
+
+use super::{Half, Settings};
+use crate::decode::Segment;
+use crate::seq::{SeqNum, Unwrapper};
+
+/// What a segment's SYN (if any) sets: `me` sent it, `peer` is the other side.
+#[inline(always)] // once per packet, from one place: as if written in on_segment
+pub(super) fn on_segment(me: &mut Half, peer: &mut Half, seg: &Segment<'_>, settings: &Settings) {
+    let flags = seg.flags;
+    if flags.syn() {
+        me.syn_seen = true;
+        if me.isn.is_none() {
+            me.isn = Some(seg.seq);
+            let base = SeqNum(seg.seq.0.wrapping_add(1));
+            if me.unwrap.is_some_and(|u| u.base() != base) {
+                // Offsets taken before the SYN (e.g. from an injected RST) used another base.
+                me.snd_max = None;
+                me.out = None;
+            }
+            me.unwrap = Some(Unwrapper::new(base));
+        }
+        me.syn_wscale = seg.options.wscale_clamped();
+        if me.syn_wscale.is_none() {
+            // RFC 7323 §2.2: without the option on both SYNs, neither side scales.
+            me.wscale = Some(0);
+            peer.wscale = Some(0);
+        }
+        if peer.syn_seen {
+            // RFC 7323 §2.2: scaling is in effect only if both SYNs carried the option.
+            let both = me.syn_wscale.is_some() && peer.syn_wscale.is_some();
+            me.wscale = Some(if both { me.syn_wscale.unwrap_or(0) } else { 0 });
+            peer.wscale = Some(if both { peer.syn_wscale.unwrap_or(0) } else { 0 });
+        }
+    }
+    if me.wscale.is_none() && !me.syn_seen && !peer.syn_seen {
+        me.wscale = settings.assume_wscale;
+    }
+}

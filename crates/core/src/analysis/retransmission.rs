@@ -1,0 +1,119 @@
+//! Where a segment sits in its direction's sequence space: new data, a retransmission (bytes
+//! seen before: tcptrace's rule), a hole fill (out of order), or a jump past a hole (bytes not
+//! captured); and the transmissions remembered for RTT sampling (RFC 6298 §3).
+
+use super::{At, Event, Half, MAX_UNACKED, Outstanding, Sent, Sink, partial};
+use crate::analysis::ranges::RangeSet;
+use crate::seq::SeqOff;
+
+/// What the sender view found about a segment.
+pub(super) struct Found {
+    /// Payload bytes never seen before, and seen before.
+    pub new_bytes: u32,
+    pub rexmit_bytes: u32,
+    /// Some sequence byte (payload, SYN or FIN) was seen before.
+    pub is_rexmit: bool,
+}
+
+/// Classifies the segment `[start, end)` (payload `len` bytes from `start + syn`) sent by `me`,
+/// whose highest byte sent + 1 was `snd_max`, and records it; `probe` and `keepalive` from
+/// [`super::probe::classify`].
+#[inline(always)] // once per packet, from one place: as if written in on_segment
+#[allow(clippy::too_many_arguments)] // the segment's facts, as on_segment has them
+pub(super) fn on_data<S: Sink>(
+    me: &mut Half,
+    (start, end, snd_max): (SeqOff, SeqOff, SeqOff),
+    (syn, fin): (i64, bool),
+    len: u32,
+    (probe, keepalive): (bool, bool),
+    (ts_ns, frame): (u64, u64),
+    at: &At,
+    sink: &mut S,
+) -> Found {
+    let mut new_bytes = 0u32;
+    let mut rexmit_bytes = 0u32;
+    let mut is_rexmit = false;
+    if probe {
+        // tcptrace's rule: a probe's bytes stay out of the sequence bookkeeping (they are
+        // counted as probe bytes), so the real transmission that follows is new data. If the
+        // receiver accepted the probe, the next segment starts right after it: no hole.
+        if len > 0 {
+            me.probe_end = Some(end);
+        }
+    } else if end > start {
+        // Bytes seen before = below snd_max and not in a hole (tcptrace's rule).
+        let seen = |a: SeqOff, b: SeqOff, holes: &RangeSet| -> u64 {
+            let below = (b.min(snd_max) - a).max(0);
+            if below == 0 { 0 } else { below as u64 - holes.overlap(a, a + below) }
+        };
+        let pay_start = start + syn;
+        let pay_end = pay_start + len as i64;
+        // One lookup of the outstanding state for the whole block (it is in every packet's path).
+        let out = me.out.get_or_insert_default();
+        let seen_all = seen(start, end, &out.holes);
+        let seen_pay = seen(pay_start, pay_end, &out.holes) as u32;
+        let hole_fill = start < snd_max && (end - start) as u64 > seen_all;
+        // Conservation: each payload byte is new or seen before (or part of a probe).
+        rexmit_bytes = seen_pay;
+        new_bytes = len - seen_pay.min(len);
+        if !keepalive {
+            is_rexmit = seen_all > 0;
+            if is_rexmit {
+                let (prev_sent, acked) = rexmit_evidence(out, me.snd_una, start, end);
+                sink.event(at, &Event::Retransmission { seq_off: start, bytes: seen_pay, prev_sent, acked });
+            }
+            if hole_fill && end < snd_max {
+                sink.event(at, &Event::OutOfOrder { seq_off: start });
+            }
+        }
+        let accepted_probe = me.probe_end.take().is_some_and(|p| p >= start && snd_max < start);
+        if start > snd_max && !accepted_probe {
+            sink.event(at, &Event::Hole { from: snd_max, to: start });
+            if !out.holes.insert(snd_max, start) {
+                partial(&mut me.partial, 1, "holes", at, sink);
+            }
+        }
+        out.holes.remove(start, end);
+        me.snd_max = Some(snd_max.max(end));
+        if fin {
+            me.fin_off = Some(end - 1);
+        }
+        // Remember the transmission for RTT sampling.
+        let sent = Sent { start, end, ts_ns, frame, last_ts_ns: ts_ns, last_frame: frame, ambiguous: is_rexmit };
+        if out.unacked.back().is_none_or(|b| b.end <= start) {
+            if out.unacked.len() >= MAX_UNACKED {
+                out.unacked.pop_front();
+                partial(&mut me.partial, 2, "unacked segments", at, sink);
+            }
+            out.unacked.push_back(sent);
+        } else {
+            // Below the highest range: mark what it repeats; a range it alone covers (a hole
+            // fill) is inserted in order.
+            let first = out.unacked.partition_point(|s| s.end <= start);
+            let mut i = first;
+            while let Some(s) = out.unacked.get_mut(i).filter(|s| s.start < end) {
+                s.ambiguous = true;
+                s.last_ts_ns = ts_ns;
+                s.last_frame = frame;
+                i += 1;
+            }
+            if i == first && me.snd_una.is_none_or(|una| end > una) {
+                let start = me.snd_una.map_or(start, |una| start.max(una));
+                out.unacked.insert(first, Sent { start, ..sent });
+            }
+        }
+    }
+    Found { new_bytes, rexmit_bytes, is_rexmit }
+}
+
+/// What the sender's state says about a retransmission of `[start, end)`: when the first
+/// repeated range was last sent (time, frame), and whether the receiver already had every byte
+/// (below the cumulative ACK or SACKed). Only called for retransmissions, off the common path.
+fn rexmit_evidence(o: &Outstanding, snd_una: Option<SeqOff>, start: SeqOff, end: SeqOff) -> (Option<(u64, u64)>, bool) {
+    let una = snd_una.unwrap_or(SeqOff::MIN);
+    let i = o.unacked.partition_point(|s| s.end <= start);
+    let prev = o.unacked.get(i).filter(|s| s.start < end).map(|s| (s.last_ts_ns, s.last_frame));
+    let above = start.max(una);
+    let acked = end <= una || o.sacked.overlap(above, end) == (end - above) as u64;
+    (prev, acked)
+}

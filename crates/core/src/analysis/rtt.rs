@@ -1,0 +1,82 @@
+//! Round-trip times at the capture point: Karn's samples (RFC 6298 §3, tcptrace's exact-match
+//! rule) and timestamp echoes (RFC 7323 §4.3, as pping does).
+
+use super::{At, Event, Half, MAX_TS_PENDING, Outstanding, RttKind, Sent, Sink};
+use crate::decode::Segment;
+use crate::seq::{SeqNum, SeqOff};
+
+/// The RTT sample, if any, of a cumulative ACK `a` (at `at`) for data whose outstanding state is
+/// `out`: the transmissions it covers leave `out.unacked`. Events go to `data_dir`, the data's
+/// direction.
+#[inline(always)] // once per packet, from one place: as if written in its caller
+pub(super) fn karn<S: Sink>(out: &mut Outstanding, a: SeqOff, at: &At, data_dir: &At, sink: &mut S) {
+    // RTT (RFC 6298 §3 Karn's rule, tcptrace's exact-match rule): the ACK must end exactly on a
+    // transmission that was never repeated, and no earlier transmission it covers may have
+    // been sent after it.
+    // `unacked` is in sequence order, so everything this ACK covers is at the front.
+    let mut candidate: Option<Sent> = None;
+    let mut latest_other = 0u64;
+    while let Some(s) = out.unacked.front().copied().filter(|s| s.end <= a) {
+        out.unacked.pop_front();
+        if let Some(c) = candidate.replace(s) {
+            latest_other = latest_other.max(c.last_ts_ns);
+        }
+    }
+    if candidate.is_some_and(|c| c.end != a) {
+        candidate = None;
+    }
+    if let Some(front) = out.unacked.front_mut()
+        && front.start < a
+    {
+        front.start = a;
+    }
+    if let Some(c) = candidate {
+        if c.ambiguous {
+            sink.event(data_dir, &Event::KarnDiscard);
+        } else if latest_other > c.ts_ns {
+            sink.event(data_dir, &Event::PostLossAck);
+        } else {
+            sink.event(
+                data_dir,
+                &Event::RttSample {
+                    rtt_ns: at.ts_ns.saturating_sub(c.ts_ns),
+                    kind: RttKind::Karn,
+                    sent_frame: c.frame,
+                },
+            );
+        }
+    }
+}
+
+/// Timestamps of a segment `me` sent (its ACK, if any, acknowledging `peer`'s data): a sample of
+/// the peer's data when the echo matches a TSval first seen, and this TSval remembered.
+#[inline(always)] // once per packet, from one place: as if written in its caller
+pub(super) fn on_timestamps<S: Sink>(me: &mut Half, peer: &mut Half, seg: &Segment<'_>, at: &At, sink: &mut S) {
+    let (flags, dir, ts_ns, frame) = (seg.flags, at.dir, at.ts_ns, at.frame);
+    if let Some((tsval, tsecr)) = seg.options.timestamps {
+        if flags.ack() && tsecr != 0 {
+            let pending = &mut peer.out().ts_pending;
+            while let Some(&(v, t, f)) = pending.front() {
+                let d = SeqNum(v).diff(SeqNum(tsecr));
+                if d > 0 {
+                    break;
+                }
+                pending.pop_front();
+                if d == 0 {
+                    let rat = At { dir: dir.rev(), ..*at };
+                    sink.event(
+                        &rat,
+                        &Event::RttSample { rtt_ns: ts_ns.saturating_sub(t), kind: RttKind::Timestamp, sent_frame: f },
+                    );
+                }
+            }
+        }
+        let pending = &mut me.out().ts_pending;
+        if pending.back().is_none_or(|&(v, _, _)| SeqNum(tsval).diff(SeqNum(v)) > 0) {
+            if pending.len() >= MAX_TS_PENDING {
+                pending.pop_front();
+            }
+            pending.push_back((tsval, ts_ns, frame));
+        }
+    }
+}
