@@ -194,6 +194,8 @@ export type Conn = Record<string, unknown> & {
   verdict: string | null;
   boring: boolean | null;
   severity: number | null;
+  /** In a report: the row's place in the server's ranking (0: the most troubled). */
+  rank?: number;
 };
 
 export interface ConnList {
@@ -218,6 +220,8 @@ export interface ListPage extends ConnList {
   from: number;
   /** The sort keys, in the order a menu lists them. */
   keys: string[];
+  /** The keys a first click sorts ascending (`id`, the text keys); the others largest first. */
+  ascending_keys: string[];
 }
 
 export interface Viewport {
@@ -237,7 +241,7 @@ interface ReportDetail {
 }
 
 /** A report's data: its list (the most troubled rows, `listed` of the traces' `total`) and plots. */
-type Report = ConnList & { keys: string[]; report: { plotted: number[]; columns: number; total: number; listed: number }; details: Record<string, ReportDetail> };
+type Report = ConnList & { keys: string[]; ascending_keys: string[]; report: { plotted: number[]; columns: number; total: number; listed: number }; details: Record<string, ReportDetail> };
 
 declare global {
   interface Window {
@@ -288,13 +292,15 @@ function viewParams(conn: number, dir: Dir, v: Viewport) {
  * thousands of connections); a report's rows are in the page, and the same rules apply here:
  * boring rows left out unless asked for, the filter found anywhere in "id endpoints state
  * verdict file" (any case), numbers largest first unless ascending, text A–Z, `null` last
- * either way, ties by id (crates/view/src/list.rs).
+ * either way, ties by id; by severity, the rank the report carries (crates/view/src/list.rs).
  */
 export function connPage(q: ListQuery, signal?: AbortSignal): Promise<ListPage> {
   if (!report) return get("conns", { sort: q.sort, desc: q.desc ? 1 : 0, q: q.q, boring: q.boring ? 1 : 0, from: q.from, n: q.n }, signal);
   const f = q.q.toLowerCase();
   const rows = report.conns.filter((c) => (q.boring || c.boring !== true) && (!f || `${c.id} ${endpoints(c)} ${c.state} ${c.verdict ?? ""} ${c.file}`.toLowerCase().includes(f)));
   rows.sort((x, y) => {
+    // By severity, the server's ranking (crates/core/src/screen: boring rows after the others).
+    if (q.sort === "severity") return q.desc ? (x.rank ?? 0) - (y.rank ?? 0) : (y.rank ?? 0) - (x.rank ?? 0);
     const a = sortValue(x, q.sort), b = sortValue(y, q.sort);
     if (a === b) return x.id - y.id;
     if (a === null) return 1;
@@ -303,7 +309,7 @@ export function connPage(q: ListQuery, signal?: AbortSignal): Promise<ListPage> 
     return q.desc ? -r : r;
   });
   const from = Math.min(q.from, rows.length);
-  return Promise.resolve({ traces: report.traces, total: report.report.total, matched: rows.length, from, keys: report.keys, conns: rows.slice(from, from + q.n) });
+  return Promise.resolve({ traces: report.traces, total: report.report.total, matched: rows.length, from, keys: report.keys, ascending_keys: report.ascending_keys, conns: rows.slice(from, from + q.n) });
 }
 
 export const endpoints = (c: Conn) => `${c.a.addr}:${c.a.port} → ${c.b.addr}:${c.b.port}`;

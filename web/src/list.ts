@@ -27,8 +27,9 @@ const COLUMNS: { key: string; label: string; cell: (c: Conn) => string }[] = [
   { key: "verdict", label: "verdict", cell: (c) => c.verdict ?? "" },
 ];
 
-/** Text sort keys (ascending first); the rest are numbers (worst, i.e. largest, first). */
-const TEXT_KEYS = new Set(["id", "endpoints", "state", "verdict", "file"]);
+/** The keys a first click sorts ascending, as the server (or the report) says; the rest are
+ * numbers, worst (largest) first. */
+let ascending = new Set<string>();
 
 let connRows: VirtualRows<Conn | undefined> | undefined;
 
@@ -99,7 +100,7 @@ export function renderList() {
     th.dataset.key = col.key;
     th.onclick = () => {
       if (state.sort === col.key) state.desc = !state.desc;
-      else [state.sort, state.desc] = [col.key, !TEXT_KEYS.has(col.key)];
+      else [state.sort, state.desc] = [col.key, !ascending.has(col.key)];
       changed({ list: true });
     };
     tr.append(th);
@@ -178,6 +179,7 @@ export async function startList(): Promise<boolean> {
     list.conns.forEach((c, j) => (listRows[j] = c));
     shown.pages.add(0);
     keys = list.keys;
+    ascending = new Set(list.ascending_keys);
     $("traces").textContent = list.traces.map((t) => `${t.name ?? "?"} (${t.packets} packets${t.error ? `, error: ${t.error}` : ""})`).join(" · ");
     if (api.report) {
       const { plotted, listed, total } = api.report.report;
@@ -192,7 +194,7 @@ export async function startList(): Promise<boolean> {
   sort.innerHTML = keys.map((k) => `<option>${k}</option>`).join("");
   sort.onchange = () => {
     state.sort = sort.value;
-    state.desc = !TEXT_KEYS.has(sort.value);
+    state.desc = !ascending.has(sort.value);
     changed({ list: true });
   };
   $("sort-dir").onclick = () => {

@@ -62,8 +62,16 @@ pub struct ListPage {
     pub from: usize,
     /// The sort keys there are, in the order a menu lists them.
     pub keys: Vec<String>,
+    /// The keys a first click sorts ascending (`id` and the text keys): every other key sorts
+    /// largest, i.e. worst, first.
+    pub ascending_keys: Vec<String>,
     /// The rows `from..from + n` of the list.
     pub conns: Vec<ConnRow>,
+}
+
+/// The keys a first click sorts ascending: `id` and the text keys.
+pub fn ascending_keys() -> Vec<String> {
+    ["id"].iter().chain(&TEXT_KEYS).map(|s| s.to_string()).collect()
 }
 
 /// The sort keys, in the order a menu lists them: `id`, the text keys, then the numbers (each
@@ -239,6 +247,7 @@ impl List {
             matched: rows.len(),
             from,
             keys: keys(),
+            ascending_keys: ascending_keys(),
             conns: rows[from..to].iter().map(|&i| api::conn_row(t, i as usize)).collect(),
         })
     }

@@ -77,7 +77,20 @@ pub fn report_data(t: &Traces, ids: &[usize], rows: usize) -> Result<Value, Stri
         details.insert(id.to_string(), json!({ "dirs": dirs, "events": api::events_json(&d), "packets": packets }));
     }
     let listed = listed(t, rows, ids);
-    let list: Vec<api::ConnRow> = listed.iter().map(|&id| api::conn_row(t, id - 1)).collect();
+    // Each row's place in screen::rank: the page sorts a report's rows by severity in that
+    // order, rather than by a copy of the rule.
+    let mut rank = vec![0usize; t.screens.len()];
+    for (place, i) in screen::rank(&t.screens).into_iter().enumerate() {
+        rank[i] = place;
+    }
+    let list: Vec<Value> = listed
+        .iter()
+        .map(|&id| {
+            let mut row = serde_json::to_value(api::conn_row(t, id - 1)).unwrap_or_default();
+            row["rank"] = json!(rank.get(id - 1));
+            row
+        })
+        .collect();
     let mut conns = json!({ "traces": api::traces_json(t), "conns": list });
     conns["report"] = json!({
         "columns": REPORT_COLUMNS,
@@ -87,6 +100,7 @@ pub fn report_data(t: &Traces, ids: &[usize], rows: usize) -> Result<Value, Stri
         "listed": listed.len(),
     });
     conns["keys"] = json!(crate::list::keys());
+    conns["ascending_keys"] = json!(crate::list::ascending_keys());
     conns["details"] = Value::Object(details);
     Ok(conns)
 }

@@ -542,3 +542,31 @@ fn details_read_together_are_the_ones_read_one_by_one() {
     }
     std::fs::remove_file(&both).ok();
 }
+
+/// The list says which keys sort ascending on a first click, and a report's rows carry their
+/// place in screen's ranking, which the page's severity order follows (not a copy of the rule).
+#[test]
+fn the_list_and_the_report_carry_the_servers_rules() {
+    let s = start(IpAddr::from([127, 0, 0, 1]));
+    let page = json(s.addr, "/api/conns?sort=severity&desc=1&boring=1&from=0&n=100");
+    let asc: Vec<&str> = page["ascending_keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+    assert_eq!(asc, ["id", "endpoints", "state", "verdict", "file"]);
+    let live: Vec<u64> = page["conns"].as_array().unwrap().iter().map(|c| c["id"].as_u64().unwrap()).collect();
+    s.stop();
+
+    let t = tcpscope_view::data::Traces::load(
+        vec![data("loss-snd.pcap"), data("zerowin-snd.pcap")],
+        tcpscope_core::analysis::Settings::default(),
+    );
+    let report = tcpscope_view::report::report_data(&t, &[1], 100).unwrap();
+    assert_eq!(report["ascending_keys"], page["ascending_keys"]);
+    let mut rows: Vec<(u64, u64)> = report["conns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["rank"].as_u64().unwrap(), c["id"].as_u64().unwrap()))
+        .collect();
+    rows.sort();
+    // The report's ranks order its rows as the server orders the live list by severity.
+    assert_eq!(rows.iter().map(|r| r.1).collect::<Vec<_>>(), live);
+}
