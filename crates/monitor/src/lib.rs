@@ -1,0 +1,20 @@
+//! Live TCP monitoring (issue 19): the kernel's own view of chosen connections.
+//!
+//! - [`diag`]: one dump of the kernel's TCP sockets over `NETLINK_SOCK_DIAG` (`tcp_info`,
+//!   congestion control, BBR info, memory), filtered in the kernel by [`filter`]'s bytecode;
+//! - [`fields`]: every value of a sample defined once (name, unit, source, Web100 name, meaning),
+//!   with the JSON/CSV output and the table of `docs/monitor.md` generated from it;
+//! - [`track`]: connections followed by socket cookie, starts and ends, the sampling loop and
+//!   `--pid` matching by socket inode;
+//! - [`triage`]: AveBW, interval bandwidth, and what limited each sender (seed 002 §§4–5);
+//! - [`tsm`]: the recording file.
+//!
+//! No `unsafe` here: `netlink-sys` owns the socket.
+#![forbid(unsafe_code)]
+
+pub mod diag;
+pub mod fields;
+pub mod filter;
+pub mod track;
+pub mod triage;
+pub mod tsm;

@@ -1,0 +1,529 @@
+//! The recording file (`.tsm`): append-only, self-describing, crash-safe, compact.
+//!
+//! ```text
+//! file   := MAGIC frame*
+//! MAGIC  := 89 'T' 'S' 'M' 0D 0A 1A 0A            (8 bytes; PNG's trick: catches text-mode mangling)
+//! frame  := len:u32le kind:u8 body[len] crc:u32le   (crc32 of kind and body)
+//! ```
+//! Kinds: `H` header (JSON: format, version, the sample columns by name and unit, the interval,
+//! the filter and whether the kernel ran it), `C` a connection first seen (JSON), `E` a connection
+//! gone (JSON), `S` a block of samples (zstd of the columnar encoding below), `V` an application
+//! event (JSON). Unknown kinds are skipped, so later versions can add frames.
+//!
+//! A frame is written whole and the file flushed after each block, so a recorder killed at any
+//! point leaves a file that reads up to its last complete frame; the reader reports where the
+//! tail was cut (or failed its CRC) and keeps everything before it.
+//!
+//! Samples block, before compression (all integers LEB128 varints):
+//! ```text
+//! rows  ncols
+//! conn[rows]                         connection ids
+//! t[0]  zigzag(t[i] - t[i-1])...     ns since the epoch
+//! per column (ncols, in the header's order):
+//!   presence: 0 all absent | 1 all present | 2 then a bitmap of rows (1 = present), LSB first
+//!   for each present row: zigzag(value - previous present value of the same connection in
+//!   this block, wrapping), the first one of a connection relative to 0
+//! ```
+//! Counters change little between samples, so most deltas are one byte, and zstd removes most of
+//! the rest (the measured size is in docs/monitor.md).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fields::{FIELDS, Kind, Sample};
+
+/// The first 8 bytes of every recording.
+pub const MAGIC: [u8; 8] = [0x89, b'T', b'S', b'M', 0x0d, 0x0a, 0x1a, 0x0a];
+
+/// Largest frame body the reader accepts (a corrupt length must not make it allocate gigabytes).
+const MAX_FRAME: usize = 64 << 20;
+
+/// The header frame.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Header {
+    pub format: String,
+    pub version: u32,
+    /// Raw sample columns in block order: name and unit.
+    pub columns: Vec<(String, String)>,
+    pub interval_ns: u64,
+    pub filter: String,
+    pub kernel_filter: bool,
+    pub pid: Option<u32>,
+    pub host: String,
+    pub start_ns: u64,
+}
+
+impl Header {
+    pub fn new(interval_ns: u64, filter: &str, kernel_filter: bool, pid: Option<u32>, start_ns: u64) -> Header {
+        let host =
+            std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default();
+        Header {
+            format: "tcpscope-tsm".into(),
+            version: 1,
+            columns: raw_columns().map(|i| (FIELDS[i].name.to_string(), FIELDS[i].unit.to_string())).collect(),
+            interval_ns,
+            filter: filter.into(),
+            kernel_filter,
+            pid,
+            host,
+            start_ns,
+        }
+    }
+}
+
+/// A connection first seen.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ConnStart {
+    pub id: u32,
+    pub cookie: u64,
+    pub family: String,
+    pub src: String,
+    pub sport: u16,
+    pub dst: String,
+    pub dport: u16,
+    pub cong: Option<String>,
+    pub inode: u32,
+    pub uid: u32,
+    /// Time of the first sample that saw it, ns since the epoch.
+    pub t_ns: u64,
+    /// Length of its `tcp_info` attribute (tells which fields this kernel has).
+    pub info_len: usize,
+}
+
+/// A connection gone: absent from a dump after being present.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ConnEnd {
+    pub id: u32,
+    /// Last dump that saw it.
+    pub last_ns: u64,
+    /// First dump that did not.
+    pub gone_ns: u64,
+}
+
+/// An application or host event written into the recording.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Event {
+    pub t_ns: u64,
+    pub name: String,
+    /// The event's other fields, in the order given.
+    pub fields: Vec<(String, String)>,
+}
+
+fn raw_columns() -> impl Iterator<Item = usize> {
+    FIELDS.iter().enumerate().filter(|(_, f)| matches!(f.kind, Kind::Raw { .. })).map(|(i, _)| i)
+}
+
+/// Writes a recording.
+pub struct Writer {
+    out: BufWriter<File>,
+    cols: Vec<usize>,
+    rows: Vec<Sample>,
+    last_flush: Instant,
+    /// Bytes written so far (magic included).
+    pub bytes: u64,
+    /// Samples written so far.
+    pub samples: u64,
+    /// A block is written when this many samples are waiting, or at [`Writer::tick`] after
+    /// `flush_every`.
+    pub block_rows: usize,
+    pub flush_every: std::time::Duration,
+}
+
+impl Writer {
+    /// Creates `path` (truncating it) and writes the magic and the header.
+    pub fn create(path: &Path, header: &Header) -> io::Result<Writer> {
+        let mut out = BufWriter::new(File::create(path)?);
+        out.write_all(&MAGIC)?;
+        let mut w = Writer {
+            out,
+            cols: raw_columns().collect(),
+            rows: Vec::new(),
+            last_flush: Instant::now(),
+            bytes: MAGIC.len() as u64,
+            samples: 0,
+            block_rows: 8192,
+            flush_every: std::time::Duration::from_secs(1),
+        };
+        w.frame(b'H', &serde_json::to_vec(header)?)?;
+        w.out.flush()?;
+        Ok(w)
+    }
+
+    fn frame(&mut self, kind: u8, body: &[u8]) -> io::Result<()> {
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&[kind]);
+        crc.update(body);
+        self.out.write_all(&(body.len() as u32).to_le_bytes())?;
+        self.out.write_all(&[kind])?;
+        self.out.write_all(body)?;
+        self.out.write_all(&crc.finalize().to_le_bytes())?;
+        self.bytes += 9 + body.len() as u64;
+        Ok(())
+    }
+
+    /// Records a connection start (before any of its samples, which wait for their block).
+    pub fn conn(&mut self, c: &ConnStart) -> io::Result<()> {
+        self.frame(b'C', &serde_json::to_vec(c)?)
+    }
+
+    pub fn end(&mut self, e: &ConnEnd) -> io::Result<()> {
+        self.block()?;
+        self.frame(b'E', &serde_json::to_vec(e)?)
+    }
+
+    pub fn event(&mut self, e: &Event) -> io::Result<()> {
+        self.block()?;
+        self.frame(b'V', &serde_json::to_vec(e)?)?;
+        self.out.flush()
+    }
+
+    pub fn sample(&mut self, s: Sample) -> io::Result<()> {
+        self.rows.push(s);
+        self.samples += 1;
+        if self.rows.len() >= self.block_rows {
+            self.block()?;
+            self.out.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the pending samples if `flush_every` has passed since the last block.
+    pub fn tick(&mut self) -> io::Result<()> {
+        if self.last_flush.elapsed() >= self.flush_every {
+            self.block()?;
+            self.out.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the pending samples and flushes the file.
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.block()?;
+        self.out.flush()?;
+        self.out.get_ref().sync_data()
+    }
+
+    fn block(&mut self) -> io::Result<()> {
+        self.last_flush = Instant::now();
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        let raw = encode_block(&self.rows, &self.cols);
+        self.rows.clear();
+        let z = zstd::bulk::compress(&raw, 3)?;
+        self.frame(b'S', &z)
+    }
+}
+
+fn put(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn zigzag(d: i64) -> u64 {
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+fn unzigzag(z: u64) -> i64 {
+    ((z >> 1) as i64) ^ -((z & 1) as i64)
+}
+
+fn encode_block(rows: &[Sample], cols: &[usize]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(rows.len() * cols.len() / 2);
+    put(&mut out, rows.len() as u64);
+    put(&mut out, cols.len() as u64);
+    for r in rows {
+        put(&mut out, u64::from(r.conn));
+    }
+    let mut t = 0u64;
+    for (i, r) in rows.iter().enumerate() {
+        if i == 0 {
+            put(&mut out, r.t_ns);
+        } else {
+            put(&mut out, zigzag(r.t_ns.wrapping_sub(t) as i64));
+        }
+        t = r.t_ns;
+    }
+    let mut prev: HashMap<u32, u64> = HashMap::new();
+    for &c in cols {
+        let present = rows.iter().filter(|r| r.raw[c].is_some()).count();
+        if present == 0 {
+            out.push(0);
+            continue;
+        }
+        if present == rows.len() {
+            out.push(1);
+        } else {
+            out.push(2);
+            let mut bits = vec![0u8; rows.len().div_ceil(8)];
+            for (i, r) in rows.iter().enumerate() {
+                if r.raw[c].is_some() {
+                    bits[i / 8] |= 1 << (i % 8);
+                }
+            }
+            out.extend_from_slice(&bits);
+        }
+        prev.clear();
+        for r in rows {
+            if let Some(v) = r.raw[c] {
+                let p = prev.insert(r.conn, v).unwrap_or(0);
+                put(&mut out, zigzag(v.wrapping_sub(p) as i64));
+            }
+        }
+    }
+    out
+}
+
+/// Reads varints from a block, with the block's offset for errors.
+struct Cur<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Cur<'_> {
+    fn byte(&mut self) -> Result<u8, String> {
+        let v = *self.b.get(self.at).ok_or_else(|| format!("block ends at byte {} (inside the block)", self.at))?;
+        self.at += 1;
+        Ok(v)
+    }
+
+    fn var(&mut self) -> Result<u64, String> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(format!("varint longer than 10 bytes at byte {} of the block", self.at))
+    }
+}
+
+/// Decodes a samples block; `map[k]` is the [`FIELDS`] index of the header's column `k`
+/// (`None` for a column this version does not know, which is skipped).
+fn decode_block(b: &[u8], map: &[Option<usize>]) -> Result<Vec<Sample>, String> {
+    let mut c = Cur { b, at: 0 };
+    let rows = c.var()? as usize;
+    let ncols = c.var()? as usize;
+    if ncols != map.len() {
+        return Err(format!("block has {ncols} columns, the header {}", map.len()));
+    }
+    if rows > b.len() {
+        return Err(format!("block claims {rows} rows in {} bytes", b.len()));
+    }
+    let mut out: Vec<Sample> = Vec::with_capacity(rows);
+    for _ in 0..rows {
+        let conn = u32::try_from(c.var()?).map_err(|_| "connection id out of range".to_string())?;
+        out.push(Sample::empty(0, conn));
+    }
+    let mut t = 0u64;
+    for (i, s) in out.iter_mut().enumerate() {
+        let v = c.var()?;
+        t = if i == 0 { v } else { t.wrapping_add(unzigzag(v) as u64) };
+        s.t_ns = t;
+    }
+    let mut prev: HashMap<u32, u64> = HashMap::new();
+    let mut bits = vec![0u8; rows.div_ceil(8)];
+    for &m in map {
+        let kind = c.byte()?;
+        match kind {
+            0 => continue,
+            1 => bits.iter_mut().for_each(|b| *b = 0xff),
+            2 => {
+                for b in bits.iter_mut() {
+                    *b = c.byte()?;
+                }
+            }
+            k => return Err(format!("unknown presence kind {k} at byte {} of the block", c.at - 1)),
+        }
+        prev.clear();
+        for s in out.iter_mut().enumerate().filter(|(i, _)| bits[i / 8] & (1 << (i % 8)) != 0).map(|(_, s)| s) {
+            let p = prev.get(&s.conn).copied().unwrap_or(0);
+            let v = p.wrapping_add(unzigzag(c.var()?) as u64);
+            prev.insert(s.conn, v);
+            if let Some(f) = m {
+                s.raw[f] = Some(v);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A recording read back.
+#[derive(Debug, Default)]
+pub struct Recording {
+    pub path: PathBuf,
+    pub header: Option<Header>,
+    pub conns: Vec<ConnStart>,
+    pub ends: Vec<ConnEnd>,
+    /// Every sample, in file order (time order).
+    pub samples: Vec<Sample>,
+    pub events: Vec<Event>,
+    /// Bytes of the file.
+    pub bytes: u64,
+    /// Why reading stopped before the end of the file, with the byte offset (a cut or corrupt
+    /// tail: what came before it is kept).
+    pub tail: Option<String>,
+}
+
+impl Recording {
+    /// Samples of connection `id`, in time order.
+    pub fn samples_of(&self, id: u32) -> Vec<&Sample> {
+        self.samples.iter().filter(|s| s.conn == id).collect()
+    }
+}
+
+/// Whether `path` starts with the recording magic.
+pub fn is_recording(path: &Path) -> bool {
+    let mut m = [0u8; 8];
+    File::open(path).and_then(|mut f| f.read_exact(&mut m)).is_ok() && m == MAGIC
+}
+
+/// Reads a recording. A file that is not one (wrong magic, or a bad header) is an error naming
+/// the file; a cut or corrupt tail is not (see [`Recording::tail`]).
+pub fn read(path: &Path) -> io::Result<Recording> {
+    let data = std::fs::read(path)?;
+    let bad = |at: usize, what: String| {
+        io::Error::new(io::ErrorKind::InvalidData, format!("{}: byte {at}: {what}", path.display()))
+    };
+    if data.len() < 8 || data[..8] != MAGIC {
+        return Err(bad(0, "not a tcpscope recording (magic missing)".into()));
+    }
+    let mut rec = Recording { path: path.to_path_buf(), bytes: data.len() as u64, ..Recording::default() };
+    let mut map: Vec<Option<usize>> = Vec::new();
+    let mut at = 8;
+    while at < data.len() {
+        if data.len() - at < 9 {
+            rec.tail = Some(format!("byte {at}: cut inside a frame header ({} bytes left)", data.len() - at));
+            break;
+        }
+        let len = u32::from_le_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]) as usize;
+        let kind = data[at + 4];
+        if len > MAX_FRAME || data.len() - at - 9 < len {
+            rec.tail = Some(format!("byte {at}: frame of {len} bytes cut by the end of the file"));
+            break;
+        }
+        let body = &data[at + 5..at + 5 + len];
+        let crc = u32::from_le_bytes(data[at + 5 + len..at + 9 + len].try_into().expect("4 bytes by the length check"));
+        let mut h = crc32fast::Hasher::new();
+        h.update(&[kind]);
+        h.update(body);
+        if h.finalize() != crc {
+            rec.tail = Some(format!("byte {at}: frame fails its CRC"));
+            break;
+        }
+        let json_err = |e: serde_json::Error| bad(at, format!("frame '{}': {e}", kind as char));
+        match kind {
+            b'H' => {
+                let h: Header = serde_json::from_slice(body).map_err(json_err)?;
+                map = h.columns.iter().map(|(n, _)| FIELDS.iter().position(|f| f.name == n)).collect();
+                rec.header = Some(h);
+            }
+            b'C' => rec.conns.push(serde_json::from_slice(body).map_err(json_err)?),
+            b'E' => rec.ends.push(serde_json::from_slice(body).map_err(json_err)?),
+            b'V' => rec.events.push(serde_json::from_slice(body).map_err(json_err)?),
+            b'S' => {
+                if rec.header.is_none() {
+                    return Err(bad(at, "samples before the header".into()));
+                }
+                let raw = zstd::stream::decode_all(body).map_err(|e| bad(at, format!("samples block: {e}")))?;
+                let rows = decode_block(&raw, &map).map_err(|e| bad(at, format!("samples block: {e}")))?;
+                rec.samples.extend(rows);
+            }
+            _ => {}
+        }
+        at += 9 + len;
+    }
+    if rec.header.is_none() {
+        return Err(bad(8, "no header frame".into()));
+    }
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fields::index;
+
+    fn sample(t: u64, conn: u32, k: u64) -> Sample {
+        let mut s = Sample::empty(t, conn);
+        s.raw[index("snd_cwnd")] = Some(10 + k % 7);
+        s.raw[index("bytes_acked")] = Some(k * 1448);
+        s.raw[index("max_pacing_rate")] = Some(u64::MAX);
+        if k.is_multiple_of(3) {
+            s.raw[index("rtt")] = Some(1000 + k);
+        }
+        s
+    }
+
+    #[test]
+    fn round_trip_and_cut_tail() {
+        let dir = std::env::temp_dir().join(format!("tsm-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.tsm");
+        let h = Header::new(100_000_000, "port 1", true, None, 5);
+        let mut w = Writer::create(&path, &h).unwrap();
+        w.block_rows = 50;
+        let c = ConnStart {
+            id: 0,
+            cookie: 7,
+            family: "ipv4".into(),
+            src: "10.0.0.1".into(),
+            sport: 1,
+            dst: "10.0.0.2".into(),
+            dport: 2,
+            cong: Some("cubic".into()),
+            inode: 3,
+            uid: 0,
+            t_ns: 5,
+            info_len: 248,
+        };
+        w.conn(&c).unwrap();
+        let mut want = Vec::new();
+        for k in 0..120 {
+            let s = sample(1_000_000_000 + k * 100_000_000, (k % 2) as u32, k);
+            want.push(s.clone());
+            w.sample(s).unwrap();
+        }
+        w.event(&Event { t_ns: 9, name: "x.start".into(), fields: vec![("guid".into(), "a".into())] }).unwrap();
+        w.finish().unwrap();
+        let r = read(&path).unwrap();
+        assert_eq!(r.header.as_ref(), Some(&h));
+        assert_eq!(r.conns, vec![c]);
+        assert_eq!(r.samples, want);
+        assert_eq!(r.events.len(), 1);
+        assert!(r.tail.is_none());
+        // Every cut of the file reads up to its last complete frame, without error.
+        let data = std::fs::read(&path).unwrap();
+        let cut = dir.join("cut.tsm");
+        let mut last = 0;
+        let header_end = 8 + 9 + serde_json::to_vec(&h).unwrap().len();
+        for n in (header_end..data.len()).step_by(7) {
+            std::fs::write(&cut, &data[..n]).unwrap();
+            let r = read(&cut).unwrap();
+            assert!(r.samples.len() >= last && r.samples.len() <= 120);
+            assert_eq!(r.samples[..], want[..r.samples.len()]);
+            last = r.samples.len();
+        }
+        std::fs::write(&cut, &data[..data.len() - 1]).unwrap();
+        assert!(read(&cut).unwrap().tail.unwrap().contains("cut by the end"));
+        // A flipped bit is caught by the CRC.
+        let mut bad = data.clone();
+        let n = bad.len() - 20;
+        bad[n] ^= 1;
+        std::fs::write(&cut, &bad).unwrap();
+        assert!(read(&cut).unwrap().tail.unwrap().contains("CRC"));
+        std::fs::write(&cut, b"hello world").unwrap();
+        assert!(read(&cut).unwrap_err().to_string().contains("magic"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
