@@ -36,6 +36,9 @@ pub enum Command {
     /// CAP_NET_RAW); see docs/capture.md.
     #[cfg(feature = "capture")]
     Capture(tcpscope_live::CaptureArgs),
+    /// Sample the kernel's TCP state (tcp_info) of chosen sockets at a fixed interval and
+    /// record it; `stats run.tsm` reads a recording (docs/monitor.md).
+    Monitor(crate::monitor::MonitorArgs),
 }
 
 /// Input and output options shared by the commands.

@@ -7,7 +7,8 @@
 //! - [`track`]: connections followed by socket cookie, starts and ends, the sampling loop and
 //!   `--pid` matching by socket inode;
 //! - [`triage`]: AveBW, interval bandwidth, and what limited each sender (seed 002 §§4–5);
-//! - [`tsm`]: the recording file.
+//! - [`tsm`]: the recording file;
+//! - [`record`]: a monitoring run (record and/or stream samples).
 //!
 //! No `unsafe` here: `netlink-sys` owns the socket.
 #![forbid(unsafe_code)]
@@ -15,6 +16,7 @@
 pub mod diag;
 pub mod fields;
 pub mod filter;
+pub mod record;
 pub mod track;
 pub mod triage;
 pub mod tsm;

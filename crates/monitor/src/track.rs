@@ -61,7 +61,7 @@ impl Tracker {
         let gone: Vec<u64> = self.live.keys().filter(|c| !seen.contains(c)).copied().collect();
         for c in gone {
             if let Some(l) = self.live.remove(&c) {
-                out.ended.push(ConnEnd { id: l.id, last_ns: l.last_ns, gone_ns: t_ns });
+                out.ended.push(ConnEnd { id: l.id, last_ns: l.last_ns, gone_ns: t_ns, recorder_stopped: false });
             }
         }
         out.ended.sort_by_key(|e| e.id);
@@ -70,8 +70,11 @@ impl Tracker {
 
     /// Ends every live connection (the recorder stops): `gone_ns` is the stop time.
     pub fn finish(&mut self, t_ns: u64) -> Vec<ConnEnd> {
-        let mut v: Vec<ConnEnd> =
-            self.live.drain().map(|(_, l)| ConnEnd { id: l.id, last_ns: l.last_ns, gone_ns: t_ns }).collect();
+        let mut v: Vec<ConnEnd> = self
+            .live
+            .drain()
+            .map(|(_, l)| ConnEnd { id: l.id, last_ns: l.last_ns, gone_ns: t_ns, recorder_stopped: true })
+            .collect();
         v.sort_by_key(|e| e.id);
         v
     }

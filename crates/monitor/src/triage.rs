@@ -42,6 +42,7 @@ pub struct ConnSummary {
     pub cong: Option<String>,
     pub first_ns: u64,
     pub last_ns: u64,
+    /// The connection disappeared while the recorder ran.
     pub ended: bool,
     pub samples: usize,
     /// Seconds from the first to the last sample.
@@ -125,7 +126,7 @@ pub fn summarize(c: &ConnStart, end: Option<&ConnEnd>, samples: &[&Sample]) -> C
         cong: c.cong.clone(),
         first_ns: first.map_or(c.t_ns, |s| s.t_ns),
         last_ns: last.map_or(c.t_ns, |s| s.t_ns),
-        ended: end.is_some(),
+        ended: end.is_some_and(|e| !e.recorder_stopped),
         samples: samples.len(),
         duration_s: 0.0,
         bytes_sent: None,

@@ -101,8 +101,11 @@ pub struct ConnEnd {
     pub id: u32,
     /// Last dump that saw it.
     pub last_ns: u64,
-    /// First dump that did not.
+    /// First dump that did not, or the time the recorder stopped.
     pub gone_ns: u64,
+    /// The recorder stopped while the connection was still there (not a real end).
+    #[serde(default)]
+    pub recorder_stopped: bool,
 }
 
 /// An application or host event written into the recording.

@@ -1,0 +1,289 @@
+//! `tcpscope monitor` and the commands on its recordings (`stats run.tsm`): flags and printing
+//! only; the work is `tcpscope-monitor`'s (docs/monitor.md).
+
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use clap::Args;
+use tcpscope_monitor::record::{self, History, Options, Stream};
+use tcpscope_monitor::triage::{self, ConnSummary};
+use tcpscope_monitor::tsm;
+
+use crate::args::CommonArgs;
+
+/// Flags of `tcpscope monitor`.
+#[derive(Args, Debug)]
+pub struct MonitorArgs {
+    /// Which sockets: `sport N`, `dport N`, `port N`, `src ADDR[/LEN]`, `dst ADDR[/LEN]`,
+    /// `host ADDR[/LEN]`, joined by `and` / `or` (e.g. 'dport 5201 or sport 22'); compiled
+    /// to the kernel's socket-filter bytecode. Default: every TCP socket.
+    #[arg(long, short = 'f', value_name = "EXPR", default_value = "")]
+    pub filter: String,
+    /// Only the sockets of this process (matched by socket inode in /proc/PID/fd).
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+    /// Sampling interval (1ms to minutes; e.g. 10ms, 0.5s).
+    #[arg(long, short = 'i', value_name = "DURATION", default_value = "100ms", value_parser = parse_interval)]
+    pub interval: std::time::Duration,
+    /// Record into this file (.tsm; docs/monitor.md).
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    pub write: Option<PathBuf>,
+    /// Stop after this long (e.g. 10s); otherwise at Ctrl-C / SIGTERM.
+    #[arg(long = "for", value_name = "DURATION", value_parser = record::parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Print every sample as a JSON line on standard output (fields: docs/monitor.md).
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print every sample as a CSV row on standard output, after a header row.
+    #[arg(long)]
+    pub csv: bool,
+    /// Instead of sampling, print the samples of this recording (with --json or --csv).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["write", "pid", "duration"])]
+    pub export: Option<PathBuf>,
+    /// No progress line on standard error.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    let d = record::parse_duration(s)?;
+    if d < std::time::Duration::from_millis(1) {
+        return Err(format!("`{s}`: the interval must be at least 1ms"));
+    }
+    Ok(d)
+}
+
+fn stream_format(json: bool, csv: bool) -> Option<Stream> {
+    if json {
+        Some(Stream::Json)
+    } else if csv {
+        Some(Stream::Csv)
+    } else {
+        None
+    }
+}
+
+/// `tcpscope monitor`.
+pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
+    let format = stream_format(a.json, a.csv);
+    if let Some(path) = &a.export {
+        return export(path, format.unwrap_or(Stream::Json));
+    }
+    if a.write.is_none() && format.is_none() {
+        return Err(io::Error::other("say where the samples go: -w FILE (a recording), --json or --csv"));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    let opts = Options { filter: a.filter.clone(), interval: a.interval, pid: a.pid, duration: a.duration };
+    let stdout = io::stdout();
+    let mut lock = io::BufWriter::new(stdout.lock());
+    let progress = !a.quiet && io::stderr().is_terminal();
+    let mut live = 0i64;
+    let report =
+        record::run(&opts, a.write.as_deref(), format.map(|f| (f, &mut lock as &mut dyn Write)), &stop, |step| {
+            live += step.started.len() as i64 - step.ended.len() as i64;
+            if progress {
+                eprint!("\r{live} connections, {} sockets in the last sample   ", step.samples.len());
+            }
+        })?;
+    lock.flush()?;
+    if !a.quiet {
+        if progress {
+            eprintln!();
+        }
+        let per = if report.samples > 0 { report.bytes as f64 / report.samples as f64 } else { 0.0 };
+        eprintln!(
+            "monitor: {} dumps in {:.1} s ({} late), {} connections, {} samples{}; filter ran in the {}",
+            report.dumps,
+            report.elapsed.as_secs_f64(),
+            report.overruns,
+            report.conns,
+            report.samples,
+            match &a.write {
+                Some(p) => format!(", {} bytes to {} ({per:.1} bytes/sample)", report.bytes, p.display()),
+                None => String::new(),
+            },
+            if report.kernel_filter || a.filter.trim().is_empty() { "kernel" } else { "user space" },
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read(path: &Path) -> io::Result<tsm::Recording> {
+    let rec = tsm::read(path)?;
+    if let Some(t) = &rec.tail {
+        eprintln!("tcpscope: {}: {t}; read up to there", path.display());
+    }
+    Ok(rec)
+}
+
+fn export(path: &Path, format: Stream) -> io::Result<ExitCode> {
+    let rec = read(path)?;
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if format == Stream::Csv {
+        writeln!(out, "{}", tcpscope_monitor::fields::csv_header())?;
+    }
+    let mut hist = History::default();
+    for s in &rec.samples {
+        hist.write(&mut out, format, s)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tcpscope stats` when its inputs are recordings; `None` when they are not (captures).
+pub fn stats_if_recording(args: &CommonArgs) -> Option<io::Result<ExitCode>> {
+    if args.traces.is_empty() || !args.traces.iter().all(|p| tsm::is_recording(p)) {
+        return None;
+    }
+    Some(stats(args))
+}
+
+fn stats(args: &CommonArgs) -> io::Result<ExitCode> {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut all = Vec::new();
+    for path in &args.traces {
+        let rec = read(path)?;
+        let mut sums = triage::summarize_all(&rec);
+        if !args.conn.is_empty() {
+            sums.retain(|s| args.conn.contains(&(s.id as usize)));
+        }
+        if args.json {
+            all.push(serde_json::json!({
+                "file": path.display().to_string(),
+                "header": rec.header,
+                "bytes": rec.bytes,
+                "samples": rec.samples.len(),
+                "bytes_per_sample": (!rec.samples.is_empty()).then(|| rec.bytes as f64 / rec.samples.len() as f64),
+                "tail": rec.tail,
+                "events": rec.events,
+                "connections": sums,
+            }));
+            continue;
+        }
+        if args.csv {
+            csv_rows(&mut out, &sums, all.is_empty())?;
+            all.push(serde_json::Value::Null);
+            continue;
+        }
+        text(&mut out, path, &rec, &sums)?;
+    }
+    if args.json {
+        let v = if all.len() == 1 { all.remove(0) } else { serde_json::Value::Array(all) };
+        serde_json::to_writer_pretty(&mut out, &v)?;
+        writeln!(out)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+fn csv_rows(out: &mut impl Write, sums: &[ConnSummary], header: bool) -> io::Result<()> {
+    if header {
+        writeln!(
+            out,
+            "id,src,sport,dst,dport,cong,duration_s,bytes_sent,bytes_acked,bytes_received,retrans_segments,ave_bw,\
+             max_int_bw,min_rtt_ms,max_cwnd_bytes,lim_network,lim_receiver,lim_sender,diagnosis"
+        )?;
+    }
+    for s in sums {
+        let l = s.limits;
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},\"{}\"",
+            s.id,
+            s.src,
+            s.sport,
+            s.dst,
+            s.dport,
+            s.cong.as_deref().unwrap_or(""),
+            s.duration_s,
+            opt(s.bytes_sent),
+            opt(s.bytes_acked),
+            opt(s.bytes_received),
+            opt(s.retrans_segments),
+            opt(s.ave_bw),
+            opt(s.max_int_bw),
+            opt(s.min_rtt_ms),
+            opt(s.max_cwnd_bytes),
+            opt(l.map(|l| l.network)),
+            opt(l.map(|l| l.receiver)),
+            opt(l.map(|l| l.sender)),
+            s.diagnosis.replace('"', "\"\""),
+        )?;
+    }
+    Ok(())
+}
+
+fn rate(bps: Option<f64>) -> String {
+    match bps {
+        None => "-".into(),
+        Some(b) if b >= 1e9 => format!("{:.2} Gbit/s", b / 1e9),
+        Some(b) if b >= 1e6 => format!("{:.2} Mbit/s", b / 1e6),
+        Some(b) => format!("{:.1} kbit/s", b / 1e3),
+    }
+}
+
+fn text(out: &mut impl Write, path: &Path, rec: &tsm::Recording, sums: &[ConnSummary]) -> io::Result<()> {
+    let h = rec.header.as_ref();
+    writeln!(
+        out,
+        "{}: {} connections, {} samples, {} events, {} bytes ({:.1} bytes/sample), host {}, interval {} ms",
+        path.display(),
+        rec.conns.len(),
+        rec.samples.len(),
+        rec.events.len(),
+        rec.bytes,
+        if rec.samples.is_empty() { 0.0 } else { rec.bytes as f64 / rec.samples.len() as f64 },
+        h.map_or("?", |h| h.host.as_str()),
+        h.map_or(0.0, |h| h.interval_ns as f64 / 1e6),
+    )?;
+    for s in sums {
+        writeln!(
+            out,
+            "{:>4} {}:{} > {}:{} {} {:.1} s, {} samples{}",
+            s.id,
+            s.src,
+            s.sport,
+            s.dst,
+            s.dport,
+            s.cong.as_deref().unwrap_or("?"),
+            s.duration_s,
+            s.samples,
+            if s.ended { ", ended" } else { "" }
+        )?;
+        writeln!(
+            out,
+            "     sent {} B, acked {} B, received {} B, retransmitted {} segments; AveBW {}, max IntBW {}; min RTT {} ms, max cwnd {} B",
+            opt(s.bytes_sent),
+            opt(s.bytes_acked),
+            opt(s.bytes_received),
+            opt(s.retrans_segments),
+            rate(s.ave_bw),
+            rate(s.max_int_bw),
+            opt(s.min_rtt_ms),
+            opt(s.max_cwnd_bytes),
+        )?;
+        if let Some(l) = s.limits {
+            writeln!(
+                out,
+                "     limited by: network {:.0}%, receiver {:.0}%, sender {:.0}% (send buffer {:.0}%, idle {:.0}%)",
+                l.network * 100.0,
+                l.receiver * 100.0,
+                l.sender * 100.0,
+                l.send_buffer * 100.0,
+                l.idle * 100.0
+            )?;
+        }
+        writeln!(out, "     {}", s.diagnosis)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! A monitoring run: sample at a fixed interval, write the recording and/or stream the samples
+//! as JSON lines or CSV.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use crate::diag::Diag;
+use crate::fields::{Sample, csv_header};
+use crate::filter::Filter;
+use crate::track::{Sampler, Step};
+use crate::tsm::{Header, Writer};
+
+/// What to sample.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The filter as the user wrote it (parsed with [`Filter::parse`]).
+    pub filter: String,
+    pub interval: Duration,
+    pub pid: Option<u32>,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+}
+
+/// How streamed samples are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Json,
+    Csv,
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub dumps: u64,
+    pub samples: u64,
+    pub conns: u64,
+    pub overruns: u64,
+    pub kernel_filter: bool,
+    /// Bytes of the recording.
+    pub bytes: u64,
+    pub elapsed: Duration,
+}
+
+/// The previous and first sample of each connection, for deltas and derived fields.
+#[derive(Default)]
+pub struct History {
+    by: HashMap<u32, (Sample, Sample)>,
+}
+
+impl History {
+    /// Writes `s` in `format` with its connection's history, then remembers it. Connections
+    /// that ended should be [`History::forget`]-ed.
+    pub fn write(&mut self, out: &mut impl Write, format: Stream, s: &Sample) -> io::Result<()> {
+        let (prev, first) = match self.by.get(&s.conn) {
+            Some((p, f)) => (Some(p), f),
+            None => (None, s),
+        };
+        match format {
+            Stream::Json => {
+                serde_json::to_writer(&mut *out, &s.json(prev, first))?;
+                out.write_all(b"\n")?;
+            }
+            Stream::Csv => writeln!(out, "{}", s.csv_row(prev, first))?,
+        }
+        match self.by.get_mut(&s.conn) {
+            Some(e) => e.0 = s.clone(),
+            None => {
+                self.by.insert(s.conn, (s.clone(), s.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn forget(&mut self, conn: u32) {
+        self.by.remove(&conn);
+    }
+}
+
+/// Runs until `stop` is set or the duration passes. Writes the recording to `path` if given,
+/// streams samples to `stream` if given, and calls `each` after every dump (for progress).
+pub fn run(
+    opts: &Options,
+    path: Option<&Path>,
+    mut stream: Option<(Stream, &mut dyn Write)>,
+    stop: &AtomicBool,
+    mut each: impl FnMut(&Step),
+) -> io::Result<Report> {
+    let filter = Filter::parse(&opts.filter).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let diag = Diag::new(filter)?;
+    let mut sampler = Sampler::new(diag, opts.interval, opts.pid);
+    let started = Instant::now();
+    // The first dump tells whether the kernel takes the bytecode, which the header records.
+    let first = sampler.once()?;
+    let t0 = now_ns();
+    let mut writer = match path {
+        Some(p) => {
+            let h =
+                Header::new(opts.interval.as_nanos() as u64, &opts.filter, sampler.diag.kernel_filter, opts.pid, t0);
+            Some(Writer::create(p, &h).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?)
+        }
+        None => None,
+    };
+    if let Some((Stream::Csv, out)) = stream.as_mut() {
+        writeln!(out, "{}", csv_header())?;
+    }
+    let mut hist = History::default();
+    let mut report = Report::default();
+    let mut handle = |step: Step| -> io::Result<bool> {
+        report.conns += step.started.len() as u64;
+        report.samples += step.samples.len() as u64;
+        if let Some(w) = writer.as_mut() {
+            for c in &step.started {
+                w.conn(c)?;
+            }
+            for s in &step.samples {
+                w.sample(s.clone())?;
+            }
+            for e in &step.ended {
+                w.end(e)?;
+            }
+            w.tick()?;
+        }
+        if let Some((format, out)) = stream.as_mut() {
+            for s in &step.samples {
+                hist.write(out, *format, s)?;
+            }
+            for e in &step.ended {
+                hist.forget(e.id);
+            }
+            out.flush()?;
+        }
+        each(&step);
+        Ok(true)
+    };
+    handle(first)?;
+    let until = opts.duration.map(|d| started + d);
+    let result = sampler.run(until, stop, &mut handle);
+    let ends = sampler.tracker.finish(now_ns());
+    if let Some(w) = writer.as_mut() {
+        for e in &ends {
+            w.end(e)?;
+        }
+        w.finish()?;
+        report.bytes = w.bytes;
+    }
+    result?;
+    report.dumps = sampler.dumps;
+    report.overruns = sampler.overruns;
+    report.kernel_filter = sampler.diag.kernel_filter;
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// Wall-clock time, ns since the epoch.
+pub fn now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Parses a duration: a number with `us`, `ms`, `s` or `m` (`10ms`, `1.5s`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.parse().map_err(|_| format!("`{s}` is not a duration (e.g. 10ms, 1.5s)"))?;
+    let secs = match unit {
+        "us" | "µs" => v / 1e6,
+        "ms" => v / 1e3,
+        "s" | "" => v,
+        "m" | "min" => v * 60.0,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (us, ms, s, m)")),
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("`{s}` must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10ms"), Ok(Duration::from_millis(10)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("x").is_err());
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5h").is_err());
+    }
+}
