@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod diag;
+pub mod events;
 pub mod fields;
 pub mod filter;
 pub mod record;
