@@ -39,6 +39,8 @@ pub enum Command {
     /// Sample the kernel's TCP state (tcp_info) of chosen sockets at a fixed interval and
     /// record it; `stats run.tsm` reads a recording (docs/monitor.md).
     Monitor(crate::monitor::MonitorArgs),
+    /// Send one application event to a running `monitor --events` (NetLogger format).
+    Event(crate::monitor::EventArgs),
 }
 
 /// Input and output options shared by the commands.

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use clap::Args;
 use tcpscope_monitor::record::{self, History, Options, Stream};
 use tcpscope_monitor::triage::{self, ConnSummary};
-use tcpscope_monitor::tsm;
+use tcpscope_monitor::{events, tsm};
 
 use crate::args::CommonArgs;
 
@@ -40,6 +40,14 @@ pub struct MonitorArgs {
     /// Print every sample as a CSV row on standard output, after a header row.
     #[arg(long)]
     pub csv: bool,
+    /// Receive application events on this socket and record them: `unix:PATH` or
+    /// `udp:127.0.0.1:PORT` (NetLogger `ts=... event=... guid=...` lines or JSON objects;
+    /// `tcpscope event` sends one).
+    #[arg(long, value_name = "SOCKET")]
+    pub events: Option<String>,
+    /// Do not sample host CPU (/proc/stat) and the --pid process's CPU.
+    #[arg(long)]
+    pub no_cpu: bool,
     /// Instead of sampling, print the samples of this recording (with --json or --csv).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["write", "pid", "duration"])]
     pub export: Option<PathBuf>,
@@ -79,7 +87,15 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
-    let opts = Options { filter: a.filter.clone(), interval: a.interval, pid: a.pid, duration: a.duration };
+    let opts = Options {
+        filter: a.filter.clone(),
+        interval: a.interval,
+        pid: a.pid,
+        duration: a.duration,
+        events: a.events.clone(),
+        // CPU counters move in 10 ms ticks: sampling them faster than 100 ms says nothing more.
+        cpu_every: (!a.no_cpu).then(|| a.interval.max(std::time::Duration::from_millis(100))),
+    };
     let stdout = io::stdout();
     let mut lock = io::BufWriter::new(stdout.lock());
     let progress = !a.quiet && io::stderr().is_terminal();
@@ -97,13 +113,19 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
             eprintln!();
         }
         let per = if report.samples > 0 { report.bytes as f64 / report.samples as f64 } else { 0.0 };
+        if let Some(e) = &report.first_bad_event {
+            eprintln!("monitor: {} event lines skipped, the first: {e}", report.bad_events);
+        }
         eprintln!(
-            "monitor: {} dumps in {:.1} s ({} late), {} connections, {} samples{}; filter ran in the {}",
+            "monitor: {} dumps in {:.1} s ({} late), {} connections, {} samples, {} events, {} CPU samples{}; \
+             filter ran in the {}",
             report.dumps,
             report.elapsed.as_secs_f64(),
             report.overruns,
             report.conns,
             report.samples,
+            report.events,
+            report.cpu_samples,
             match &a.write {
                 Some(p) => format!(", {} bytes to {} ({per:.1} bytes/sample)", report.bytes, p.display()),
                 None => String::new(),
@@ -162,6 +184,7 @@ fn stats(args: &CommonArgs) -> io::Result<ExitCode> {
                 "bytes_per_sample": (!rec.samples.is_empty()).then(|| rec.bytes as f64 / rec.samples.len() as f64),
                 "tail": rec.tail,
                 "events": rec.events,
+                "cpu": cpu(&rec),
                 "connections": sums,
             }));
             continue;
@@ -180,6 +203,11 @@ fn stats(args: &CommonArgs) -> io::Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// CPU shares over the whole recording (first to last CPU sample).
+fn cpu(rec: &tsm::Recording) -> Option<events::CpuShares> {
+    events::cpu_shares(rec.cpu.first()?, rec.cpu.last()?)
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -246,6 +274,35 @@ fn text(out: &mut impl Write, path: &Path, rec: &tsm::Recording, sums: &[ConnSum
         h.map_or("?", |h| h.host.as_str()),
         h.map_or(0.0, |h| h.interval_ns as f64 / 1e6),
     )?;
+    if let Some(c) = cpu(rec) {
+        let cores: Vec<String> = c
+            .cores
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                format!(
+                    "cpu{i} user {:.0}% sys {:.0}% iowait {:.0}% softirq {:.0}%",
+                    x[0] * 100.0,
+                    x[1] * 100.0,
+                    x[2] * 100.0,
+                    x[3] * 100.0
+                )
+            })
+            .collect();
+        let p = c.proc.map_or(String::new(), |p| format!("; process {:.2} cores", p));
+        writeln!(out, "  {}{p}", cores.join(", "))?;
+    }
+    if !rec.events.is_empty() {
+        let mut names: Vec<(&str, usize)> = Vec::new();
+        for e in &rec.events {
+            match names.iter_mut().find(|(n, _)| *n == e.name) {
+                Some(x) => x.1 += 1,
+                None => names.push((&e.name, 1)),
+            }
+        }
+        let list: Vec<String> = names.iter().map(|(n, k)| format!("{n} ×{k}")).collect();
+        writeln!(out, "  events: {}", list.join(", "))?;
+    }
     for s in sums {
         writeln!(
             out,
@@ -286,4 +343,40 @@ fn text(out: &mut impl Write, path: &Path, rec: &tsm::Recording, sums: &[ConnSum
         writeln!(out, "     {}", s.diagnosis)?;
     }
     Ok(())
+}
+
+/// Flags of `tcpscope event`.
+#[derive(Args, Debug)]
+pub struct EventArgs {
+    /// Event name (NetLogger style: dotted, `.start`/`.end` for the two ends of an action).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Fields, `key=value` (e.g. guid=42 level=INFO).
+    #[arg(value_name = "KEY=VALUE")]
+    pub fields: Vec<String>,
+    /// The recorder's event socket (`monitor --events`); default $TCPSCOPE_EVENTS.
+    #[arg(long, value_name = "SOCKET")]
+    pub to: Option<String>,
+}
+
+/// `tcpscope event`: one NetLogger Best-Practices line to a recorder.
+pub fn event(a: &EventArgs) -> io::Result<ExitCode> {
+    let to =
+        a.to.clone()
+            .or_else(|| std::env::var("TCPSCOPE_EVENTS").ok())
+            .ok_or_else(|| io::Error::other("say where the recorder listens: --to unix:PATH or $TCPSCOPE_EVENTS"))?;
+    let mut line = format!("ts={} event={}", events::format_ts(record::now_ns()), a.name);
+    for f in &a.fields {
+        let (k, v) = f.split_once('=').ok_or_else(|| io::Error::other(format!("`{f}` is not key=value")))?;
+        if k.is_empty() || k.contains(char::is_whitespace) {
+            return Err(io::Error::other(format!("`{k}` is not a field name")));
+        }
+        if v.contains(char::is_whitespace) || v.is_empty() {
+            line.push_str(&format!(" {k}=\"{}\"", v.replace('"', "'")));
+        } else {
+            line.push_str(&format!(" {k}={v}"));
+        }
+    }
+    events::send(&to, &line)?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -41,6 +41,7 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
         #[cfg(feature = "capture")]
         Command::Capture(a) => crate::print::capture(&a),
         Command::Monitor(a) => crate::monitor::monitor(&a),
+        Command::Event(a) => crate::monitor::event(&a),
     }
 }
 

@@ -218,3 +218,45 @@ fn pid_selects_the_sockets_of_one_process() {
     drop(s);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn events_and_cpu_are_recorded() {
+    let dir = util::tempdir("mon-ev");
+    let file = dir.join("run.tsm");
+    let sock = dir.join("ev.sock");
+    let spec = format!("unix:{}", sock.display());
+    let mon = util::tcpscope()
+        .args(["monitor", "-f", "port 1", "-i", "10ms", "--for", "1500ms", "-q", "--events", &spec, "-w"])
+        .arg(&file)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !sock.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "no event socket");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let send = |args: &[&str]| {
+        let out = util::tcpscope().args(["event", "--to", &spec]).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    send(&["block.start", "guid=9", "msg=two words"]);
+    send(&["block.end", "guid=9", "status=0"]);
+    // A JSON line straight onto the socket, as a program would send it.
+    std::os::unix::net::UnixDatagram::unbound()
+        .unwrap()
+        .send_to(br#"{"event":"disk.stall","ts":"2026-11-22T12:06:14.5Z","ms":300}"#, &sock)
+        .unwrap();
+    let out = mon.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(!sock.exists(), "the recorder removes its socket");
+    let doc = stats_json(&file);
+    let ev = doc["events"].as_array().unwrap();
+    let names: Vec<&str> = ev.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["block.start", "block.end", "disk.stall"], "{doc:#}");
+    assert_eq!(ev[0]["fields"], serde_json::json!([["guid", "9"], ["msg", "two words"]]));
+    assert_eq!(ev[2]["t_ns"], 1_795_349_174_500_000_000u64);
+    let cores = doc["cpu"]["cores"].as_array().unwrap();
+    assert!(!cores.is_empty(), "{doc:#}");
+    let _ = std::fs::remove_dir_all(dir);
+}

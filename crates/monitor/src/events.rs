@@ -178,6 +178,62 @@ pub fn parse_ts(s: &str) -> Option<u64> {
     u64::try_from(secs).ok().map(|s| s * 1_000_000_000 + ns)
 }
 
+/// `ns` since the epoch as NetLogger's `ts=` (ISO-8601 UTC, µs): `2007-06-12T14:32:15.145455Z`.
+pub fn format_ts(ns: u64) -> String {
+    let secs = (ns / 1_000_000_000) as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Civil date from days (Howard Hinnant's algorithm).
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        ns % 1_000_000_000 / 1000
+    )
+}
+
+/// Shares of CPU time between two samples.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CpuShares {
+    /// Per core: user, system, iowait, softirq (each 0..1 of that core's time).
+    pub cores: Vec<[f64; 4]>,
+    /// The monitored process, in cores (1.0 = one core busy).
+    pub proc: Option<f64>,
+}
+
+/// CPU shares from `a` to `b` (`None` if the core count changed or no time passed).
+pub fn cpu_shares(a: &CpuSample, b: &CpuSample) -> Option<CpuShares> {
+    if a.cores.len() != b.cores.len() || a.cores.is_empty() {
+        return None;
+    }
+    let mut cores = Vec::with_capacity(a.cores.len());
+    let mut ticks_per_core = 0.0;
+    for (x, y) in a.cores.iter().zip(&b.cores) {
+        let d: Vec<f64> = (0..5).map(|i| y[i].saturating_sub(x[i]) as f64).collect();
+        let total: f64 = d.iter().sum();
+        ticks_per_core += total;
+        cores.push(if total > 0.0 { [d[0] / total, d[1] / total, d[2] / total, d[3] / total] } else { [0.0; 4] });
+    }
+    ticks_per_core /= a.cores.len() as f64;
+    if ticks_per_core <= 0.0 {
+        return None;
+    }
+    let proc = match (a.proc, b.proc) {
+        (Some(p), Some(q)) => Some((q[0] + q[1]).saturating_sub(p[0] + p[1]) as f64 / ticks_per_core),
+        _ => None,
+    };
+    Some(CpuShares { cores, proc })
+}
+
 /// CPU counters at one instant, in USER_HZ ticks.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct CpuSample {
@@ -251,6 +307,24 @@ mod tests {
         assert_eq!(errs.len(), 1);
         drop(l);
         assert!(!p.exists());
+    }
+
+    #[test]
+    fn timestamps_round_trip() {
+        for ns in [0, 951_868_800_000_000_000, 1_181_658_735_145_455_000, 1_795_000_000_123_456_000] {
+            assert_eq!(parse_ts(&format_ts(ns)), Some(ns), "{}", format_ts(ns));
+        }
+        assert_eq!(format_ts(1_181_658_735_145_455_000), "2007-06-12T14:32:15.145455Z");
+    }
+
+    #[test]
+    fn shares_of_cpu() {
+        let a = CpuSample { t_ns: 0, cores: vec![[0, 0, 0, 0, 0], [10, 0, 0, 0, 0]], proc: Some([0, 0]) };
+        let b = CpuSample { t_ns: 1, cores: vec![[50, 20, 10, 10, 10], [110, 0, 0, 0, 0]], proc: Some([30, 20]) };
+        let s = cpu_shares(&a, &b).unwrap();
+        assert_eq!(s.cores[0], [0.5, 0.2, 0.1, 0.1]);
+        assert_eq!(s.cores[1], [1.0, 0.0, 0.0, 0.0]);
+        assert_eq!(s.proc, Some(0.5));
     }
 
     #[test]

@@ -22,6 +22,10 @@ pub struct Options {
     pub pid: Option<u32>,
     /// Stop after this long.
     pub duration: Option<Duration>,
+    /// Receive application events here (`unix:PATH` or `udp:ADDR:PORT`).
+    pub events: Option<String>,
+    /// Sample host CPU (and the `pid`'s) at most this often; `None`: not at all.
+    pub cpu_every: Option<Duration>,
 }
 
 /// How streamed samples are written.
@@ -37,6 +41,11 @@ pub struct Report {
     pub dumps: u64,
     pub samples: u64,
     pub conns: u64,
+    pub events: u64,
+    pub cpu_samples: u64,
+    /// Event lines that could not be parsed (skipped), with the first one's error.
+    pub bad_events: u64,
+    pub first_bad_event: Option<String>,
     pub overruns: u64,
     pub kernel_filter: bool,
     /// Bytes of the recording.
@@ -90,6 +99,8 @@ pub fn run(
 ) -> io::Result<Report> {
     let filter = Filter::parse(&opts.filter).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let diag = Diag::new(filter)?;
+    let listener = opts.events.as_deref().map(crate::events::Listener::bind).transpose()?;
+    let mut last_cpu: Option<Instant> = None;
     let mut sampler = Sampler::new(diag, opts.interval, opts.pid);
     let started = Instant::now();
     // The first dump tells whether the kernel takes the bytecode, which the header records.
@@ -121,6 +132,33 @@ pub fn run(
             for e in &step.ended {
                 w.end(e)?;
             }
+        }
+        let t = step.samples.first().map_or_else(now_ns, |s| s.t_ns);
+        if let Some(l) = &listener {
+            let (events, errs) = l.drain(t);
+            report.events += events.len() as u64;
+            report.bad_events += errs.len() as u64;
+            if report.first_bad_event.is_none() {
+                report.first_bad_event = errs.into_iter().next();
+            }
+            if let Some(w) = writer.as_mut() {
+                for e in &events {
+                    w.event(e)?;
+                }
+            }
+        }
+        if let Some(every) = opts.cpu_every
+            && last_cpu.is_none_or(|l| l.elapsed() >= every)
+        {
+            last_cpu = Some(Instant::now());
+            // A process that exited has no /proc/PID/stat: its CPU is then simply absent.
+            let c = crate::events::cpu_sample(t, opts.pid).or_else(|_| crate::events::cpu_sample(t, None))?;
+            report.cpu_samples += 1;
+            if let Some(w) = writer.as_mut() {
+                w.cpu(&c)?;
+            }
+        }
+        if let Some(w) = writer.as_mut() {
             w.tick()?;
         }
         if let Some((format, out)) = stream.as_mut() {

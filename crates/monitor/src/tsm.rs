@@ -8,7 +8,7 @@
 //! Kinds: `H` header (JSON: format, version, the sample columns by name and unit, the interval,
 //! the filter and whether the kernel ran it), `C` a connection first seen (JSON), `E` a connection
 //! gone (JSON), `S` a block of samples (zstd of the columnar encoding below), `V` an application
-//! event (JSON). Unknown kinds are skipped, so later versions can add frames.
+//! event (JSON), `P` a CPU sample (JSON). Unknown kinds are skipped, so later versions can add frames.
 //!
 //! A frame is written whole and the file flushed after each block, so a recorder killed at any
 //! point leaves a file that reads up to its last complete frame; the reader reports where the
@@ -183,6 +183,11 @@ impl Writer {
         self.block()?;
         self.frame(b'V', &serde_json::to_vec(e)?)?;
         self.out.flush()
+    }
+
+    /// Records a CPU sample (host cores and the monitored process).
+    pub fn cpu(&mut self, c: &crate::events::CpuSample) -> io::Result<()> {
+        self.frame(b'P', &serde_json::to_vec(c)?)
     }
 
     pub fn sample(&mut self, s: Sample) -> io::Result<()> {
@@ -371,6 +376,7 @@ pub struct Recording {
     /// Every sample, in file order (time order).
     pub samples: Vec<Sample>,
     pub events: Vec<Event>,
+    pub cpu: Vec<crate::events::CpuSample>,
     /// Bytes of the file.
     pub bytes: u64,
     /// Why reading stopped before the end of the file, with the byte offset (a cut or corrupt
@@ -434,6 +440,7 @@ pub fn read(path: &Path) -> io::Result<Recording> {
             b'C' => rec.conns.push(serde_json::from_slice(body).map_err(json_err)?),
             b'E' => rec.ends.push(serde_json::from_slice(body).map_err(json_err)?),
             b'V' => rec.events.push(serde_json::from_slice(body).map_err(json_err)?),
+            b'P' => rec.cpu.push(serde_json::from_slice(body).map_err(json_err)?),
             b'S' => {
                 if rec.header.is_none() {
                     return Err(bad(at, "samples before the header".into()));
