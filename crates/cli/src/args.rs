@@ -137,6 +137,12 @@ pub enum KindArg {
     BurstCdf,
     /// Duplicate ACKs and retransmissions over time.
     Dupack,
+    /// Recordings (`monitor -w`) only: CurCwnd, ssthresh, in flight, peer window.
+    Cwnd,
+    /// Recordings only: interval bandwidth, goodput, delivery rate.
+    Bw,
+    /// Recordings only: the send-limit triage per interval, stacked.
+    Limits,
 }
 
 /// Direction of a connection, as in the JSON.

@@ -380,3 +380,32 @@ pub fn event(a: &EventArgs) -> io::Result<ExitCode> {
     events::send(&to, &line)?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// `tcpscope plot run.tsm -k cwnd|rtt|bw|limits -c ID` (`flight` and `tput` are taken as `cwnd`
+/// and `bw`, their nearest kin for captures).
+pub fn plot(args: &crate::args::PlotArgs) -> io::Result<ExitCode> {
+    use crate::args::KindArg;
+    use tcpscope_monitor::plot::Kind;
+    let (kind, name) = match args.kind {
+        KindArg::Cwnd | KindArg::Flight => (Kind::Cwnd, "cwnd"),
+        KindArg::Rtt => (Kind::Rtt, "rtt"),
+        KindArg::Bw | KindArg::Tput => (Kind::Bw, "bw"),
+        KindArg::Limits => (Kind::Limits, "limits"),
+        other => {
+            return Err(io::Error::other(format!(
+                "-k {other:?} plots packets of a capture; a recording plots cwnd, rtt, bw or limits"
+            )));
+        }
+    };
+    let rec = read(&args.trace)?;
+    let conn = u32::try_from(args.conn).map_err(|_| io::Error::other("connection id out of range"))?;
+    let out = args.output.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-{conn}.svg")));
+    let ext = out.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    let columns = tcpscope_core::plot::svg::columns(args.width);
+    let mut fig = tcpscope_monitor::plot::figure(&rec, conn, kind, columns).map_err(io::Error::other)?;
+    if let Some(t) = &args.title {
+        fig.title = t.clone();
+    }
+    crate::plot::write(&out, &[fig], args, &ext)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -177,7 +177,14 @@ fn a_killed_recorder_leaves_a_readable_file() {
         .spawn()
         .unwrap();
     // Blocks are written every second: after 2.5 s at least two are on disk, the rest pending.
-    std::thread::sleep(Duration::from_millis(2500));
+    // Meanwhile the client sends a little every 50 ms.
+    let (mut c, mut s) = (c, s);
+    let mut b = [0u8; 1000];
+    for _ in 0..50 {
+        c.write_all(&b).unwrap();
+        s.read_exact(&mut b).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
     mon.kill().unwrap(); // SIGKILL: no chance to flush
     mon.wait().unwrap();
     let doc = stats_json(&file);
@@ -185,6 +192,19 @@ fn a_killed_recorder_leaves_a_readable_file() {
     // Two sockets at 200 samples/s for ≥ 1 s of flushed blocks.
     assert!(n >= 2 * 150, "{n} samples survived: {doc:#}");
     assert_eq!(doc["connections"].as_array().unwrap().len(), 2);
+    // The client sent: its limits plot has bars; the server received only: no limits plot.
+    let conns = doc["connections"].as_array().unwrap();
+    let id_of = |p: u16| conns.iter().find(|c| c["sport"] == p).unwrap()["id"].to_string();
+    let svg = dir.join("limits.svg");
+    let plot = |id: &str, kind: &str| {
+        util::run(&["plot", file.to_str().unwrap(), "-k", kind, "-c", id, "-o", svg.to_str().unwrap()])
+    };
+    assert!(plot(&id_of(c.local_addr().unwrap().port()), "limits").status.success());
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("class=\"limit\""));
+    let out = plot(&id_of(port), "limits");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sent no data"), "{out:?}");
+    assert!(plot(&id_of(port), "rtt").status.success());
+    assert!(!plot(&id_of(port), "tsg").status.success(), "tsg needs packets");
     // Cutting the file anywhere (as a kill in the middle of a write would) still reads.
     let data = std::fs::read(&file).unwrap();
     let cut = dir.join("cut.tsm");

@@ -108,7 +108,7 @@ impl Val {
 pub struct Sample {
     /// Wall-clock time of the dump that produced the sample, ns since the Unix epoch.
     pub t_ns: u64,
-    /// The connection's id in this recording (order of first sight, from 0).
+    /// The connection's id in this recording (order of first sight, from 1).
     pub conn: u32,
     pub raw: Vec<Option<u64>>,
 }

@@ -8,7 +8,9 @@
 //!   `--pid` matching by socket inode;
 //! - [`triage`]: AveBW, interval bandwidth, and what limited each sender (seed 002 §§4–5);
 //! - [`tsm`]: the recording file;
-//! - [`record`]: a monitoring run (record and/or stream samples).
+//! - [`record`]: a monitoring run (record and/or stream samples);
+//! - [`events`]: application events and host CPU;
+//! - [`plot`]: figures of a recorded connection (cwnd, RTT, bandwidth, limits).
 //!
 //! No `unsafe` here: `netlink-sys` owns the socket.
 #![forbid(unsafe_code)]
@@ -17,6 +19,7 @@ pub mod diag;
 pub mod events;
 pub mod fields;
 pub mod filter;
+pub mod plot;
 pub mod record;
 pub mod track;
 pub mod triage;

@@ -21,11 +21,17 @@ struct Live {
     last_ns: u64,
 }
 
-/// Assigns connection ids by cookie and notices starts and ends.
-#[derive(Default)]
+/// Assigns connection ids by cookie (1, 2, … in order of first sight, as `conns` numbers a
+/// capture's) and notices starts and ends.
 pub struct Tracker {
     live: HashMap<u64, Live>,
     next_id: u32,
+}
+
+impl Default for Tracker {
+    fn default() -> Tracker {
+        Tracker { live: HashMap::new(), next_id: 1 }
+    }
 }
 
 impl Tracker {
