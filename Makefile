@@ -26,6 +26,8 @@ demo: build
 	@echo
 	@echo '$$ tcpscope screen --events $(DEMO_TRACE)'
 	@$(BIN) screen --events $(DEMO_TRACE)
+	@echo
+	@tools/monitor-demo.sh $(BIN)
 
 # The peer tools are test oracles: install them on a fresh Debian machine if missing.
 deps:
