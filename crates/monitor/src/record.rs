@@ -122,18 +122,29 @@ pub fn run(
     let mut handle = |step: Step| -> io::Result<bool> {
         report.conns += step.started.len() as u64;
         report.samples += step.samples.len() as u64;
-        if let Some(w) = writer.as_mut() {
-            for c in &step.started {
-                w.conn(c)?;
-            }
+        let t = step.samples.first().map_or_else(now_ns, |s| s.t_ns);
+        if let Some((format, out)) = stream.as_mut() {
             for s in &step.samples {
-                w.sample(s.clone())?;
+                hist.write(out, *format, s)?;
             }
             for e in &step.ended {
+                hist.forget(e.id);
+            }
+            out.flush()?;
+        }
+        each(&step);
+        let Step { started, samples, ended } = step;
+        if let Some(w) = writer.as_mut() {
+            for c in &started {
+                w.conn(c)?;
+            }
+            for s in samples {
+                w.sample(s)?;
+            }
+            for e in &ended {
                 w.end(e)?;
             }
         }
-        let t = step.samples.first().map_or_else(now_ns, |s| s.t_ns);
         if let Some(l) = &listener {
             let (events, errs) = l.drain(t);
             report.events += events.len() as u64;
@@ -161,16 +172,6 @@ pub fn run(
         if let Some(w) = writer.as_mut() {
             w.tick()?;
         }
-        if let Some((format, out)) = stream.as_mut() {
-            for s in &step.samples {
-                hist.write(out, *format, s)?;
-            }
-            for e in &step.ended {
-                hist.forget(e.id);
-            }
-            out.flush()?;
-        }
-        each(&step);
         Ok(true)
     };
     handle(first)?;

@@ -21,9 +21,12 @@
 //! t[0]  zigzag(t[i] - t[i-1])...     ns since the epoch
 //! per column (ncols, in the header's order):
 //!   presence: 0 all absent | 1 all present | 2 then a bitmap of rows (1 = present), LSB first
-//!   for each present row: zigzag(value - previous present value of the same connection in
-//!   this block, wrapping), the first one of a connection relative to 0
+//!   for each present row: zigzag(value - the previous value of the same connection and column,
+//!   wrapping), the first one of a connection in the file relative to 0
 //! ```
+//! The previous values carry over from block to block (and are forgotten at the connection's
+//! `E` frame), so blocks are read in file order, which the reader does anyway: a connection
+//! sampled at 10 Hz pays its absolute values once, not once per block.
 //! Counters change little between samples, so most deltas are one byte, and zstd removes most of
 //! the rest (the measured size is in docs/monitor.md).
 
@@ -126,13 +129,15 @@ pub struct Writer {
     out: BufWriter<File>,
     cols: Vec<usize>,
     rows: Vec<Sample>,
+    /// Per connection, the last value written of each column (the deltas' base).
+    prev: HashMap<u32, Vec<u64>>,
     last_flush: Instant,
     /// Bytes written so far (magic included).
     pub bytes: u64,
     /// Samples written so far.
     pub samples: u64,
-    /// A block is written when this many samples are waiting, or at [`Writer::tick`] after
-    /// `flush_every`.
+    /// A block is written when this many samples are waiting (a bound on memory), or at
+    /// [`Writer::tick`] after `flush_every`.
     pub block_rows: usize,
     pub flush_every: std::time::Duration,
 }
@@ -146,10 +151,11 @@ impl Writer {
             out,
             cols: raw_columns().collect(),
             rows: Vec::new(),
+            prev: HashMap::new(),
             last_flush: Instant::now(),
             bytes: MAGIC.len() as u64,
             samples: 0,
-            block_rows: 8192,
+            block_rows: 1 << 20,
             flush_every: std::time::Duration::from_secs(1),
         };
         w.frame(b'H', &serde_json::to_vec(header)?)?;
@@ -176,6 +182,7 @@ impl Writer {
 
     pub fn end(&mut self, e: &ConnEnd) -> io::Result<()> {
         self.block()?;
+        self.prev.remove(&e.id);
         self.frame(b'E', &serde_json::to_vec(e)?)
     }
 
@@ -221,7 +228,7 @@ impl Writer {
         if self.rows.is_empty() {
             return Ok(());
         }
-        let raw = encode_block(&self.rows, &self.cols);
+        let raw = encode_block(&self.rows, &self.cols, &mut self.prev);
         self.rows.clear();
         let z = zstd::bulk::compress(&raw, 3)?;
         self.frame(b'S', &z)
@@ -244,7 +251,34 @@ fn unzigzag(z: u64) -> i64 {
     ((z >> 1) as i64) ^ -((z & 1) as i64)
 }
 
-fn encode_block(rows: &[Sample], cols: &[usize]) -> Vec<u8> {
+/// The deltas' bases of the connections of one block, taken out of `prev` for the block (one
+/// hash lookup per row, not per value) and put back by [`Bases::restore`].
+struct Bases {
+    /// Per row, its connection's slot.
+    row: Vec<usize>,
+    slots: Vec<(u32, Vec<u64>)>,
+}
+
+impl Bases {
+    fn take(conns: impl Iterator<Item = u32>, ncols: usize, prev: &mut HashMap<u32, Vec<u64>>) -> Bases {
+        let mut slot_of: HashMap<u32, usize> = HashMap::new();
+        let mut b = Bases { row: Vec::new(), slots: Vec::new() };
+        for conn in conns {
+            let i = *slot_of.entry(conn).or_insert_with(|| {
+                b.slots.push((conn, prev.remove(&conn).unwrap_or_else(|| vec![0; ncols])));
+                b.slots.len() - 1
+            });
+            b.row.push(i);
+        }
+        b
+    }
+
+    fn restore(self, prev: &mut HashMap<u32, Vec<u64>>) {
+        prev.extend(self.slots);
+    }
+}
+
+fn encode_block(rows: &[Sample], cols: &[usize], prev: &mut HashMap<u32, Vec<u64>>) -> Vec<u8> {
     let mut out = Vec::with_capacity(rows.len() * cols.len() / 2);
     put(&mut out, rows.len() as u64);
     put(&mut out, cols.len() as u64);
@@ -260,8 +294,8 @@ fn encode_block(rows: &[Sample], cols: &[usize]) -> Vec<u8> {
         }
         t = r.t_ns;
     }
-    let mut prev: HashMap<u32, u64> = HashMap::new();
-    for &c in cols {
+    let mut bases = Bases::take(rows.iter().map(|r| r.conn), cols.len(), prev);
+    for (k, &c) in cols.iter().enumerate() {
         let present = rows.iter().filter(|r| r.raw[c].is_some()).count();
         if present == 0 {
             out.push(0);
@@ -279,14 +313,15 @@ fn encode_block(rows: &[Sample], cols: &[usize]) -> Vec<u8> {
             }
             out.extend_from_slice(&bits);
         }
-        prev.clear();
-        for r in rows {
+        for (i, r) in rows.iter().enumerate() {
             if let Some(v) = r.raw[c] {
-                let p = prev.insert(r.conn, v).unwrap_or(0);
-                put(&mut out, zigzag(v.wrapping_sub(p) as i64));
+                let p = &mut bases.slots[bases.row[i]].1[k];
+                put(&mut out, zigzag(v.wrapping_sub(*p) as i64));
+                *p = v;
             }
         }
     }
+    bases.restore(prev);
     out
 }
 
@@ -318,7 +353,7 @@ impl Cur<'_> {
 
 /// Decodes a samples block; `map[k]` is the [`FIELDS`] index of the header's column `k`
 /// (`None` for a column this version does not know, which is skipped).
-fn decode_block(b: &[u8], map: &[Option<usize>]) -> Result<Vec<Sample>, String> {
+fn decode_block(b: &[u8], map: &[Option<usize>], prev: &mut HashMap<u32, Vec<u64>>) -> Result<Vec<Sample>, String> {
     let mut c = Cur { b, at: 0 };
     let rows = c.var()? as usize;
     let ncols = c.var()? as usize;
@@ -339,9 +374,9 @@ fn decode_block(b: &[u8], map: &[Option<usize>]) -> Result<Vec<Sample>, String> 
         t = if i == 0 { v } else { t.wrapping_add(unzigzag(v) as u64) };
         s.t_ns = t;
     }
-    let mut prev: HashMap<u32, u64> = HashMap::new();
     let mut bits = vec![0u8; rows.div_ceil(8)];
-    for &m in map {
+    let mut bases = Bases::take(out.iter().map(|s| s.conn), ncols, prev);
+    for (k, &m) in map.iter().enumerate() {
         let kind = c.byte()?;
         match kind {
             0 => continue,
@@ -353,16 +388,18 @@ fn decode_block(b: &[u8], map: &[Option<usize>]) -> Result<Vec<Sample>, String> 
             }
             k => return Err(format!("unknown presence kind {k} at byte {} of the block", c.at - 1)),
         }
-        prev.clear();
-        for s in out.iter_mut().enumerate().filter(|(i, _)| bits[i / 8] & (1 << (i % 8)) != 0).map(|(_, s)| s) {
-            let p = prev.get(&s.conn).copied().unwrap_or(0);
-            let v = p.wrapping_add(unzigzag(c.var()?) as u64);
-            prev.insert(s.conn, v);
+        for (i, s) in out.iter_mut().enumerate() {
+            if bits[i / 8] & (1 << (i % 8)) == 0 {
+                continue;
+            }
+            let p = &mut bases.slots[bases.row[i]].1[k];
+            *p = p.wrapping_add(unzigzag(c.var()?) as u64);
             if let Some(f) = m {
-                s.raw[f] = Some(v);
+                s.raw[f] = Some(*p);
             }
         }
     }
+    bases.restore(prev);
     Ok(out)
 }
 
@@ -409,6 +446,7 @@ pub fn read(path: &Path) -> io::Result<Recording> {
     }
     let mut rec = Recording { path: path.to_path_buf(), bytes: data.len() as u64, ..Recording::default() };
     let mut map: Vec<Option<usize>> = Vec::new();
+    let mut prev: HashMap<u32, Vec<u64>> = HashMap::new();
     let mut at = 8;
     while at < data.len() {
         if data.len() - at < 9 {
@@ -438,7 +476,11 @@ pub fn read(path: &Path) -> io::Result<Recording> {
                 rec.header = Some(h);
             }
             b'C' => rec.conns.push(serde_json::from_slice(body).map_err(json_err)?),
-            b'E' => rec.ends.push(serde_json::from_slice(body).map_err(json_err)?),
+            b'E' => {
+                let e: ConnEnd = serde_json::from_slice(body).map_err(json_err)?;
+                prev.remove(&e.id);
+                rec.ends.push(e);
+            }
             b'V' => rec.events.push(serde_json::from_slice(body).map_err(json_err)?),
             b'P' => rec.cpu.push(serde_json::from_slice(body).map_err(json_err)?),
             b'S' => {
@@ -446,7 +488,7 @@ pub fn read(path: &Path) -> io::Result<Recording> {
                     return Err(bad(at, "samples before the header".into()));
                 }
                 let raw = zstd::stream::decode_all(body).map_err(|e| bad(at, format!("samples block: {e}")))?;
-                let rows = decode_block(&raw, &map).map_err(|e| bad(at, format!("samples block: {e}")))?;
+                let rows = decode_block(&raw, &map, &mut prev).map_err(|e| bad(at, format!("samples block: {e}")))?;
                 rec.samples.extend(rows);
             }
             _ => {}
@@ -500,9 +542,14 @@ mod tests {
         w.conn(&c).unwrap();
         let mut want = Vec::new();
         for k in 0..120 {
-            let s = sample(1_000_000_000 + k * 100_000_000, (k % 2) as u32, k);
+            // Connection 3 ends at k = 60 and its id is not reused; 0 and 1 go on.
+            let conn = if k < 60 && k % 3 == 2 { 3 } else { (k % 2) as u32 };
+            let s = sample(1_000_000_000 + k * 100_000_000, conn, k);
             want.push(s.clone());
             w.sample(s).unwrap();
+            if k == 60 {
+                w.end(&ConnEnd { id: 3, last_ns: 0, gone_ns: 0, recorder_stopped: false }).unwrap();
+            }
         }
         w.event(&Event { t_ns: 9, name: "x.start".into(), fields: vec![("guid".into(), "a".into())] }).unwrap();
         w.finish().unwrap();
