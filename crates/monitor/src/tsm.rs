@@ -31,8 +31,8 @@
 //! the rest (the measured size is in docs/monitor.md).
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -59,6 +59,10 @@ pub struct Header {
     pub pid: Option<u32>,
     pub host: String,
     pub start_ns: u64,
+    /// The stream's id (16 hex digits), the same in every session appended to one file; a
+    /// collector files the stream under it (`ship.rs`).
+    #[serde(default)]
+    pub stream: String,
 }
 
 impl Header {
@@ -75,8 +79,43 @@ impl Header {
             pid,
             host,
             start_ns,
+            stream: new_stream_id(),
         }
     }
+}
+
+/// 16 random hex digits.
+pub fn new_stream_id() -> String {
+    let mut b = [0u8; 8];
+    if File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).is_err() {
+        // No /dev/urandom (not Linux): the time and pid are unique enough for a file name.
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        b = (t ^ u64::from(std::process::id()) << 40).to_le_bytes();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The length of the longest prefix of the file at `path` made of the magic and whole frames
+/// that pass their CRC (0 if it does not start with the magic).
+pub fn valid_len(path: &Path) -> io::Result<u64> {
+    let data = std::fs::read(path)?;
+    if data.len() < 8 || data[..8] != MAGIC {
+        return Ok(0);
+    }
+    let mut at = 8;
+    while data.len() - at >= 9 {
+        let len = u32::from_le_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]) as usize;
+        if data.len() - at - 9 < len {
+            break;
+        }
+        let mut h = crc32fast::Hasher::new();
+        h.update(&data[at + 4..at + 5 + len]);
+        if h.finalize().to_le_bytes() != data[at + 5 + len..at + 9 + len] {
+            break;
+        }
+        at += 9 + len;
+    }
+    Ok(at as u64)
 }
 
 /// A connection first seen.
@@ -147,13 +186,34 @@ impl Writer {
     pub fn create(path: &Path, header: &Header) -> io::Result<Writer> {
         let mut out = BufWriter::new(File::create(path)?);
         out.write_all(&MAGIC)?;
+        Writer::start(out, MAGIC.len() as u64, header)
+    }
+
+    /// Appends a new session to the recording at `path` (after cutting a torn tail left by a
+    /// crash), under the stream id of its first header; creates it if it is absent or empty.
+    /// Returns the writer and the header as written.
+    pub fn append(path: &Path, header: &Header) -> io::Result<(Writer, Header)> {
+        let have = if path.exists() { valid_len(path)? } else { 0 };
+        if have <= MAGIC.len() as u64 {
+            return Ok((Writer::create(path, header)?, header.clone()));
+        }
+        let first = read(path)?.header.ok_or_else(|| io::Error::other(format!("{}: no header", path.display())))?;
+        let header = Header { stream: first.stream, ..header.clone() };
+        let f = OpenOptions::new().write(true).open(path)?;
+        f.set_len(have)?;
+        let mut out = BufWriter::new(f);
+        out.seek(SeekFrom::End(0))?;
+        Ok((Writer::start(out, have, &header)?, header))
+    }
+
+    fn start(out: BufWriter<File>, bytes: u64, header: &Header) -> io::Result<Writer> {
         let mut w = Writer {
             out,
             cols: raw_columns().collect(),
             rows: Vec::new(),
             prev: HashMap::new(),
             last_flush: Instant::now(),
-            bytes: MAGIC.len() as u64,
+            bytes,
             samples: 0,
             block_rows: 1 << 20,
             flush_every: std::time::Duration::from_secs(1),
@@ -295,31 +355,33 @@ fn encode_block(rows: &[Sample], cols: &[usize], prev: &mut HashMap<u32, Vec<u64
         t = r.t_ns;
     }
     let mut bases = Bases::take(rows.iter().map(|r| r.conn), cols.len(), prev);
-    for (k, &c) in cols.iter().enumerate() {
-        let present = rows.iter().filter(|r| r.raw[c].is_some()).count();
-        if present == 0 {
-            out.push(0);
-            continue;
+    // One pass over the rows (row-major, as the samples lie in memory) fills every column's
+    // buffer; the columns are then laid out one after the other.
+    let n = cols.len();
+    let mut vals: Vec<Vec<u8>> = vec![Vec::new(); n];
+    let mut bits: Vec<Vec<u8>> = vec![vec![0u8; rows.len().div_ceil(8)]; n];
+    let mut present = vec![0usize; n];
+    for (i, r) in rows.iter().enumerate() {
+        let base = &mut bases.slots[bases.row[i]].1;
+        for (k, &c) in cols.iter().enumerate() {
+            if let Some(v) = r.raw[c] {
+                bits[k][i / 8] |= 1 << (i % 8);
+                present[k] += 1;
+                put(&mut vals[k], zigzag(v.wrapping_sub(base[k]) as i64));
+                base[k] = v;
+            }
         }
-        if present == rows.len() {
+    }
+    for k in 0..n {
+        if present[k] == 0 {
+            out.push(0);
+        } else if present[k] == rows.len() {
             out.push(1);
         } else {
             out.push(2);
-            let mut bits = vec![0u8; rows.len().div_ceil(8)];
-            for (i, r) in rows.iter().enumerate() {
-                if r.raw[c].is_some() {
-                    bits[i / 8] |= 1 << (i % 8);
-                }
-            }
-            out.extend_from_slice(&bits);
+            out.extend_from_slice(&bits[k]);
         }
-        for (i, r) in rows.iter().enumerate() {
-            if let Some(v) = r.raw[c] {
-                let p = &mut bases.slots[bases.row[i]].1[k];
-                put(&mut out, zigzag(v.wrapping_sub(*p) as i64));
-                *p = v;
-            }
-        }
+        out.extend_from_slice(&vals[k]);
     }
     bases.restore(prev);
     out
@@ -414,6 +476,8 @@ pub struct Recording {
     pub samples: Vec<Sample>,
     pub events: Vec<Event>,
     pub cpu: Vec<crate::events::CpuSample>,
+    /// Sessions in the file (1, or more when a recorder appended after a restart).
+    pub sessions: u32,
     /// Bytes of the file.
     pub bytes: u64,
     /// Why reading stopped before the end of the file, with the byte offset (a cut or corrupt
@@ -447,6 +511,9 @@ pub fn read(path: &Path) -> io::Result<Recording> {
     let mut rec = Recording { path: path.to_path_buf(), bytes: data.len() as u64, ..Recording::default() };
     let mut map: Vec<Option<usize>> = Vec::new();
     let mut prev: HashMap<u32, Vec<u64>> = HashMap::new();
+    // A file can hold several sessions (a recorder restarted with `--to` appends): each starts
+    // with a header, and its connection ids are shifted past the ids of the sessions before it.
+    let (mut id_base, mut max_id) = (0u32, 0u32);
     let mut at = 8;
     while at < data.len() {
         if data.len() - at < 9 {
@@ -473,12 +540,22 @@ pub fn read(path: &Path) -> io::Result<Recording> {
             b'H' => {
                 let h: Header = serde_json::from_slice(body).map_err(json_err)?;
                 map = h.columns.iter().map(|(n, _)| FIELDS.iter().position(|f| f.name == n)).collect();
-                rec.header = Some(h);
+                prev.clear();
+                id_base = max_id;
+                rec.sessions += 1;
+                // The first session's header describes the file.
+                rec.header.get_or_insert(h);
             }
-            b'C' => rec.conns.push(serde_json::from_slice(body).map_err(json_err)?),
+            b'C' => {
+                let mut c: ConnStart = serde_json::from_slice(body).map_err(json_err)?;
+                c.id += id_base;
+                max_id = max_id.max(c.id);
+                rec.conns.push(c);
+            }
             b'E' => {
-                let e: ConnEnd = serde_json::from_slice(body).map_err(json_err)?;
+                let mut e: ConnEnd = serde_json::from_slice(body).map_err(json_err)?;
                 prev.remove(&e.id);
+                e.id += id_base;
                 rec.ends.push(e);
             }
             b'V' => rec.events.push(serde_json::from_slice(body).map_err(json_err)?),
@@ -489,7 +566,10 @@ pub fn read(path: &Path) -> io::Result<Recording> {
                 }
                 let raw = zstd::stream::decode_all(body).map_err(|e| bad(at, format!("samples block: {e}")))?;
                 let rows = decode_block(&raw, &map, &mut prev).map_err(|e| bad(at, format!("samples block: {e}")))?;
-                rec.samples.extend(rows);
+                rec.samples.extend(rows.into_iter().map(|mut s| {
+                    s.conn += id_base;
+                    s
+                }));
             }
             _ => {}
         }
@@ -581,6 +661,56 @@ mod tests {
         assert!(read(&cut).unwrap().tail.unwrap().contains("CRC"));
         std::fs::write(&cut, b"hello world").unwrap();
         assert!(read(&cut).unwrap_err().to_string().contains("magic"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn append_adds_a_session_after_a_torn_tail() {
+        let dir = std::env::temp_dir().join(format!("tsm-append-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.tsm");
+        let conn = |id| ConnStart {
+            id,
+            cookie: 7,
+            family: "ipv4".into(),
+            src: "10.0.0.1".into(),
+            sport: 1,
+            dst: "10.0.0.2".into(),
+            dport: 2,
+            cong: None,
+            inode: 3,
+            uid: 0,
+            t_ns: 5,
+            info_len: 248,
+        };
+        let h = Header::new(1, "", true, None, 5);
+        let mut w = Writer::create(&path, &h).unwrap();
+        w.conn(&conn(1)).unwrap();
+        w.conn(&conn(2)).unwrap();
+        for k in 0..10 {
+            w.sample(sample(k, 1 + (k % 2) as u32, k)).unwrap();
+        }
+        w.finish().unwrap();
+        drop(w);
+        // A crash mid-frame leaves a torn tail, which append cuts.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&[200, 0, 0, 0, b'S', 1, 2]).unwrap();
+        drop(f);
+        let (mut w, h2) = Writer::append(&path, &Header::new(1, "", true, None, 9)).unwrap();
+        assert_eq!(h2.stream, h.stream, "the stream id carries over");
+        w.conn(&conn(1)).unwrap();
+        for k in 0..5 {
+            w.sample(sample(100 + k, 1, 100 + k)).unwrap();
+        }
+        w.finish().unwrap();
+        let r = read(&path).unwrap();
+        assert!(r.tail.is_none(), "{:?}", r.tail);
+        assert_eq!(r.sessions, 2);
+        assert_eq!(r.conns.iter().map(|c| c.id).collect::<Vec<_>>(), [1, 2, 3], "session 2's id 1 becomes 3");
+        assert_eq!(r.samples_of(3).len(), 5);
+        assert_eq!(r.samples_of(3)[4].get("bytes_acked"), Some(104 * 1448), "bases reset per session");
+        assert_eq!(r.samples.len(), 15);
+        assert_eq!(valid_len(&path).unwrap(), r.bytes);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
