@@ -48,6 +48,19 @@ pub struct MonitorArgs {
     /// Do not sample host CPU (/proc/stat) and the --pid process's CPU.
     #[arg(long)]
     pub no_cpu: bool,
+    /// Ship the recording to a collector (`monitor --collect`) at tcp://HOST:PORT, exactly once
+    /// across restarts of either; needs -w FILE, the local spill, which is then appended to
+    /// (a new session) rather than truncated.
+    #[arg(long, value_name = "tcp://HOST:PORT", requires = "write")]
+    pub to: Option<String>,
+    /// At the end, keep trying to reach the collector this long; what is not sent by then stays
+    /// in the spill for the next run with the same -w FILE.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = record::parse_duration)]
+    pub to_grace: std::time::Duration,
+    /// Be a collector instead: accept recorders' --to on tcp://HOST:PORT (127.0.0.1 to stay
+    /// local) and store each stream as DIR/STREAM.tsm, with -w DIR.
+    #[arg(long, value_name = "tcp://HOST:PORT", requires = "write", conflicts_with_all = ["to", "pid", "export", "json", "csv", "events"])]
+    pub collect: Option<String>,
     /// Instead of sampling, print the samples of this recording (with --json or --csv).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["write", "pid", "duration"])]
     pub export: Option<PathBuf>,
@@ -80,6 +93,9 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
     if let Some(path) = &a.export {
         return export(path, format.unwrap_or(Stream::Json));
     }
+    if let Some(c) = &a.collect {
+        return collect(a, c);
+    }
     if a.write.is_none() && format.is_none() {
         return Err(io::Error::other("say where the samples go: -w FILE (a recording), --json or --csv"));
     }
@@ -95,6 +111,8 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
         events: a.events.clone(),
         // CPU counters move in 10 ms ticks: sampling them faster than 100 ms says nothing more.
         cpu_every: (!a.no_cpu).then(|| a.interval.max(std::time::Duration::from_millis(100))),
+        to: a.to.as_deref().map(tcpscope_monitor::ship::parse_endpoint).transpose()?,
+        to_grace: a.to_grace,
     };
     let stdout = io::stdout();
     let mut lock = io::BufWriter::new(stdout.lock());
@@ -113,6 +131,10 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
             eprintln!();
         }
         let per = if report.samples > 0 { report.bytes as f64 / report.samples as f64 } else { 0.0 };
+        if let Some((sent, connects)) = report.shipped {
+            let all = if sent >= report.bytes { "all" } else { "not all: the rest waits in the spill" };
+            eprintln!("monitor: collector has {sent} of {} bytes ({all}; {connects} connections)", report.bytes);
+        }
         if let Some(e) = &report.first_bad_event {
             eprintln!("monitor: {} event lines skipped, the first: {e}", report.bad_events);
         }
@@ -133,6 +155,24 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
             if report.kernel_filter || a.filter.trim().is_empty() { "kernel" } else { "user space" },
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `monitor --collect`: until SIGINT/SIGTERM.
+fn collect(a: &MonitorArgs, listen: &str) -> io::Result<ExitCode> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    let addr = tcpscope_monitor::ship::parse_endpoint(listen)?;
+    // `requires = "write"` makes -w present.
+    let dir = a.write.as_deref().unwrap_or(Path::new("."));
+    let quiet = a.quiet;
+    tcpscope_monitor::ship::collect(&addr, dir, &stop, move |m| {
+        if !quiet {
+            eprintln!("collect: {m}");
+        }
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -280,3 +280,84 @@ fn events_and_cpu_are_recorded() {
     assert!(!cores.is_empty(), "{doc:#}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A free local TCP port (bound, then released).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn collection_is_exactly_once_across_collector_and_recorder_kills() {
+    let dir = util::tempdir("mon-ship");
+    let (coll_dir, spill, sock) = (dir.join("collected"), dir.join("run.tsm"), dir.join("ev.sock"));
+    let to = format!("tcp://127.0.0.1:{}", free_port());
+    let spec = format!("unix:{}", sock.display());
+    let collector = || {
+        util::tcpscope()
+            .args(["monitor", "-q", "--collect", &to, "-w"])
+            .arg(&coll_dir)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let recorder = |extra: &[&str]| {
+        let _ = std::fs::remove_file(&sock);
+        let c = util::tcpscope()
+            .args(["monitor", "-q", "-f", "port 1", "-i", "20ms", "--to", &to, "--events", &spec, "-w"])
+            .arg(&spill)
+            .args(extra)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while !sock.exists() {
+            assert!(t0.elapsed() < Duration::from_secs(10), "recorder did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        c
+    };
+    let mut seq = 0;
+    let mut send = |n: usize| {
+        for _ in 0..n {
+            seq += 1;
+            let out =
+                util::tcpscope().args(["event", "--to", &spec, "x.step", &format!("seq={seq}")]).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            std::thread::sleep(Duration::from_millis(60));
+        }
+    };
+    // The recorder starts before its collector: it spills, then catches up.
+    let mut rec = recorder(&[]);
+    send(3);
+    let mut coll = collector();
+    send(3);
+    // The collector dies (SIGKILL) and comes back; the recorder goes on meanwhile.
+    coll.kill().unwrap();
+    coll.wait().unwrap();
+    send(3);
+    let mut coll = collector();
+    send(3);
+    // The recorder dies; a new one appends to the same spill and ships the rest.
+    std::thread::sleep(Duration::from_millis(200)); // the last events are read and written
+    rec.kill().unwrap();
+    rec.wait().unwrap();
+    let rec = recorder(&["--for", "1500ms"]);
+    send(3);
+    let out = rec.wait_with_output().unwrap();
+    assert!(out.status.success());
+    coll.kill().unwrap();
+    coll.wait().unwrap();
+    let files: Vec<_> = std::fs::read_dir(&coll_dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "one stream: {files:?}");
+    assert_eq!(std::fs::read(&files[0]).unwrap(), std::fs::read(&spill).unwrap(), "the collector's copy is the spill");
+    let doc = stats_json(&files[0]);
+    let seqs: Vec<u64> = doc["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["fields"][0][1].as_str().unwrap().parse().unwrap())
+        .collect();
+    // Events sent while no recorder ran are refused by `tcpscope event`; all others arrive once.
+    assert_eq!(seqs, (1..=15).collect::<Vec<u64>>(), "{doc:#}");
+    let _ = std::fs::remove_dir_all(dir);
+}

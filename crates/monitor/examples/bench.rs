@@ -78,6 +78,8 @@ fn main() {
         duration: Some(Duration::from_secs_f64(secs)),
         events: None,
         cpu_every: Some(Duration::from_millis(100)),
+        to: None,
+        to_grace: Duration::ZERO,
     };
     let never = AtomicBool::new(false);
     let (c2, _) = cpu();

@@ -10,7 +10,8 @@
 //! - [`tsm`]: the recording file;
 //! - [`record`]: a monitoring run (record and/or stream samples);
 //! - [`events`]: application events and host CPU;
-//! - [`plot`]: figures of a recorded connection (cwnd, RTT, bandwidth, limits).
+//! - [`plot`]: figures of a recorded connection (cwnd, RTT, bandwidth, limits);
+//! - [`ship`]: reliable collection of recordings by a collector.
 //!
 //! No `unsafe` here: `netlink-sys` owns the socket.
 #![forbid(unsafe_code)]
@@ -21,6 +22,7 @@ pub mod fields;
 pub mod filter;
 pub mod plot;
 pub mod record;
+pub mod ship;
 pub mod track;
 pub mod triage;
 pub mod tsm;

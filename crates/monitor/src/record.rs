@@ -4,12 +4,14 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::diag::Diag;
 use crate::fields::{Sample, csv_header};
 use crate::filter::Filter;
+use crate::ship::ShipState;
 use crate::track::{Sampler, Step};
 use crate::tsm::{Header, Writer};
 
@@ -26,6 +28,12 @@ pub struct Options {
     pub events: Option<String>,
     /// Sample host CPU (and the `pid`'s) at most this often; `None`: not at all.
     pub cpu_every: Option<Duration>,
+    /// Ship the recording to this collector (`HOST:PORT`); the recording file is then appended
+    /// to, not truncated, and is the spill while the collector is away.
+    pub to: Option<String>,
+    /// At the end, how long to keep trying to reach the collector before leaving the rest in
+    /// the spill (sent by the next run with the same file).
+    pub to_grace: Duration,
 }
 
 /// How streamed samples are written.
@@ -46,6 +54,9 @@ pub struct Report {
     /// Event lines that could not be parsed (skipped), with the first one's error.
     pub bad_events: u64,
     pub first_bad_event: Option<String>,
+    /// With `to`: bytes of the recording the collector has (all of them when caught up), and
+    /// connections made to it.
+    pub shipped: Option<(u64, u64)>,
     pub overruns: u64,
     pub kernel_filter: bool,
     /// Bytes of the recording.
@@ -106,13 +117,36 @@ pub fn run(
     // The first dump tells whether the kernel takes the bytecode, which the header records.
     let first = sampler.once()?;
     let t0 = now_ns();
+    let mut stream_id = String::new();
     let mut writer = match path {
         Some(p) => {
             let h =
                 Header::new(opts.interval.as_nanos() as u64, &opts.filter, sampler.diag.kernel_filter, opts.pid, t0);
-            Some(Writer::create(p, &h).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?)
+            let at = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", p.display()));
+            if opts.to.is_some() {
+                let (w, h) = Writer::append(p, &h).map_err(at)?;
+                stream_id = h.stream;
+                Some(w)
+            } else {
+                Some(Writer::create(p, &h).map_err(at)?)
+            }
         }
         None => None,
+    };
+    let shipper = match (&opts.to, path) {
+        (Some(to), Some(p)) => {
+            let state = Arc::new(ShipState::default());
+            let done = Arc::new(AtomicBool::new(false));
+            let (p, to, grace, st, d) =
+                (p.to_path_buf(), to.clone(), opts.to_grace, Arc::clone(&state), Arc::clone(&done));
+            let stream = stream_id.clone();
+            let h = std::thread::spawn(move || crate::ship::ship(p, stream, to, d, grace, st));
+            Some((h, done, state))
+        }
+        (Some(_), None) => {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "--to needs -w FILE: the recording is the spill"));
+        }
+        _ => None,
     };
     if let Some((Stream::Csv, out)) = stream.as_mut() {
         writeln!(out, "{}", csv_header())?;
@@ -184,6 +218,11 @@ pub fn run(
         }
         w.finish()?;
         report.bytes = w.bytes;
+    }
+    if let Some((h, done, state)) = shipper {
+        done.store(true, Ordering::Relaxed);
+        let _ = h.join();
+        report.shipped = Some((state.sent.load(Ordering::Relaxed), state.connects.load(Ordering::Relaxed)));
     }
     result?;
     report.dumps = sampler.dumps;
