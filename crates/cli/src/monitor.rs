@@ -61,6 +61,10 @@ pub struct MonitorArgs {
     /// local) and store each stream as DIR/STREAM.tsm, with -w DIR.
     #[arg(long, value_name = "tcp://HOST:PORT", requires = "write", conflicts_with_all = ["to", "pid", "export", "json", "csv", "events"])]
     pub collect: Option<String>,
+    /// A live terminal view instead of a recording: one row per connection (cwnd, RTT, rate,
+    /// retransmissions, what limits it), refreshed in place; q quits.
+    #[arg(long, conflicts_with_all = ["write", "json", "csv", "collect", "export", "events"])]
+    pub top: bool,
     /// Instead of sampling, print the samples of this recording (with --json or --csv).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["write", "pid", "duration"])]
     pub export: Option<PathBuf>,
@@ -96,8 +100,8 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
     if let Some(c) = &a.collect {
         return collect(a, c);
     }
-    if a.write.is_none() && format.is_none() {
-        return Err(io::Error::other("say where the samples go: -w FILE (a recording), --json or --csv"));
+    if a.write.is_none() && format.is_none() && !a.top {
+        return Err(io::Error::other("say where the samples go: -w FILE (a recording), --json, --csv or --top"));
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -114,6 +118,10 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
         to: a.to.as_deref().map(tcpscope_monitor::ship::parse_endpoint).transpose()?,
         to_grace: a.to_grace,
     };
+    if a.top {
+        tcpscope_monitor::top::run(&opts, &stop)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let stdout = io::stdout();
     let mut lock = io::BufWriter::new(stdout.lock());
     let progress = !a.quiet && io::stderr().is_terminal();

@@ -23,6 +23,7 @@ pub mod filter;
 pub mod plot;
 pub mod record;
 pub mod ship;
+pub mod top;
 pub mod track;
 pub mod triage;
 pub mod tsm;
