@@ -87,8 +87,12 @@ fn pct(x: f64) -> String {
 
 /// The one-line diagnosis, in the words of `screen`.
 pub fn diagnose(s: Option<&Shares>, sent: bool) -> String {
-    let Some(s) = s.filter(|_| sent) else {
+    if !sent {
         return "sent no data while monitored (a receiver: the triage applies to its peer)".into();
+    }
+    let Some(s) = s else {
+        return "no triage: this kernel's tcp_info has no busy_time, rwnd_limited, sndbuf_limited (Linux < 4.10)"
+            .into();
     };
     let mut parts: Vec<(f64, String)> = vec![
         (s.network, format!("network/congestion-limited {} of the time", pct(s.network))),
@@ -174,13 +178,16 @@ pub fn summarize(c: &ConnStart, end: Option<&ConnEnd>, samples: &[&Sample]) -> C
 
 /// Summaries of every connection of a recording, by id.
 pub fn summarize_all(rec: &Recording) -> Vec<ConnSummary> {
-    let mut by: Vec<Vec<&Sample>> = vec![Vec::new(); rec.conns.iter().map(|c| c.id as usize + 1).max().unwrap_or(0)];
+    // Ids come from the file: a map, not a vector indexed by them.
+    let mut by: std::collections::HashMap<u32, Vec<&Sample>> = std::collections::HashMap::new();
     for s in &rec.samples {
-        if let Some(v) = by.get_mut(s.conn as usize) {
-            v.push(s);
-        }
+        by.entry(s.conn).or_default().push(s);
     }
-    rec.conns.iter().map(|c| summarize(c, rec.ends.iter().find(|e| e.id == c.id), &by[c.id as usize])).collect()
+    let ends: std::collections::HashMap<u32, &ConnEnd> = rec.ends.iter().map(|e| (e.id, e)).collect();
+    rec.conns
+        .iter()
+        .map(|c| summarize(c, ends.get(&c.id).copied(), by.get(&c.id).map_or(&[][..], |v| &v[..])))
+        .collect()
 }
 
 // Keep the field table's names used here checked at test time.
@@ -217,6 +224,7 @@ mod tests {
         assert_eq!(sh.network, 1.0);
         assert_eq!(sh.sender, 0.0);
         assert!(diagnose(None, false).contains("sent no data"));
+        assert!(diagnose(None, true).contains("Linux < 4.10"));
         assert!(crate::fields::FIELDS.iter().any(|f| f.name == "busy_time"));
     }
 }

@@ -46,6 +46,12 @@ pub const MAGIC: [u8; 8] = [0x89, b'T', b'S', b'M', 0x0d, 0x0a, 0x1a, 0x0a];
 /// Largest frame body the reader accepts (a corrupt length must not make it allocate gigabytes).
 const MAX_FRAME: usize = 64 << 20;
 
+/// Most samples in one block (the writer's bound on memory; the reader refuses more).
+const MAX_BLOCK_ROWS: usize = 1 << 20;
+
+/// Largest decompressed samples block the reader accepts.
+const MAX_BLOCK_BYTES: usize = 1 << 30;
+
 /// The header frame.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Header {
@@ -215,7 +221,7 @@ impl Writer {
             last_flush: Instant::now(),
             bytes,
             samples: 0,
-            block_rows: 1 << 20,
+            block_rows: MAX_BLOCK_ROWS,
             flush_every: std::time::Duration::from_secs(1),
         };
         w.frame(b'H', &serde_json::to_vec(header)?)?;
@@ -422,7 +428,9 @@ fn decode_block(b: &[u8], map: &[Option<usize>], prev: &mut HashMap<u32, Vec<u64
     if ncols != map.len() {
         return Err(format!("block has {ncols} columns, the header {}", map.len()));
     }
-    if rows > b.len() {
+    // Each row takes at least two bytes (its connection and time), and a writer never puts more
+    // than MAX_BLOCK_ROWS in a block: a larger claim is corruption, not an allocation to make.
+    if rows > b.len() / 2 || rows > MAX_BLOCK_ROWS {
         return Err(format!("block claims {rows} rows in {} bytes", b.len()));
     }
     let mut out: Vec<Sample> = Vec::with_capacity(rows);
@@ -564,7 +572,8 @@ pub fn read(path: &Path) -> io::Result<Recording> {
                 if rec.header.is_none() {
                     return Err(bad(at, "samples before the header".into()));
                 }
-                let raw = zstd::stream::decode_all(body).map_err(|e| bad(at, format!("samples block: {e}")))?;
+                let raw = zstd::bulk::decompress(body, MAX_BLOCK_BYTES)
+                    .map_err(|e| bad(at, format!("samples block: {e}")))?;
                 let rows = decode_block(&raw, &map, &mut prev).map_err(|e| bad(at, format!("samples block: {e}")))?;
                 rec.samples.extend(rows.into_iter().map(|mut s| {
                     s.conn += id_base;
@@ -661,6 +670,73 @@ mod tests {
         assert!(read(&cut).unwrap().tail.unwrap().contains("CRC"));
         std::fs::write(&cut, b"hello world").unwrap();
         assert!(read(&cut).unwrap_err().to_string().contains("magic"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Corrupt bodies with valid CRCs (what a buggy writer, not a crash, would leave) make
+    /// errors, never panics.
+    #[test]
+    fn corrupt_frames_are_errors_not_panics() {
+        let dir = std::env::temp_dir().join(format!("tsm-corrupt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.tsm");
+        let mut w = Writer::create(&path, &Header::new(1, "", true, None, 5)).unwrap();
+        for k in 0..200 {
+            w.sample(sample(k * 1000, (k % 3) as u32, k)).unwrap();
+            if k % 50 == 49 {
+                w.block().unwrap();
+            }
+        }
+        w.event(&Event { t_ns: 1, name: "a".into(), fields: vec![] }).unwrap();
+        w.finish().unwrap();
+        let data = std::fs::read(&path).unwrap();
+        // Frame starts.
+        let mut frames = Vec::new();
+        let mut at = 8;
+        while at < data.len() {
+            let len = u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as usize;
+            frames.push((at, len));
+            at += 9 + len;
+        }
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let cut = dir.join("c.tsm");
+        for _ in 0..400 {
+            let mut d = data.clone();
+            let (at, len) = frames[next() as usize % frames.len()];
+            if len == 0 {
+                continue;
+            }
+            for _ in 0..1 + next() % 4 {
+                d[at + 5 + next() as usize % len] ^= 1 << (next() % 8);
+            }
+            // Also try the uncompressed layer: decompress, corrupt, recompress.
+            if d[at + 4] == b'S' && next() % 2 == 0 {
+                let mut raw = zstd::stream::decode_all(&data[at + 5..at + 5 + len]).unwrap();
+                let i = next() as usize % raw.len();
+                raw[i] = next() as u8;
+                let z = zstd::bulk::compress(&raw, 3).unwrap();
+                let mut f = d[..at].to_vec();
+                f.extend_from_slice(&(z.len() as u32).to_le_bytes());
+                f.push(b'S');
+                f.extend_from_slice(&z);
+                f.extend_from_slice(&[0; 4]);
+                f.extend_from_slice(&d[at + 9 + len..]);
+                d = f;
+            }
+            let len = u32::from_le_bytes(d[at..at + 4].try_into().unwrap()) as usize;
+            let mut h = crc32fast::Hasher::new();
+            h.update(&d[at + 4..at + 5 + len]);
+            let crc = h.finalize().to_le_bytes();
+            d[at + 5 + len..at + 9 + len].copy_from_slice(&crc);
+            std::fs::write(&cut, &d).unwrap();
+            let _ = read(&cut);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
