@@ -413,18 +413,11 @@ pub fn event(a: &EventArgs) -> io::Result<ExitCode> {
         a.to.clone()
             .or_else(|| std::env::var("TCPSCOPE_EVENTS").ok())
             .ok_or_else(|| io::Error::other("say where the recorder listens: --to unix:PATH or $TCPSCOPE_EVENTS"))?;
-    let mut line = format!("ts={} event={}", events::format_ts(record::now_ns()), a.name);
+    let mut fields = Vec::new();
     for f in &a.fields {
-        let (k, v) = f.split_once('=').ok_or_else(|| io::Error::other(format!("`{f}` is not key=value")))?;
-        if k.is_empty() || k.contains(char::is_whitespace) {
-            return Err(io::Error::other(format!("`{k}` is not a field name")));
-        }
-        if v.contains(char::is_whitespace) || v.is_empty() {
-            line.push_str(&format!(" {k}=\"{}\"", v.replace('"', "'")));
-        } else {
-            line.push_str(&format!(" {k}={v}"));
-        }
+        fields.push(f.split_once('=').ok_or_else(|| io::Error::other(format!("`{f}` is not key=value")))?);
     }
+    let line = events::bp_line(record::now_ns(), &a.name, &fields)?;
     events::send(&to, &line)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -262,6 +262,23 @@ fn events_and_cpu_are_recorded() {
     };
     send(&["block.start", "guid=9", "msg=two words"]);
     send(&["block.end", "guid=9", "status=0"]);
+    // The Python module, as an application would use it (skipped visibly without python3).
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("../monitor/python");
+    let py = format!(
+        "import sys; sys.path.insert(0, {:?}); from tcpscope_events import EventLog; \
+         log = EventLog({spec:?}); log.start('read', guid=10, path='/x y'); log.end('read', guid=10, status=-1)",
+        module.display().to_string()
+    );
+    let python = match Command::new("python3").args(["-c", &py]).status() {
+        Ok(st) => {
+            assert!(st.success(), "python module");
+            true
+        }
+        Err(e) => {
+            eprintln!("skipping the Python module: python3 not runnable ({e})");
+            false
+        }
+    };
     // A JSON line straight onto the socket, as a program would send it.
     std::os::unix::net::UnixDatagram::unbound()
         .unwrap()
@@ -273,9 +290,15 @@ fn events_and_cpu_are_recorded() {
     let doc = stats_json(&file);
     let ev = doc["events"].as_array().unwrap();
     let names: Vec<&str> = ev.iter().map(|e| e["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["block.start", "block.end", "disk.stall"], "{doc:#}");
+    let mut want = vec!["block.start", "block.end", "disk.stall"];
+    if python {
+        want.splice(2..2, ["read.start", "read.end"]);
+        assert_eq!(ev[2]["fields"], serde_json::json!([["guid", "10"], ["path", "/x y"]]));
+        assert_eq!(ev[3]["fields"], serde_json::json!([["guid", "10"], ["status", "-1"]]));
+    }
+    assert_eq!(names, want, "{doc:#}");
     assert_eq!(ev[0]["fields"], serde_json::json!([["guid", "9"], ["msg", "two words"]]));
-    assert_eq!(ev[2]["t_ns"], 1_795_349_174_500_000_000u64);
+    assert_eq!(ev[want.len() - 1]["t_ns"], 1_795_349_174_500_000_000u64);
     let cores = doc["cpu"]["cores"].as_array().unwrap();
     assert!(!cores.is_empty(), "{doc:#}");
     let _ = std::fs::remove_dir_all(dir);

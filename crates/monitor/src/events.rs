@@ -82,19 +82,96 @@ impl Drop for Listener {
 
 /// Sends one event line to a listener (`tcpscope event`).
 pub fn send(spec: &str, line: &str) -> io::Result<()> {
-    if let Some(p) = spec.strip_prefix("unix:") {
-        UnixDatagram::unbound()?
-            .send_to(line.as_bytes(), p)
-            .map_err(|e| io::Error::new(e.kind(), format!("{p}: {e}")))?;
-    } else if let Some(a) = spec.strip_prefix("udp:") {
-        UdpSocket::bind("127.0.0.1:0")?.send_to(line.as_bytes(), a)?;
-    } else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("`{spec}`: expected unix:PATH or udp:ADDR:PORT"),
-        ));
+    EventLog::connect(spec)?.send_line(line)
+}
+
+/// The small library an application logs its events with: NetLogger Best-Practices lines,
+/// stamped now, sent as datagrams to a recorder's `--events` socket. Sending never blocks; with
+/// no recorder listening a send fails (unix) or is dropped (udp), and the application goes on.
+///
+/// ```no_run
+/// let log = tcpscope_monitor::events::EventLog::connect("unix:/tmp/tcpscope.sock")?;
+/// log.start("block.write", "42", &[("bytes", "524288")])?;
+/// log.end("block.write", "42", 0, &[])?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct EventLog {
+    to: Dest,
+}
+
+enum Dest {
+    Unix(UnixDatagram, PathBuf),
+    Udp(UdpSocket, String),
+}
+
+impl EventLog {
+    /// A logger sending to `unix:PATH` or `udp:ADDR:PORT`.
+    pub fn connect(spec: &str) -> io::Result<EventLog> {
+        let to = if let Some(p) = spec.strip_prefix("unix:") {
+            Dest::Unix(UnixDatagram::unbound()?, PathBuf::from(p))
+        } else if let Some(a) = spec.strip_prefix("udp:") {
+            Dest::Udp(UdpSocket::bind("127.0.0.1:0")?, a.to_string())
+        } else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("`{spec}`: expected unix:PATH or udp:ADDR:PORT"),
+            ));
+        };
+        Ok(EventLog { to })
     }
-    Ok(())
+
+    /// Sends a line as it is.
+    pub fn send_line(&self, line: &str) -> io::Result<()> {
+        match &self.to {
+            Dest::Unix(s, p) => {
+                s.send_to(line.as_bytes(), p).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
+            }
+            Dest::Udp(s, a) => {
+                s.send_to(line.as_bytes(), a.as_str())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends `ts=NOW event=NAME k=v ...` (values with spaces or quotes are quoted).
+    pub fn write(&self, name: &str, fields: &[(&str, &str)]) -> io::Result<()> {
+        self.send_line(&bp_line(crate::record::now_ns(), name, fields)?)
+    }
+
+    /// `NAME.start` with `guid=GUID`.
+    pub fn start(&self, name: &str, guid: &str, fields: &[(&str, &str)]) -> io::Result<()> {
+        let mut f = vec![("guid", guid)];
+        f.extend_from_slice(fields);
+        self.write(&format!("{name}.start"), &f)
+    }
+
+    /// `NAME.end` with `guid=GUID` and `status=STATUS` (negative: failure, NetLogger's rule).
+    pub fn end(&self, name: &str, guid: &str, status: i32, fields: &[(&str, &str)]) -> io::Result<()> {
+        let status = status.to_string();
+        let mut f = vec![("guid", guid), ("status", status.as_str())];
+        f.extend_from_slice(fields);
+        self.write(&format!("{name}.end"), &f)
+    }
+}
+
+/// One NetLogger Best-Practices line; an error for a key that is empty or has `=` or spaces.
+pub fn bp_line(t_ns: u64, name: &str, fields: &[(&str, &str)]) -> io::Result<String> {
+    let bad = |what: String| io::Error::new(io::ErrorKind::InvalidInput, what);
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(bad(format!("`{name}` is not an event name")));
+    }
+    let mut line = format!("ts={} event={name}", format_ts(t_ns));
+    for (k, v) in fields {
+        if k.is_empty() || k.contains(|c: char| c.is_whitespace() || c == '=' || c == '"') {
+            return Err(bad(format!("`{k}` is not a field name")));
+        }
+        if v.is_empty() || v.contains(char::is_whitespace) || v.contains('"') {
+            line.push_str(&format!(" {k}=\"{}\"", v.replace('"', "'")));
+        } else {
+            line.push_str(&format!(" {k}={v}"));
+        }
+    }
+    Ok(line)
 }
 
 /// Parses one event line (NetLogger BP or JSON).
@@ -293,6 +370,24 @@ mod tests {
         assert!(parse_line("{bad json", 0).is_err());
         assert_eq!(parse_ts("1970-01-01T00:00:00Z"), Some(0));
         assert_eq!(parse_ts("2000-03-01T00:00:00Z"), Some(951_868_800_000_000_000));
+    }
+
+    #[test]
+    fn the_library_writes_lines_the_listener_reads() {
+        let p = std::env::temp_dir().join(format!("tsm-evlib-{}.sock", std::process::id()));
+        let spec = format!("unix:{}", p.display());
+        let l = Listener::bind(&spec).unwrap();
+        let log = EventLog::connect(&spec).unwrap();
+        log.start("block.write", "42", &[("path", "/data/a b")]).unwrap();
+        log.end("block.write", "42", -1, &[]).unwrap();
+        assert!(log.write("bad name", &[]).is_err());
+        assert!(log.write("x", &[("k=v", "1")]).is_err());
+        let (ev, errs) = l.drain(0);
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(ev[0].name, "block.write.start");
+        assert_eq!(ev[0].fields, vec![("guid".into(), "42".into()), ("path".into(), "/data/a b".into())]);
+        assert_eq!(ev[1].fields[1], ("status".into(), "-1".into()));
+        assert!(ev[0].t_ns > 1_700_000_000_000_000_000 && ev[1].t_ns >= ev[0].t_ns);
     }
 
     #[test]
