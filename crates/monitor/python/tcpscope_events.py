@@ -1,8 +1,9 @@
 """Send application events to a running `tcpscope monitor --events SOCKET` (docs/monitor.md).
 
 Each event is one NetLogger Best-Practices line, stamped now (ISO-8601 UTC, microseconds), sent
-as a datagram; sending never blocks, and with no recorder listening a unix-socket send raises
-OSError (catch it if events are optional) while a UDP one is simply dropped.
+as a datagram. A send waits (at most a second) only while the recorder's queue is full; with no
+recorder listening a unix-socket send raises OSError (catch it if events are optional) while a
+UDP one is simply dropped.
 
     from tcpscope_events import EventLog
     log = EventLog("unix:/tmp/tcpscope.sock")     # or "udp:127.0.0.1:9412"; default $TCPSCOPE_EVENTS
@@ -57,7 +58,7 @@ class EventLog:
             self._dest = (host.strip("[]"), int(port))
         else:
             raise ValueError(f"{to!r}: expected unix:PATH or udp:HOST:PORT")
-        self._sock.setblocking(False)
+        self._sock.settimeout(1.0)
 
     def write(self, event, **fields):
         """Sends EVENT with its fields."""

@@ -17,6 +17,9 @@ use std::io;
 use std::net::UdpSocket;
 use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +75,73 @@ impl Listener {
     }
 }
 
+/// Events received by a [`Receiver`] thread and not yet taken.
+pub type Inbox = Arc<Mutex<(Vec<Event>, Vec<String>)>>;
+
+/// A thread that receives events as they arrive (so that a burst does not fill the socket's
+/// queue between two dumps: a unix datagram socket queues only `net.unix.max_dgram_qlen`
+/// datagrams), stamping those without `ts=` with their arrival time.
+pub struct Receiver {
+    pub inbox: Inbox,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Receiver {
+    pub fn start(l: Listener) -> io::Result<Receiver> {
+        match &l {
+            Listener::Unix(s, _) => {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(Duration::from_millis(100)))?;
+            }
+            Listener::Udp(s) => {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(Duration::from_millis(100)))?;
+            }
+        }
+        let inbox: Inbox = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (i, st) = (Arc::clone(&inbox), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 65536];
+            while !st.load(Ordering::Relaxed) {
+                let n = match &l {
+                    Listener::Unix(s, _) => s.recv(&mut buf),
+                    Listener::Udp(s) => s.recv(&mut buf),
+                };
+                // A timeout (nothing arrived) or an error: look at the stop flag again.
+                let Ok(n) = n else { continue };
+                let now = crate::record::now_ns();
+                let Ok(mut inbox) = i.lock() else { return };
+                for line in String::from_utf8_lossy(&buf[..n]).lines().filter(|l| !l.trim().is_empty()) {
+                    match parse_line(line, now) {
+                        Ok(e) => inbox.0.push(e),
+                        Err(e) => inbox.1.push(e),
+                    }
+                }
+            }
+        });
+        Ok(Receiver { inbox, stop, thread: Some(thread) })
+    }
+
+    /// The events and errors received since the last call.
+    pub fn take(&self) -> (Vec<Event>, Vec<String>) {
+        match self.inbox.lock() {
+            Ok(mut g) => (std::mem::take(&mut g.0), std::mem::take(&mut g.1)),
+            Err(_) => (Vec::new(), vec!["the event receiver thread failed".into()]),
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 impl Drop for Listener {
     fn drop(&mut self) {
         if let Listener::Unix(_, p) = self {
@@ -86,8 +156,9 @@ pub fn send(spec: &str, line: &str) -> io::Result<()> {
 }
 
 /// The small library an application logs its events with: NetLogger Best-Practices lines,
-/// stamped now, sent as datagrams to a recorder's `--events` socket. Sending never blocks; with
-/// no recorder listening a send fails (unix) or is dropped (udp), and the application goes on.
+/// stamped now, sent as datagrams to a recorder's `--events` socket. A send waits only while the
+/// recorder's queue is full (its receiver thread empties it as events arrive); with no recorder
+/// listening a send fails (unix) or is dropped (udp), and the application goes on.
 ///
 /// ```no_run
 /// let log = tcpscope_monitor::events::EventLog::connect("unix:/tmp/tcpscope.sock")?;
@@ -388,6 +459,25 @@ mod tests {
         assert_eq!(ev[0].fields, vec![("guid".into(), "42".into()), ("path".into(), "/data/a b".into())]);
         assert_eq!(ev[1].fields[1], ("status".into(), "-1".into()));
         assert!(ev[0].t_ns > 1_700_000_000_000_000_000 && ev[1].t_ns >= ev[0].t_ns);
+    }
+
+    #[test]
+    fn a_burst_is_not_lost() {
+        let p = std::env::temp_dir().join(format!("tsm-burst-{}.sock", std::process::id()));
+        let spec = format!("unix:{}", p.display());
+        let r = Receiver::start(Listener::bind(&spec).unwrap()).unwrap();
+        let log = EventLog::connect(&spec).unwrap();
+        for k in 0..500 {
+            log.write("burst", &[("k", &k.to_string())]).unwrap();
+        }
+        let t = std::time::Instant::now();
+        let mut got = Vec::new();
+        while got.len() < 500 && t.elapsed() < Duration::from_secs(5) {
+            got.extend(r.take().0);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(got.len(), 500);
+        assert!(got.iter().enumerate().all(|(k, e)| e.fields[0].1 == k.to_string()), "in order");
     }
 
     #[test]

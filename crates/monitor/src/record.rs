@@ -110,7 +110,11 @@ pub fn run(
 ) -> io::Result<Report> {
     let filter = Filter::parse(&opts.filter).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let diag = Diag::new(filter)?;
-    let listener = opts.events.as_deref().map(crate::events::Listener::bind).transpose()?;
+    let listener = opts
+        .events
+        .as_deref()
+        .map(|spec| crate::events::Listener::bind(spec).and_then(crate::events::Receiver::start))
+        .transpose()?;
     let mut last_cpu: Option<Instant> = None;
     let mut sampler = Sampler::new(diag, opts.interval, opts.pid);
     let started = Instant::now();
@@ -180,7 +184,7 @@ pub fn run(
             }
         }
         if let Some(l) = &listener {
-            let (events, errs) = l.drain(t);
+            let (events, errs) = l.take();
             report.events += events.len() as u64;
             report.bad_events += errs.len() as u64;
             if report.first_bad_event.is_none() {
