@@ -143,6 +143,9 @@ pub enum KindArg {
     Bw,
     /// Recordings only: the send-limit triage per interval, stacked.
     Limits,
+    /// Recordings only: CPU, application events (lifelines), triage, retransmits, RTT, rate,
+    /// cwnd on one time axis.
+    Timeline,
 }
 
 /// Direction of a connection, as in the JSON.

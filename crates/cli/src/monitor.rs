@@ -422,7 +422,7 @@ pub fn event(a: &EventArgs) -> io::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `tcpscope plot run.tsm -k cwnd|rtt|bw|limits -c ID` (`flight` and `tput` are taken as `cwnd`
+/// `tcpscope plot run.tsm -k cwnd|rtt|bw|limits|timeline -c ID` (`flight` and `tput` are taken as `cwnd`
 /// and `bw`, their nearest kin for captures).
 pub fn plot(args: &crate::args::PlotArgs) -> io::Result<ExitCode> {
     use crate::args::KindArg;
@@ -432,9 +432,10 @@ pub fn plot(args: &crate::args::PlotArgs) -> io::Result<ExitCode> {
         KindArg::Rtt => (Kind::Rtt, "rtt"),
         KindArg::Bw | KindArg::Tput => (Kind::Bw, "bw"),
         KindArg::Limits => (Kind::Limits, "limits"),
+        KindArg::Timeline => (Kind::Timeline, "timeline"),
         other => {
             return Err(io::Error::other(format!(
-                "-k {other:?} plots packets of a capture; a recording plots cwnd, rtt, bw or limits"
+                "-k {other:?} plots packets of a capture; a recording plots cwnd, rtt, bw, limits or timeline"
             )));
         }
     };

@@ -62,6 +62,7 @@ fn kind_name(k: KindArg) -> &'static str {
         KindArg::Cwnd => "cwnd",
         KindArg::Bw => "bw",
         KindArg::Limits => "limits",
+        KindArg::Timeline => "timeline",
     }
 }
 
@@ -265,8 +266,8 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<Figure> {
             let s = series!(dupack::DupackSink);
             plot::dupack::dupack(&s, &figure(args, &origin)?.0)
         }
-        KindArg::Cwnd | KindArg::Bw | KindArg::Limits => {
-            return Err(io::Error::other("-k cwnd, bw and limits plot recordings of `tcpscope monitor`"));
+        KindArg::Cwnd | KindArg::Bw | KindArg::Limits | KindArg::Timeline => {
+            return Err(io::Error::other("-k cwnd, bw, limits and timeline plot recordings of `tcpscope monitor`"));
         }
     })
 }
