@@ -434,8 +434,9 @@ pub fn plot(args: &crate::args::PlotArgs) -> io::Result<ExitCode> {
         KindArg::Limits => (Kind::Limits, "limits"),
         KindArg::Timeline => (Kind::Timeline, "timeline"),
         other => {
+            let name = clap::ValueEnum::to_possible_value(&other).map_or(String::new(), |v| v.get_name().to_string());
             return Err(io::Error::other(format!(
-                "-k {other:?} plots packets of a capture; a recording plots cwnd, rtt, bw, limits or timeline"
+                "-k {name} plots packets of a capture; a recording plots cwnd, rtt, bw, limits or timeline"
             )));
         }
     };

@@ -585,7 +585,12 @@ pub fn read(path: &Path) -> io::Result<Recording> {
         at += 9 + len;
     }
     if rec.header.is_none() {
-        return Err(bad(8, "no header frame".into()));
+        return Err(match rec.tail {
+            Some(t) => {
+                io::Error::new(io::ErrorKind::InvalidData, format!("{}: {t}, before any header", path.display()))
+            }
+            None => bad(8, "no header frame".into()),
+        });
     }
     Ok(rec)
 }
