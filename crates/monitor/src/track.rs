@@ -53,7 +53,7 @@ impl Tracker {
                     sport: s.ends.sport,
                     dst: show_addr(s.ends.dst).to_string(),
                     dport: s.ends.dport,
-                    cong: s.cong.clone(),
+                    cong: s.cong.as_deref().map(str::to_string),
                     inode: s.inode,
                     uid: s.uid,
                     t_ns,
