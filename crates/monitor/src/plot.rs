@@ -173,7 +173,8 @@ fn limits(samples: &[&Sample], t0: u64, x1: f64, columns: u32, marks: &mut Vec<M
 }
 
 /// The timeline of one connection (seed 002's figures, NetLogger's lifelines): on one time axis,
-/// from the bottom, each core's CPU (user + system, a load line in its lane), one lane per
+/// from the bottom, each core's CPU (user + system, a load line in its lane), the `--pid`
+/// process's CPU (when recorded), one lane per
 /// application event name with NetLogger lifelines joining the events of one `guid` across
 /// lanes, then the connection's triage strip (network blue, receiver yellow, sender red),
 /// retransmissions (a tick per sample that retransmitted), SmoothedRTT, IntBW and CurCwnd, each
@@ -209,6 +210,15 @@ pub fn timeline(rec: &Recording, conn: u32, columns: u32) -> Result<Figure, Stri
             })
             .collect();
         load(&mut marks, &mut ticks, (columns, x1), pts, &format!("cpu{k}"), "%", Color::Gray, lane);
+        lane += 1.0;
+    }
+    // The monitored process (`--pid`), in cores ×100 %.
+    let proc: Vec<(f64, f64)> = cpu
+        .windows(2)
+        .filter_map(|w| Some((xs(w[1].t_ns), crate::events::cpu_shares(w[0], w[1])?.proc? * 100.0)))
+        .collect();
+    if !proc.is_empty() {
+        load(&mut marks, &mut ticks, (columns, x1), proc, "pid", "%", Color::Magenta, lane);
         lane += 1.0;
     }
     // Event lanes, in order of first appearance; lifelines by guid.
@@ -413,7 +423,7 @@ mod tests {
                 s.raw[index(n)] = Some(v);
             }
             rec.samples.push(s);
-            rec.cpu.push(CpuSample { t_ns: k * 100_000_000, cores: vec![[k * 5, k, 0, 0, k * 4]], proc: None });
+            rec.cpu.push(CpuSample { t_ns: k * 100_000_000, cores: vec![[k * 5, k, 0, 0, k * 4]], proc: Some([k, k]) });
         }
         let ev = |t_ms: u64, name: &str, guid: &str| Event {
             t_ns: t_ms * 1_000_000,
@@ -431,8 +441,10 @@ mod tests {
         let f = figure(&rec, 1, Kind::Timeline, 500).unwrap();
         let labels: Vec<&str> = f.y.ticks.iter().map(|t| t.1.as_str()).collect();
         assert_eq!(labels[0], "cpu0 60%");
-        assert_eq!(labels[1..5], ["write.start", "write.end", "read.start", "read.end"]);
-        assert_eq!(labels[5..7], ["limited by", "retransmits"]);
+        // 2 ticks of the process per 10 ticks of the (one) core: 0.2 cores.
+        assert_eq!(labels[1], "pid 20%");
+        assert_eq!(labels[2..6], ["write.start", "write.end", "read.start", "read.end"]);
+        assert_eq!(labels[6..8], ["limited by", "retransmits"]);
         let count = |c: &str| f.marks.iter().filter(|m| m.class == c).count();
         assert_eq!(count("event"), 5);
         assert_eq!(count("lifeline"), 1, "guid 1 joins four events; guid 2 has one, so no line");
