@@ -4,7 +4,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/tcpscope
 DEMO_TRACE := tests/data/loss-snd.pcap
 
-.PHONY: all build build-deps demo test lint deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list
+.PHONY: all build build-deps demo test lint deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list bench-monitor
 
 all: build
 
@@ -26,6 +26,8 @@ demo: build
 	@echo
 	@echo '$$ tcpscope screen --events $(DEMO_TRACE)'
 	@$(BIN) screen --events $(DEMO_TRACE)
+	@echo
+	@tools/monitor-demo.sh $(BIN)
 
 # The peer tools are test oracles: install them on a fresh Debian machine if missing.
 deps:
@@ -76,8 +78,12 @@ test-web: web browser-deps build-deps
 	cd web && TCPSCOPE_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/debug/tcpscope node --test tests/
 
 # Needs root (the bulk input is recorded in network namespaces); see docs/performance.md.
-bench: bench-view bench-list
+bench: bench-view bench-list bench-monitor
 	bench/run.sh
+
+# 10,000 sockets sampled at 10 Hz against `ss -tin` (docs/monitor.md).
+bench-monitor:
+	bench/monitor.sh
 
 # Zoom latency and frame time of the viewer on a five-million-packet connection.
 VIEW_TRACE := bench/out/view-5m.pcap

@@ -36,6 +36,11 @@ pub enum Command {
     /// CAP_NET_RAW); see docs/capture.md.
     #[cfg(feature = "capture")]
     Capture(tcpscope_live::CaptureArgs),
+    /// Sample the kernel's TCP state (tcp_info) of chosen sockets at a fixed interval and
+    /// record it; `stats run.tsm` reads a recording (docs/monitor.md).
+    Monitor(crate::monitor::MonitorArgs),
+    /// Send one application event to a running `monitor --events` (NetLogger format).
+    Event(crate::monitor::EventArgs),
 }
 
 /// Input and output options shared by the commands.
@@ -132,6 +137,15 @@ pub enum KindArg {
     BurstCdf,
     /// Duplicate ACKs and retransmissions over time.
     Dupack,
+    /// Recordings (`monitor -w`) only: CurCwnd, ssthresh, in flight, peer window.
+    Cwnd,
+    /// Recordings only: interval bandwidth, goodput, delivery rate.
+    Bw,
+    /// Recordings only: the send-limit triage per interval, stacked.
+    Limits,
+    /// Recordings only: CPU, application events (lifelines), triage, retransmits, RTT, rate,
+    /// cwnd on one time axis.
+    Timeline,
 }
 
 /// Direction of a connection, as in the JSON.

@@ -3,6 +3,7 @@
 //! `main` parses flags, runs the pass, prints, and decides the exit status in one place.
 
 mod args;
+mod monitor;
 mod output;
 mod plot;
 mod print;

@@ -59,10 +59,17 @@ fn kind_name(k: KindArg) -> &'static str {
         KindArg::Burst => "burst",
         KindArg::BurstCdf => "burst-cdf",
         KindArg::Dupack => "dupack",
+        KindArg::Cwnd => "cwnd",
+        KindArg::Bw => "bw",
+        KindArg::Limits => "limits",
+        KindArg::Timeline => "timeline",
     }
 }
 
 pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
+    if tcpscope_monitor::tsm::is_recording(&args.trace) {
+        return crate::monitor::plot(args);
+    }
     if args.conn == 0 {
         return Err(io::Error::other("connection ids start at 1 (see `tcpscope conns`)"));
     }
@@ -117,7 +124,7 @@ pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn write(path: &Path, figs: &[Figure], args: &PlotArgs, ext: &str) -> io::Result<()> {
+pub(crate) fn write(path: &Path, figs: &[Figure], args: &PlotArgs, ext: &str) -> io::Result<()> {
     let bytes = match ext {
         "xpl" => plot::xplot::render(&figs[0]).into_bytes(),
         "png" => png(&plot::svg::render_row(figs, args.width, args.height))?,
@@ -258,6 +265,9 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<Figure> {
         KindArg::Dupack => {
             let s = series!(dupack::DupackSink);
             plot::dupack::dupack(&s, &figure(args, &origin)?.0)
+        }
+        KindArg::Cwnd | KindArg::Bw | KindArg::Limits | KindArg::Timeline => {
+            return Err(io::Error::other("-k cwnd, bw, limits and timeline plot recordings of `tcpscope monitor`"));
         }
     })
 }

@@ -24,6 +24,9 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
         }
         Command::Stats(s) => {
             let args = s.common;
+            if let Some(r) = crate::monitor::stats_if_recording(&args) {
+                return r;
+            }
             let an = analyse(&args)?;
             let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
             output::stats(&mut out, &an, &args)?;
@@ -37,6 +40,8 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
         Command::Print(p) => crate::print::print(&p.common),
         #[cfg(feature = "capture")]
         Command::Capture(a) => crate::print::capture(&a),
+        Command::Monitor(a) => crate::monitor::monitor(&a),
+        Command::Event(a) => crate::monitor::event(&a),
     }
 }
 

@@ -20,65 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tcpscope_core::capture::{CaptureReader, Cursor, Index, TraceSet};
-
-/// A network namespace that exists for the life of the value.
-struct Netns {
-    name: String,
-}
-
-impl Netns {
-    /// A fresh namespace with loopback up, or `None` (with a message) when this machine cannot.
-    fn new(tag: &str) -> Option<Netns> {
-        if !nix::unistd::geteuid().is_root() {
-            eprintln!("skipping: capture tests need root (network namespaces and packet capture)");
-            return None;
-        }
-        let name = format!("tsc-{}-{tag}", std::process::id());
-        let _ = Command::new("ip").args(["netns", "del", &name]).stderr(Stdio::null()).status();
-        match Command::new("ip").args(["netns", "add", &name]).status() {
-            Ok(s) if s.success() => {}
-            other => {
-                eprintln!("skipping: `ip netns add` is unavailable here ({other:?})");
-                return None;
-            }
-        }
-        let ns = Netns { name };
-        let up =
-            Command::new("ip").args(["netns", "exec", &ns.name, "ip", "link", "set", "lo", "up"]).status().unwrap();
-        assert!(up.success(), "bring lo up in {}", ns.name);
-        Some(ns)
-    }
-
-    /// `tcpscope ARGS` inside the namespace, stderr piped.
-    fn tcpscope(&self, args: &[&str]) -> Child {
-        Command::new("ip")
-            .args(["netns", "exec", &self.name, env!("CARGO_BIN_EXE_tcpscope")])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-
-    /// Runs `f` on a thread that joined the namespace: sockets it creates live there.
-    fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let path = format!("/var/run/netns/{}", self.name);
-        std::thread::spawn(move || {
-            let fd = std::fs::File::open(&path).unwrap();
-            nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-            f()
-        })
-        .join()
-        .unwrap()
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
-    }
-}
+use util::netns::Netns;
 
 /// A running capture whose stderr lines are collected.
 struct Capture {

@@ -1,0 +1,166 @@
+//! Following connections across dumps by socket cookie, and the sampling loop.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::diag::{Diag, SockInfo, show_addr};
+use crate::fields::Sample;
+use crate::tsm::{ConnEnd, ConnStart};
+
+/// What one dump changed.
+#[derive(Debug, Default)]
+pub struct Step {
+    pub started: Vec<ConnStart>,
+    pub samples: Vec<Sample>,
+    pub ended: Vec<ConnEnd>,
+}
+
+struct Live {
+    id: u32,
+    last_ns: u64,
+}
+
+/// Assigns connection ids by cookie (1, 2, … in order of first sight, as `conns` numbers a
+/// capture's) and notices starts and ends.
+pub struct Tracker {
+    live: HashMap<u64, Live>,
+    next_id: u32,
+}
+
+impl Default for Tracker {
+    fn default() -> Tracker {
+        Tracker { live: HashMap::new(), next_id: 1 }
+    }
+}
+
+impl Tracker {
+    /// Folds one dump (taken at `t_ns`) in: new cookies start connections, cookies missing from
+    /// this dump end theirs.
+    pub fn step(&mut self, t_ns: u64, socks: Vec<SockInfo>) -> Step {
+        let mut out = Step::default();
+        let mut seen = HashSet::with_capacity(socks.len());
+        for s in socks {
+            seen.insert(s.cookie);
+            let live = self.live.entry(s.cookie).or_insert_with(|| {
+                let id = self.next_id;
+                self.next_id += 1;
+                out.started.push(ConnStart {
+                    id,
+                    cookie: s.cookie,
+                    family: if s.family == 2 { "ipv4".into() } else { "ipv6".into() },
+                    src: show_addr(s.ends.src).to_string(),
+                    sport: s.ends.sport,
+                    dst: show_addr(s.ends.dst).to_string(),
+                    dport: s.ends.dport,
+                    cong: s.cong.as_deref().map(str::to_string),
+                    inode: s.inode,
+                    uid: s.uid,
+                    t_ns,
+                    info_len: s.info.len(),
+                });
+                Live { id, last_ns: t_ns }
+            });
+            live.last_ns = t_ns;
+            out.samples.push(Sample { t_ns, conn: live.id, raw: s.raw });
+        }
+        let gone: Vec<u64> = self.live.keys().filter(|c| !seen.contains(c)).copied().collect();
+        for c in gone {
+            if let Some(l) = self.live.remove(&c) {
+                out.ended.push(ConnEnd { id: l.id, last_ns: l.last_ns, gone_ns: t_ns, recorder_stopped: false });
+            }
+        }
+        out.ended.sort_by_key(|e| e.id);
+        out
+    }
+
+    /// Ends every live connection (the recorder stops): `gone_ns` is the stop time.
+    pub fn finish(&mut self, t_ns: u64) -> Vec<ConnEnd> {
+        let mut v: Vec<ConnEnd> = self
+            .live
+            .drain()
+            .map(|(_, l)| ConnEnd { id: l.id, last_ns: l.last_ns, gone_ns: t_ns, recorder_stopped: true })
+            .collect();
+        v.sort_by_key(|e| e.id);
+        v
+    }
+}
+
+/// The socket inodes of process `pid` (its `/proc/PID/fd` links `socket:[INODE]`).
+pub fn pid_sockets(pid: u32) -> io::Result<HashSet<u32>> {
+    let mut out = HashSet::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
+        let Ok(e) = e else { continue };
+        // An fd closed between readdir and readlink is simply gone.
+        let Ok(link) = std::fs::read_link(e.path()) else { continue };
+        if let Some(Ok(ino)) =
+            link.to_str().and_then(|l| l.strip_prefix("socket:[")).and_then(|l| l.strip_suffix(']')).map(str::parse)
+        {
+            out.insert(ino);
+        }
+    }
+    Ok(out)
+}
+
+/// Sampling at a fixed interval: dumps, keeps the sockets of `pid` if given, and hands each
+/// step to `sink` until it returns `false` or `until` passes.
+pub struct Sampler {
+    pub diag: Diag,
+    pub tracker: Tracker,
+    pub interval: Duration,
+    pub pid: Option<u32>,
+    /// Dumps that took longer than the interval (the next one then starts at once, and the
+    /// schedule skips the missed ticks rather than bursting to catch up).
+    pub overruns: u64,
+    pub dumps: u64,
+}
+
+impl Sampler {
+    pub fn new(diag: Diag, interval: Duration, pid: Option<u32>) -> Sampler {
+        Sampler { diag, tracker: Tracker::default(), interval, pid, overruns: 0, dumps: 0 }
+    }
+
+    /// One dump and its step.
+    pub fn once(&mut self) -> io::Result<Step> {
+        let inodes = match self.pid {
+            Some(p) => Some(pid_sockets(p).map_err(|e| io::Error::new(e.kind(), format!("/proc/{p}/fd: {e}")))?),
+            None => None,
+        };
+        let mut socks = Vec::new();
+        let (t_ns, _) = self.diag.dump(|s| {
+            if inodes.as_ref().is_none_or(|set| set.contains(&s.inode)) {
+                socks.push(s);
+            }
+        })?;
+        self.dumps += 1;
+        Ok(self.tracker.step(t_ns, socks))
+    }
+
+    /// Runs until `sink` returns `Ok(false)`, `stop` is set, or `until` passes.
+    pub fn run(
+        &mut self,
+        until: Option<Instant>,
+        stop: &std::sync::atomic::AtomicBool,
+        mut sink: impl FnMut(Step) -> io::Result<bool>,
+    ) -> io::Result<()> {
+        let mut next = Instant::now();
+        loop {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) || until.is_some_and(|u| Instant::now() >= u) {
+                return Ok(());
+            }
+            let step = self.once()?;
+            if !sink(step)? {
+                return Ok(());
+            }
+            next += self.interval;
+            let now = Instant::now();
+            if next > now {
+                std::thread::sleep(next - now);
+            } else {
+                self.overruns += 1;
+                let missed = (now - next).as_nanos() / self.interval.as_nanos().max(1);
+                next += self.interval * (missed as u32);
+            }
+        }
+    }
+}
