@@ -7,3 +7,8 @@ use std::process::ExitCode;
 pub fn ttcp(args: &tcpscope_lab::TtcpArgs) -> io::Result<ExitCode> {
     tcpscope_lab::ttcp::main(args)
 }
+
+/// `tcpscope lab run|report`.
+pub fn lab(args: &tcpscope_lab::LabArgs) -> ExitCode {
+    tcpscope_lab::main(args)
+}
