@@ -491,6 +491,9 @@ pub fn check(e: &Experiment) -> Result<(), String> {
     if !(576..=65535).contains(&e.path.mtu) {
         return Err(format!("path.mtu = {}: between 576 and 65535", e.path.mtu));
     }
+    if e.traffic.port == 0 {
+        return Err("traffic.port must not be 0".into());
+    }
     if e.traffic.length == 0 {
         return Err("traffic.length must be positive".into());
     }

@@ -42,8 +42,11 @@ pub struct Namespaces {
 }
 
 impl Namespaces {
-    /// Makes namespaces `tsl<PID>-<run>-<role>` for each role, with loopback up.
-    pub fn new(run: usize, roles: &[&str]) -> Result<Namespaces, String> {
+    /// Makes namespaces `tsl<PID>-<N>-<role>` for each role, with loopback up; N counts the
+    /// sets this process made, so that two at once never collide.
+    pub fn new(roles: &[&str]) -> Result<Namespaces, String> {
+        static SETS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+        let run = SETS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut ns = Namespaces { names: Vec::new() };
         for r in roles {
             let name = format!("tsl{}-{run}-{r}", std::process::id());

@@ -145,7 +145,7 @@ pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String
             write_json(&dir.join("run.json"), &info)?;
             let _ = std::fs::remove_file(dir.join("result.json"));
             let t = Instant::now();
-            let res = run_one(p, seq, &dir, &stop);
+            let res = run_one(p, &dir, &stop);
             let wall_s = t.elapsed().as_secs_f64();
             let result = match res {
                 Ok(mut r) => {
@@ -225,9 +225,9 @@ fn which(tool: &str) -> Option<PathBuf> {
 }
 
 /// Builds the path, runs the transfer with both captures, collects the router's counters.
-fn run_one(p: &Point, seq: usize, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String> {
+fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String> {
     let e = &p.exp;
-    let ns = Namespaces::new(seq, &["snd", "rtr", "rcv"])?;
+    let ns = Namespaces::new(&["snd", "rtr", "rcv"])?;
     // hosts.cc is set on the sockets (TCP_CONGESTION, as ttcp --cc): a namespace's default
     // (net.ipv4.tcp_congestion_control) may only name the kernel's *allowed* algorithms.
     let (snd, rtr, rcv) = (ns.name("snd").to_string(), ns.name("rtr").to_string(), ns.name("rcv").to_string());
@@ -238,7 +238,25 @@ fn run_one(p: &Point, seq: usize, dir: &Path, stop: &AtomicBool) -> Result<RunRe
         let fs = f.to_str().ok_or("output path is not UTF-8")?;
         let mut c = Proc::spawn(
             &format!("tcpdump on {dev}"),
-            &["ip", "netns", "exec", n, "tcpdump", "-i", dev, "-n", "-s", "128", "-U", "-Z", "root", "-w", fs, "tcp"],
+            &[
+                "ip",
+                "netns",
+                "exec",
+                n,
+                "tcpdump",
+                "-i",
+                dev,
+                "-n",
+                "-s",
+                "128",
+                "--immediate-mode",
+                "-U",
+                "-Z",
+                "root",
+                "-w",
+                fs,
+                "tcp",
+            ],
         )?;
         c.wait_for("listening on", Duration::from_secs(10))?;
         caps.push(c);
@@ -285,33 +303,49 @@ fn run_one(p: &Point, seq: usize, dir: &Path, stop: &AtomicBool) -> Result<RunRe
     let sender = spawn_in(&snd, move || {
         ttcp::transmit(&tcfg, &mut std::io::empty(), &mut |_| {}).map_err(|e| format!("ttcp -t: {e}"))
     });
-    // Wait for both ends, watching for Ctrl-C; past the timeout the sockets' own timeouts end
-    // the threads, so the limit here only adds a margin.
-    let t0 = Instant::now();
-    while !(sender.is_finished() && receiver.is_finished()) {
-        if interrupted(stop) {
-            return Err("interrupted".into());
-        }
-        if t0.elapsed() > timeout + Duration::from_secs(10) {
-            return Err(format!("the transfer did not end within timeout = {} s", e.timeout));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // Wait for the sender, then the receiver, watching for Ctrl-C; past the timeout the
+    // sockets' own timeouts end the threads, so the limits here only add a margin. A failed
+    // sender ends the run at once (the receiver's thread ends by its socket timeout).
     let joined = |h: std::thread::JoinHandle<Result<Result<ttcp::Report, String>, String>>| {
         h.join().map_err(|_| "a ttcp thread panicked".to_string())?.and_then(|r| r)
     };
+    let t0 = Instant::now();
+    let wait = |h: &std::thread::JoinHandle<_>, limit: Duration| -> Result<(), String> {
+        while !h.is_finished() {
+            if interrupted(stop) {
+                return Err("interrupted".into());
+            }
+            if t0.elapsed() > limit {
+                return Err(format!("the transfer did not end within timeout = {} s", e.timeout));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    };
+    wait(&sender, timeout + Duration::from_secs(5))?;
     let s = joined(sender)?;
+    wait(&receiver, timeout + Duration::from_secs(10))?;
     let r = joined(receiver)?;
     if s.bytes != r.bytes {
         return Err(format!("ttcp -t sent {} bytes but ttcp -r received {}", s.bytes, r.bytes));
     }
-    // The last ACKs and FINs into the captures.
+    // The last ACKs and FINs into the captures. (tcpdump runs in immediate mode: without it
+    // the packets still in libpcap's ring when tcpdump is stopped are lost — a second's worth
+    // at the end of every capture.)
     std::thread::sleep(Duration::from_millis(300));
     let router = router_counters(&rtr)?;
     let mut capture = Vec::new();
     for c in caps {
-        let lines = c.stop();
-        capture.extend(lines.into_iter().filter(|l| l.contains("packets")));
+        let lines: Vec<String> = c.stop().into_iter().filter(|l| l.contains("packets")).collect();
+        // An incomplete capture would make the analysis wrong: fail the run instead.
+        let count = |what: &str| {
+            lines.iter().find(|l| l.ends_with(what)).and_then(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+        };
+        let (captured, filtered) = (count("packets captured"), count("packets received by filter"));
+        if count("packets dropped by kernel").unwrap_or(0) > 0 || captured < filtered {
+            return Err(format!("a capture is incomplete: {}", lines.join(", ")));
+        }
+        capture.extend(lines);
     }
     Ok(RunResult {
         status: "ok".into(),
