@@ -504,7 +504,9 @@ fn short(y: f64) -> String {
     } else if y.abs() >= 1.0 {
         format!("{y:.1}")
     } else {
-        format!("{y:.3}")
+        // Two significant digits, so that ticks of small ratios stay apart.
+        let digits = (-y.abs().log10()).ceil().max(0.0) as usize + 1;
+        format!("{y:.digits$}")
     }
 }
 
