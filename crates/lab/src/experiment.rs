@@ -40,6 +40,11 @@ pub struct Experiment {
     /// A run that has not finished after this many seconds fails (default 120).
     #[serde(default = "default_timeout")]
     pub timeout: f64,
+    /// Capture the sender's and the receiver's link with tcpdump (default true). Without the
+    /// captures a run has only ttcp's and the router's figures; for benchmarks of rates the
+    /// capture cannot keep up with.
+    #[serde(default = "yes")]
+    pub capture: bool,
     /// The emulated path between sender and receiver (the router's settings).
     #[serde(default)]
     pub path: PathCfg,
@@ -103,11 +108,10 @@ pub struct PathCfg {
     /// MTU of every link (default 1500).
     #[serde(default = "default_mtu")]
     pub mtu: u32,
-    /// One-way delay: **not supported yet**. This kernel has no netem, and the user-space delay
-    /// forwarder that would replace it is not written; a file that sets it is refused rather
-    /// than run without the delay.
+    /// One-way delay, each way (RTT += 2 × delay), by the user-space delay forwarder
+    /// ([`crate::delay`]): `"10ms"`, `"250us"`, `"0.5s"`, or a number of milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay: Option<toml::Value>,
+    pub delay: Option<Delay>,
     /// Reordering: not supported yet (it needs the same forwarder as `delay`); refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder: Option<toml::Value>,
@@ -188,6 +192,47 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         return Err(format!("rate \"{s}\" must be positive"));
     }
     Ok(bps.round() as u64)
+}
+
+/// A one-way delay, in µs; written `"10ms"`, `"250us"`, `"1s"` or as milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "toml::Value", into = "String")]
+pub struct Delay(pub u64);
+
+impl From<Delay> for String {
+    fn from(d: Delay) -> String {
+        format!("{}us", d.0)
+    }
+}
+
+impl TryFrom<toml::Value> for Delay {
+    type Error = String;
+    fn try_from(v: toml::Value) -> Result<Delay, String> {
+        let ms = |x: f64| {
+            if x.is_finite() && (0.0..=10_000.0).contains(&x) {
+                Ok(Delay((x * 1000.0).round() as u64))
+            } else {
+                Err(format!("a delay between 0 and 10 s, not {x} ms"))
+            }
+        };
+        match v {
+            toml::Value::Integer(n) => ms(n as f64),
+            toml::Value::Float(f) => ms(f),
+            toml::Value::String(s) => {
+                let t = s.trim();
+                let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+                let (num, unit) = t.split_at(split);
+                let n: f64 = num.parse().map_err(|_| format!("delay \"{s}\": not a number"))?;
+                match unit.trim() {
+                    "us" | "µs" => ms(n / 1000.0),
+                    "ms" | "" => ms(n),
+                    "s" => ms(n * 1000.0),
+                    u => Err(format!("delay \"{s}\": unknown unit `{u}` (us, ms, s)")),
+                }
+            }
+            other => Err(format!("a delay must be like \"10ms\", not {}", value_literal(&other))),
+        }
+    }
 }
 
 /// TCP settings of the two hosts.
@@ -457,10 +502,9 @@ fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String> {
 
 /// Checks what types alone cannot.
 pub fn check(e: &Experiment) -> Result<(), String> {
-    if e.path.delay.is_some() {
-        return Err("path.delay: one-way delay is not supported yet — this kernel has no netem and the \
-                    user-space delay forwarder is not written; remove the key (the path's RTT is then \
-                    the veth links' and the queue's)"
+    if e.path.delay.is_some() && e.hosts.offload {
+        return Err("path.delay with hosts.offload = true: the delay forwarder moves wire-sized frames; \
+                    leave offloads off"
             .into());
     }
     if e.path.reorder.is_some() {
@@ -572,10 +616,15 @@ mod tests {
     }
 
     #[test]
-    fn delay_is_refused_not_ignored() {
-        let e = parse("name = \"t\"\n[path]\ndelay = \"10ms\"\n").unwrap_err();
-        assert!(e.contains("path.delay") && e.contains("not supported"), "{e}");
-        let e = parse(&format!("{BASE}[sweep]\n\"path.delay\" = [\"1ms\", \"5ms\"]\n")).unwrap_err();
-        assert!(e.contains("path.delay"), "{e}");
+    fn delays_and_refusals() {
+        let d = |t: &str| parse(&format!("name = \"t\"\n[path]\ndelay = {t}\n")).map(|p| p.base.path.delay);
+        assert_eq!(d("\"10ms\""), Ok(Some(Delay(10_000))));
+        assert_eq!(d("\"250us\""), Ok(Some(Delay(250))));
+        assert_eq!(d("2.5"), Ok(Some(Delay(2_500))));
+        assert!(d("\"10 parsecs\"").unwrap_err().contains("unknown unit"));
+        let e = parse("name = \"t\"\n[path]\nreorder = 0.1\n").unwrap_err();
+        assert!(e.contains("path.reorder") && e.contains("not supported"), "{e}");
+        let e = parse("name = \"t\"\n[path]\ndelay = \"1ms\"\n[hosts]\noffload = true\n").unwrap_err();
+        assert!(e.contains("offload"), "{e}");
     }
 }

@@ -10,6 +10,7 @@
 //!
 //! The format of experiment files, what is measured and the figures: `docs/lab.md`.
 
+pub mod delay;
 pub mod experiment;
 pub mod netns;
 pub mod report;

@@ -65,6 +65,10 @@ pub struct RunRow {
     pub queue_drops: Option<u64>,
     /// Drops of the random-loss rule (router), sender → receiver.
     pub loss_drops: Option<u64>,
+    /// Configured one-way delay (µs).
+    pub delay_us: Option<u64>,
+    /// The delay forwarder's mean error, sender → router (µs held beyond the delay).
+    pub delay_error_us: Option<f64>,
 }
 
 /// Mean, standard deviation and 95 % CI half-width of one figure over a point's runs.
@@ -245,17 +249,24 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
         loss: info.settings.path.loss,
         queue_drops: None,
         loss_drops: None,
+        delay_us: info.settings.path.delay.map(|d| d.0),
+        delay_error_us: None,
     };
     let Some(res) = result.filter(|r| r.status == "ok") else { return row };
     if let Some(rx) = &res.receiver {
         let (b, t) = (rx["bytes"].as_f64().unwrap_or(0.0), rx["real_s"].as_f64().unwrap_or(0.0));
         row.ttcp_bps = (t > 0.0).then(|| b * 8.0 / t);
     }
+    row.delay_error_us = res.delay_forwarder.as_ref().map(|f| f[0].mean_error_us);
     if let Some(r) = &res.router {
         row.queue_drops = Some(r.queue_drops);
         row.loss_drops = Some(r.loss_drops);
     }
     let cap = dir.join("snd.pcap");
+    if !info.settings.capture {
+        // Nothing to analyse: ttcp's and the router's figures only.
+        return row;
+    }
     let an = match Query::new(vec![cap.clone()]).threads(1).stats(&|_, _| {}) {
         Ok(an) => an,
         Err(e) => {
@@ -342,7 +353,7 @@ fn runs_csv(r: &Report) -> String {
     for k in &r.keys {
         s += &format!(",{}", csv_field(k));
     }
-    s += ",status,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rexmit_rate,rtt_ms,rtt_min_ms,mss,mathis_bps,rate_bps,loss,queue_drops,loss_drops,error\n";
+    s += ",status,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rexmit_rate,rtt_ms,rtt_min_ms,mss,mathis_bps,rate_bps,loss,queue_drops,loss_drops,delay_us,delay_error_us,error\n";
     for x in &r.runs {
         s += &format!("{},{}", x.point, x.trial);
         for k in &r.keys {
@@ -350,7 +361,7 @@ fn runs_csv(r: &Report) -> String {
         }
         let u = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
         s += &format!(
-            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             x.status,
             num(x.throughput_bps),
             num(x.ttcp_bps),
@@ -365,6 +376,8 @@ fn runs_csv(r: &Report) -> String {
             x.loss,
             u(x.queue_drops),
             u(x.loss_drops),
+            u(x.delay_us),
+            num(x.delay_error_us),
             csv_field(x.error.as_deref().unwrap_or(""))
         );
     }

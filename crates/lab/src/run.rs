@@ -6,6 +6,10 @@
 //!  [snd] snd0 10.9.1.1 ── rtr0 10.9.1.254 [rtr] rtr1 10.9.2.254 ── rcv0 10.9.2.1 [rcv]
 //! ```
 //!
+//! With `path.delay`, a fourth namespace sits on the sender's link, `snd0 ── dly0 [dly] dly1 ──
+//! rtr0`, where the delay forwarder ([`crate::delay`]) holds every frame, both ways, for the
+//! delay; its per-frame logs are the run's `delay-a2b.log` and `delay-b2a.log`.
+//!
 //! The router forwards; its egress towards the receiver (`rtr1`) is the bottleneck: an htb
 //! class at `path.rate` over a pfifo/bfifo (or codel) queue of `path.queue_*`; `rtr0` likewise
 //! for `path.reverse_rate`. Random loss is an nftables rule in the router's forward hook
@@ -55,6 +59,9 @@ pub struct RunResult {
     /// tcpdump's closing counts (`N packets captured`, `N packets dropped by kernel`).
     #[serde(default)]
     pub capture: Vec<String>,
+    /// The delay forwarder's statistics (sender → router, router → sender), with `path.delay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_forwarder: Option<[crate::delay::Stats; 2]>,
 }
 
 /// The router's ground truth for one run.
@@ -175,6 +182,7 @@ pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String
                         receiver: None,
                         router: None,
                         capture: Vec::new(),
+                        delay_forwarder: None,
                     }
                 }
             };
@@ -227,13 +235,29 @@ fn which(tool: &str) -> Option<PathBuf> {
 /// Builds the path, runs the transfer with both captures, collects the router's counters.
 fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String> {
     let e = &p.exp;
-    let ns = Namespaces::new(&["snd", "rtr", "rcv"])?;
     // hosts.cc is set on the sockets (TCP_CONGESTION, as ttcp --cc): a namespace's default
     // (net.ipv4.tcp_congestion_control) may only name the kernel's *allowed* algorithms.
+    let delay = e.path.delay.filter(|d| d.0 > 0).map(|d| Duration::from_micros(d.0));
+    let roles: &[&str] = if delay.is_some() { &["snd", "dly", "rtr", "rcv"] } else { &["snd", "rtr", "rcv"] };
+    let ns = Namespaces::new(roles)?;
     let (snd, rtr, rcv) = (ns.name("snd").to_string(), ns.name("rtr").to_string(), ns.name("rcv").to_string());
-    build_path(e, &snd, &rtr, &rcv)?;
+    let dly = delay.map(|_| ns.name("dly").to_string());
+    build_path(e, &snd, &rtr, &rcv, dly.as_deref())?;
+    // Declared after the namespaces: stopped before they are removed.
+    let forwarder = match (delay, &dly) {
+        (Some(d), Some(n)) => Some(crate::delay::Forwarder::start(
+            n,
+            "dly0",
+            "dly1",
+            d,
+            [dir.join("delay-a2b.log"), dir.join("delay-b2a.log")],
+        )?),
+        _ => None,
+    };
     let mut caps = Vec::new();
-    for (n, dev, file) in [(&snd, "snd0", "snd.pcap"), (&rcv, "rcv0", "rcv.pcap")] {
+    let captured: &[(&String, &str, &str)] =
+        if e.capture { &[(&snd, "snd0", "snd.pcap"), (&rcv, "rcv0", "rcv.pcap")] } else { &[] };
+    for &(n, dev, file) in captured {
         let f = dir.join(file);
         let fs = f.to_str().ok_or("output path is not UTF-8")?;
         let mut c = Proc::spawn(
@@ -347,6 +371,10 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
         }
         capture.extend(lines);
     }
+    let delay_forwarder = match forwarder {
+        Some(f) => Some(f.stop()?),
+        None => None,
+    };
     Ok(RunResult {
         status: "ok".into(),
         error: None,
@@ -355,19 +383,35 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
         receiver: serde_json::to_value(&r).ok(),
         router: Some(router),
         capture,
+        delay_forwarder,
     })
 }
 
 /// Links, addresses, routes, host settings, the bottleneck queues and the loss rules.
-fn build_path(e: &Experiment, snd: &str, rtr: &str, rcv: &str) -> Result<(), String> {
+/// With `dly`, the sender's link runs through the delay namespace: `snd0 ── dly0 [dly] dly1 ── rtr0`,
+/// two veths whose middle ends have no address, the forwarder's wire.
+fn build_path(e: &Experiment, snd: &str, rtr: &str, rcv: &str, dly: Option<&str>) -> Result<(), String> {
     let ip = |ns: &str, args: &[&str]| {
         let mut v = vec!["ip", "-n", ns];
         v.extend_from_slice(args);
         crate::netns::cmd(&v)
     };
-    ip(rtr, &["link", "add", "rtr0", "type", "veth", "peer", "name", "snd0", "netns", snd])?;
-    ip(rtr, &["link", "add", "rtr1", "type", "veth", "peer", "name", "rcv0", "netns", rcv])?;
     let mtu = e.path.mtu.to_string();
+    match dly {
+        None => {
+            ip(rtr, &["link", "add", "rtr0", "type", "veth", "peer", "name", "snd0", "netns", snd])?;
+        }
+        Some(d) => {
+            ip(d, &["link", "add", "dly0", "type", "veth", "peer", "name", "snd0", "netns", snd])?;
+            ip(d, &["link", "add", "dly1", "type", "veth", "peer", "name", "rtr0", "netns", rtr])?;
+            in_ns(d, &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
+            for dev in ["dly0", "dly1"] {
+                ip(d, &["link", "set", dev, "mtu", &mtu, "promisc", "on", "up"])?;
+                in_ns(d, &["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"])?;
+            }
+        }
+    }
+    ip(rtr, &["link", "add", "rtr1", "type", "veth", "peer", "name", "rcv0", "netns", rcv])?;
     for (ns, dev, addr) in [
         (snd, "snd0", "10.9.1.1/24"),
         (rtr, "rtr0", "10.9.1.254/24"),
@@ -378,6 +422,12 @@ fn build_path(e: &Experiment, snd: &str, rtr: &str, rcv: &str) -> Result<(), Str
         ip(ns, &["link", "set", dev, "mtu", &mtu, "up"])?;
         if !e.hosts.offload {
             in_ns(ns, &["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"])?;
+        }
+        if dly.is_some() {
+            // Checksums computed before a frame leaves the host: a frame whose checksum is left
+            // to the "hardware" (veth passes it on unfinished) reaches the forwarder's packet
+            // socket without it, and the router would drop what the forwarder sends on.
+            in_ns(ns, &["ethtool", "-K", dev, "tx", "off"])?;
         }
     }
     ip(snd, &["route", "add", "default", "via", "10.9.1.254"])?;

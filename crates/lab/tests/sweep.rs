@@ -169,6 +169,53 @@ count = 100
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn delay_forwarder_makes_the_rtt() {
+    if let Some(why) = missing_tool() {
+        eprintln!("SKIPPED delay_forwarder_makes_the_rtt: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // 10 ms each way: RTT at least 20 ms; at 20 Mbit/s with a 100-packet queue, at most the
+    // queue's 61 ms more.
+    let text = r#"
+name = "ci-delay"
+timeout = 30
+[path]
+rate = "20mbit"
+queue_packets = 100
+delay = "10ms"
+[hosts]
+cc = "cubic"
+[traffic]
+seconds = 3
+"#;
+    let plan = experiment::parse(text).unwrap();
+    let dir = tempdir();
+    assert_eq!(run::run_plan(&plan, &dir).unwrap(), (1, 0, 0));
+    assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
+    let rep = report::report(&dir).unwrap();
+    let r = &rep.runs[0];
+    assert_eq!(r.error, None);
+    let min = r.rtt_min_ms.unwrap();
+    // The smallest RTT sample is the path's: twice the delay, plus the forwarder's lateness
+    // (measured: 40-70 µs mean on this machine) and the links' ~30 µs; allow 2 ms.
+    assert!((20.0..22.0).contains(&min), "smallest RTT {min} ms for 2 x 10 ms");
+    let t = r.throughput_bps.unwrap();
+    assert!((t - RATE_BPS).abs() <= 0.1 * RATE_BPS, "{t} bit/s vs {RATE_BPS}");
+    // Every frame of the transfer went through the forwarder and none was dropped there.
+    let res: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("p00/t1/result.json")).unwrap()).unwrap();
+    let fwd = &res["delay_forwarder"][0];
+    assert_eq!(fwd["drops"], 0);
+    assert!(fwd["frames"].as_u64().unwrap() >= r.data_packets.unwrap(), "{fwd}");
+    let log = std::fs::read_to_string(dir.join("p00/t1/delay-a2b.log")).unwrap();
+    let held: Vec<u64> =
+        log.lines().filter(|l| l.contains(" - ")).filter_map(|l| l.split_whitespace().nth(3)?.parse().ok()).collect();
+    assert!(held.iter().all(|&us| us >= 10_000), "a frame left before its delay");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn tempdir() -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("tcpscope-lab-test-{}-{}", std::process::id(), rand_tag()));
     let _ = std::fs::remove_dir_all(&d);
