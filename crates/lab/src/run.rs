@@ -125,6 +125,11 @@ pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String
         eprintln!("lab: removed namespace {n}, left by a lab that no longer runs");
     }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    // One lab per directory: two writing the same runs would mix their captures.
+    let lock_path = out.join(".lock");
+    let lock_file = std::fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    let _lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| format!("{}: another `lab run` is using this directory ({e})", out.display()))?;
     let total = plan.points.len() * plan.base.trials as usize;
     let (mut done, mut skipped, mut failed) = (0, 0, 0);
     let mut seq = 0;
