@@ -303,9 +303,23 @@ pub struct ReportCfg {
     /// The swept key on the horizontal axis (default: the first sweep key in sorted order).
     #[serde(default)]
     pub x: Option<String>,
-    /// Draw the horizontal axis logarithmically (default false).
+    /// The horizontal axis: `"points"` (the swept values evenly spaced, in order; the default),
+    /// `"linear"` or `"log"` (positions by value).
     #[serde(default)]
-    pub log_x: bool,
+    pub x_axis: XAxis,
+}
+
+/// How the report's figures place the swept values.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum XAxis {
+    /// Evenly spaced, in order (sweeps are usually chosen values: 0, 0.001, 0.01, 0.05).
+    #[default]
+    Points,
+    /// By value.
+    Linear,
+    /// By the logarithm of the value (values must be positive; else as `points`).
+    Log,
 }
 
 /// A checked experiment file: its base and every sweep point.

@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tcpscope_core::pass::Query;
 
-use crate::experiment::Experiment;
+use crate::experiment::{Experiment, XAxis};
 use crate::run::{RunInfo, RunResult};
 
 /// One run, analysed.
@@ -211,7 +211,7 @@ pub fn report(dir: &Path) -> Result<Report, String> {
     w("report.json", serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())? + "\n")?;
     w("points.csv", points_csv(&rep))?;
     w("runs.csv", runs_csv(&rep))?;
-    w("report.html", html(&rep, base.report.log_x))?;
+    w("report.html", html(&rep, base.report.x_axis))?;
     Ok(rep)
 }
 
@@ -401,25 +401,29 @@ struct Series {
 const COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
 
 /// An SVG line chart with 95 % CI error bars; categorical x when the values are not numbers.
-fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], log_x: bool) -> String {
+fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], axis: XAxis) -> String {
     let (w, h, ml, mr, mt, mb) = (760.0, 380.0, 70.0, 200.0, 30.0, 50.0);
     let all: Vec<&(String, f64, f64, f64)> = series.iter().flat_map(|s| &s.pts).collect();
     if all.is_empty() {
         return format!("<p>{}: no data.</p>", esc(title));
     }
-    let numeric = all.iter().all(|p| p.1.is_finite());
-    let mut cats: Vec<String> = Vec::new();
+    let all_numeric = all.iter().all(|p| p.1.is_finite());
+    let mut cats: Vec<(String, f64)> = Vec::new();
     for p in &all {
-        if !cats.contains(&p.0) {
-            cats.push(p.0.clone());
+        if !cats.iter().any(|c| c.0 == p.0) {
+            cats.push((p.0.clone(), p.1));
         }
     }
-    let log_x = log_x && numeric && all.iter().all(|p| p.1 > 0.0);
+    if all_numeric {
+        cats.sort_by(|a, b| a.1.total_cmp(&b.1));
+    }
+    let log_x = axis == XAxis::Log && all_numeric && all.iter().all(|p| p.1 > 0.0);
+    let numeric = all_numeric && (axis == XAxis::Linear || log_x);
     let xv = |p: &(String, f64, f64, f64)| -> f64 {
         if numeric {
             if log_x { p.1.log10() } else { p.1 }
         } else {
-            cats.iter().position(|c| *c == p.0).unwrap_or(0) as f64
+            cats.iter().position(|c| c.0 == p.0).unwrap_or(0) as f64
         }
     };
     let (mut x0, mut x1) = all.iter().map(|p| xv(p)).fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
@@ -429,9 +433,10 @@ fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], log_x: bool
     }
     let pad = (x1 - x0) * 0.05;
     let (x0, x1) = (x0 - pad, x1 + pad);
-    let y1 = all.iter().map(|p| p.2 + p.3).fold(0.0f64, f64::max).max(1e-12) * 1.1;
+    // The means set the scale; a wide interval (two trials: t = 12.7) is cut at the top.
+    let y1 = all.iter().map(|p| p.2).fold(0.0f64, f64::max).max(1e-12) * 1.25;
     let px = |x: f64| ml + (x - x0) / (x1 - x0) * (w - ml - mr);
-    let py = |y: f64| h - mb - y / y1 * (h - mt - mb);
+    let py = |y: f64| (h - mb - y / y1 * (h - mt - mb)).max(mt);
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\
          <text x=\"{}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">{}</text>",
@@ -558,7 +563,7 @@ fn last(k: &str) -> &str {
     k.rsplit('.').next().unwrap_or(k)
 }
 
-fn html(r: &Report, log_x: bool) -> String {
+fn html(r: &Report, log_x: XAxis) -> String {
     let xl = r.x.clone().unwrap_or_else(|| "run".into());
     let mbps = |f: fn(&PointRow) -> Stat| {
         move |p: &PointRow| {
