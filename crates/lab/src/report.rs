@@ -439,7 +439,7 @@ fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], axis: XAxis
     let py = |y: f64| (h - mb - y / y1 * (h - mt - mb)).max(mt);
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\
-         <text x=\"{}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">{}</text>",
+         <rect width=\"100%\" height=\"100%\" fill=\"#fff\"/><text x=\"{}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">{}</text>",
         (w - mr + ml) / 2.0,
         esc(title)
     );
