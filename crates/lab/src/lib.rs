@@ -13,6 +13,7 @@
 pub mod delay;
 pub mod experiment;
 pub mod netns;
+pub mod queue;
 pub mod report;
 pub mod run;
 pub mod ttcp;

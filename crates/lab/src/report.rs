@@ -211,7 +211,7 @@ pub fn report(dir: &Path) -> Result<Report, String> {
     w("report.json", serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())? + "\n")?;
     w("points.csv", points_csv(&rep))?;
     w("runs.csv", runs_csv(&rep))?;
-    w("report.html", html(&rep, base.report.x_axis))?;
+    w("report.html", html(&rep, dir, base.report.x_axis))?;
     Ok(rep)
 }
 
@@ -396,6 +396,8 @@ struct Series {
     label: String,
     pts: Vec<XyPoint>,
     dashed: bool,
+    /// A marker per point (false for time series).
+    dots: bool,
 }
 
 const COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
@@ -465,6 +467,15 @@ fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], axis: XAxis
             ticks.push((p.0.clone(), xv(p)));
         }
     }
+    if numeric && !log_x && ticks.len() > 12 {
+        // A time axis: six even ticks instead of a label per sample.
+        let (a, b) = (x0 + pad, x1 - pad);
+        let label = |x: f64| if b - a >= 1.0 { format!("{x:.1}") } else { short(x) };
+        ticks = (0..=5).map(|i| a + (b - a) * i as f64 / 5.0).map(|x| (label(x), x)).collect();
+    } else if ticks.len() > 15 {
+        let k = ticks.len().div_ceil(15);
+        ticks = ticks.into_iter().step_by(k).collect();
+    }
     for (label, x) in &ticks {
         let _ =
             write!(s, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", px(*x), h - mb + 16.0, esc(label));
@@ -487,7 +498,7 @@ fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], axis: XAxis
         let dash = if se.dashed { " stroke-dasharray=\"5,4\"" } else { "" };
         let _ =
             write!(s, "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"{dash} points=\"{}\"/>", d.join(" "));
-        for (x, y, ci) in &pts {
+        for (x, y, ci) in pts.iter().filter(|_| se.dots) {
             let (cx, cy) = (px(*x), py(*y));
             if *ci > 0.0 {
                 let _ = write!(
@@ -540,6 +551,7 @@ fn series_of(r: &Report, fig: &dyn Fn(&PointRow) -> Stat, label: &str, dashed: b
                 .filter_map(|p| fig(p).mean.map(|m| ("all".to_string(), f64::NAN, m, fig(p).ci95.unwrap_or(0.0))))
                 .collect(),
             dashed,
+            dots: true,
         }];
     };
     let mut groups: Vec<(String, Vec<XyPoint>)> = Vec::new();
@@ -556,14 +568,33 @@ fn series_of(r: &Report, fig: &dyn Fn(&PointRow) -> Stat, label: &str, dashed: b
             None => groups.push((name, vec![pt])),
         }
     }
-    groups.into_iter().map(|(label, pts)| Series { label, pts, dashed }).collect()
+    groups.into_iter().map(|(label, pts)| Series { label, pts, dashed, dots: true }).collect()
 }
 
 fn last(k: &str) -> &str {
     k.rsplit('.').next().unwrap_or(k)
 }
 
-fn html(r: &Report, log_x: XAxis) -> String {
+/// The bottleneck queue over time of each point's first finished run (seed 004's queue
+/// occupancy figure), at most 500 samples each.
+fn queue_series(r: &Report, dir: &Path) -> Vec<Series> {
+    let mut out = Vec::new();
+    for p in &r.points {
+        let Some(run) = r.runs.iter().find(|x| x.point == p.point && x.status == "ok") else { continue };
+        let samples = crate::queue::read(&dir.join(&run.point_dir).join(format!("t{}", run.trial)).join("queue.csv"));
+        if samples.is_empty() {
+            continue;
+        }
+        let step = samples.len().div_ceil(500);
+        let pts =
+            samples.iter().step_by(step).map(|s| (format!("{:.1}", s.t_s), s.t_s, s.qlen_pkts as f64, 0.0)).collect();
+        let label = if p.params.is_empty() { "queue".to_string() } else { params_text(&p.params) };
+        out.push(Series { label, pts, dashed: false, dots: false });
+    }
+    out
+}
+
+fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
     let xl = r.x.clone().unwrap_or_else(|| "run".into());
     let mbps = |f: fn(&PointRow) -> Stat| {
         move |p: &PointRow| {
@@ -597,6 +628,8 @@ fn html(r: &Report, log_x: XAxis) -> String {
         log_x,
     );
     out += &chart("Mean RTT", &xl, "ms", &series_of(r, &|p| p.rtt_ms, "measured", false), log_x);
+    out +=
+        &chart("Bottleneck queue (trial 1 of each point)", "seconds", "packets", &queue_series(r, dir), XAxis::Linear);
     out += "<h2>Points</h2><table><tr><th class=\"l\">point</th><th class=\"l\">parameters</th><th>runs ok/failed</th>\
             <th>throughput Mbit/s (mean ± sd, ±CI95)</th><th>ttcp -r Mbit/s</th><th>retransmitted/data</th><th>RTT ms</th>\
             <th>Mathis Mbit/s</th><th>queue drops</th><th>loss drops</th></tr>";

@@ -18,7 +18,8 @@
 //! process, on two threads that joined the sender's and the receiver's namespace.
 //!
 //! Each run's directory (`OUT/pNN-key=value,.../tK/`) holds `run.json` (the run's settings),
-//! `snd.pcap` and `rcv.pcap`, and `result.json`: status (`ok` or `failed` with the error), both
+//! `snd.pcap` and `rcv.pcap`, `queue.csv` (the bottleneck queue every 10 ms, [`crate::queue`]),
+//! and `result.json`: status (`ok` or `failed` with the error), both
 //! ttcp reports, the router's qdisc counters (`tc -s -j qdisc`) and nftables drop counters, and
 //! tcpdump's own packet counts. A run whose `result.json` says `ok` is skipped when the
 //! experiment is run again into the same directory (resume); a failed run is run again.
@@ -291,6 +292,7 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
         caps.push(c);
     }
     let timeout = Duration::from_secs_f64(e.timeout);
+    let sampler = crate::queue::Sampler::start(&rtr, "rtr1", dir.join("queue.csv"))?;
     let rcfg = ttcp::Config {
         transmit: false,
         buflen: e.traffic.length as usize,
@@ -362,6 +364,7 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
     // the packets still in libpcap's ring when tcpdump is stopped are lost — a second's worth
     // at the end of every capture.)
     std::thread::sleep(Duration::from_millis(300));
+    sampler.stop()?;
     let router = router_counters(&rtr)?;
     let mut capture = Vec::new();
     for c in caps {

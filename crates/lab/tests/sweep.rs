@@ -111,6 +111,18 @@ fn sweep_measures_the_path_it_built() {
             );
         }
     }
+    // The queue as sampled every 10 ms never holds more than its limit, and a run whose queue
+    // dropped packets saw it (nearly) full.
+    for r in &rep.runs {
+        let q = tcpscope_lab::queue::read(&dir.join(&r.point_dir).join(format!("t{}", r.trial)).join("queue.csv"));
+        assert!(q.len() > 200, "{}: {} queue samples in 3 s", r.point_dir, q.len());
+        let max = q.iter().map(|s| s.qlen_pkts).max().unwrap_or(0);
+        assert!(max <= 100, "{}: {max} packets in a 100-packet queue", r.point_dir);
+        if r.queue_drops.unwrap() > 0 {
+            assert!(max >= 90, "{}: dropped but at most {max} packets queued", r.point_dir);
+        }
+        assert_eq!(q.last().map(|s| s.drops), r.queue_drops, "{}: the last sample's drops", r.point_dir);
+    }
     // The per-point summary is the mean of its runs.
     for p in &rep.points {
         let runs: Vec<f64> =
