@@ -183,7 +183,7 @@ fn sink_mode_counts_and_lines() {
 #[test]
 fn json_and_time_and_cc() {
     let port = free_port();
-    let rx = receiver(port, &["-s", "--json", "--cc", "reno"]);
+    let rx = receiver(port, &["-s", "--json", "--cc", "reno", "--quickack"]);
     let t0 = Instant::now();
     let tx = transmit(port, &["-s", "--json", "--time", "1", "--cc", "reno", "-l", "1448"], b"");
     let took = t0.elapsed();
@@ -205,6 +205,8 @@ fn refusals_are_clear() {
     let out = bin().args(["ttcp", "-t", "-u", "-s", "127.0.0.1"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("-u (UDP) is not supported"), "{}", text(&out.stderr));
+    let out = bin().args(["ttcp", "-t", "-s", "--quickack", "127.0.0.1"]).output().unwrap();
+    assert!(text(&out.stderr).contains("--quickack applies to -r"), "{}", text(&out.stderr));
     let out = bin().args(["ttcp", "-t", "-s"]).output().unwrap();
     assert!(text(&out.stderr).contains("-t needs the HOST"), "{}", text(&out.stderr));
     let port = free_port();

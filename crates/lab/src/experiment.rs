@@ -255,6 +255,10 @@ pub struct Hosts {
     /// SO_RCVBUF of the receiver in bytes (ttcp `-b` on `-r`). Absent: autotuning.
     #[serde(default)]
     pub rcvbuf: Option<u32>,
+    /// The receiver acknowledges every segment at once (TCP_QUICKACK after each read; ttcp
+    /// `--quickack`) instead of delaying ACKs (default false).
+    #[serde(default)]
+    pub quickack: bool,
     /// Leave TSO/GSO/GRO on for the links (default false: off, so that the captures and the
     /// queue see wire-sized packets).
     #[serde(default)]
@@ -263,7 +267,7 @@ pub struct Hosts {
 
 impl Default for Hosts {
     fn default() -> Self {
-        Hosts { cc: None, ecn: false, nagle: true, sndbuf: None, rcvbuf: None, offload: false }
+        Hosts { cc: None, ecn: false, nagle: true, sndbuf: None, rcvbuf: None, quickack: false, offload: false }
     }
 }
 

@@ -53,6 +53,9 @@ pub struct RunRow {
     pub rtt_ms: Option<f64>,
     /// Smallest RTT (ms).
     pub rtt_min_ms: Option<f64>,
+    /// Pure ACKs the receiver sent per data segment it received (seed 003's cost of
+    /// acknowledgments).
+    pub acks_per_segment: Option<f64>,
     /// Payload bytes per full segment: the receiver's MSS option, less 12 with timestamps.
     pub mss: Option<u64>,
     /// Mathis et al.: MSS / (RTT · √(2p/3)) in bits/s, with p = `rexmit_rate`, RTT = `rtt_ms`.
@@ -130,6 +133,8 @@ pub struct PointRow {
     pub rexmit_rate: Stat,
     /// Mean RTT (ms).
     pub rtt_ms: Stat,
+    /// Pure ACKs per data segment.
+    pub acks_per_segment: Stat,
     /// Mathis model (bits/s).
     pub mathis_bps: Stat,
     /// Router queue drops.
@@ -198,6 +203,7 @@ pub fn report(dir: &Path) -> Result<Report, String> {
                 ttcp_bps: st(&|r| r.ttcp_bps),
                 rexmit_rate: st(&|r| r.rexmit_rate),
                 rtt_ms: st(&|r| r.rtt_ms),
+                acks_per_segment: st(&|r| r.acks_per_segment),
                 mathis_bps: st(&|r| r.mathis_bps),
                 queue_drops: st(&|r| r.queue_drops.map(|v| v as f64)),
                 loss_drops: st(&|r| r.loss_drops.map(|v| v as f64)),
@@ -243,6 +249,7 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
         rexmit_rate: None,
         rtt_ms: None,
         rtt_min_ms: None,
+        acks_per_segment: None,
         mss: None,
         mathis_bps: None,
         rate_bps: info.settings.path.rate.map(|r| r.0),
@@ -290,6 +297,7 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
     row.rexmit_rate = (s.data_packets > 0).then(|| s.rexmit_packets as f64 / s.data_packets as f64);
     row.rtt_ms = s.rtt.mean().map(|ns| ns / 1e6);
     row.rtt_min_ms = (s.rtt.n > 0).then(|| s.rtt.min as f64 / 1e6);
+    row.acks_per_segment = (s.data_packets > 0).then(|| back.pure_acks as f64 / s.data_packets as f64);
     row.mss = back.mss.map(|m| u64::from(m) - if s.timestamp_packets > 0 { 12 } else { 0 });
     row.mathis_bps = match (row.mss, row.rtt_ms, row.rexmit_rate) {
         (Some(mss), Some(rtt), Some(p)) if p > 0.0 && rtt > 0.0 => Some(mathis(mss as f64, rtt / 1e3, p)),
@@ -324,7 +332,16 @@ fn points_csv(r: &Report) -> String {
     for k in &r.keys {
         s += &format!(",{}", csv_field(k));
     }
-    let figs = ["throughput_bps", "ttcp_bps", "rexmit_rate", "rtt_ms", "mathis_bps", "queue_drops", "loss_drops"];
+    let figs = [
+        "throughput_bps",
+        "ttcp_bps",
+        "rexmit_rate",
+        "rtt_ms",
+        "acks_per_segment",
+        "mathis_bps",
+        "queue_drops",
+        "loss_drops",
+    ];
     s += ",runs_ok,runs_failed";
     for f in figs {
         s += &format!(",{f}_mean,{f}_sd,{f}_ci95");
@@ -336,7 +353,16 @@ fn points_csv(r: &Report) -> String {
             s += &format!(",{}", csv_field(&p.params.get(k).map(value_plain).unwrap_or_default()));
         }
         s += &format!(",{},{}", p.runs_ok, p.runs_failed);
-        for st in [p.throughput_bps, p.ttcp_bps, p.rexmit_rate, p.rtt_ms, p.mathis_bps, p.queue_drops, p.loss_drops] {
+        for st in [
+            p.throughput_bps,
+            p.ttcp_bps,
+            p.rexmit_rate,
+            p.rtt_ms,
+            p.acks_per_segment,
+            p.mathis_bps,
+            p.queue_drops,
+            p.loss_drops,
+        ] {
             s += &format!(",{},{},{}", num(st.mean), num(st.sd), num(st.ci95));
         }
         s.push('\n');
@@ -353,7 +379,7 @@ fn runs_csv(r: &Report) -> String {
     for k in &r.keys {
         s += &format!(",{}", csv_field(k));
     }
-    s += ",status,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rexmit_rate,rtt_ms,rtt_min_ms,mss,mathis_bps,rate_bps,loss,queue_drops,loss_drops,delay_us,delay_error_us,error\n";
+    s += ",status,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rexmit_rate,rtt_ms,rtt_min_ms,acks_per_segment,mss,mathis_bps,rate_bps,loss,queue_drops,loss_drops,delay_us,delay_error_us,error\n";
     for x in &r.runs {
         s += &format!("{},{}", x.point, x.trial);
         for k in &r.keys {
@@ -361,7 +387,7 @@ fn runs_csv(r: &Report) -> String {
         }
         let u = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
         s += &format!(
-            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             x.status,
             num(x.throughput_bps),
             num(x.ttcp_bps),
@@ -370,6 +396,7 @@ fn runs_csv(r: &Report) -> String {
             num(x.rexmit_rate),
             num(x.rtt_ms),
             num(x.rtt_min_ms),
+            num(x.acks_per_segment),
             u(x.mss),
             num(x.mathis_bps),
             u(x.rate_bps),

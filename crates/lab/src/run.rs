@@ -306,6 +306,7 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
         time: None,
         io_timeout: Some(timeout),
         host: None,
+        quickack: e.hosts.quickack,
         bind: std::net::Ipv4Addr::UNSPECIFIED.into(),
     };
     let tcfg = ttcp::Config {
@@ -314,6 +315,7 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
         nodelay: !e.hosts.nagle,
         time: e.traffic.seconds.map(Duration::from_secs_f64),
         host: Some(RCV_IP.into()),
+        quickack: false,
         ..rcfg.clone()
     };
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();

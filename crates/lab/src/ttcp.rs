@@ -19,7 +19,8 @@
 //!   `-s`): then to standard error, as the BSD ports of ttcp do.
 //!
 //! Additions: `--json` (one JSON object, [`Report`]), `--cc NAME` (TCP_CONGESTION), `--time
-//! SECONDS` (`-t` sends for that long instead of `-n` buffers).
+//! SECONDS` (`-t` sends for that long instead of `-n` buffers), `--quickack` (`-r` acknowledges
+//! every segment at once).
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -82,6 +83,10 @@ pub struct TtcpArgs {
     /// -t: send for this many seconds instead of -n buffers.
     #[arg(long, value_name = "SECONDS")]
     pub time: Option<f64>,
+    /// -r: acknowledge every segment at once (TCP_QUICKACK after each read) instead of
+    /// delaying ACKs.
+    #[arg(long)]
+    pub quickack: bool,
     /// Host to send to (-t).
     #[arg(value_name = "HOST")]
     pub host: Option<String>,
@@ -132,6 +137,8 @@ pub struct Config {
     pub io_timeout: Option<Duration>,
     /// Host to connect to (transmitter).
     pub host: Option<String>,
+    /// Receiver: TCP_QUICKACK after every read (no delayed ACKs).
+    pub quickack: bool,
     /// Address to listen on (receiver); ttcp listens on all.
     pub bind: std::net::IpAddr,
 }
@@ -156,6 +163,9 @@ impl Config {
         if time.is_some() && !a.transmit {
             return Err("--time applies to -t (the receiver reads until the transmitter closes)".into());
         }
+        if a.quickack && a.transmit {
+            return Err("--quickack applies to -r (the receiver's acknowledgments)".into());
+        }
         Ok(Config {
             transmit: a.transmit,
             buflen: a.buflen as usize,
@@ -169,6 +179,7 @@ impl Config {
             time,
             io_timeout: None,
             host: a.host.clone(),
+            quickack: a.quickack,
             bind: std::net::Ipv4Addr::UNSPECIFIED.into(),
         })
     }
@@ -348,12 +359,16 @@ impl Receiver {
         let sock = socket2::SockRef::from(&stream);
         let (buf_actual, cc, peer) = settings(&cfg, &sock, peer);
         let mut buf = vec![0u8; cfg.buflen];
-        let mut stream = stream;
         let timer = Timer::start();
         let (mut bytes, mut calls) = (0u64, 0u64);
+        let quick = socket2::SockRef::from(&stream);
         let res = loop {
             calls += 1;
-            match stream.read(&mut buf) {
+            // Linux leaves quick-ACK mode on its own; set again before every read.
+            if cfg.quickack {
+                let _ = quick.set_tcp_quickack(true);
+            }
+            match (&stream).read(&mut buf) {
                 Ok(0) => break Ok(()),
                 Ok(n) => {
                     bytes += n as u64;
