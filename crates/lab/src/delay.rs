@@ -4,10 +4,11 @@
 //! It sits between the sender and the router in a namespace of its own, with two veth ends and
 //! no address: every Ethernet frame that arrives on one end leaves by the other `delay` later
 //! (ARP included, so the hosts on either side see one link). Each direction is one thread with
-//! two AF_PACKET sockets: frames are read as they come, stamped, kept in a FIFO (the delay is
-//! the same for every frame, so release times are already in order: the FIFO is the timer
-//! wheel's only slot that can ever be due), and sent when due; the thread sleeps in `ppoll` until
-//! the next release or the next frame, with the timer slack at 1 µs.
+//! two AF_PACKET sockets: frames are read as they come, stamped with their release time, kept in
+//! a heap ordered by release time (then arrival), and sent when due; the thread sleeps in
+//! `ppoll` until the next release or the next frame, with the timer slack at 1 µs. To reorder,
+//! a frame is chosen with a given probability and released `gap` later than the delay, so the
+//! frames behind it overtake it (netem's "reorder" with a gap in time).
 //!
 //! Like mahimahi's `mm-link` log it writes, per direction, a line per frame: `T + SIZE` when it
 //! arrived and `T - SIZE DELAY` when it left (µs since the run's start), and `T d SIZE` when the
@@ -16,7 +17,8 @@
 //! This module holds the crate's only `unsafe` code: the AF_PACKET system calls (libc), each
 //! block with its `SAFETY:` comment.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{self, BufWriter, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -44,8 +46,24 @@ pub struct Stats {
     pub mean_error_us: f64,
     /// Largest (time held − configured delay), µs.
     pub max_error_us: f64,
-    /// Frames held more than 100 µs longer than the delay.
+    /// Frames held more than 100 µs longer than the delay (reordered frames measured against
+    /// their longer hold).
     pub late_100us: u64,
+    /// Frames held back to be reordered.
+    pub reordered: u64,
+    /// Frames that left after a frame that arrived after them: the reordering on the wire.
+    pub overtaken: u64,
+}
+
+/// What one direction does to frames.
+#[derive(Debug, Clone, Copy)]
+pub struct Effect {
+    /// Hold every frame this long.
+    pub delay: Duration,
+    /// Probability of holding a frame `gap` longer.
+    pub reorder: f64,
+    /// The extra hold of a reordered frame.
+    pub gap: Duration,
 }
 
 /// An AF_PACKET socket bound to one interface (all protocols, outgoing copies ignored).
@@ -148,9 +166,9 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
-    /// Starts forwarding between interfaces `a` and `b` of namespace `ns`, each frame delayed by
-    /// `delay`; per-direction logs `log_a2b`, `log_b2a` (mahimahi-like lines, see the module).
-    pub fn start(ns: &str, a: &str, b: &str, delay: Duration, logs: [PathBuf; 2]) -> Result<Forwarder, String> {
+    /// Starts forwarding between interfaces `a` and `b` of namespace `ns`, with one effect per
+    /// direction (a → b, b → a); per-direction logs (mahimahi-like lines, see the module).
+    pub fn start(ns: &str, a: &str, b: &str, effects: [Effect; 2], logs: [PathBuf; 2]) -> Result<Forwarder, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let t0 = Instant::now();
         let mut threads = Vec::new();
@@ -158,6 +176,7 @@ impl Forwarder {
         for (i, (from, to)) in [(a, b), (b, a)].into_iter().enumerate() {
             let (from, to, stop, log, ready) =
                 (from.to_string(), to.to_string(), Arc::clone(&stop), logs[i].clone(), ready_tx.clone());
+            let effect = effects[i];
             let h = crate::netns::spawn_in(ns, move || {
                 let socks = PacketSocket::bind(&from).and_then(|r| Ok((r, PacketSocket::bind(&to)?)));
                 let (rx, tx) = match socks {
@@ -171,7 +190,7 @@ impl Forwarder {
                         return Err(msg);
                     }
                 };
-                forward(&rx, &tx, delay, t0, &stop, &log).map_err(|e| format!("delay forwarder {from} -> {to}: {e}"))
+                forward(&rx, &tx, effect, t0, &stop, &log).map_err(|e| format!("delay forwarder {from} -> {to}: {e}"))
             });
             threads.push(h);
         }
@@ -208,11 +227,15 @@ impl Drop for Forwarder {
     }
 }
 
-/// One direction: read from `rx`, hold each frame `delay`, send it on `tx`.
+/// A frame held: (release time, arrival order, arrival time, frame); the heap's top (the
+/// smallest) is the next due, and frames due at once leave in arrival order.
+type Held = (Instant, u64, Instant, Vec<u8>);
+
+/// One direction: read from `rx`, hold each frame for the effect's time, send it on `tx`.
 fn forward(
     rx: &PacketSocket,
     tx: &PacketSocket,
-    delay: Duration,
+    effect: Effect,
     t0: Instant,
     stop: &AtomicBool,
     log: &std::path::Path,
@@ -229,15 +252,31 @@ fn forward(
     let mut out = BufWriter::with_capacity(1 << 16, std::fs::File::create(log)?);
     writeln!(
         out,
-        "# tcpscope lab delay forwarder: one-way delay {} us{}",
-        delay.as_micros(),
+        "# tcpscope lab delay forwarder: one-way delay {} us, reorder {} with gap {} us{}",
+        effect.delay.as_micros(),
+        effect.reorder,
+        effect.gap.as_micros(),
         if realtime { ", SCHED_FIFO 50" } else { ", normal priority (SCHED_FIFO refused)" }
     )?;
-    writeln!(out, "# T + SIZE: arrived; T - SIZE HELD: left after HELD us; T d SIZE: dropped (queue full)")?;
-    let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+    writeln!(
+        out,
+        "# T + SIZE: arrived; T r SIZE: arrived, held back to be reordered; T - SIZE HELD: left after HELD us; \
+         T d SIZE: dropped (queue full)"
+    )?;
+    let mut queue: BinaryHeap<Reverse<Held>> = BinaryHeap::new();
     let mut st = Stats::default();
     let mut err_sum = 0.0f64;
     let mut buf = vec![0u8; 65536 + 64];
+    let (mut seq, mut last_sent) = (0u64, 0u64);
+    // xorshift64*, seeded from the clock: which frames are reordered need not be repeatable,
+    // only independent with the given probability.
+    let mut rng = (t0.elapsed().as_nanos() as u64 ^ 0x9e37_79b9_7f4a_7c15) | 1;
+    let mut coin = move || {
+        rng ^= rng >> 12;
+        rng ^= rng << 25;
+        rng ^= rng >> 27;
+        (rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    };
     let us = |t: Instant| t.duration_since(t0).as_micros();
     while !stop.load(Ordering::Relaxed) {
         // Take everything that has arrived.
@@ -248,18 +287,30 @@ fn forward(
                 writeln!(out, "{} d {n}", us(now))?;
                 continue;
             }
-            writeln!(out, "{} + {n}", us(now))?;
-            queue.push_back((now, buf[..n].to_vec()));
+            let held_back = effect.reorder > 0.0 && coin() < effect.reorder;
+            let release = now + effect.delay + if held_back { effect.gap } else { Duration::ZERO };
+            if held_back {
+                st.reordered += 1;
+                writeln!(out, "{} r {n}", us(now))?;
+            } else {
+                writeln!(out, "{} + {n}", us(now))?;
+            }
+            seq += 1;
+            queue.push(Reverse((release, seq, now, buf[..n].to_vec())));
             st.max_queue = st.max_queue.max(queue.len());
         }
         // Send what is due.
         let now = Instant::now();
-        while queue.front().is_some_and(|(t, _)| *t + delay <= now) {
-            let Some((t, frame)) = queue.pop_front() else { break };
+        while queue.peek().is_some_and(|Reverse((t, ..))| *t <= now) {
+            let Some(Reverse((release, n, arrived, frame))) = queue.pop() else { break };
             tx.send(&frame)?;
+            if n < last_sent {
+                st.overtaken += 1;
+            }
+            last_sent = last_sent.max(n);
             let left = Instant::now();
-            let held = left.duration_since(t);
-            let err = held.as_secs_f64() * 1e6 - delay.as_secs_f64() * 1e6;
+            let held = left.duration_since(arrived);
+            let err = left.duration_since(release).as_secs_f64() * 1e6;
             err_sum += err;
             st.max_error_us = st.max_error_us.max(err);
             if err > 100.0 {
@@ -270,8 +321,8 @@ fn forward(
             writeln!(out, "{} - {} {}", us(left), frame.len(), held.as_micros())?;
         }
         // Sleep until the next release, the next frame, or 50 ms (to see `stop`).
-        let wait = match queue.front() {
-            Some((t, _)) => (*t + delay).saturating_duration_since(Instant::now()),
+        let wait = match queue.peek() {
+            Some(Reverse((t, ..))) => t.saturating_duration_since(Instant::now()),
             None => Duration::from_millis(50),
         };
         if !wait.is_zero() {

@@ -112,9 +112,14 @@ pub struct PathCfg {
     /// ([`crate::delay`]): `"10ms"`, `"250us"`, `"0.5s"`, or a number of milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<Delay>,
-    /// Reordering: not supported yet (it needs the same forwarder as `delay`); refused.
+    /// Probability that the forwarder holds a frame going from sender to receiver back by
+    /// `reorder_gap` more than the others, so that the frames behind it overtake it (by the delay
+    /// forwarder, which it puts on the path even without `delay`). Default 0.
+    #[serde(default)]
+    pub reorder: f64,
+    /// How much longer a reordered frame is held (default 1 ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reorder: Option<toml::Value>,
+    pub reorder_gap: Option<Delay>,
 }
 
 impl Default for PathCfg {
@@ -129,7 +134,8 @@ impl Default for PathCfg {
             reverse_loss: 0.0,
             mtu: 1500,
             delay: None,
-            reorder: None,
+            reorder: 0.0,
+            reorder_gap: None,
         }
     }
 }
@@ -520,15 +526,13 @@ fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String> {
 
 /// Checks what types alone cannot.
 pub fn check(e: &Experiment) -> Result<(), String> {
-    if e.path.delay.is_some() && e.hosts.offload {
-        return Err("path.delay with hosts.offload = true: the delay forwarder moves wire-sized frames; \
-                    leave offloads off"
+    if (e.path.delay.is_some() || e.path.reorder > 0.0) && e.hosts.offload {
+        return Err("path.delay or path.reorder with hosts.offload = true: the delay forwarder moves \
+                    wire-sized frames; leave offloads off"
             .into());
     }
-    if e.path.reorder.is_some() {
-        return Err(
-            "path.reorder: reordering is not supported yet (it needs the delay forwarder); remove the key".into()
-        );
+    if !(0.0..1.0).contains(&e.path.reorder) {
+        return Err(format!("path.reorder = {}: a probability in [0, 1)", e.path.reorder));
     }
     if e.trials == 0 {
         return Err("trials must be at least 1".into());
@@ -640,8 +644,8 @@ mod tests {
         assert_eq!(d("\"250us\""), Ok(Some(Delay(250))));
         assert_eq!(d("2.5"), Ok(Some(Delay(2_500))));
         assert!(d("\"10 parsecs\"").unwrap_err().contains("unknown unit"));
-        let e = parse("name = \"t\"\n[path]\nreorder = 0.1\n").unwrap_err();
-        assert!(e.contains("path.reorder") && e.contains("not supported"), "{e}");
+        let e = parse("name = \"t\"\n[path]\nreorder = 1.5\n").unwrap_err();
+        assert!(e.contains("path.reorder = 1.5"), "{e}");
         let e = parse("name = \"t\"\n[path]\ndelay = \"1ms\"\n[hosts]\noffload = true\n").unwrap_err();
         assert!(e.contains("offload"), "{e}");
     }

@@ -243,7 +243,9 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
     let e = &p.exp;
     // hosts.cc is set on the sockets (TCP_CONGESTION, as ttcp --cc): a namespace's default
     // (net.ipv4.tcp_congestion_control) may only name the kernel's *allowed* algorithms.
-    let delay = e.path.delay.filter(|d| d.0 > 0).map(|d| Duration::from_micros(d.0));
+    // The forwarder is on the path for a delay or for reordering.
+    let delay = (e.path.delay.is_some_and(|d| d.0 > 0) || e.path.reorder > 0.0)
+        .then(|| Duration::from_micros(e.path.delay.map_or(0, |d| d.0)));
     let roles: &[&str] = if delay.is_some() { &["snd", "dly", "rtr", "rcv"] } else { &["snd", "rtr", "rcv"] };
     let ns = Namespaces::new(roles)?;
     let (snd, rtr, rcv) = (ns.name("snd").to_string(), ns.name("rtr").to_string(), ns.name("rcv").to_string());
@@ -251,13 +253,18 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
     build_path(e, &snd, &rtr, &rcv, dly.as_deref())?;
     // Declared after the namespaces: stopped before they are removed.
     let forwarder = match (delay, &dly) {
-        (Some(d), Some(n)) => Some(crate::delay::Forwarder::start(
-            n,
-            "dly0",
-            "dly1",
-            d,
-            [dir.join("delay-a2b.log"), dir.join("delay-b2a.log")],
-        )?),
+        (Some(d), Some(n)) => {
+            let gap = Duration::from_micros(e.path.reorder_gap.map_or(1000, |g| g.0));
+            let forward = crate::delay::Effect { delay: d, reorder: e.path.reorder, gap };
+            let back = crate::delay::Effect { delay: d, reorder: 0.0, gap };
+            Some(crate::delay::Forwarder::start(
+                n,
+                "dly0",
+                "dly1",
+                [forward, back],
+                [dir.join("delay-a2b.log"), dir.join("delay-b2a.log")],
+            )?)
+        }
         _ => None,
     };
     let mut caps = Vec::new();

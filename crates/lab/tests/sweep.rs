@@ -228,6 +228,47 @@ seconds = 3
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn reordering_is_what_the_receiver_sees() {
+    if let Some(why) = missing_tool() {
+        eprintln!("SKIPPED reordering_is_what_the_receiver_sees: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let text = r#"
+name = "ci-reorder"
+timeout = 30
+[path]
+rate = "20mbit"
+queue_packets = 100
+delay = "2ms"
+reorder = 0.03
+[traffic]
+seconds = 3
+"#;
+    let plan = experiment::parse(text).unwrap();
+    let dir = tempdir();
+    assert_eq!(run::run_plan(&plan, &dir).unwrap(), (1, 0, 0));
+    let run_dir = dir.join("p00/t1");
+    let res: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("result.json")).unwrap()).unwrap();
+    let fwd = &res["delay_forwarder"][0];
+    let (frames, held, overtaken) =
+        (fwd["frames"].as_u64().unwrap(), fwd["reordered"].as_u64().unwrap(), fwd["overtaken"].as_u64().unwrap());
+    // Frames held back: binomial with n = frames, p = 3 %, within 3.29 sd.
+    let (mean, sd) = (frames as f64 * 0.03, (frames as f64 * 0.03 * 0.97).sqrt());
+    assert!((held as f64 - mean).abs() <= 3.29 * sd, "{held} of {frames} frames held back; mean {mean:.1}");
+    assert!(overtaken > 0 && overtaken <= held, "{overtaken} overtaken of {held} held back");
+    // The analysis of the receiver's capture finds as many out-of-order segments as the
+    // forwarder let be overtaken (the sender's few pure ACKs aside).
+    let an = tcpscope_core::pass::Query::new(vec![run_dir.join("rcv.pcap")]).stats(&|_, _| {}).unwrap();
+    let c = an.conns.iter().max_by_key(|c| c.dir[0].unique_bytes + c.dir[1].unique_bytes).unwrap();
+    let d = if c.dir[0].unique_bytes > c.dir[1].unique_bytes { 0 } else { 1 };
+    let ooo = c.dir[d].out_of_order_packets;
+    assert!(ooo.abs_diff(overtaken) <= 2, "analysis: {ooo} out-of-order segments; forwarder: {overtaken} overtaken");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn tempdir() -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("tcpscope-lab-test-{}-{}", std::process::id(), rand_tag()));
     let _ = std::fs::remove_dir_all(&d);
