@@ -615,7 +615,11 @@ fn queue_series(r: &Report, dir: &Path) -> Vec<Series> {
         let step = samples.len().div_ceil(500);
         let pts =
             samples.iter().step_by(step).map(|s| (format!("{:.1}", s.t_s), s.t_s, s.qlen_pkts as f64, 0.0)).collect();
-        let label = if p.params.is_empty() { "queue".to_string() } else { params_text(&p.params) };
+        let label = if p.params.is_empty() {
+            "queue".to_string()
+        } else {
+            p.params.iter().map(|(k, v)| format!("{}={}", last(k), value_plain(v))).collect::<Vec<_>>().join(" ")
+        };
         out.push(Series { label, pts, dashed: false, dots: false });
     }
     out
