@@ -31,8 +31,9 @@ use serde::{Deserialize, Serialize};
 /// Frames held at most per direction; more are dropped (and logged).
 pub const MAX_QUEUE: usize = 100_000;
 
-/// What one direction of the forwarder did.
+/// What one direction of the forwarder did (fields added later read as 0 from older runs).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Stats {
     /// Frames forwarded.
     pub frames: u64,

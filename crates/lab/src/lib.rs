@@ -93,9 +93,10 @@ pub fn main(args: &LabArgs) -> ExitCode {
         }
         LabCommand::Report { dir } => match report::report(dir) {
             Ok(r) => {
-                let failed = r.runs.iter().filter(|x| x.error.is_some()).count();
+                let failed = r.runs.iter().filter(|x| x.error.is_some() || x.status == "failed").count();
+                let unfinished = r.runs.iter().filter(|x| x.status == "unfinished").count();
                 eprintln!(
-                    "tcpscope lab: {} points, {} runs ({failed} failed); wrote {}",
+                    "tcpscope lab: {} points, {} runs ({failed} failed, {unfinished} unfinished); wrote {}",
                     r.points.len(),
                     r.runs.len(),
                     dir.join("report.html").display()

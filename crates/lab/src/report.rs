@@ -60,6 +60,8 @@ pub struct RunRow {
     pub mss: Option<u64>,
     /// Mathis et al.: MSS / (RTT · √(2p/3)) in bits/s, with p = `rexmit_rate`, RTT = `rtt_ms`.
     pub mathis_bps: Option<f64>,
+    /// Padhye, Firoiu, Towsley, Kurose (1998), with timeouts: see [`padhye`]; bits/s.
+    pub padhye_bps: Option<f64>,
     /// Configured bottleneck rate (bits/s).
     pub rate_bps: Option<u64>,
     /// Configured loss probability, sender → receiver.
@@ -137,6 +139,8 @@ pub struct PointRow {
     pub acks_per_segment: Stat,
     /// Mathis model (bits/s).
     pub mathis_bps: Stat,
+    /// Padhye model (bits/s).
+    pub padhye_bps: Stat,
     /// Router queue drops.
     pub queue_drops: Stat,
     /// Router random-loss drops.
@@ -170,13 +174,23 @@ pub fn report(dir: &Path) -> Result<Report, String> {
             let Ok(text) = std::fs::read_to_string(trial_dir.join("run.json")) else { continue };
             let info: RunInfo =
                 serde_json::from_str(&text).map_err(|e| format!("{}: {e}", trial_dir.join("run.json").display()))?;
-            let result: Option<RunResult> =
-                std::fs::read_to_string(trial_dir.join("result.json")).ok().and_then(|t| serde_json::from_str(&t).ok());
+            // No result.json: the run never finished; one that does not parse is an error.
+            let (result, unreadable) = match std::fs::read_to_string(trial_dir.join("result.json")) {
+                Err(_) => (None, None),
+                Ok(t) => match serde_json::from_str::<RunResult>(&t) {
+                    Ok(r) => (Some(r), None),
+                    Err(e) => (None, Some(format!("{}: {e}", trial_dir.join("result.json").display()))),
+                },
+            };
             if base.is_none() {
                 base = Some(info.settings.clone());
             }
             let pd = point_dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            runs.push(analyse_run(&trial_dir, pd, &info, result.as_ref()));
+            let mut row = analyse_run(&trial_dir, pd, &info, result.as_ref());
+            if let Some(e) = unreadable {
+                row.error = Some(e);
+            }
+            runs.push(row);
         }
     }
     let Some(base) = base else {
@@ -205,6 +219,7 @@ pub fn report(dir: &Path) -> Result<Report, String> {
                 rtt_ms: st(&|r| r.rtt_ms),
                 acks_per_segment: st(&|r| r.acks_per_segment),
                 mathis_bps: st(&|r| r.mathis_bps),
+                padhye_bps: st(&|r| r.padhye_bps),
                 queue_drops: st(&|r| r.queue_drops.map(|v| v as f64)),
                 loss_drops: st(&|r| r.loss_drops.map(|v| v as f64)),
             }
@@ -252,6 +267,7 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
         acks_per_segment: None,
         mss: None,
         mathis_bps: None,
+        padhye_bps: None,
         rate_bps: info.settings.path.rate.map(|r| r.0),
         loss: info.settings.path.loss,
         queue_drops: None,
@@ -303,6 +319,10 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
         (Some(mss), Some(rtt), Some(p)) if p > 0.0 && rtt > 0.0 => Some(mathis(mss as f64, rtt / 1e3, p)),
         _ => None,
     };
+    row.padhye_bps = match (row.mss, row.rtt_ms, row.rexmit_rate) {
+        (Some(mss), Some(rtt), Some(p)) if p > 0.0 && rtt > 0.0 => Some(padhye(mss as f64, rtt / 1e3, p)),
+        _ => None,
+    };
     row
 }
 
@@ -310,6 +330,17 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
 /// MSS in bytes and RTT in seconds.
 pub fn mathis(mss_bytes: f64, rtt_s: f64, p: f64) -> f64 {
     mss_bytes * 8.0 / (rtt_s * (2.0 * p / 3.0).sqrt())
+}
+
+/// Padhye, Firoiu, Towsley and Kurose (1998), eq. 31 without the receiver-window cap:
+/// MSS / (RTT·√(2bp/3) + T0·min(1, 3·√(3bp/8))·p·(1 + 32p²)) in bits/s, with b = 2 segments
+/// per ACK (delayed ACKs) and T0 = max(200 ms, RTT + 200 ms), Linux's smallest RTO over the RTT.
+pub fn padhye(mss_bytes: f64, rtt_s: f64, p: f64) -> f64 {
+    let b = 2.0;
+    let t0 = (rtt_s + 0.2).max(0.2);
+    let denom = rtt_s * (2.0 * b * p / 3.0).sqrt()
+        + t0 * (3.0 * (3.0 * b * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p);
+    mss_bytes * 8.0 / denom
 }
 
 fn csv_field(s: &str) -> String {
@@ -339,6 +370,7 @@ fn points_csv(r: &Report) -> String {
         "rtt_ms",
         "acks_per_segment",
         "mathis_bps",
+        "padhye_bps",
         "queue_drops",
         "loss_drops",
     ];
@@ -360,6 +392,7 @@ fn points_csv(r: &Report) -> String {
             p.rtt_ms,
             p.acks_per_segment,
             p.mathis_bps,
+            p.padhye_bps,
             p.queue_drops,
             p.loss_drops,
         ] {
@@ -379,7 +412,7 @@ fn runs_csv(r: &Report) -> String {
     for k in &r.keys {
         s += &format!(",{}", csv_field(k));
     }
-    s += ",status,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rexmit_rate,rtt_ms,rtt_min_ms,acks_per_segment,mss,mathis_bps,rate_bps,loss,queue_drops,loss_drops,delay_us,delay_error_us,error\n";
+    s += ",status,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rexmit_rate,rtt_ms,rtt_min_ms,acks_per_segment,mss,mathis_bps,padhye_bps,rate_bps,loss,queue_drops,loss_drops,delay_us,delay_error_us,error\n";
     for x in &r.runs {
         s += &format!("{},{}", x.point, x.trial);
         for k in &r.keys {
@@ -387,7 +420,7 @@ fn runs_csv(r: &Report) -> String {
         }
         let u = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
         s += &format!(
-            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             x.status,
             num(x.throughput_bps),
             num(x.ttcp_bps),
@@ -399,6 +432,7 @@ fn runs_csv(r: &Report) -> String {
             num(x.acks_per_segment),
             u(x.mss),
             num(x.mathis_bps),
+            num(x.padhye_bps),
             u(x.rate_bps),
             x.loss,
             u(x.queue_drops),
@@ -637,6 +671,7 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
     let has_mathis = r.points.iter().any(|p| p.mathis_bps.mean.is_some());
     if has_mathis {
         tput.extend(series_of(r, &mbps(|p| p.mathis_bps), "Mathis", true));
+        tput.extend(series_of(r, &mbps(|p| p.padhye_bps), "Padhye", true));
     }
     let mut out = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>lab: {0}</title><style>\
@@ -663,7 +698,7 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
         &chart("Bottleneck queue (trial 1 of each point)", "seconds", "packets", &queue_series(r, dir), XAxis::Linear);
     out += "<h2>Points</h2><table><tr><th class=\"l\">point</th><th class=\"l\">parameters</th><th>runs ok/failed</th>\
             <th>throughput Mbit/s (mean ± sd, ±CI95)</th><th>ttcp -r Mbit/s</th><th>retransmitted/data</th><th>RTT ms</th>\
-            <th>Mathis Mbit/s</th><th>queue drops</th><th>loss drops</th></tr>";
+            <th>Mathis Mbit/s</th><th>Padhye Mbit/s</th><th>queue drops</th><th>loss drops</th></tr>";
     let ms = |s: Stat, k: f64| match s.mean {
         None => "–".to_string(),
         Some(m) => {
@@ -680,7 +715,7 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
     for p in &r.points {
         let _ = write!(
             out,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&p.point_dir),
             esc(&params_text(&p.params)),
             p.runs_ok,
@@ -690,6 +725,7 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
             ms(p.rexmit_rate, 1.0),
             ms(p.rtt_ms, 1.0),
             ms(p.mathis_bps, 1e6),
+            ms(p.padhye_bps, 1e6),
             ms(p.queue_drops, 1.0),
             ms(p.loss_drops, 1.0)
         );
@@ -719,6 +755,18 @@ mod tests {
         assert!((s.sd.unwrap() - 1.0).abs() < 1e-12);
         assert!((s.ci95.unwrap() - 4.303 / 3f64.sqrt()).abs() < 1e-9);
         assert_eq!(Stat::of(&[5.0]).sd, None);
+    }
+
+    #[test]
+    fn padhye_by_hand() {
+        // MSS 1000 B, RTT 0.1 s, p = 0.01, b = 2: RTT·√(2bp/3) = 0.1·√(0.04/3) = 0.011547;
+        // T0 = 0.3 s, 3·√(3bp/8) = 3·√0.0075 = 0.259808, so 0.3·0.259808·0.01·1.0032 =
+        // 0.000781918; total 0.0123289 s per segment: 8000 / 0.0123289 = 648,881 bit/s.
+        let got = padhye(1000.0, 0.1, 0.01);
+        assert!((got - 648_881.0).abs() < 2.0, "{got}");
+        // Small p: the timeout term vanishes and Padhye tends to Mathis with b = 2 (÷ √2).
+        let (pa, ma) = (padhye(1448.0, 0.05, 1e-6), mathis(1448.0, 0.05, 1e-6));
+        assert!((pa / ma - 1.0 / 2f64.sqrt()).abs() < 0.01, "{pa} vs {ma}");
     }
 
     #[test]
