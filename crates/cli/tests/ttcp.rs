@@ -219,3 +219,31 @@ fn refusals_are_clear() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("ttcp-t: connect: "), "{}", text(&out.stderr));
 }
+
+#[test]
+fn capture_holds_the_transfer() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("SKIPPED capture_holds_the_transfer: --capture needs root (packet capture)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tcpscope-ttcp-capture-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (rf, tf) = (dir.join("r.pcap"), dir.join("t.pcap"));
+    let port = free_port();
+    let rx = receiver(port, &["-s", "--capture", rf.to_str().unwrap()]);
+    let tx = transmit(port, &["-s", "-l8192", "-n500", "--capture", tf.to_str().unwrap()], b"");
+    assert!(tx.status.success(), "{}", text(&tx.stderr));
+    let rx = rx.wait_with_output().unwrap();
+    assert!(rx.status.success(), "{}", text(&rx.stderr));
+    assert!(text(&tx.stderr).contains("ttcp-t: capture: "), "{}", text(&tx.stderr));
+    // Both files hold the whole connection: the analysis finds 500 x 8192 bytes, handshake to FIN.
+    for f in [&rf, &tf] {
+        let out = bin().args(["conns", "--json"]).arg(f).output().unwrap();
+        let v = json(&out.stdout);
+        let c = &v["connections"][0];
+        assert_eq!(c["state"], "complete", "{}", f.display());
+        assert_eq!(c["a2b"]["unique_bytes"], 500 * 8192, "{}", f.display());
+        assert_eq!(c["b"]["port"], port, "{}", f.display());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -20,7 +20,8 @@
 //!
 //! Additions: `--json` (one JSON object, [`Report`]), `--cc NAME` (TCP_CONGESTION), `--time
 //! SECONDS` (`-t` sends for that long instead of `-n` buffers), `--quickack` (`-r` acknowledges
-//! every segment at once).
+//! every segment at once), `--capture FILE` (libpcap, as `tcpscope capture` opens it: the
+//! test's packets on all interfaces, headers only).
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -87,6 +88,10 @@ pub struct TtcpArgs {
     /// delaying ACKs.
     #[arg(long)]
     pub quickack: bool,
+    /// Capture the test's packets (headers, 128 bytes) into a pcap file, with libpcap on all
+    /// interfaces (needs root or CAP_NET_RAW).
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<std::path::PathBuf>,
     /// Host to send to (-t).
     #[arg(value_name = "HOST")]
     pub host: Option<String>,
@@ -652,11 +657,27 @@ pub fn main(args: &TtcpArgs) -> io::Result<std::process::ExitCode> {
         writeln!(lines, "{}", header_line(&cfg))?;
     }
     let mut mes = |m: &str| eprintln!("{m}");
+    let capture = match &args.capture {
+        None => None,
+        Some(path) => match capture::Capture::start(path, cfg.port) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("{}: capture: {e}", cfg.tag());
+                return Ok(std::process::ExitCode::from(1));
+            }
+        },
+    };
     let res = if cfg.transmit {
         transmit(&cfg, &mut io::stdin().lock(), &mut mes)
     } else {
         Receiver::bind(cfg.clone(), &mut mes).and_then(|r| r.run(&mut io::stdout().lock(), &mut mes))
     };
+    if let Some(c) = capture {
+        match c.stop() {
+            Ok(text) => eprintln!("{}: capture: {text}", cfg.tag()),
+            Err(e) => eprintln!("{}: capture: {e}", cfg.tag()),
+        }
+    }
     match res {
         Ok(r) => {
             if args.json {
@@ -672,6 +693,92 @@ pub fn main(args: &TtcpArgs) -> io::Result<std::process::ExitCode> {
         Err(e) => {
             eprintln!("{}: {e}", cfg.tag());
             Ok(std::process::ExitCode::from(1))
+        }
+    }
+}
+
+/// `--capture FILE`: the test's packets (TCP on its port) on all interfaces, with libpcap as
+/// `tcpscope capture` opens it (snaplen 128, immediate mode, polled so that the end is seen).
+#[cfg(feature = "capture")]
+mod capture {
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A running capture thread.
+    pub struct Capture {
+        stop: Arc<AtomicBool>,
+        thread: std::thread::JoinHandle<Result<String, String>>,
+    }
+
+    impl Capture {
+        /// Opens the capture and starts writing `path`; returns once libpcap is capturing.
+        pub fn start(path: &Path, port: u16) -> Result<Capture, String> {
+            let cap = pcap::Capture::from_device("any")
+                .map_err(|e| format!("device any: {e}"))?
+                .snaplen(128)
+                .immediate_mode(true)
+                .timeout(100)
+                .open()
+                .map_err(|e| format!("opening device any: {e} (needs root or CAP_NET_RAW)"))?;
+            // Non-blocking, polled: on Linux a blocking read may never return without traffic
+            // (TPACKET_V3), and the end of the test would go unseen.
+            let mut cap = cap.setnonblock().map_err(|e| format!("non-blocking: {e}"))?;
+            cap.filter(&format!("tcp port {port}"), true).map_err(|e| format!("filter: {e}"))?;
+            let mut save = cap.savefile(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let stop = Arc::new(AtomicBool::new(false));
+            let flag = Arc::clone(&stop);
+            let file = path.display().to_string();
+            let thread = std::thread::spawn(move || {
+                let mut n = 0u64;
+                // After the stop flag, read what is still buffered until nothing is.
+                let mut draining = false;
+                loop {
+                    match cap.next_packet() {
+                        Ok(p) => {
+                            save.write(&p);
+                            n += 1;
+                        }
+                        // Nothing waiting.
+                        Err(pcap::Error::TimeoutExpired) if draining => break,
+                        Err(pcap::Error::TimeoutExpired) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                        Err(e) => return Err(format!("reading: {e}")),
+                    }
+                    if !draining && flag.load(Ordering::Relaxed) {
+                        draining = true;
+                    }
+                }
+                save.flush().map_err(|e| format!("{file}: {e}"))?;
+                let st = cap.stats().map_err(|e| format!("stats: {e}"))?;
+                Ok(format!("{n} packets into {file} ({} dropped by the kernel)", st.dropped + st.if_dropped))
+            });
+            Ok(Capture { stop, thread })
+        }
+
+        /// Stops after the packets still buffered; a summary line.
+        pub fn stop(self) -> Result<String, String> {
+            // The last ACKs and FIN reach the capture.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            self.stop.store(true, Ordering::Relaxed);
+            self.thread.join().map_err(|_| "capture thread panicked".to_string())?
+        }
+    }
+}
+
+/// Without libpcap (the binary built without its `capture` feature), `--capture` says so.
+#[cfg(not(feature = "capture"))]
+mod capture {
+    /// Never started.
+    pub struct Capture;
+
+    impl Capture {
+        /// Always an error: no libpcap in this build.
+        pub fn start(_path: &std::path::Path, _port: u16) -> Result<Capture, String> {
+            Err("this tcpscope was built without libpcap (the `capture` feature)".into())
+        }
+        /// Unreachable in practice.
+        pub fn stop(self) -> Result<String, String> {
+            Ok(String::new())
         }
     }
 }
