@@ -16,6 +16,7 @@ pub mod netns;
 pub mod queue;
 pub mod report;
 pub mod run;
+pub mod tcpinfo;
 pub mod ttcp;
 
 use std::path::PathBuf;

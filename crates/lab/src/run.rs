@@ -19,6 +19,7 @@
 //!
 //! Each run's directory (`OUT/pNN-key=value,.../tK/`) holds `run.json` (the run's settings),
 //! `snd.pcap` and `rcv.pcap`, `queue.csv` (the bottleneck queue every 10 ms, [`crate::queue`]),
+//! `tcpinfo.tsm` (the sender's tcp_info every 10 ms, [`crate::tcpinfo`]),
 //! and `result.json`: status (`ok` or `failed` with the error), both
 //! ttcp reports, the router's qdisc counters (`tc -s -j qdisc`) and nftables drop counters, and
 //! tcpdump's own packet counts. A run whose `result.json` says `ok` is skipped when the
@@ -60,6 +61,9 @@ pub struct RunResult {
     /// tcpdump's closing counts (`N packets captured`, `N packets dropped by kernel`).
     #[serde(default)]
     pub capture: Vec<String>,
+    /// tcp_info samples of the sender's socket recorded in `tcpinfo.tsm` (every 10 ms).
+    #[serde(default)]
+    pub tcp_info_samples: Option<u64>,
     /// The delay forwarder's statistics (sender → router, router → sender), with `path.delay`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_forwarder: Option<[crate::delay::Stats; 2]>,
@@ -188,6 +192,7 @@ pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String
                         receiver: None,
                         router: None,
                         capture: Vec::new(),
+                        tcp_info_samples: None,
                         delay_forwarder: None,
                     }
                 }
@@ -300,6 +305,8 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
     }
     let timeout = Duration::from_secs_f64(e.timeout);
     let sampler = crate::queue::Sampler::start(&rtr, "rtr1", dir.join("queue.csv"))?;
+    let recorder =
+        crate::tcpinfo::Recorder::start(&format!("dport {}", e.traffic.port), &dir.join("tcpinfo.tsm"), Some(&snd))?;
     let rcfg = ttcp::Config {
         transmit: false,
         buflen: e.traffic.length as usize,
@@ -374,6 +381,7 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
     // at the end of every capture.)
     std::thread::sleep(Duration::from_millis(300));
     sampler.stop()?;
+    let tcp_info_samples = Some(recorder.stop()?);
     let router = router_counters(&rtr)?;
     let mut capture = Vec::new();
     for c in caps {
@@ -400,6 +408,7 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
         receiver: serde_json::to_value(&r).ok(),
         router: Some(router),
         capture,
+        tcp_info_samples,
         delay_forwarder,
     })
 }

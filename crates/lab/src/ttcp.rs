@@ -21,7 +21,8 @@
 //! Additions: `--json` (one JSON object, [`Report`]), `--cc NAME` (TCP_CONGESTION), `--time
 //! SECONDS` (`-t` sends for that long instead of `-n` buffers), `--quickack` (`-r` acknowledges
 //! every segment at once), `--capture FILE` (libpcap, as `tcpscope capture` opens it: the
-//! test's packets on all interfaces, headers only).
+//! test's packets on all interfaces, headers only), `--tcp-info FILE` (the kernel's tcp_info of
+//! the test's socket every 10 ms, by the monitor's recorder, [`crate::tcpinfo`]).
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -92,6 +93,10 @@ pub struct TtcpArgs {
     /// interfaces (needs root or CAP_NET_RAW).
     #[arg(long, value_name = "FILE")]
     pub capture: Option<std::path::PathBuf>,
+    /// Sample the kernel's tcp_info of the test's socket every 10 ms into a recording, as
+    /// `tcpscope monitor -w` does (read it with `tcpscope stats FILE`; docs/monitor.md).
+    #[arg(long, value_name = "FILE")]
+    pub tcp_info: Option<std::path::PathBuf>,
     /// Host to send to (-t).
     #[arg(value_name = "HOST")]
     pub host: Option<String>,
@@ -667,11 +672,31 @@ pub fn main(args: &TtcpArgs) -> io::Result<std::process::ExitCode> {
             }
         },
     };
+    let recorder = match &args.tcp_info {
+        None => None,
+        Some(path) => {
+            // The transmitter's socket has the port as its remote end, the receiver's as its own.
+            let filter = if cfg.transmit { format!("dport {}", cfg.port) } else { format!("sport {}", cfg.port) };
+            match crate::tcpinfo::Recorder::start(&filter, path, None) {
+                Ok(r) => Some((r, path.clone())),
+                Err(e) => {
+                    eprintln!("{}: {e}", cfg.tag());
+                    return Ok(std::process::ExitCode::from(1));
+                }
+            }
+        }
+    };
     let res = if cfg.transmit {
         transmit(&cfg, &mut io::stdin().lock(), &mut mes)
     } else {
         Receiver::bind(cfg.clone(), &mut mes).and_then(|r| r.run(&mut io::stdout().lock(), &mut mes))
     };
+    if let Some((r, path)) = recorder {
+        match r.stop() {
+            Ok(n) => eprintln!("{}: tcp_info: {n} samples into {}", cfg.tag(), path.display()),
+            Err(e) => eprintln!("{}: {e}", cfg.tag()),
+        }
+    }
     if let Some(c) = capture {
         match c.stop() {
             Ok(text) => eprintln!("{}: capture: {text}", cfg.tag()),

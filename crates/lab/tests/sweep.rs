@@ -123,6 +123,15 @@ fn sweep_measures_the_path_it_built() {
         }
         assert_eq!(q.last().map(|s| s.drops), r.queue_drops, "{}: the last sample's drops", r.point_dir);
     }
+    // The sender's tcp_info was recorded every 10 ms through each 3 s transfer.
+    for r in &rep.runs {
+        let res: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(&r.point_dir).join(format!("t{}", r.trial)).join("result.json")).unwrap(),
+        )
+        .unwrap();
+        let n = res["tcp_info_samples"].as_u64().unwrap_or(0);
+        assert!(n >= 200, "{}: {n} tcp_info samples in a 3 s transfer", r.point_dir);
+    }
     // The per-point summary is the mean of its runs.
     for p in &rep.points {
         let runs: Vec<f64> =
