@@ -247,3 +247,27 @@ fn capture_holds_the_transfer() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn tcp_info_is_recorded_and_readable() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("SKIPPED tcp_info_is_recorded_and_readable: sock_diag of other sockets needs root");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tcpscope-ttcp-tcpinfo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("t.tsm");
+    let port = free_port();
+    let rx = receiver(port, &["-s"]);
+    let tx = transmit(port, &["-s", "--time", "1", "--tcp-info", f.to_str().unwrap()], b"");
+    assert!(tx.status.success(), "{}", text(&tx.stderr));
+    assert!(rx.wait_with_output().unwrap().status.success());
+    // 1 s at one sample per 10 ms, and the monitor's reader finds the one connection, to our port.
+    let line = text(&tx.stderr).lines().find(|l| l.starts_with("ttcp-t: tcp_info: ")).unwrap_or("").to_string();
+    let n: u64 = line.split_whitespace().nth(2).and_then(|w| w.parse().ok()).unwrap_or(0);
+    assert!(n >= 50, "{line}");
+    let out = bin().arg("stats").arg(&f).output().unwrap();
+    let t = text(&out.stdout);
+    assert!(t.contains("1 connections") && t.contains(&format!("127.0.0.1:{port}")), "{t}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
