@@ -4,7 +4,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/tcpscope
 DEMO_TRACE := tests/data/loss-snd.pcap
 
-.PHONY: all build build-deps demo test lint deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list bench-monitor
+.PHONY: all build build-deps demo demo-lab test lint deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list bench-monitor
 
 all: build
 
@@ -28,6 +28,15 @@ demo: build
 	@$(BIN) screen --events $(DEMO_TRACE)
 	@echo
 	@tools/monitor-demo.sh $(BIN)
+	@$(MAKE) --no-print-directory demo-lab
+
+# A one-minute experiment in network namespaces (docs/lab.md); needs root.
+demo-lab: build
+	@if [ "$$(id -u)" != 0 ]; then echo "(skipping the lab demo: it needs root)"; exit 0; fi; \
+	tools/need-debian.sh ip:iproute2 nft:nftables tcpdump:tcpdump ethtool:ethtool && \
+	echo '$$ tcpscope lab run examples/lab/demo.toml -o lab-demo' && \
+	$(BIN) lab run examples/lab/demo.toml -o lab-demo && \
+	echo '$$ tcpscope lab report lab-demo' && $(BIN) lab report lab-demo && cat lab-demo/points.csv
 
 # The peer tools are test oracles: install them on a fresh Debian machine if missing.
 deps:
@@ -39,6 +48,7 @@ deps: deps-capture
 deps-capture:
 	@tools/need-debian.sh --soft "building capture or its tests may fail" \
 	  /usr/include/pcap/pcap.h:libpcap-dev ip:iproute2 tcpdump:tcpdump
+	@tools/need-debian.sh --soft "the lab's tests will be skipped" nft:nftables ethtool:ethtool
 
 test: deps build-deps web lint
 	$(CARGO) test --workspace

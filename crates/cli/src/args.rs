@@ -41,6 +41,12 @@ pub enum Command {
     Monitor(crate::monitor::MonitorArgs),
     /// Send one application event to a running `monitor --events` (NetLogger format).
     Event(crate::monitor::EventArgs),
+    /// A ttcp-compatible TCP throughput test: `-r -s` on one side, `-t -s HOST` on the other
+    /// (classic ttcp's flags and output; see docs/lab.md).
+    Ttcp(tcpscope_lab::TtcpArgs),
+    /// Experiments over emulated paths in network namespaces: `lab run EXPERIMENT.toml`, then
+    /// `lab report DIR` (needs root; see docs/lab.md).
+    Lab(tcpscope_lab::LabArgs),
 }
 
 /// Input and output options shared by the commands.

@@ -3,6 +3,7 @@
 //! `main` parses flags, runs the pass, prints, and decides the exit status in one place.
 
 mod args;
+mod lab;
 mod monitor;
 mod output;
 mod plot;

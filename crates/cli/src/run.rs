@@ -42,6 +42,8 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
         Command::Capture(a) => crate::print::capture(&a),
         Command::Monitor(a) => crate::monitor::monitor(&a),
         Command::Event(a) => crate::monitor::event(&a),
+        Command::Ttcp(a) => crate::lab::ttcp(&a),
+        Command::Lab(a) => Ok(crate::lab::lab(&a)),
     }
 }
 

@@ -1,0 +1,336 @@
+//! The delay forwarder: a user-space "wire" that delays every frame by a fixed time, for kernels
+//! without netem.
+//!
+//! It sits between the sender and the router in a namespace of its own, with two veth ends and
+//! no address: every Ethernet frame that arrives on one end leaves by the other `delay` later
+//! (ARP included, so the hosts on either side see one link). Each direction is one thread with
+//! two AF_PACKET sockets: frames are read as they come, stamped with their release time, kept in
+//! a heap ordered by release time (then arrival), and sent when due; the thread sleeps in
+//! `ppoll` until the next release or the next frame, with the timer slack at 1 µs. To reorder,
+//! a frame is chosen with a given probability and released `gap` later than the delay, so the
+//! frames behind it overtake it (netem's "reorder" with a gap in time).
+//!
+//! Like mahimahi's `mm-link` log it writes, per direction, a line per frame: `T + SIZE` when it
+//! arrived and `T - SIZE DELAY` when it left (µs since the run's start), and `T d SIZE` when the
+//! queue (bounded, [`MAX_QUEUE`] frames) was full; [`Stats`] sums the delays' error.
+//!
+//! This module holds the crate's only `unsafe` code: the AF_PACKET system calls (libc), each
+//! block with its `SAFETY:` comment.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, BufWriter, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// Frames held at most per direction; more are dropped (and logged).
+pub const MAX_QUEUE: usize = 100_000;
+
+/// What one direction of the forwarder did (fields added later read as 0 from older runs).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Stats {
+    /// Frames forwarded.
+    pub frames: u64,
+    /// Bytes forwarded.
+    pub bytes: u64,
+    /// Frames dropped because the queue was full.
+    pub drops: u64,
+    /// Most frames held at once.
+    pub max_queue: usize,
+    /// Mean of (time held − configured delay), µs.
+    pub mean_error_us: f64,
+    /// Largest (time held − configured delay), µs.
+    pub max_error_us: f64,
+    /// Frames held more than 100 µs longer than the delay (reordered frames measured against
+    /// their longer hold).
+    pub late_100us: u64,
+    /// Frames held back to be reordered.
+    pub reordered: u64,
+    /// Frames that left after a frame that arrived after them: the reordering on the wire.
+    pub overtaken: u64,
+}
+
+/// What one direction does to frames.
+#[derive(Debug, Clone, Copy)]
+pub struct Effect {
+    /// Hold every frame this long.
+    pub delay: Duration,
+    /// Probability of holding a frame `gap` longer.
+    pub reorder: f64,
+    /// The extra hold of a reordered frame.
+    pub gap: Duration,
+}
+
+/// An AF_PACKET socket bound to one interface (all protocols, outgoing copies ignored).
+struct PacketSocket {
+    fd: OwnedFd,
+}
+
+impl PacketSocket {
+    fn bind(ifname: &str) -> io::Result<PacketSocket> {
+        let name = std::ffi::CString::new(ifname).map_err(io::Error::other)?;
+        let proto = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: plain system calls with valid arguments; the fd is owned right after.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, i32::from(proto)) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a new descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: `name` is a NUL-terminated string that outlives the call.
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        if ifindex == 0 {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface {ifname}")));
+        }
+        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value to fill in.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto;
+        sll.sll_ifindex = ifindex as i32;
+        // SAFETY: `sll` is a valid sockaddr_ll and the length is its size.
+        let r = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let one: i32 = 1;
+        // PACKET_IGNORE_OUTGOING (Linux 4.20): the frames this forwarder sends on an interface are
+        // not read back from it.
+        // SAFETY: the option value is an int that outlives the call.
+        let r = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                23,
+                &one as *const i32 as *const libc::c_void,
+                std::mem::size_of::<i32>() as u32,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(PacketSocket { fd })
+    }
+
+    /// One frame, or `None` when none is waiting.
+    fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        // SAFETY: `buf` is valid for writes of its length.
+        let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::WouldBlock { Ok(None) } else { Err(e) };
+        }
+        Ok(Some(n as usize))
+    }
+
+    /// Sends a frame out of the bound interface; a full device queue counts as sent-and-lost.
+    fn send(&self, frame: &[u8]) -> io::Result<()> {
+        // SAFETY: `frame` is valid for reads of its length.
+        let n = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr() as *const libc::c_void, frame.len(), 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS) {
+                return Ok(());
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+/// Sleeps until `fd` is readable or `timeout` passes (ppoll: ns resolution).
+fn wait_readable(fd: i32, timeout: Duration) {
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as i64 };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+    unsafe {
+        libc::ppoll(&mut pfd, 1, &ts, std::ptr::null());
+    }
+}
+
+/// A running forwarder: both directions' threads; stopped and joined when dropped or by
+/// [`Forwarder::stop`].
+pub struct Forwarder {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<Result<Result<Stats, String>, String>>>,
+}
+
+impl Forwarder {
+    /// Starts forwarding between interfaces `a` and `b` of namespace `ns`, with one effect per
+    /// direction (a → b, b → a); per-direction logs (mahimahi-like lines, see the module).
+    pub fn start(ns: &str, a: &str, b: &str, effects: [Effect; 2], logs: [PathBuf; 2]) -> Result<Forwarder, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let t0 = Instant::now();
+        let mut threads = Vec::new();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+        for (i, (from, to)) in [(a, b), (b, a)].into_iter().enumerate() {
+            let (from, to, stop, log, ready) =
+                (from.to_string(), to.to_string(), Arc::clone(&stop), logs[i].clone(), ready_tx.clone());
+            let effect = effects[i];
+            let h = crate::netns::spawn_in(ns, move || {
+                let socks = PacketSocket::bind(&from).and_then(|r| Ok((r, PacketSocket::bind(&to)?)));
+                let (rx, tx) = match socks {
+                    Ok(s) => {
+                        let _ = ready.send(Ok(()));
+                        s
+                    }
+                    Err(e) => {
+                        let msg = format!("delay forwarder {from} -> {to}: {e}");
+                        let _ = ready.send(Err(msg.clone()));
+                        return Err(msg);
+                    }
+                };
+                forward(&rx, &tx, effect, t0, &stop, &log).map_err(|e| format!("delay forwarder {from} -> {to}: {e}"))
+            });
+            threads.push(h);
+        }
+        let fw = Forwarder { stop, threads };
+        for _ in 0..2 {
+            match ready_rx.recv_timeout(Duration::from_secs(5)) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err("delay forwarder did not start".into()),
+            }
+        }
+        Ok(fw)
+    }
+
+    /// Stops both directions and returns their statistics (a2b, b2a).
+    pub fn stop(mut self) -> Result<[Stats; 2], String> {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut out = Vec::new();
+        for h in self.threads.drain(..) {
+            out.push(h.join().map_err(|_| "delay forwarder panicked".to_string())?.and_then(|r| r)?);
+        }
+        let b = out.pop().unwrap_or_default();
+        let a = out.pop().unwrap_or_default();
+        Ok([a, b])
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A frame held: (release time, arrival order, arrival time, frame); the heap's top (the
+/// smallest) is the next due, and frames due at once leave in arrival order.
+type Held = (Instant, u64, Instant, Vec<u8>);
+
+/// One direction: read from `rx`, hold each frame for the effect's time, send it on `tx`.
+fn forward(
+    rx: &PacketSocket,
+    tx: &PacketSocket,
+    effect: Effect,
+    t0: Instant,
+    stop: &AtomicBool,
+    log: &std::path::Path,
+) -> io::Result<Stats> {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) on the calling thread, with an integer argument.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+    // Real-time priority (best effort: as root it is granted), so that other load on the
+    // machine does not add its scheduling delays to the emulated one.
+    let param = libc::sched_param { sched_priority: 50 };
+    // SAFETY: the calling thread's own handle and a valid sched_param.
+    let realtime = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) } == 0;
+    let mut out = BufWriter::with_capacity(1 << 16, std::fs::File::create(log)?);
+    writeln!(
+        out,
+        "# tcpscope lab delay forwarder: one-way delay {} us, reorder {} with gap {} us{}",
+        effect.delay.as_micros(),
+        effect.reorder,
+        effect.gap.as_micros(),
+        if realtime { ", SCHED_FIFO 50" } else { ", normal priority (SCHED_FIFO refused)" }
+    )?;
+    writeln!(
+        out,
+        "# T + SIZE: arrived; T r SIZE: arrived, held back to be reordered; T - SIZE HELD: left after HELD us; \
+         T d SIZE: dropped (queue full)"
+    )?;
+    let mut queue: BinaryHeap<Reverse<Held>> = BinaryHeap::new();
+    let mut st = Stats::default();
+    let mut err_sum = 0.0f64;
+    let mut buf = vec![0u8; 65536 + 64];
+    let (mut seq, mut last_sent) = (0u64, 0u64);
+    // xorshift64*, seeded from the clock: which frames are reordered need not be repeatable,
+    // only independent with the given probability.
+    let mut rng = (t0.elapsed().as_nanos() as u64 ^ 0x9e37_79b9_7f4a_7c15) | 1;
+    let mut coin = move || {
+        rng ^= rng >> 12;
+        rng ^= rng << 25;
+        rng ^= rng >> 27;
+        (rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let us = |t: Instant| t.duration_since(t0).as_micros();
+    while !stop.load(Ordering::Relaxed) {
+        // Take everything that has arrived.
+        while let Some(n) = rx.recv(&mut buf)? {
+            let now = Instant::now();
+            if queue.len() >= MAX_QUEUE {
+                st.drops += 1;
+                writeln!(out, "{} d {n}", us(now))?;
+                continue;
+            }
+            let held_back = effect.reorder > 0.0 && coin() < effect.reorder;
+            let release = now + effect.delay + if held_back { effect.gap } else { Duration::ZERO };
+            if held_back {
+                st.reordered += 1;
+                writeln!(out, "{} r {n}", us(now))?;
+            } else {
+                writeln!(out, "{} + {n}", us(now))?;
+            }
+            seq += 1;
+            queue.push(Reverse((release, seq, now, buf[..n].to_vec())));
+            st.max_queue = st.max_queue.max(queue.len());
+        }
+        // Send what is due.
+        let now = Instant::now();
+        while queue.peek().is_some_and(|Reverse((t, ..))| *t <= now) {
+            let Some(Reverse((release, n, arrived, frame))) = queue.pop() else { break };
+            tx.send(&frame)?;
+            if n < last_sent {
+                st.overtaken += 1;
+            }
+            last_sent = last_sent.max(n);
+            let left = Instant::now();
+            let held = left.duration_since(arrived);
+            let err = left.duration_since(release).as_secs_f64() * 1e6;
+            err_sum += err;
+            st.max_error_us = st.max_error_us.max(err);
+            if err > 100.0 {
+                st.late_100us += 1;
+            }
+            st.frames += 1;
+            st.bytes += frame.len() as u64;
+            writeln!(out, "{} - {} {}", us(left), frame.len(), held.as_micros())?;
+        }
+        // Sleep until the next release, the next frame, or 50 ms (to see `stop`).
+        let wait = match queue.peek() {
+            Some(Reverse((t, ..))) => t.saturating_duration_since(Instant::now()),
+            None => Duration::from_millis(50),
+        };
+        if !wait.is_zero() {
+            wait_readable(rx.fd.as_raw_fd(), wait);
+        }
+    }
+    out.flush()?;
+    st.mean_error_us = if st.frames > 0 { err_sum / st.frames as f64 } else { 0.0 };
+    Ok(st)
+}

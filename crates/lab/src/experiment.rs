@@ -1,0 +1,652 @@
+//! Experiment files (TOML): the path, the hosts, the traffic, a sweep and the trials.
+//!
+//! Every key is documented on its field below and in `docs/lab.md`. Unknown keys are errors
+//! (a typo must not silently fall back to a default). A sweep names keys of the same file by
+//! their dotted path (`"path.loss"`, `"hosts.cc"`, `"traffic.length"`) and lists the values
+//! to try; several keys give their product. Each point is the base file with the point's
+//! values put in, then checked like the base, so every point is validated before any run.
+//!
+//! ```toml
+//! name = "loss-vs-cc"
+//! trials = 2
+//! [path]
+//! rate = "20mbit"
+//! queue_packets = 100
+//! [traffic]
+//! seconds = 4
+//! [sweep]
+//! "path.loss" = [0.0, 0.01]
+//! "hosts.cc" = ["reno", "cubic"]
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// One experiment: the base settings (what every run shares) and the sweep.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    /// Name (also the default output directory, `lab-NAME`).
+    pub name: String,
+    /// Free text, copied into the report.
+    #[serde(default)]
+    pub description: String,
+    /// Runs per sweep point (default 1).
+    #[serde(default = "one")]
+    pub trials: u32,
+    /// A run that has not finished after this many seconds fails (default 120).
+    #[serde(default = "default_timeout")]
+    pub timeout: f64,
+    /// Capture the sender's and the receiver's link with tcpdump (default true). Without the
+    /// captures a run has only ttcp's and the router's figures; for benchmarks of rates the
+    /// capture cannot keep up with.
+    #[serde(default = "yes")]
+    pub capture: bool,
+    /// The emulated path between sender and receiver (the router's settings).
+    #[serde(default)]
+    pub path: PathCfg,
+    /// Sender's and receiver's TCP settings.
+    #[serde(default)]
+    pub hosts: Hosts,
+    /// What the sender sends.
+    #[serde(default)]
+    pub traffic: Traffic,
+    /// How the report draws the figures.
+    #[serde(default)]
+    pub report: ReportCfg,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_timeout() -> f64 {
+    120.0
+}
+fn yes() -> bool {
+    true
+}
+fn default_mtu() -> u32 {
+    1500
+}
+fn default_length() -> u32 {
+    8192
+}
+
+/// The path: what the router does to packets in each direction.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PathCfg {
+    /// Bottleneck rate from sender to receiver (the router's egress towards the receiver), as
+    /// tc writes rates: `"10mbit"`, `"500kbit"`, `"1gbit"`, or a number of bits per second.
+    /// Absent: no rate limit (veth speed).
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    /// Rate from receiver to sender (the ACK path). Absent: no limit.
+    #[serde(default)]
+    pub reverse_rate: Option<Rate>,
+    /// Queue limit of the bottleneck in packets (pfifo). At most one of `queue_packets` and
+    /// `queue_bytes`; neither: 1000 packets.
+    #[serde(default)]
+    pub queue_packets: Option<u32>,
+    /// Queue limit of the bottleneck in bytes (bfifo).
+    #[serde(default)]
+    pub queue_bytes: Option<u32>,
+    /// Queue discipline of the bottleneck: `"droptail"` (pfifo/bfifo, the default), or
+    /// `"codel"` / `"fq_codel"` where the kernel has them (limit in packets).
+    #[serde(default)]
+    pub discipline: Discipline,
+    /// Probability that the router drops a packet going from sender to receiver (random,
+    /// independent; nftables `numgen random`, resolution 1e-6). Default 0.
+    #[serde(default)]
+    pub loss: f64,
+    /// The same for packets from receiver to sender.
+    #[serde(default)]
+    pub reverse_loss: f64,
+    /// MTU of every link (default 1500).
+    #[serde(default = "default_mtu")]
+    pub mtu: u32,
+    /// One-way delay, each way (RTT += 2 × delay), by the user-space delay forwarder
+    /// ([`crate::delay`]): `"10ms"`, `"250us"`, `"0.5s"`, or a number of milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Delay>,
+    /// Probability that the forwarder holds a frame going from sender to receiver back by
+    /// `reorder_gap` more than the others, so that the frames behind it overtake it (by the delay
+    /// forwarder, which it puts on the path even without `delay`). Default 0.
+    #[serde(default)]
+    pub reorder: f64,
+    /// How much longer a reordered frame is held (default 1 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder_gap: Option<Delay>,
+}
+
+impl Default for PathCfg {
+    fn default() -> Self {
+        PathCfg {
+            rate: None,
+            reverse_rate: None,
+            queue_packets: None,
+            queue_bytes: None,
+            discipline: Discipline::Droptail,
+            loss: 0.0,
+            reverse_loss: 0.0,
+            mtu: 1500,
+            delay: None,
+            reorder: 0.0,
+            reorder_gap: None,
+        }
+    }
+}
+
+/// Queue disciplines of the bottleneck.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Discipline {
+    /// First in, first out, drop at the tail when full (pfifo or bfifo).
+    #[default]
+    Droptail,
+    /// CoDel (needs the kernel's sch_codel).
+    Codel,
+    /// FQ-CoDel (needs the kernel's sch_fq_codel).
+    FqCodel,
+}
+
+/// A rate in bits per second; written like tc (`"10mbit"`) or as a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "toml::Value", into = "u64")]
+pub struct Rate(pub u64);
+
+impl From<Rate> for u64 {
+    fn from(r: Rate) -> u64 {
+        r.0
+    }
+}
+
+impl TryFrom<toml::Value> for Rate {
+    type Error = String;
+    fn try_from(v: toml::Value) -> Result<Rate, String> {
+        match v {
+            toml::Value::Integer(n) if n > 0 => Ok(Rate(n as u64)),
+            toml::Value::Float(f) if f >= 1.0 && f.is_finite() => Ok(Rate(f as u64)),
+            toml::Value::String(s) => parse_rate(&s).map(Rate),
+            other => Err(format!(
+                "a rate must be like \"10mbit\" or a positive number of bits/s, not {}",
+                value_literal(&other)
+            )),
+        }
+    }
+}
+
+/// Parses a tc-style rate: a number with `bit`, `kbit`, `mbit`, `gbit` (case-insensitive;
+/// decimal multiples, as tc).
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult = match unit.trim() {
+        "" | "bit" => 1.0,
+        "kbit" => 1e3,
+        "mbit" => 1e6,
+        "gbit" => 1e9,
+        u => return Err(format!("rate \"{s}\": unknown unit `{u}` (bit, kbit, mbit, gbit)")),
+    };
+    let n: f64 = num.parse().map_err(|_| format!("rate \"{s}\": not a number"))?;
+    let bps = n * mult;
+    if !(bps >= 1.0 && bps.is_finite()) {
+        return Err(format!("rate \"{s}\" must be positive"));
+    }
+    Ok(bps.round() as u64)
+}
+
+/// A one-way delay, in µs; written `"10ms"`, `"250us"`, `"1s"` or as milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "toml::Value", into = "String")]
+pub struct Delay(pub u64);
+
+impl From<Delay> for String {
+    fn from(d: Delay) -> String {
+        format!("{}us", d.0)
+    }
+}
+
+impl TryFrom<toml::Value> for Delay {
+    type Error = String;
+    fn try_from(v: toml::Value) -> Result<Delay, String> {
+        let ms = |x: f64| {
+            if x.is_finite() && (0.0..=10_000.0).contains(&x) {
+                Ok(Delay((x * 1000.0).round() as u64))
+            } else {
+                Err(format!("a delay between 0 and 10 s, not {x} ms"))
+            }
+        };
+        match v {
+            toml::Value::Integer(n) => ms(n as f64),
+            toml::Value::Float(f) => ms(f),
+            toml::Value::String(s) => {
+                let t = s.trim();
+                let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+                let (num, unit) = t.split_at(split);
+                let n: f64 = num.parse().map_err(|_| format!("delay \"{s}\": not a number"))?;
+                match unit.trim() {
+                    "us" | "µs" => ms(n / 1000.0),
+                    "ms" | "" => ms(n),
+                    "s" => ms(n * 1000.0),
+                    u => Err(format!("delay \"{s}\": unknown unit `{u}` (us, ms, s)")),
+                }
+            }
+            other => Err(format!("a delay must be like \"10ms\", not {}", value_literal(&other))),
+        }
+    }
+}
+
+/// TCP settings of the two hosts.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Hosts {
+    /// Congestion control of both ends (`"reno"`, `"cubic"`, `"bbr"`; must be in the kernel's
+    /// `tcp_available_congestion_control`). Absent: the kernel's default.
+    #[serde(default)]
+    pub cc: Option<String>,
+    /// Ask for ECN (net.ipv4.tcp_ecn = 1 on both hosts; default false).
+    #[serde(default)]
+    pub ecn: bool,
+    /// Nagle's algorithm on the sender (default true; false sets TCP_NODELAY, ttcp's `-D`).
+    #[serde(default = "yes")]
+    pub nagle: bool,
+    /// SO_SNDBUF of the sender in bytes (ttcp `-b` on `-t`). Absent: the kernel's autotuning.
+    #[serde(default)]
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF of the receiver in bytes (ttcp `-b` on `-r`). Absent: autotuning.
+    #[serde(default)]
+    pub rcvbuf: Option<u32>,
+    /// The receiver acknowledges every segment at once (TCP_QUICKACK after each read; ttcp
+    /// `--quickack`) instead of delaying ACKs (default false).
+    #[serde(default)]
+    pub quickack: bool,
+    /// Leave TSO/GSO/GRO on for the links (default false: off, so that the captures and the
+    /// queue see wire-sized packets).
+    #[serde(default)]
+    pub offload: bool,
+}
+
+impl Default for Hosts {
+    fn default() -> Self {
+        Hosts { cc: None, ecn: false, nagle: true, sndbuf: None, rcvbuf: None, quickack: false, offload: false }
+    }
+}
+
+/// What the sender sends: one ttcp transfer (`-s`, the pattern).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Traffic {
+    /// Bytes per write, ttcp's `-l` (default 8192).
+    #[serde(default = "default_length")]
+    pub length: u32,
+    /// Number of writes, ttcp's `-n`. Exactly one of `count` and `seconds`; neither: ttcp's
+    /// default, 2048.
+    #[serde(default)]
+    pub count: Option<u64>,
+    /// Send for this many seconds (bulk transfer; `ttcp --time`).
+    #[serde(default)]
+    pub seconds: Option<f64>,
+    /// TCP port of the receiver (default 5001).
+    #[serde(default = "default_port")]
+    pub port: u16,
+}
+
+fn default_port() -> u16 {
+    5001
+}
+
+impl Default for Traffic {
+    fn default() -> Self {
+        Traffic { length: 8192, count: None, seconds: None, port: 5001 }
+    }
+}
+
+/// How `lab report` draws the figures.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ReportCfg {
+    /// The swept key on the horizontal axis (default: the first sweep key in sorted order).
+    #[serde(default)]
+    pub x: Option<String>,
+    /// The horizontal axis: `"points"` (the swept values evenly spaced, in order; the default),
+    /// `"linear"` or `"log"` (positions by value).
+    #[serde(default)]
+    pub x_axis: XAxis,
+}
+
+/// How the report's figures place the swept values.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum XAxis {
+    /// Evenly spaced, in order (sweeps are usually chosen values: 0, 0.001, 0.01, 0.05).
+    #[default]
+    Points,
+    /// By value.
+    Linear,
+    /// By the logarithm of the value (values must be positive; else as `points`).
+    Log,
+}
+
+/// A checked experiment file: its base and every sweep point.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The base settings (the file without `[sweep]`).
+    pub base: Experiment,
+    /// The sweep's keys, sorted.
+    pub keys: Vec<String>,
+    /// Every point of the sweep (one point, with no values, without a sweep).
+    pub points: Vec<Point>,
+}
+
+/// One sweep point: the values of the swept keys and the settings they give.
+#[derive(Debug, Clone)]
+pub struct Point {
+    /// 0-based index in the sweep.
+    pub index: usize,
+    /// The swept keys' values, in the plan's key order.
+    pub values: Vec<(String, toml::Value)>,
+    /// The settings of this point.
+    pub exp: Experiment,
+}
+
+impl Point {
+    /// The directory name of the point: `p03-loss=0.01,cc=bbr` (keys by their last part).
+    pub fn dir_name(&self) -> String {
+        let mut s = format!("p{:02}", self.index);
+        for (i, (k, v)) in self.values.iter().enumerate() {
+            s.push(if i == 0 { '-' } else { ',' });
+            let short = k.rsplit('.').next().unwrap_or(k);
+            s += &format!("{short}={}", value_text(v));
+        }
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || "._=,-+".contains(c) { c } else { '_' }).collect()
+    }
+}
+
+/// A TOML value as plain text (strings without quotes).
+pub fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
+
+/// A TOML value as it is written in the file (strings quoted).
+fn value_literal(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => format!("{s:?}"),
+        other => value_text(other),
+    }
+}
+
+/// An experiment file that could not be used: the file, and where and why.
+#[derive(Debug)]
+pub struct FileError {
+    /// The file.
+    pub file: String,
+    /// What is wrong (with the key, and the line when known).
+    pub msg: String,
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file, self.msg)
+    }
+}
+
+impl std::error::Error for FileError {}
+
+/// A swept key's values: a list, or a range `{ from, to, step }` (both ends included).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SweepValues {
+    List(Vec<toml::Value>),
+    Range { from: f64, to: f64, step: f64 },
+}
+
+/// Reads and checks an experiment file.
+pub fn load(path: &Path) -> Result<Plan, FileError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| FileError { file: file.clone(), msg: e.to_string() })?;
+    parse(&text).map_err(|msg| FileError { file, msg })
+}
+
+/// Parses and checks the text of an experiment file.
+pub fn parse(text: &str) -> Result<Plan, String> {
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+    let sweep_val = table.remove("sweep");
+    // The base, checked; `locate` finds the line of a key that the message names.
+    let base: Experiment =
+        Experiment::deserialize(toml::Value::Table(table.clone())).map_err(|e| locate(text, &e.to_string()))?;
+    check(&base)?;
+    let sweep: BTreeMap<String, SweepValues> = match sweep_val {
+        None => BTreeMap::new(),
+        Some(v) => BTreeMap::<String, SweepValues>::deserialize(v).map_err(|e| {
+            format!("[sweep]: {} (each key takes a list, or {{ from, to, step }})", e.to_string().trim_end())
+        })?,
+    };
+    let mut keys = Vec::new();
+    let mut lists = Vec::new();
+    for (k, vals) in sweep {
+        let list = match vals {
+            SweepValues::List(l) => l,
+            SweepValues::Range { from, to, step } => {
+                range(from, to, step).map_err(|e| format!("sweep key `{k}`: {e}"))?
+            }
+        };
+        if list.is_empty() {
+            return Err(format!("sweep key `{k}`: empty list"));
+        }
+        if k.split('.').next() == Some("sweep") || k == "name" || k == "trials" {
+            return Err(format!("sweep key `{k}`: cannot be swept"));
+        }
+        keys.push(k);
+        lists.push(list);
+    }
+    if let Some(x) = &base.report.x
+        && !keys.contains(x)
+    {
+        return Err(format!("report.x = \"{x}\" is not a sweep key ({})", keys.join(", ")));
+    }
+    // The product of the lists, the last key varying fastest.
+    let total: usize = lists.iter().map(|l| l.len()).product();
+    if total > 10_000 {
+        return Err(format!("the sweep has {total} points; more than 10000 is surely a mistake"));
+    }
+    let mut points = Vec::with_capacity(total);
+    for index in 0..total {
+        let mut rem = index;
+        let mut values = vec![toml::Value::Boolean(false); keys.len()];
+        for i in (0..keys.len()).rev() {
+            values[i] = lists[i][rem % lists[i].len()].clone();
+            rem /= lists[i].len();
+        }
+        let mut t = table.clone();
+        let values: Vec<(String, toml::Value)> = keys.iter().cloned().zip(values).collect();
+        let label = values.iter().map(|(k, v)| format!("{k} = {}", value_literal(v))).collect::<Vec<_>>().join(", ");
+        for (k, v) in &values {
+            set(&mut t, k, v.clone()).map_err(|e| format!("sweep key `{k}`: {e}"))?;
+        }
+        let exp = Experiment::deserialize(toml::Value::Table(t))
+            .map_err(|e| format!("sweep point {label}: {}", e.to_string().trim_end()))?;
+        check(&exp).map_err(|e| format!("sweep point {label}: {e}"))?;
+        points.push(Point { index, values, exp });
+    }
+    Ok(Plan { base, keys, points })
+}
+
+/// toml's message for a value deserialized from a table has no line; find the key's line in
+/// the text when the message names a key.
+fn locate(text: &str, msg: &str) -> String {
+    let msg = msg.trim_end();
+    let key = msg.split('`').nth(1).filter(|_| msg.contains("unknown field") || msg.contains("missing field"));
+    if let Some(k) = key
+        && let Some(n) = text.lines().position(|l| l.trim_start().starts_with(k))
+    {
+        return format!("line {}: {msg}", n + 1);
+    }
+    msg.to_string()
+}
+
+fn range(from: f64, to: f64, step: f64) -> Result<Vec<toml::Value>, String> {
+    if !(step > 0.0 && from.is_finite() && to.is_finite() && to >= from) {
+        return Err(format!("range from {from} to {to} step {step}: need step > 0 and to >= from"));
+    }
+    let n = ((to - from) / step + 1e-9).floor() as usize + 1;
+    let ints = [from, to, step].iter().all(|x| x.fract() == 0.0);
+    Ok((0..n)
+        .map(|i| {
+            let x = from + step * i as f64;
+            if ints { toml::Value::Integer(x as i64) } else { toml::Value::Float(x) }
+        })
+        .collect())
+}
+
+/// Puts `v` at the dotted key, making tables on the way.
+fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String> {
+    let mut parts = key.split('.').peekable();
+    let mut cur = t;
+    while let Some(p) = parts.next() {
+        if parts.peek().is_none() {
+            cur.insert(p.to_string(), v);
+            return Ok(());
+        }
+        let next = cur.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        cur = next.as_table_mut().ok_or_else(|| format!("`{p}` is not a table"))?;
+    }
+    Err("empty key".into())
+}
+
+/// Checks what types alone cannot.
+pub fn check(e: &Experiment) -> Result<(), String> {
+    if (e.path.delay.is_some() || e.path.reorder > 0.0) && e.hosts.offload {
+        return Err("path.delay or path.reorder with hosts.offload = true: the delay forwarder moves \
+                    wire-sized frames; leave offloads off"
+            .into());
+    }
+    if !(0.0..1.0).contains(&e.path.reorder) {
+        return Err(format!("path.reorder = {}: a probability in [0, 1)", e.path.reorder));
+    }
+    if e.trials == 0 {
+        return Err("trials must be at least 1".into());
+    }
+    if !(e.timeout.is_finite() && e.timeout > 0.0) {
+        return Err(format!("timeout must be a positive number of seconds, not {}", e.timeout));
+    }
+    for (k, p) in [("path.loss", e.path.loss), ("path.reverse_loss", e.path.reverse_loss)] {
+        if !(0.0..1.0).contains(&p) {
+            return Err(format!("{k} = {p}: a probability in [0, 1)"));
+        }
+    }
+    if e.path.queue_packets.is_some() && e.path.queue_bytes.is_some() {
+        return Err("path.queue_packets and path.queue_bytes: give one of them".into());
+    }
+    if e.path.queue_packets == Some(0) || e.path.queue_bytes == Some(0) {
+        return Err("path.queue_packets / queue_bytes must be positive".into());
+    }
+    if e.path.queue_bytes.is_some() && e.path.discipline != Discipline::Droptail {
+        return Err("path.queue_bytes: only droptail (bfifo) takes a limit in bytes; use queue_packets".into());
+    }
+    if !(576..=65535).contains(&e.path.mtu) {
+        return Err(format!("path.mtu = {}: between 576 and 65535", e.path.mtu));
+    }
+    if e.traffic.port == 0 {
+        return Err("traffic.port must not be 0".into());
+    }
+    if e.traffic.length == 0 {
+        return Err("traffic.length must be positive".into());
+    }
+    if e.traffic.count.is_some() && e.traffic.seconds.is_some() {
+        return Err("traffic.count and traffic.seconds: give one of them".into());
+    }
+    if let Some(s) = e.traffic.seconds
+        && !(s.is_finite() && s > 0.0 && s < e.timeout)
+    {
+        return Err(format!("traffic.seconds = {s}: positive, and less than timeout ({})", e.timeout));
+    }
+    if let Some(cc) = &e.hosts.cc {
+        let avail = crate::ttcp::available_cc();
+        if avail != "unknown" && !avail.split_whitespace().any(|a| a == cc) {
+            return Err(format!(
+                "hosts.cc = \"{cc}\": not in this kernel's tcp_available_congestion_control ({avail})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "name = \"t\"\n[path]\nrate = \"10mbit\"\nqueue_packets = 20\n[traffic]\nseconds = 2\n";
+
+    #[test]
+    fn rates_as_tc_writes_them() {
+        assert_eq!(parse_rate("10mbit"), Ok(10_000_000));
+        assert_eq!(parse_rate("1.5Gbit"), Ok(1_500_000_000));
+        assert_eq!(parse_rate("800kbit"), Ok(800_000));
+        assert_eq!(parse_rate("64000"), Ok(64_000));
+        assert!(parse_rate("10mbps").unwrap_err().contains("unknown unit"));
+    }
+
+    #[test]
+    fn sweep_is_the_product_last_key_fastest() {
+        let text = format!("{BASE}[sweep]\n\"path.loss\" = [0.0, 0.01]\n\"hosts.cc\" = [\"reno\", \"cubic\"]\n");
+        let plan = parse(&text).unwrap();
+        assert_eq!(plan.keys, ["hosts.cc", "path.loss"]);
+        let got: Vec<(Option<String>, f64)> =
+            plan.points.iter().map(|p| (p.exp.hosts.cc.clone(), p.exp.path.loss)).collect();
+        let r = |s: &str| Some(s.to_string());
+        assert_eq!(got, [(r("reno"), 0.0), (r("reno"), 0.01), (r("cubic"), 0.0), (r("cubic"), 0.01)]);
+        assert_eq!(plan.points[1].dir_name(), "p01-cc=reno,loss=0.01");
+        // Every other key as in the base.
+        assert!(plan.points.iter().all(|p| p.exp.path.rate == Some(Rate(10_000_000))));
+    }
+
+    #[test]
+    fn ranges_include_both_ends() {
+        let plan =
+            parse(&format!("{BASE}[sweep]\n\"path.queue_packets\" = {{ from = 10, to = 50, step = 20 }}\n")).unwrap();
+        let q: Vec<Option<u32>> = plan.points.iter().map(|p| p.exp.path.queue_packets).collect();
+        assert_eq!(q, [Some(10), Some(30), Some(50)]);
+    }
+
+    #[test]
+    fn bad_input_names_the_key() {
+        let e = parse("name = \"t\"\n[path]\nlos = 0.1\n").unwrap_err();
+        assert!(e.contains("los") && e.contains("line 3"), "{e}");
+        let e = parse(&format!("{BASE}[sweep]\n\"path.los\" = [0.1]\n")).unwrap_err();
+        assert!(e.contains("los"), "{e}");
+        let e = parse(&format!("{BASE}[sweep]\n\"path.loss\" = [0.1, 1.5]\n")).unwrap_err();
+        assert!(e.contains("path.loss = 1.5"), "{e}");
+        let e = parse(&format!("{BASE}[sweep]\n\"path.loss\" = [\"x\"]\n")).unwrap_err();
+        assert!(e.contains("sweep point path.loss = \"x\""), "{e}");
+        let e = parse("name = \"t\"\n[path]\nrate = \"10mbps\"\n").unwrap_err();
+        assert!(e.contains("unknown unit"), "{e}");
+        let e = parse("name = \"t\"\n[traffic]\ncount = 5\nseconds = 2\n").unwrap_err();
+        assert!(e.contains("traffic.count and traffic.seconds"), "{e}");
+        let e = parse("name = \"t\"\n[path\n").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn delays_and_refusals() {
+        let d = |t: &str| parse(&format!("name = \"t\"\n[path]\ndelay = {t}\n")).map(|p| p.base.path.delay);
+        assert_eq!(d("\"10ms\""), Ok(Some(Delay(10_000))));
+        assert_eq!(d("\"250us\""), Ok(Some(Delay(250))));
+        assert_eq!(d("2.5"), Ok(Some(Delay(2_500))));
+        assert!(d("\"10 parsecs\"").unwrap_err().contains("unknown unit"));
+        let e = parse("name = \"t\"\n[path]\nreorder = 1.5\n").unwrap_err();
+        assert!(e.contains("path.reorder = 1.5"), "{e}");
+        let e = parse("name = \"t\"\n[path]\ndelay = \"1ms\"\n[hosts]\noffload = true\n").unwrap_err();
+        assert!(e.contains("offload"), "{e}");
+    }
+}
