@@ -41,6 +41,11 @@ pub struct Monitor {
     series: Mutex<HashMap<u32, Arc<OnceLock<Arc<ConnSeries>>>>>,
     /// The event names in lane order ([`lanes`]).
     lanes: Vec<String>,
+    /// The events' indices in time order (a view's are found by binary search).
+    by_time: Vec<usize>,
+    /// Host CPU (user + system, % of all cores) and the `--pid` process's (% of one core) between
+    /// successive CPU samples, at the later one (ns since the epoch).
+    cpu: [Vec<(u64, f64)>; 2],
 }
 
 /// The event names in the order of the stages they are (NetLogger's lifeline layout, first stage
@@ -89,8 +94,10 @@ struct ConnSeries {
     t0_ns: u64,
     last_ns: u64,
     lines: Vec<(&'static str, Line)>,
-    /// Per interval: its end (ns since t0) and the network, receiver and sender shares.
+    /// Per interval: its start and end (ns since t0) and the network, receiver and sender shares.
     limits: Vec<(u64, u64, [f64; 3])>,
+    /// Host and process CPU in the connection's life, as [`Monitor::cpu`].
+    cpu: [Line; 2],
 }
 
 impl Monitor {
@@ -103,7 +110,20 @@ impl Monitor {
         })?;
         let sums = triage::summarize_all(&rec);
         let lanes = lanes(&rec.events);
-        Ok(Monitor { rec, sums, series: Mutex::default(), lanes })
+        let mut by_time: Vec<usize> = (0..rec.events.len()).collect();
+        by_time.sort_by_key(|&i| rec.events[i].t_ns);
+        let mut cpu = [Vec::new(), Vec::new()];
+        for p in rec.cpu.windows(2) {
+            let Some(sh) = tcpscope_monitor::events::cpu_shares(&p[0], &p[1]) else { continue };
+            if !sh.cores.is_empty() {
+                let busy: f64 = sh.cores.iter().map(|c| c[0] + c[1]).sum::<f64>() / sh.cores.len() as f64;
+                cpu[0].push((p[1].t_ns, busy * 100.0));
+            }
+            if let Some(x) = sh.proc {
+                cpu[1].push((p[1].t_ns, x * 100.0));
+            }
+        }
+        Ok(Monitor { rec, sums, series: Mutex::default(), lanes, by_time, cpu })
     }
 
     /// The file's name as the page shows it.
@@ -158,7 +178,7 @@ impl Monitor {
             return Err(format!("{}: no connection {id}", self.rec.path.display()));
         }
         let cell = self.series.lock().map_err(|_| "poisoned".to_string())?.entry(id).or_default().clone();
-        Ok(cell.get_or_init(|| Arc::new(ConnSeries::new(&self.rec, id))).clone())
+        Ok(cell.get_or_init(|| Arc::new(ConnSeries::new(&self.rec, id, &self.cpu))).clone())
     }
 
     /// `api/timeline`: connection `id`'s timeline over the view (`t0`, `t1`: seconds since its
@@ -173,15 +193,19 @@ impl Monitor {
         for (name, line) in &cs.lines {
             series.insert((*name).into(), reduce(line, t0, t1, w).to_json());
         }
-        let sum = self.sums.iter().find(|s| s.id == id).expect("checked in series()");
+        let sum = self.sums.iter().find(|s| s.id == id).ok_or_else(|| format!("no connection {id}"))?;
         // Events and CPU in the view, on the connection's clock.
         let rel = |t: u64| (t as f64 - cs.t0_ns as f64) / 1e9;
-        let in_view: Vec<_> = self.rec.events.iter().filter(|e| (t0..=t1).contains(&rel(e.t_ns))).collect();
+        let ev = &self.rec.events;
+        let i0 = self.by_time.partition_point(|&i| rel(ev[i].t_ns) < t0);
+        let i1 = self.by_time.partition_point(|&i| rel(ev[i].t_ns) <= t1).max(i0);
+        let in_view = &self.by_time[i0..i1];
         let names = &self.lanes;
         let events: Vec<Value> = in_view
             .iter()
             .take(MAX_EVENTS)
-            .map(|e| {
+            .map(|&i| {
+                let e = &ev[i];
                 let guid = e.fields.iter().find(|(k, _)| k == "guid").map(|(_, v)| v.clone());
                 let fields: serde_json::Map<String, Value> =
                     e.fields.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
@@ -202,37 +226,19 @@ impl Monitor {
             "start_ns": cs.t0_ns,
             "series": series,
             "limits": limits_json(&cs.limits, t0, t1, w),
-            "cpu": self.cpu_json(cs.t0_ns, t0, t1, w),
+            "cpu": json!({
+                "host_pct": reduce(&cs.cpu[0], t0, t1, w).to_json(),
+                "proc_pct": reduce(&cs.cpu[1], t0, t1, w).to_json(),
+            }),
             "lanes": names,
             "events": events,
             "events_more": in_view.len().saturating_sub(MAX_EVENTS),
         }))
     }
-
-    /// Host CPU (user + system, % of all cores) and the `--pid` process's (% of one core) over
-    /// the view, reduced to the columns.
-    fn cpu_json(&self, t0_ns: u64, t0: f64, t1: f64, w: u32) -> Value {
-        let (mut host, mut proc) = (Vec::new(), Vec::new());
-        for p in self.rec.cpu.windows(2) {
-            let Some(sh) = tcpscope_monitor::events::cpu_shares(&p[0], &p[1]) else { continue };
-            let Some(t) = p[1].t_ns.checked_sub(t0_ns) else { continue };
-            if !sh.cores.is_empty() {
-                let busy: f64 = sh.cores.iter().map(|c| c[0] + c[1]).sum::<f64>() / sh.cores.len() as f64;
-                host.push((t, busy * 100.0));
-            }
-            if let Some(x) = sh.proc {
-                proc.push((t, x * 100.0));
-            }
-        }
-        json!({
-            "host_pct": reduce(&Line::new(host), t0, t1, w).to_json(),
-            "proc_pct": reduce(&Line::new(proc), t0, t1, w).to_json(),
-        })
-    }
 }
 
 impl ConnSeries {
-    fn new(rec: &Recording, id: u32) -> ConnSeries {
+    fn new(rec: &Recording, id: u32, cpu: &[Vec<(u64, f64)>; 2]) -> ConnSeries {
         let samples = rec.samples_of(id);
         let (t0_ns, last_ns) = match (samples.first(), samples.last()) {
             (Some(a), Some(b)) => (a.t_ns, b.t_ns - a.t_ns),
@@ -268,7 +274,10 @@ impl ConnSeries {
                 Some((at(w[0]), at(w[1]), [sh.network, sh.receiver, sh.sender]))
             })
             .collect();
-        ConnSeries { t0_ns, last_ns, lines, limits }
+        let cpu = cpu
+            .clone()
+            .map(|pts| Line::new(pts.into_iter().filter_map(|(t, v)| Some((t.checked_sub(t0_ns)?, v))).collect()));
+        ConnSeries { t0_ns, last_ns, lines, limits, cpu }
     }
 }
 
