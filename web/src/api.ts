@@ -347,3 +347,73 @@ export function packet(conn: number, frame: number): Promise<PacketRow | null> {
   if (report) return Promise.resolve(detail(conn).packets?.[String(frame)] ?? null);
   return get("packet", { conn, frame });
 }
+
+/** A monitored connection of a recording (`api/monitor`; docs/viewer.md). */
+export interface MonConn {
+  id: number;
+  src: string;
+  sport: number;
+  dst: string;
+  dport: number;
+  cong: string | null;
+  duration_s: number;
+  samples: number;
+  ave_bw: number | null;
+  diagnosis: string;
+  /** The capture's connection of the same 4-tuple (null: not in the capture; absent: no capture given). */
+  capture?: number | null;
+  /** Where that connection's first packet is on the timeline, s. */
+  capture_offset_s?: number | null;
+  /** The direction the monitored socket sends in, in the capture. */
+  capture_dir?: Dir | null;
+}
+
+export interface Monitor {
+  recording: string;
+  host: string | null;
+  interval_s: number | null;
+  tail: string | null;
+  captures: { name: string; packets: number; error: string | null }[] | null;
+  conns: MonConn[];
+}
+
+/** A series as the timeline's JSON answer has it. */
+export interface RawSeries {
+  t: number[];
+  lo: number[];
+  hi: number[];
+  agg: boolean;
+}
+
+export interface AppEvent {
+  t: number;
+  lane: number;
+  name: string;
+  guid: string | null;
+  fields: Record<string, string>;
+}
+
+/** A connection's timeline for a view (`api/timeline`). */
+export interface Timeline {
+  conn: number;
+  title: string;
+  t: [number, number];
+  last: number;
+  start_ns: number;
+  series: Record<"cwnd_bytes" | "ssthresh_bytes" | "rtt_ms" | "delivery_bps" | "int_bw_bps" | "flight_bytes" | "retrans", RawSeries>;
+  limits: { t0: number; t1: number; network: number; receiver: number; sender: number }[];
+  cpu: { host_pct: RawSeries; proc_pct: RawSeries };
+  lanes: string[];
+  events: AppEvent[];
+  events_more: number;
+}
+
+/** The recording shown, or null (traces only; a report). */
+export function monitor(): Promise<Monitor | null> {
+  if (report) return Promise.resolve(null);
+  return get("monitor", {});
+}
+
+export function timeline(conn: number, v: { t0?: number; t1?: number; w: number }, signal?: AbortSignal): Promise<Timeline> {
+  return get("timeline", { conn, t0: v.t0, t1: v.t1, w: Math.max(1, Math.round(v.w)) }, signal);
+}

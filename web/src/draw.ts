@@ -73,7 +73,7 @@ export const AX = { X: 1, Y: 2, TITLE: 4, ALL: 7 };
  * The axes of `f` (its frame is a CSS box, main.ts): time ticks and labels under the plot area
  * (`AX.X`), sequence (or panel) ticks and labels left of it (`AX.Y`).
  */
-export function axes(ctx: CanvasRenderingContext2D, f: Frame, ylabel: string, xlabels = true, yfmt = (l: string) => l, parts = AX.ALL) {
+export function axes(ctx: CanvasRenderingContext2D, f: Frame, ylabel: string, xlabels = true, yfmt = (l: string) => l, parts = AX.ALL, xtitle = "time (s since the connection's first packet)") {
   ctx.save();
   ctx.strokeStyle = "#888";
   ctx.fillStyle = "#333";
@@ -91,7 +91,7 @@ export function axes(ctx: CanvasRenderingContext2D, f: Frame, ylabel: string, xl
       ctx.lineTo(x, f.h - BOTTOM + 4);
       if (xlabels) ctx.fillText(t.label, x, f.h - BOTTOM + 14);
     }
-    if (xlabels) ctx.fillText("time (s since the connection's first packet)", (LEFT + f.w - RIGHT) / 2, f.h - 6);
+    if (xlabels) ctx.fillText(xtitle, (LEFT + f.w - RIGHT) / 2, f.h - 6);
   }
   if (parts & AX.Y) {
     ctx.textAlign = "right";
@@ -365,6 +365,10 @@ export interface PanelLine {
   dots?: boolean;
   /** A step function (the value holds until the next point): drawn over and up. */
   step?: boolean;
+  /** Filled down to 0 (the timeline's stacked triage shares). */
+  fill?: boolean;
+  /** Left out of a panel's legend (the timeline's lifelines: one line per guid). */
+  unlabelled?: boolean;
 }
 
 /** The panels' series (throughput, RTT, bytes), as drawn: built once per answer. */
@@ -422,6 +426,7 @@ export function panelAxes(ctx: CanvasRenderingContext2D, f: Frame, title: string
   ctx.fillText(title, x, TOP + 12);
   x += ctx.measureText(title).width + 10;
   for (const l of lines) {
+    if (l.unlabelled) continue;
     ctx.fillStyle = l.color;
     ctx.fillText(l.label, x, TOP + 12);
     x += ctx.measureText(l.label).width + 10;
@@ -465,7 +470,12 @@ export function panelData(ctx: CanvasRenderingContext2D, f: Frame, lines: PanelL
       }
     }
     if (l.dots) ctx.fill();
-    else ctx.stroke();
+    else if (l.fill && t.length) {
+      ctx.lineTo(bx + t[t.length - 1] * ax, Y(0));
+      ctx.lineTo(bx + t[0] * ax, Y(0));
+      ctx.closePath();
+      ctx.fill();
+    } else ctx.stroke();
   }
   ctx.restore();
 }

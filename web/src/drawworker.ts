@@ -7,8 +7,10 @@
 // page only swaps the canvases (layers.ts, DataLayer).
 //
 // Messages in: {canvas: id, off} (a canvas handed over; id "key:layer:slot"), {data: key, gen,
-// fig?, lines} (an answer: its figure, its panels' series), {forget: key} (a plot removed) and
-// {draw: key, layer, slot, gen, f, ask, dpr} (layer 0: the figure; 1–3: the panels). Out: {key,
+// fig?, lines, first?} (an answer: its figure, its panels' series — or a timeline's lanes —
+// whose layers are numbered from `first`, default 1), {forget: key} (a plot removed) and
+// {draw: key, layer, slot, gen, f, ask, dpr} (a packet plot's layer 0: the figure; 1–3: the
+// panels; a timeline's 0–6: its lanes). Out: {key,
 // layer, gen, f, ask} once that drawing is on its way to the compositor; nothing for a
 // drawing of an answer since replaced, or one asked again meanwhile.
 
@@ -20,6 +22,8 @@ interface Data {
   gen: number;
   fig?: Figure;
   lines: PanelLine[][];
+  /** The layer number of lines[0] (layers before it: the figure). */
+  first: number;
 }
 
 interface Ask {
@@ -49,7 +53,7 @@ self.onmessage = (e: MessageEvent) => {
     for (const id of [...canvases.keys()]) if (id.startsWith(`${m.forget}:`)) canvases.delete(id);
     return;
   }
-  if (m.data !== undefined) data.set(m.data, { gen: m.gen, fig: m.fig, lines: m.lines });
+  if (m.data !== undefined) data.set(m.data, { gen: m.gen, fig: m.fig, lines: m.lines, first: m.first ?? 1 });
   else asks.set(`${m.draw}:${m.layer}`, m);
   // After the messages already here: a burst of asks is drawn once, at its latest.
   if (!queued) {
@@ -70,9 +74,9 @@ function run() {
     const f = m.f;
     const ctx = prepare(c, f.w - LEFT - RIGHT, f.h - TOP - BOTTOM, true, m.dpr);
     ctx.translate(-LEFT, -TOP);
-    if (m.layer === 0) {
+    if (m.layer < d.first) {
       if (d.fig) drawFigure(ctx, f, d.fig);
-    } else if (d.lines[m.layer - 1]) panelData(ctx, f, d.lines[m.layer - 1]);
+    } else if (d.lines[m.layer - d.first]) panelData(ctx, f, d.lines[m.layer - d.first]);
     done.push({ key: m.draw, layer: m.layer, gen: m.gen, f, ask: m.ask });
   }
   // Told in a task of its own: the canvases drawn in this one are sent to the compositor as it

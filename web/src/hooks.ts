@@ -8,7 +8,7 @@ import type { Dir } from "./api";
 import { BOTTOM, LEFT, OP, RIGHT, TOP, hit, markPoint } from "./draw";
 import { painter, painterDrew } from "./layers";
 import { perf } from "./perf";
-import { panelMax, plots, ranges } from "./plot";
+import { panelMax, plots, ranges, timeline } from "./plot";
 
 type Hooks = {
   tcpscopePerf: typeof perf;
@@ -17,12 +17,18 @@ type Hooks = {
   tcpscopeDrawnBy: () => "worker" | "page";
   tcpscopeFrames: () => unknown[];
   tcpscopeRedraw: (n: number) => Promise<number[]>;
+  tcpscopeTimeline: (lane?: string) => unknown;
 };
 
 /** Sets the hooks on `window`. */
 export function installHooks() {
   const w = window as unknown as Hooks;
   w.tcpscopePerf = perf;
+
+  // For the tests: a recording's timeline as drawn (each lane's points, whether its layer shows
+  // the last answer, its frame) and, given a lane, a sample of it the pointer would hover there,
+  // in client pixels (null: no timeline).
+  w.tcpscopeTimeline = (lane?: string) => timeline?.probe(lane) ?? null;
 
   // For the browser tests and the benchmark: where a mark of a class (prefix) is drawn that the
   // pointer would hover there, in client pixels, and its frame.

@@ -28,8 +28,13 @@ export interface Surface {
   hit(x: number, y: number): number | undefined;
   /** The tooltip's HTML for item `m` (null: none), and a fuller one when `more` resolves (null: keep). */
   tip(m: number): { html: string; more?: Promise<string | null> } | null;
-  /** The view's y (state.view s0..s1) at the overlay's pixel row `py`, at frame `f`. */
-  viewY(f: Frame, py: number): number;
+  /**
+   * The view's y (state.view s0..s1) at the overlay's pixel row `py`, at frame `f`. None: its y
+   * is its own (a timeline's lanes), and zooming or panning it changes the view's time only.
+   */
+  viewY?(f: Frame, py: number): number;
+  /** Its time minus the view's, s (a capture's plot under a recording's timeline; default 0). */
+  toff?: number;
   /** Draws the overlay again: hover, the focused item, and `rect` (a zoom rectangle dragged). */
   drawOverlay(rect?: [number, number, number, number]): void;
 }

@@ -10,6 +10,7 @@
 //   zoom.ts    zoom, pan, history                  tooltip.ts  hover and its tooltip
 //   events.ts  the events list                     hooks.ts    window.tcpscope* for tests
 //   api.ts     the server (or a report's data)     draw.ts     drawing; drawworker.ts: off-thread
+//   timeline.ts a recording's timeline (lanes)     monlist.ts  a recording's connection list
 
 import "./style.css";
 import * as api from "./api";
@@ -18,7 +19,9 @@ import { $ } from "./dom";
 import { loadEvents } from "./events";
 import { installHooks } from "./hooks";
 import { firstListed, renderList, startList } from "./list";
-import { loadAll, plots, rebuildPlots, requestFrame } from "./plot";
+import { monitor, renderMonitorList, shownConn, startMonitorList } from "./monlist";
+import { TimelinePlot } from "./timeline";
+import { loadAll, plots, rebuildPlots, requestFrame, timeline } from "./plot";
 import { changed, readUrl, routeChanges, state } from "./state";
 import type { Change } from "./state";
 import { bindHover } from "./tooltip";
@@ -28,10 +31,12 @@ import { back, bindKeys, bindZoom, reset } from "./zoom";
 function onChange(what: Change) {
   // Another direction: the figures shown are not its.
   if (what.dir) plots.forEach((p) => p.drop());
-  if (what.list) renderList();
+  if (what.list) (monitor ? renderMonitorList() : renderList());
   if (what.plots) {
-    rebuildPlots();
+    if (monitor) showTimeline();
+    else rebuildPlots();
     for (const p of plots) bindHover(p, bindZoom(p));
+    if (timeline) bindHover(timeline, bindZoom(timeline));
   }
   if (what.events) loadEvents();
   for (const b of document.querySelectorAll<HTMLButtonElement>("[data-dir]")) b.classList.toggle("on", b.dataset.dir === state.dir);
@@ -39,6 +44,25 @@ function onChange(what: Change) {
     requestFrame();
     loadAll(what.delay ?? 0);
   }
+}
+
+/**
+ * A recording's connection (state.mon): its timeline, and under it the capture's plot of the
+ * same connection, in the direction the monitored socket sends, shifted onto the timeline's
+ * time; or a note that the capture does not have it.
+ */
+function showTimeline() {
+  const c = shownConn();
+  if (!c) {
+    state.ids = [];
+    rebuildPlots();
+    return;
+  }
+  state.ids = c.capture ? [c.capture] : [];
+  if (c.capture_dir) state.dir = c.capture_dir;
+  const note =
+    c.capture === null ? `This connection (${c.src}:${c.sport} → ${c.dst}:${c.dport}) is not in the capture.` : "";
+  rebuildPlots(new TimelinePlot(c.id), c.capture_offset_s ?? 0, note);
 }
 
 /** The splitter between the list and the plots: drag to resize the list; the width is kept. */
@@ -88,7 +112,14 @@ async function main() {
   routeChanges(onChange);
   readUrl();
   bindSplitter();
-  if (!(await startList())) return;
+  let m: api.Monitor | null = null;
+  try {
+    m = await api.monitor();
+  } catch {
+    // No answer: the traces' list, which says what went wrong if the server did.
+  }
+  if (m) startMonitorList(m);
+  else if (!(await startList())) return;
   for (const b of document.querySelectorAll<HTMLButtonElement>("[data-dir]"))
     b.onclick = () => {
       state.dir = b.dataset.dir as Dir;
@@ -101,7 +132,7 @@ async function main() {
     readUrl();
     changed({ list: true, plots: true, events: true });
   });
-  if (!state.ids.length) {
+  if (!state.ids.length && !m) {
     const first = api.report ? api.report.report.plotted[0] : firstListed();
     if (first !== undefined) state.ids = [first];
   }

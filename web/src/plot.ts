@@ -4,20 +4,14 @@
 // every plot drawn in one requestAnimationFrame, within a budget) and the fetching of answers for
 // the view (`loadAll`), and the ranges all plots share (`ranges`).
 //
-// Timeline-ready: what is generic lives in layers.ts (data layers drawn at one view and moved by
-// transforms, the worker, axis strips), and zoom.ts and tooltip.ts drive a plot only through
-// `Surface` (its overlay, frame, hit, tip, viewY): nothing there assumes packets. ConnPlot is
-// the packet-specific plot. A time-series plot (tcp_info samples, CPU, application events on
-// the same time axis) would take:
-// - a class implementing `Surface` and `Layered`, whose `load` fetches its series (as
-//   `PanelLine`s) for state.view's t0..t1 and whose `draw` draws them with DataLayer, AxisStrip
-//   and draw.ts's panelData/panelAxes (the worker already draws `lines` for layers 1 and up;
-//   layer 0 is a figure), its `hit`/`tip` naming a sample;
-// - `plots` holding both kinds, typed by what the frame loop and `loadAll` call (`draw`, `gen`,
-//   `arrived`, `load`, `warm`, `layers`) rather than as ConnPlot, and `ranges` taking its time
-//   range from whichever plots have data;
-// - in zoom.ts, one change: such a plot's y is its own, not the view's, so `viewY` becomes
-//   optional and, where a plot has none, zoom and pan keep state.view's s0/s1 (time only).
+// What is generic lives in layers.ts (data layers drawn at one view and moved by transforms,
+// the worker, axis strips), and zoom.ts and tooltip.ts drive a plot only through `Surface` (its
+// overlay, frame, hit, tip, and optionally viewY and toff): nothing there assumes packets.
+// ConnPlot is the packet-specific plot; a `TimePlot` (timeline.ts: a monitor recording's
+// timeline) shares only the view's time, its y its own. With a recording, `timeline` is shown
+// above the capture's ConnPlot of the same connection, whose times are shifted by its `toff`
+// (where its first packet is on the timeline); `ranges` then takes the time range from the
+// timeline.
 
 import * as api from "./api";
 import type { Figure, Panels, PacketRow } from "./api";
@@ -29,12 +23,39 @@ import type { Layered, Surface } from "./layers";
 import { perf, timeRendering } from "./perf";
 import { state, writeUrl } from "./state";
 
-startPainter(() => plots, () => requestFrame());
+startPainter(() => allPlots(), () => requestFrame());
 
 // A resize of the window, or any scroll (the plots' column, the window), may move a plot under
 // the pointer: its place is read again at the next pointer event.
-window.addEventListener("resize", () => plots.forEach((p) => p.moved()));
-document.addEventListener("scroll", () => plots.forEach((p) => p.moved()), { capture: true, passive: true });
+window.addEventListener("resize", () => allPlots().forEach((p) => p.moved()));
+document.addEventListener("scroll", () => allPlots().forEach((p) => p.moved()), { capture: true, passive: true });
+
+/**
+ * A time-series plot on the page's time axis (timeline.ts: a monitor recording's timeline): its
+ * y is its own, so it shares only the view's time; what the frame loop and `loadAll` call.
+ */
+export interface TimePlot extends Surface, Layered {
+  el: HTMLElement;
+  /** When the last answer arrived, until it is wholly drawn (0: drawn). */
+  arrived: number;
+  /** The end of its data, s (undefined: no answer yet): the whole view ends there. */
+  last(): number | undefined;
+  load(): void;
+  /** Drawn before its first answer, in a task (as ConnPlot.warm). */
+  warm(): void;
+  /** Brings it to the view's times [x0, x1]; returns whether a layer was left for a later frame. */
+  draw(x0: number, x1: number, mayDraw: () => boolean, force?: boolean): boolean;
+  dispose(): void;
+  moved(): void;
+  /** For the tests (hooks.ts). */
+  probe(lane?: string): unknown;
+}
+
+/** The time-series plot shown above the connections' plots (null: none). */
+export let timeline: TimePlot | null = null;
+
+/** Every plot shown: the time-series one, then the connections'. */
+const allPlots = (): (ConnPlot | TimePlot)[] => (timeline ? [timeline, ...plots] : plots);
 
 /** The packets' rows the tooltip showed, by connection and frame. */
 const packetCache = new Map<string, Promise<PacketRow | null>>();
@@ -68,6 +89,11 @@ export class ConnPlot implements Surface, Layered {
   lines: PanelLine[][] = [];
   /** Counts the answers: layers drawn from an older one are redrawn. */
   gen = 0;
+  /**
+   * Its time minus the view's, s: under a recording's timeline (whose times count from the
+   * connection's first sample), where the capture's first packet of it is on the timeline.
+   */
+  toff = 0;
   /** When the last answer arrived, until it is wholly drawn (0: drawn). */
   arrived = 0;
   ctl?: AbortController;
@@ -195,7 +221,7 @@ export class ConnPlot implements Surface, Layered {
     const start = performance.now();
     const i = plots.indexOf(this);
     const { x0, x1, y } = ranges();
-    this.draw(x0, x1, y[i][0], y[i][1], [0, 0, 0], () => true);
+    this.draw(x0 - this.toff, x1 - this.toff, y[i][0], y[i][1], [0, 0, 0], () => true);
     timeRendering(start, perf.warm);
   }
 
@@ -204,6 +230,7 @@ export class ConnPlot implements Surface, Layered {
     const ctl = (this.ctl = new AbortController());
     const v = { ...state.view };
     if (v.s0 !== undefined && v.s1 !== undefined) [v.s0, v.s1] = [v.s0 + off, v.s1 + off];
+    if (v.t0 !== undefined && v.t1 !== undefined) [v.t0, v.t1] = [v.t0 - this.toff, v.t1 - this.toff];
     const w = Math.max(1, this.size(this.tsg)[0] - LEFT - RIGHT);
     const start = performance.now();
     // A connection's first answer waits for a pass over its file (seconds for a big one): said
@@ -272,7 +299,7 @@ export class ConnPlot implements Surface, Layered {
     const i = plots.indexOf(this);
     if (!painter || !this.fig || i < 0) return;
     const { x0, x1, y } = ranges();
-    const { f, pfs } = this.frames(x0, x1, y[i][0], y[i][1], panelMax(x0, x1));
+    const { f, pfs } = this.frames(x0 - this.toff, x1 - this.toff, y[i][0], y[i][1], panelMax(x0, x1));
     this.marks.ask(this.gen, f, false);
     if (this.lines.length) this.series.forEach((l, k) => l.ask(this.gen, pfs[k], true));
   }
@@ -406,14 +433,28 @@ export class ConnPlot implements Surface, Layered {
 /** The plots shown: one per connection in state.ids. */
 export let plots: ConnPlot[] = [];
 
-export function rebuildPlots() {
+/**
+ * Builds the plots again: the connections' of state.ids, under `tl` when given (a recording's
+ * timeline, the capture's plot of the same connection under it, its times shifted by `toff`).
+ */
+export function rebuildPlots(tl: TimePlot | null = null, toff = 0, note = "") {
   const cols = $("columns");
-  for (const p of plots) p.dispose();
+  for (const p of allPlots()) p.dispose();
   cols.innerHTML = "";
+  timeline = tl;
   plots = state.ids.map((id) => new ConnPlot(id));
-  if (!plots.length) cols.innerHTML = `<p class="empty">Select a connection (ctrl-click a second one to compare on one scale).</p>`;
+  for (const p of plots) p.toff = toff;
+  if (!plots.length && !tl) cols.innerHTML = `<p class="empty">Select a connection (ctrl-click a second one to compare on one scale).</p>`;
+  if (tl) cols.append(tl.el);
+  if (note) {
+    const p = document.createElement("p");
+    p.className = "note";
+    p.textContent = note;
+    cols.append(p);
+  }
   for (const p of plots) cols.append(p.el);
-  cols.classList.toggle("two", plots.length === 2);
+  cols.classList.toggle("two", plots.length === 2 && !tl);
+  cols.classList.toggle("stack", !!tl);
 }
 
 /**
@@ -429,7 +470,10 @@ export function ranges(): { x0: number; x1: number; y: [number, number][] } {
   const figs = plots.map((p) => p.fig);
   const have = figs.filter((f): f is Figure => !!f);
   const x0 = v.t0 ?? 0;
-  const x1 = v.t1 ?? Math.max(1e-6, ...have.map((f) => (v.t0 === undefined ? f.x[1] : f.last)));
+  const ends = plots.flatMap((p) => (p.fig ? [(v.t0 === undefined ? p.fig.x[1] : p.fig.last) + p.toff] : []));
+  const tl = timeline?.last();
+  // Under a timeline, the whole view is the timeline's.
+  const x1 = v.t1 ?? (tl !== undefined ? Math.max(1e-6, tl) : Math.max(1e-6, ...ends));
   if (v.s0 !== undefined && v.s1 !== undefined) {
     const [s0, s1] = [v.s0, v.s1];
     return { x0, x1, y: plots.map((_, i) => { const o = offsetOf(i); return [s0 + o, s1 + o]; }) };
@@ -442,7 +486,7 @@ export function ranges(): { x0: number; x1: number; y: [number, number][] } {
 /** Each panel's highest value over [x0, x1] across the plots: compared plots share the panels' scales too. */
 export function panelMax(x0: number, x1: number): number[] {
   const out = [0, 0, 0];
-  for (const p of plots) p.lines.forEach((lines, k) => (out[k] = Math.max(out[k], seriesMax(lines, x0, x1))));
+  for (const p of plots) p.lines.forEach((lines, k) => (out[k] = Math.max(out[k], seriesMax(lines, x0 - p.toff, x1 - p.toff))));
   return out;
 }
 
@@ -460,7 +504,8 @@ const BUDGET_MS = 6;
 let frameRequested = false;
 export function requestFrame() {
   // Until a plot has an answer, frames have nothing to draw (`warm` drew the plots).
-  if (frameRequested || (plots.length && plots.every((p) => !p.gen))) return;
+  const all = allPlots();
+  if (frameRequested || (all.length && all.every((p) => !p.gen))) return;
   frameRequested = true;
   requestAnimationFrame(() => {
     frameRequested = false;
@@ -471,14 +516,15 @@ export function requestFrame() {
     const mayDraw = () => (drew && performance.now() - start > BUDGET_MS ? false : (drew = true));
     let left = false;
     // A plot before its first answer was drawn by `warm`.
-    plots.forEach((p, i) => p.gen && (left = p.draw(x0, x1, y[i][0], y[i][1], pmax, mayDraw) || left));
+    if (timeline?.gen) left = timeline.draw(x0, x1, mayDraw) || left;
+    plots.forEach((p, i) => p.gen && (left = p.draw(x0 - p.toff, x1 - p.toff, y[i][0], y[i][1], pmax, mayDraw) || left));
     const end = performance.now();
     perf.frames.push(end - start);
     timeRendering(start);
     // An answer is on screen once the frame that drew its last layer is rendered.
     // (A layer awaited from the worker brings its own frame when it comes.)
-    const awaited = plots.some((p) => p.layers().some((l) => l.awaited()));
-    if (!left && !awaited) for (const p of plots) if (p.arrived) timeRendering(p.arrived, perf.shown), (p.arrived = 0);
+    const awaited = allPlots().some((p) => p.layers().some((l) => l.awaited()));
+    if (!left && !awaited) for (const p of allPlots()) if (p.arrived) timeRendering(p.arrived, perf.shown), (p.arrived = 0);
     if (left) requestFrame();
     const seq = y.map(([a, b]) => `${Math.round(a)}–${Math.round(b)}`).join(" | ");
     $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · seq ${seq} · zoom depth ${state.history.length}`;
@@ -491,8 +537,9 @@ export function loadAll(delay = 0) {
   clearTimeout(loadTimer);
   loadTimer = window.setTimeout(() => {
     if (delay) writeUrl();
+    timeline?.load();
     plots.forEach((p, i) => p.load(offsetOf(i)));
     // New plots: drawn while their answers are computed, in a task of their own.
-    if (plots.some((p) => !p.gen)) setTimeout(() => plots.forEach((p) => p.gen || p.warm()));
+    if (allPlots().some((p) => !p.gen)) setTimeout(() => allPlots().forEach((p) => p.gen || p.warm()));
   }, delay);
 }

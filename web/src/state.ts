@@ -19,8 +19,10 @@ export interface View {
 }
 
 export interface State {
-  /** The connections plotted: one, or two compared on one scale. */
+  /** The connections plotted: one, or two compared on one scale (with a recording: the capture's, under the timeline). */
   ids: number[];
+  /** With a recording (`view run.tsm`): the monitored connection whose timeline is shown (null: none). */
+  mon: number | null;
   dir: Dir;
   view: View;
   sort: string;
@@ -39,7 +41,7 @@ export interface State {
 // Worst first, as `tcpscope screen` ranks them.
 export const DEFAULT_SORT = "severity";
 
-export const state: State = { ids: [], dir: "a2b", view: {}, sort: DEFAULT_SORT, desc: true, filter: "", boring: false, history: [], events: [], focusFrame: null };
+export const state: State = { ids: [], mon: null, dir: "a2b", view: {}, sort: DEFAULT_SORT, desc: true, filter: "", boring: false, history: [], events: [], focusFrame: null };
 
 /** What changed, for `changed`: each part redone is named; `delay` (ms): fetch once input pauses. */
 export interface Change {
@@ -83,7 +85,8 @@ export function setView(v: View, push = true, delay = 0, also: Change = {}) {
 
 export function writeUrl() {
   const q = new URLSearchParams();
-  if (state.ids.length) q.set("c", state.ids.join(","));
+  if (state.mon !== null) q.set("m", String(state.mon));
+  else if (state.ids.length) q.set("c", state.ids.join(","));
   if (state.dir !== "a2b") q.set("d", state.dir);
   const v = state.view;
   if (v.t0 !== undefined && v.t1 !== undefined) q.set("t", `${v.t0},${v.t1}`);
@@ -103,6 +106,8 @@ export function readUrl() {
   const q = new URLSearchParams(location.hash.slice(1));
   const nums = (k: string) => (q.get(k) ?? "").split(",").filter((s) => s !== "").map(Number).filter((n) => Number.isFinite(n));
   state.ids = nums("c").slice(0, 2);
+  const m = nums("m");
+  state.mon = m.length ? m[0] : null;
   state.dir = q.get("d") === "b2a" ? "b2a" : "a2b";
   const t = nums("t"), s = nums("s");
   state.view = {};

@@ -2,23 +2,37 @@
 // rectangle, the wheel, a shift-drag, the arrow keys — and the steps back out of it (back,
 // reset; the history is state.history, pushed by state.setView). The view is the plots' shared
 // ranges: time for all, and the first plot's y (a compared plot's is offset by `o`). A plot is
-// driven only through `Surface` (its frame and `viewY`), so the same zoom works on any plot on
-// the time axis.
+// driven only through `Surface` (its frame, `viewY` and `toff`), so the same zoom works on any
+// plot on the time axis: one without `viewY` (a recording's timeline) is zoomed in time only.
 
 import { BOTTOM, LEFT, RIGHT, TOP, ix } from "./draw";
 import type { Frame } from "./draw";
 import { pointerAt } from "./layers";
 import type { Surface } from "./layers";
-import { plots, ranges } from "./plot";
+import { plots, ranges, timeline } from "./plot";
 import { changed, setView, state } from "./state";
 import type { View } from "./state";
 
 /** The view as drawn, explicit: the first plot's sequence range and the second's offset. */
 function currentBox(): View {
   const { x0, x1, y } = ranges();
-  const b: View = { t0: x0, t1: x1, s0: y[0]?.[0] ?? 0, s1: y[0]?.[1] ?? 1 };
+  const b: View = { t0: x0, t1: x1 };
+  // (No packet plot: no sequence range.)
+  if (y.length) [b.s0, b.s1] = y[0];
   if (y.length > 1) b.o = y[1][0] - y[0][0];
   return b;
+}
+
+/** The view's time at overlay column `px` of plot `p` drawn at `f`. */
+const timeAt = (p: Surface, f: Frame, px: number) => ix(f, px) + (p.toff ?? 0);
+
+/**
+ * The view with times t0..t1 and, from a plot with the view's y, sequence range s0..s1; from
+ * one with a y of its own (a timeline), no sequence range: each packet plot under it then
+ * shows the sequence numbers of its data in that time.
+ */
+function timeView(p: Surface, b: View, t0: number, t1: number, s0: number, s1: number): View {
+  return p.viewY ? { t0, t1, s0, s1, o: b.o } : { t0, t1 };
 }
 
 /** Steps back out to the view before the last zoom or pan. */
@@ -38,14 +52,17 @@ export function reset() {
 
 function zoomAt(p: Surface, f: Frame, px: number, py: number, factor: number, push: boolean) {
   const b = currentBox();
-  const x = ix(f, px), y = p.viewY(f, py);
-  setView({ t0: x - (x - b.t0!) * factor, t1: x + (b.t1! - x) * factor, s0: y - (y - b.s0!) * factor, s1: y + (b.s1! - y) * factor, o: b.o }, push, 80);
+  const x = timeAt(p, f, px), y = p.viewY?.(f, py) ?? 0;
+  setView(timeView(p, b, x - (x - b.t0!) * factor, x + (b.t1! - x) * factor, y - (y - b.s0!) * factor, y + (b.s1! - y) * factor), push, 80);
 }
 
 function panBy(dxFrac: number, dyFrac: number, push: boolean) {
   const b = currentBox();
-  const dx = (b.t1! - b.t0!) * dxFrac, dy = (b.s1! - b.s0!) * dyFrac;
-  setView({ t0: b.t0! + dx, t1: b.t1! + dx, s0: b.s0! + dy, s1: b.s1! + dy, o: b.o }, push, 80);
+  const dx = (b.t1! - b.t0!) * dxFrac;
+  // Without a packet plot, nothing to pan up or down.
+  if (b.s0 === undefined || b.s1 === undefined) return dxFrac ? setView({ t0: b.t0! + dx, t1: b.t1! + dx }, push, 80) : undefined;
+  const dy = (b.s1 - b.s0) * dyFrac;
+  setView({ t0: b.t0! + dx, t1: b.t1! + dx, s0: b.s0 + dy, s1: b.s1 + dy, o: b.o }, push, 80);
 }
 
 let lastWheel = 0;
@@ -73,7 +90,8 @@ export function bindZoom(p: Surface): () => boolean {
       const f = p.frame;
       const dt = ((x - drag.x) / (f.w - LEFT - RIGHT)) * (drag.box.t1! - drag.box.t0!);
       const ds = ((y - drag.y) / (f.h - TOP - BOTTOM)) * (drag.box.s1! - drag.box.s0!);
-      setView({ t0: drag.box.t0! - dt, t1: drag.box.t1! - dt, s0: drag.box.s0! + ds, s1: drag.box.s1! + ds, o: drag.box.o }, false, 60);
+      const b = drag.box;
+      setView(timeView(p, b, b.t0! - dt, b.t1! - dt, b.s0! + ds, b.s1! + ds), false, 60);
     } else {
       p.drawOverlay([Math.min(drag.x, x), Math.min(drag.y, y), Math.max(drag.x, x), Math.max(drag.y, y)]);
     }
@@ -85,11 +103,12 @@ export function bindZoom(p: Surface): () => boolean {
     if (d.pan) return;
     const [x, y] = pos(e);
     p.drawOverlay();
-    if (Math.abs(x - d.x) < 5 || Math.abs(y - d.y) < 5) return;
+    // (A plot with a y of its own is zoomed in time only: a drag across it is enough.)
+    if (Math.abs(x - d.x) < 5 || (p.viewY && Math.abs(y - d.y) < 5)) return;
     const f = p.frame;
-    const [ta, tb] = [ix(f, d.x), ix(f, x)].sort((a, b) => a - b);
-    const [sa, sb] = [p.viewY(f, d.y), p.viewY(f, y)].sort((a, b) => a - b);
-    setView({ t0: ta, t1: tb, s0: sa, s1: sb, o: currentBox().o });
+    const [ta, tb] = [timeAt(p, f, d.x), timeAt(p, f, x)].sort((a, b) => a - b);
+    const [sa, sb] = p.viewY ? [p.viewY(f, d.y), p.viewY(f, y)].sort((a, b) => a - b) : [0, 0];
+    setView(timeView(p, currentBox(), ta, tb, sa, sb));
   }, { signal: p.gone });
   o.addEventListener("wheel", (e) => {
     if (!p.frame) return;
@@ -120,7 +139,7 @@ export function bindKeys() {
       ArrowDown: () => panBy(0, -0.1, true),
     };
     const k = keys[e.key];
-    if (k && plots.length) {
+    if (k && (plots.length || timeline)) {
       e.preventDefault();
       k();
     }

@@ -246,7 +246,8 @@ pub struct ScreenArgs {
 #[derive(Args, Debug)]
 pub struct ViewCommon {
     /// Capture files (pcap, pcapng; plain, .gz or .zst), or ring directories (each read whole as
-    /// one trace). Only these are served.
+    /// one trace). Only these are served. `view` also takes a monitor recording (`.tsm`) first:
+    /// its timeline, with the captures' time-sequence plots of its connections.
     #[arg(required = true, value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
     /// Window scale to assume for connections whose handshake was not captured (0-14).

@@ -10,27 +10,41 @@ use tcpscope_view::data::Traces;
 use crate::args::{ReportArgs, ViewArgs, ViewCommon};
 
 fn load(c: &ViewCommon) -> io::Result<Traces> {
+    load_paths(c, c.traces.clone())
+}
+
+fn load_paths(c: &ViewCommon, paths: Vec<std::path::PathBuf>) -> io::Result<Traces> {
     if c.idle_split.is_nan() || c.idle_split <= 0.0 {
         return Err(io::Error::other("--idle-split must be a positive number of seconds"));
     }
     let settings = Settings { idle_split_ns: (c.idle_split * 1e9) as u64, assume_wscale: c.wscale };
-    let t = Traces::load_window(c.traces.clone(), settings, &c.window.get());
+    let t = Traces::load_window(paths, settings, &c.window.get());
     let mut err = io::stderr().lock();
     for f in &t.an.files {
         if let Some(e) = &f.error {
             writeln!(err, "tcpscope: {}: {e}", f.path.display())?;
         }
     }
-    if t.an.nothing_read() {
+    if !t.paths.is_empty() && t.an.nothing_read() {
         return Err(io::Error::other("nothing could be read from the traces"));
     }
     Ok(t)
 }
 
 pub fn view(args: &ViewArgs) -> io::Result<ExitCode> {
-    let traces = Arc::new(load(&args.common)?);
+    // A recording first: its timeline, with the captures after it.
+    let first = &args.common.traces[0];
+    let (monitor, traces) = if tcpscope_monitor::tsm::is_recording(first) {
+        let m = tcpscope_view::timeline::Monitor::load(first)?;
+        if let Some(t) = &m.rec.tail {
+            writeln!(io::stderr(), "tcpscope: {}: {t}; read up to there", first.display())?;
+        }
+        (Some(Arc::new(m)), load_paths(&args.common, args.common.traces[1..].to_vec())?)
+    } else {
+        (None, load(&args.common)?)
+    };
     let opts = tcpscope_view::Options { bind: args.bind, port: args.port };
-    let server = tcpscope_view::Server::start(traces, &opts)?;
+    let server = tcpscope_view::Server::start_with(Arc::new(traces), monitor, &opts)?;
     let mut out = io::stdout().lock();
     writeln!(out, "tcpscope viewer: {}", server.url)?;
     out.flush()?;

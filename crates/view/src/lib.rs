@@ -4,6 +4,9 @@
 //!   keeps, per opened connection, its series from one more pass ([`data::Detail`]).
 //! - [`api`] builds the JSON answers; every one is bounded by the viewport's pixel width;
 //!   [`pack`] the compact form of the figure and panels that the page reads (`fmt=bin`).
+//! - [`timeline::Monitor`] a monitor recording (`tcpscope view run.tsm [TRACE]`): its monitored
+//!   connections and each one's timeline for a view (`api/monitor`, `api/timeline`), read by
+//!   the monitor crate's reader;
 //! - [`Server`] serves the page (the Vite build of `web/`, embedded at compile time) and the API
 //!   on one port; [`report`] writes the same page with the data inline.
 //!
@@ -19,6 +22,7 @@ pub mod data;
 pub mod list;
 pub mod pack;
 pub mod report;
+pub mod timeline;
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -75,6 +79,8 @@ struct Ctx {
     recent: std::sync::Mutex<std::collections::VecDeque<Recent>>,
     /// The connection list's filter text and last orders.
     list: list::List,
+    /// A monitor recording, when the viewer shows one (`api/monitor`, `api/timeline`).
+    monitor: Option<Arc<timeline::Monitor>>,
 }
 
 /// A recent answer: the request (route and query, which also say its content type) and its body.
@@ -86,6 +92,16 @@ const RECENT: usize = 64;
 impl Server {
     /// Binds and starts answering on background threads.
     pub fn start(traces: Arc<Traces>, opts: &Options) -> io::Result<Server> {
+        Server::start_with(traces, None, opts)
+    }
+
+    /// As [`Server::start`], with a monitor recording whose timeline the page shows (the traces
+    /// are then the captures shown under it, possibly none).
+    pub fn start_with(
+        traces: Arc<Traces>,
+        monitor: Option<Arc<timeline::Monitor>>,
+        opts: &Options,
+    ) -> io::Result<Server> {
         let listener = std::net::TcpListener::bind(SocketAddr::new(opts.bind, opts.port))?;
         // No Nagle: tiny_http writes the headers and the body separately, and the body's last
         // packet then waited for the client's delayed ACK of the headers — 40 ms on every other
@@ -108,7 +124,8 @@ impl Server {
         };
         let url = format!("http://{shown}{prefix}/");
         let server = Arc::new(server);
-        let ctx = Arc::new(Ctx { traces, prefix, hosts, recent: Default::default(), list: Default::default() });
+        let ctx =
+            Arc::new(Ctx { traces, prefix, hosts, recent: Default::default(), list: Default::default(), monitor });
         let workers = (0..WORKERS)
             .map(|_| {
                 let (server, ctx) = (server.clone(), ctx.clone());
@@ -276,6 +293,23 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
             }
         }
         "/api/conns" => send_json(req, 200, &api::conns(t)),
+        // `null` when no recording is shown: the page then lists the traces' connections.
+        "/api/monitor" => match &ctx.monitor {
+            Some(m) => send_json(req, 200, &m.conns_json((!t.paths.is_empty()).then_some(&**t))),
+            None => send_json(req, 200, &serde_json::Value::Null),
+        },
+        "/api/timeline" => {
+            let Some(m) = &ctx.monitor else { return error(req, 404, "no recording shown") };
+            let built = (|| -> Result<serde_json::Value, (u16, String)> {
+                let id: u32 = q.num("conn").map_err(|e| (400, e))?.ok_or((400, "conn missing".to_string()))?;
+                let v = q.viewport().map_err(|e| (400, e))?;
+                m.timeline_json(id, &v).map_err(|e| (404, e))
+            })();
+            match built {
+                Ok(v) => send_json(req, 200, &v),
+                Err((status, msg)) => error(req, status, &msg),
+            }
+        }
         "/api/tsg" | "/api/panels" | "/api/events" | "/api/packet" => {
             // `fmt=bin`: the packed form (crate::pack) of the figure and the panels.
             let bin = q.get("fmt") == Some("bin");
