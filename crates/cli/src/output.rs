@@ -250,7 +250,7 @@ fn stats_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize]) -> io::Result<
         return Ok(()); // no row, no header
     }
     let files: Vec<String> = an.files.iter().map(|f| f.path.display().to_string()).collect();
-    write_csv_header(out, stats_csv_header())?;
+    write_csv_header(out, json::stats_csv_columns())?;
     in_parallel_blocks(out, ids, CSV_BLOCK, |ids| {
         let mut w = csv::Writer::from_writer(Vec::with_capacity(ids.len() * 1024));
         for &id in ids {
@@ -259,28 +259,6 @@ fn stats_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize]) -> io::Result<
         }
         w.into_inner().map_err(|e| e.into_error())
     })
-}
-
-/// The keys of a flattened [`json::ConnJson`] before its directions.
-const CSV_HEAD: [&str; 13] = [
-    "id",
-    "file",
-    "a_addr",
-    "a_port",
-    "b_addr",
-    "b_port",
-    "state",
-    "handshake",
-    "reuse",
-    "first_time",
-    "last_time",
-    "duration_s",
-    "max_idle_s",
-];
-
-fn stats_csv_header() -> Vec<String> {
-    let dir = |p: &str| json::DirJson::NAMES.map(|n| format!("{p}_{n}"));
-    CSV_HEAD.iter().map(|k| k.to_string()).chain(dir("a2b")).chain(dir("b2a")).collect()
 }
 
 /// One connection's row, fields as serde_json writes the values (floats shortest round-trip
@@ -613,7 +591,7 @@ mod tests {
                 let mut flat = Vec::new();
                 flatten("", &to_value(&json::ConnJson::new(&c, id, files[id % 2].to_string())).unwrap(), &mut flat);
                 let header: Vec<String> = flat.iter().map(|(k, _)| k.clone()).collect();
-                assert_eq!(stats_csv_header(), header);
+                assert_eq!(json::stats_csv_columns(), header);
                 let mut want = csv::Writer::from_writer(Vec::new());
                 want.write_record(flat.iter().map(|(_, v)| csv_field(v))).unwrap();
                 let mut got = csv::Writer::from_writer(Vec::new());

@@ -57,6 +57,13 @@ pub struct Field {
     pub doc: &'static str,
 }
 
+impl Field {
+    /// A field (for the `FIELDS` lists: `const` so that they are built at compile time).
+    pub const fn new(name: &'static str, kind: Kind, nullable: bool, unit: &'static str, doc: &'static str) -> Field {
+        Field { name, kind, nullable, unit, doc }
+    }
+}
+
 /// A record type given out as a table.
 pub trait Table {
     /// The table's name (`connections`, `directions`, `files`, `packets`).

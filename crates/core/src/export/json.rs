@@ -391,9 +391,22 @@ impl Table for ConnJson {
     ];
 }
 
-/// A [`Field`] in a table's list.
+/// The CSV columns of `stats --csv`: the connection table's fields flattened as the JSON is
+/// (`a` as `a_addr`, `a_port`; each direction's fields as `a2b_NAME`, `b2a_NAME`).
+pub fn stats_csv_columns() -> Vec<String> {
+    let mut cols = Vec::new();
+    for f in ConnJson::FIELDS {
+        match f.name {
+            "a" | "b" => cols.extend(["addr", "port"].map(|k| format!("{}_{k}", f.name))),
+            "a2b" | "b2a" => cols.extend(DirJson::FIELDS.iter().map(|d| format!("{}_{}", f.name, d.name))),
+            name => cols.push(name.to_string()),
+        }
+    }
+    cols
+}
+
 const fn field(name: &'static str, kind: Kind, nullable: bool, unit: &'static str, doc: &'static str) -> Field {
-    Field { name, kind, nullable, unit, doc }
+    Field::new(name, kind, nullable, unit, doc)
 }
 
 impl ConnJson {

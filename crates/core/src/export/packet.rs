@@ -72,7 +72,7 @@ impl Table for PacketLine<'_> {
 }
 
 const fn f(name: &'static str, kind: Kind, unit: &'static str, doc: &'static str) -> Field {
-    Field { name, kind, nullable: false, unit, doc }
+    Field::new(name, kind, false, unit, doc)
 }
 
 /// Flag letters in a fixed order (see [`PacketLine::flags`]).

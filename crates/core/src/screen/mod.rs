@@ -359,7 +359,7 @@ impl crate::table::Table for ScreenRow<'_> {
     const FIELDS: &'static [crate::table::Field] = {
         use crate::table::{Field, Kind};
         const fn f(name: &'static str, kind: Kind, unit: &'static str, doc: &'static str) -> Field {
-            Field { name, kind, nullable: false, unit, doc }
+            Field::new(name, kind, false, unit, doc)
         }
         &[
             f("id", Kind::Int, "", "as in `conns` (order of first appearance, counted over all files given)"),
