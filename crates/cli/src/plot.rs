@@ -199,7 +199,7 @@ fn seq_limits(args: &PlotArgs, t: &Target, base: Option<SeqNum>) -> io::Result<(
     let rel = |abs: i64| -> io::Result<i64> {
         let abs = u32::try_from(abs)
             .map_err(|_| io::Error::other(format!("--abs-seq: {abs} is not a 32-bit sequence number")))?;
-        Ok(offset_from(base, SeqNum(abs)))
+        Ok(offset_from(base, SeqNum(abs)).0)
     };
     Ok((args.seq_from.map(rel).transpose()?, args.seq_to.map(rel).transpose()?))
 }

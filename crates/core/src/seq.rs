@@ -22,14 +22,58 @@ impl SeqNum {
 /// With a captured SYN the base is ISN + 1, so the SYN has offset -1 and the first payload byte
 /// offset 0. Without a handshake the base is the first sequence number seen in that direction
 /// (bytes before it, e.g. retransmitted later, get negative offsets).
-pub type SeqOff = i64;
+///
+/// A type of its own so that the compiler keeps it apart from wire values ([`SeqNum`]) and from
+/// lengths: an offset plus a length is an offset, an offset minus an offset a length (`i64`,
+/// signed: on garbage input a range may be reversed). Plots take the number (`.0`): their
+/// series are in plot units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct SeqOff(pub i64);
+
+impl SeqOff {
+    /// Below any real offset.
+    pub const MIN: SeqOff = SeqOff(i64::MIN);
+    /// Above any real offset.
+    pub const MAX: SeqOff = SeqOff(i64::MAX);
+}
+
+impl std::ops::Add<i64> for SeqOff {
+    type Output = SeqOff;
+    #[inline]
+    fn add(self, n: i64) -> SeqOff {
+        SeqOff(self.0 + n)
+    }
+}
+
+impl std::ops::Sub<i64> for SeqOff {
+    type Output = SeqOff;
+    #[inline]
+    fn sub(self, n: i64) -> SeqOff {
+        SeqOff(self.0 - n)
+    }
+}
+
+impl std::ops::Sub for SeqOff {
+    type Output = i64;
+    #[inline]
+    fn sub(self, other: SeqOff) -> i64 {
+        self.0 - other.0
+    }
+}
+
+impl std::fmt::Display for SeqOff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// The offset of the wire value `abs` in a direction whose offset 0 is the wire value `base`,
 /// for a value a user typed (a plot's `--abs-seq` limits): `(abs - base) mod 2^32`, where a value
 /// up to 64 KiB below the base counts as before it (the SYN is -1).
 pub fn offset_from(base: SeqNum, abs: SeqNum) -> SeqOff {
     let v = abs.0.wrapping_sub(base.0);
-    if v > u32::MAX - 65535 { v as SeqOff - (1 << 32) } else { v as SeqOff }
+    SeqOff(if v > u32::MAX - 65535 { v as i64 - (1 << 32) } else { v as i64 })
 }
 
 /// Turns wire sequence numbers into [`SeqOff`]s by tracking the most recent value seen.
@@ -46,7 +90,7 @@ pub struct Unwrapper {
 impl Unwrapper {
     /// An unwrapper whose offset 0 is the wire value `base`.
     pub fn new(base: SeqNum) -> Self {
-        Unwrapper { base, last: base, last_off: 0 }
+        Unwrapper { base, last: base, last_off: SeqOff(0) }
     }
 
     /// The wire value at offset 0.
@@ -84,27 +128,27 @@ mod tests {
     #[test]
     fn unwrapper_counts_past_4gib() {
         let mut u = Unwrapper::new(SeqNum(u32::MAX - 99));
-        assert_eq!(u.advance(SeqNum(u32::MAX)), 99);
-        assert_eq!(u.advance(SeqNum(900)), 1000);
+        assert_eq!(u.advance(SeqNum(u32::MAX)).0, 99);
+        assert_eq!(u.advance(SeqNum(900)).0, 1000);
         // Walk 5 GiB in 1 GiB steps: the offset keeps growing.
         let mut seq = 900u32;
         let mut off = 1000i64;
         for _ in 0..5 {
             seq = seq.wrapping_add(1 << 30);
             off += 1 << 30;
-            assert_eq!(u.advance(SeqNum(seq)), off);
+            assert_eq!(u.advance(SeqNum(seq)).0, off);
         }
         // An older value still maps below the reference.
-        assert_eq!(u.off(SeqNum(seq.wrapping_sub(10))), off - 10);
+        assert_eq!(u.off(SeqNum(seq.wrapping_sub(10))).0, off - 10);
     }
 
     #[test]
     fn a_typed_sequence_number_becomes_an_offset_across_the_wrap() {
         let base = SeqNum(u32::MAX - 9);
-        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 9)), 0);
-        assert_eq!(super::offset_from(base, SeqNum(5)), 15, "after the wrap");
-        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 10)), -1, "the SYN");
-        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 9 - 65535)), -65535);
-        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 9 - 65536)), (1 << 32) - 65536);
+        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 9)).0, 0);
+        assert_eq!(super::offset_from(base, SeqNum(5)).0, 15, "after the wrap");
+        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 10)).0, -1, "the SYN");
+        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 9 - 65535)).0, -65535);
+        assert_eq!(super::offset_from(base, SeqNum(u32::MAX - 9 - 65536)).0, (1 << 32) - 65536);
     }
 }

@@ -29,7 +29,7 @@ impl RangeSet {
 
     /// Total bytes covered.
     pub fn total(&self) -> u64 {
-        self.ranges.iter().map(|(s, e)| (e - s) as u64).sum()
+        self.ranges.iter().map(|&(s, e)| (e - s) as u64).sum()
     }
 
     /// Bytes of `[start, end)` covered by the set.
@@ -116,7 +116,7 @@ mod tests {
 
     /// The slow twin: a plain bitmap over a small universe.
     fn bitmap(set: &RangeSet, n: i64) -> Vec<bool> {
-        (0..n).map(|i| set.overlap(i, i + 1) == 1).collect()
+        (0..n).map(|i| set.overlap(SeqOff(i), SeqOff(i + 1)) == 1).collect()
     }
 
     #[test]
@@ -129,10 +129,10 @@ mod tests {
                 let a = next(64) as i64;
                 let b = (a + next(10) as i64).min(64);
                 if next(2) == 0 {
-                    set.insert(a, b);
+                    set.insert(SeqOff(a), SeqOff(b));
                     truth[a as usize..b as usize].iter_mut().for_each(|x| *x = true);
                 } else {
-                    set.remove(a, b);
+                    set.remove(SeqOff(a), SeqOff(b));
                     truth[a as usize..b as usize].iter_mut().for_each(|x| *x = false);
                 }
                 assert_eq!(bitmap(&set, 64), truth);

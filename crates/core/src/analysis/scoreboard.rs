@@ -27,10 +27,10 @@ pub(super) fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
     }
     if let Some(old) = h.snd_una {
         // Credit payload only: not the SYN (offset -1) nor the FIN.
-        let lo = if h.isn.is_some() { 0 } else { SeqOff::MIN };
+        let lo = if h.isn.is_some() { SeqOff(0) } else { SeqOff::MIN };
         // A FIN below the first byte (garbage on the wire) must not make an empty range panic.
         let hi = h.fin_off.unwrap_or(SeqOff::MAX).max(lo);
-        let bytes = a.clamp(lo, hi).saturating_sub(old.clamp(lo, hi));
+        let bytes = a.clamp(lo, hi).0.saturating_sub(old.clamp(lo, hi).0);
         if bytes > 0 {
             sink.event(&data_dir, &Event::AckAdvance { bytes: bytes as u64 });
         }

@@ -128,7 +128,7 @@ fn filling_a_hole_is_out_of_order_not_a_retransmission() {
         Event::Hole { from, to } => Some((*from, *to)),
         _ => None,
     });
-    assert_eq!(hole, Some((100, 200)));
+    assert_eq!(hole, Some((SeqOff(100), SeqOff(200))));
 }
 
 #[test]

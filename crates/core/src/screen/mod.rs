@@ -474,7 +474,7 @@ impl Sink for ScreenSink {
                 let first = c.first_ns;
                 for e in c.events.iter_mut().rev().take(64) {
                     let mine = e.dir == at.dir.rev().name();
-                    let overlaps = e.seq < to && from < e.seq + e.len.max(1) as i64;
+                    let overlaps = e.seq < to.0 && from.0 < e.seq + e.len.max(1) as i64;
                     let fixable = matches!(
                         e.class,
                         OosClass::FastRetransmit | OosClass::Rto | OosClass::TailLossProbe | OosClass::Unknown
@@ -491,7 +491,7 @@ impl Sink for ScreenSink {
                         e.class = OosClass::Spurious;
                         e.rule = "resent, then reported received twice by a D-SACK";
                         e.dsack_frame = Some(at.frame);
-                        side[r].not_lost(e.seq);
+                        side[r].not_lost(crate::seq::SeqOff(e.seq));
                         break;
                     }
                 }

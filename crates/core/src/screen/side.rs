@@ -168,7 +168,7 @@ impl Side {
             dir: at.dir.name(),
             frame: at.frame,
             time_s: 0.0,
-            seq,
+            seq: seq.0,
             len: 0,
             prev_frame: None,
             since_prev_ms: None,
@@ -270,7 +270,7 @@ impl Side {
 
     /// A zero-window probe.
     pub(super) fn classify_probe(&mut self, at: &At, peer: &Side, cl: &Classify) {
-        let mut e = self.evidence(at, self.una.unwrap_or(0), peer, cl);
+        let mut e = self.evidence(at, self.una.unwrap_or(SeqOff(0)), peer, cl);
         (e.class, e.rule) = (OosClass::FlowControl, "sent while the receiver's window was zero");
         self.pending = Some(Box::new(e));
     }
@@ -297,7 +297,7 @@ impl Side {
             return;
         }
         let dt = t1 - t0;
-        let hi = self.hi.unwrap_or(0);
+        let hi = self.hi.unwrap_or(SeqOff(0));
         let una = self.una.unwrap_or(hi);
         let outstanding = (hi - una).max(0) as u64;
         let bucket = if (sending

@@ -8,7 +8,6 @@
 
 use crate::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Sink};
 use crate::flow::ConnInfo;
-use crate::seq::SeqOff;
 
 /// One duplicate ACK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,7 +17,7 @@ pub struct DupAckPoint {
     /// 1-based frame number.
     pub frame: u64,
     /// The repeated ack, in the data's sequence space.
-    pub ack_off: SeqOff,
+    pub ack_off: i64,
     /// Which duplicate of that ack (1 = first, 3 = the "triple").
     pub n: u32,
 }
@@ -31,7 +30,7 @@ pub struct RexmitPoint {
     /// 1-based frame number.
     pub frame: u64,
     /// Offset of its first sequence number.
-    pub seq_off: SeqOff,
+    pub seq_off: i64,
     /// Retransmitted payload bytes.
     pub bytes: u32,
 }
@@ -109,10 +108,10 @@ impl Sink for DupackSink {
         match *ev {
             // A duplicate ACK's direction is the ACK's: against our data it comes from the peer.
             Event::DupAck { n, ack_off } if at.dir != self.base.dir => {
-                self.dupacks.push(DupAckPoint { t_ns, frame: at.frame, ack_off, n })
+                self.dupacks.push(DupAckPoint { t_ns, frame: at.frame, ack_off: ack_off.0, n })
             }
             Event::Retransmission { seq_off, bytes, .. } if at.dir == self.base.dir => {
-                self.rexmits.push(RexmitPoint { t_ns, frame: at.frame, seq_off, bytes })
+                self.rexmits.push(RexmitPoint { t_ns, frame: at.frame, seq_off: seq_off.0, bytes })
             }
             _ => {}
         }

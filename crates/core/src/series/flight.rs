@@ -24,7 +24,6 @@
 
 use crate::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Sink};
 use crate::flow::ConnInfo;
-use crate::seq::SeqOff;
 
 /// A value at a time (bytes in flight, or an advertised window).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,7 +77,7 @@ pub struct FlightSeries {
 }
 
 struct Round {
-    end: SeqOff,
+    end: i64,
     start_ns: u64,
     max: u64,
     packets: u32,
@@ -93,7 +92,7 @@ pub struct FlightSink {
     rwnd_scaled: bool,
     cwnd: Vec<CwndRound>,
     limited_rounds: u32,
-    snd_max: Option<SeqOff>,
+    snd_max: Option<i64>,
     last_rwnd: Option<u64>,
     mss: u64,
     round: Option<Round>,
@@ -140,7 +139,7 @@ impl FlightSink {
     }
 
     fn data(&mut self, s: &SegmentInfo, t_ns: u64) {
-        let end = s.seq_off + s.flags.syn() as i64 + s.len as i64;
+        let end = s.seq_off.0 + s.flags.syn() as i64 + s.len as i64;
         self.snd_max = Some(self.snd_max.map_or(end, |m| m.max(end)));
         self.mss = self.mss.max(s.len as u64);
         let Some(v) = s.in_flight else { return };
@@ -154,7 +153,7 @@ impl FlightSink {
     }
 
     fn ack(&mut self, s: &SegmentInfo, t_ns: u64) {
-        let Some(ack) = s.ack_off else { return };
+        let Some(ack) = s.ack_off.map(|a| a.0) else { return };
         self.rwnd.push(BytesPoint { t_ns, frame: s.at.frame, bytes: s.win_bytes });
         self.rwnd_scaled |= s.wscale.is_some();
         self.last_rwnd = Some(s.win_bytes);

@@ -113,7 +113,7 @@ impl Sink for Origin {
         self.t0.get_or_insert(s.at.ts_ns);
         if s.at.dir == self.dir && self.base.is_none() {
             // offset = wire - base (mod 2^32), for every segment of the direction.
-            self.base = Some(crate::seq::SeqNum(s.seq.0.wrapping_sub(s.seq_off as u32)));
+            self.base = Some(crate::seq::SeqNum(s.seq.0.wrapping_sub(s.seq_off.0 as u32)));
         }
     }
 }

@@ -15,12 +15,11 @@
 //!   windows and triple duplicate ACKs.
 //!
 //! Times are ns relative to the connection's first packet (either direction); sequence numbers
-//! are the analysis' offsets ([`crate::seq::SeqOff`]): the first payload byte is 0, the SYN -1.
+//! are the analysis' offsets ([`crate::seq::SeqOff`]`.0`): the first payload byte is 0, the SYN -1.
 
 use crate::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Sink};
 use crate::decode::Flags;
 use crate::flow::ConnInfo;
-use crate::seq::SeqOff;
 
 /// What a data segment was, in order of precedence when several apply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +54,7 @@ pub struct DataSeg {
     /// 1-based frame number.
     pub frame: u64,
     /// Offset of the first sequence number it occupies (the SYN's is -1).
-    pub seq_off: SeqOff,
+    pub seq_off: i64,
     /// Payload bytes (from the IP header).
     pub len: u32,
     /// Classification.
@@ -68,15 +67,15 @@ pub struct DataSeg {
 
 impl DataSeg {
     /// Offset of the first payload byte (after the SYN, if any).
-    pub fn payload_start(&self) -> SeqOff {
+    pub fn payload_start(&self) -> i64 {
         self.seq_off + self.flags.syn() as i64
     }
     /// Offset after the last payload byte.
-    pub fn payload_end(&self) -> SeqOff {
+    pub fn payload_end(&self) -> i64 {
         self.payload_start() + self.len as i64
     }
     /// Offset after the last sequence number it occupies (FIN included).
-    pub fn end(&self) -> SeqOff {
+    pub fn end(&self) -> i64 {
         self.payload_end() + self.flags.fin() as i64
     }
 }
@@ -89,7 +88,7 @@ pub struct AckPoint {
     /// 1-based frame number.
     pub frame: u64,
     /// Acknowledged offset in the plotted direction's sequence space.
-    pub ack_off: SeqOff,
+    pub ack_off: i64,
     /// Advertised window in bytes (scaled when the scale is known).
     pub win_bytes: u64,
     /// Whether the ack is above every earlier ack (the ack line steps up). The first ACK of the
@@ -108,7 +107,7 @@ pub struct AckPoint {
 
 impl AckPoint {
     /// Right edge of the window: ack + window.
-    pub fn edge(&self) -> SeqOff {
+    pub fn edge(&self) -> i64 {
         self.ack_off.saturating_add(self.win_bytes.min(i64::MAX as u64) as i64)
     }
 }
@@ -121,9 +120,9 @@ pub struct SackBlock {
     /// 1-based frame number.
     pub frame: u64,
     /// Left edge.
-    pub from: SeqOff,
+    pub from: i64,
     /// Right edge (exclusive).
-    pub to: SeqOff,
+    pub to: i64,
     /// A D-SACK (RFC 2883): bytes received twice.
     pub dsack: bool,
 }
@@ -184,7 +183,7 @@ pub struct Note {
     /// 1-based frame number.
     pub frame: u64,
     /// Where on the sequence axis.
-    pub y: SeqOff,
+    pub y: i64,
     /// What it says.
     pub kind: NoteKind,
 }
@@ -224,7 +223,7 @@ pub struct TsgSink {
     /// Room to reserve when the connection appears: its direction's packets, the other's.
     room: (usize, usize),
     /// Highest ack seen from the returning direction.
-    max_ack: Option<SeqOff>,
+    max_ack: Option<i64>,
     dir: Dir,
     /// Whether the connection's first packet was seen (it sets time 0).
     started: bool,
@@ -249,11 +248,12 @@ impl TsgSink {
 
     fn data(tsg: &mut Tsg, s: &SegmentInfo, t_ns: u64, events: &[(At, Event)]) {
         let (kind, keepalive) = classify(events, s.at.dir);
-        let seg = DataSeg { t_ns, frame: s.at.frame, seq_off: s.seq_off, len: s.len, kind, flags: s.flags, keepalive };
+        let seg =
+            DataSeg { t_ns, frame: s.at.frame, seq_off: s.seq_off.0, len: s.len, kind, flags: s.flags, keepalive };
         if tsg.segments.last().is_some_and(|p| p.t_ns > t_ns) {
             tsg.segments_time_ordered = false;
         }
-        let note = |y: SeqOff, kind: NoteKind| Note { t_ns, frame: s.at.frame, y, kind };
+        let note = |y: i64, kind: NoteKind| Note { t_ns, frame: s.at.frame, y, kind };
         let f = s.flags;
         if f.syn() {
             tsg.notes.push(note(seg.seq_off, NoteKind::Syn { rexmit: s.is_rexmit }));
@@ -279,20 +279,24 @@ impl TsgSink {
     fn returning(&mut self, s: &SegmentInfo, t_ns: u64) {
         let Some(tsg) = self.tsg.as_mut() else { return };
         let frame = s.at.frame;
-        let note = |y: SeqOff, kind: NoteKind| Note { t_ns, frame, y, kind };
+        let note = |y: i64, kind: NoteKind| Note { t_ns, frame, y, kind };
         for (at, ev) in &self.pending {
             if at.dir != s.at.dir {
                 continue;
             }
             match *ev {
-                Event::Sack { from, to } => tsg.sacks.push(SackBlock { t_ns, frame, from, to, dsack: false }),
-                Event::Dsack { from, to } => tsg.sacks.push(SackBlock { t_ns, frame, from, to, dsack: true }),
-                Event::DupAck { n: 3, ack_off } => tsg.notes.push(note(ack_off, NoteKind::TripleDupAck)),
+                Event::Sack { from, to } => {
+                    tsg.sacks.push(SackBlock { t_ns, frame, from: from.0, to: to.0, dsack: false })
+                }
+                Event::Dsack { from, to } => {
+                    tsg.sacks.push(SackBlock { t_ns, frame, from: from.0, to: to.0, dsack: true })
+                }
+                Event::DupAck { n: 3, ack_off } => tsg.notes.push(note(ack_off.0, NoteKind::TripleDupAck)),
                 _ => {}
             }
         }
         let f = s.flags;
-        let Some(ack_off) = s.ack_off else {
+        let Some(ack_off) = s.ack_off.map(|a| a.0) else {
             if f.rst() {
                 tsg.notes.push(note(self.max_ack.unwrap_or(0), NoteKind::RstIn));
             }
