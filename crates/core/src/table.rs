@@ -58,9 +58,14 @@ pub struct Field {
 }
 
 impl Field {
-    /// A field (for the `FIELDS` lists: `const` so that they are built at compile time).
-    pub const fn new(name: &'static str, kind: Kind, nullable: bool, unit: &'static str, doc: &'static str) -> Field {
-        Field { name, kind, nullable, unit, doc }
+    /// A field that always has a value (`const`: the `FIELDS` lists are built at compile time).
+    pub const fn new(name: &'static str, kind: Kind, unit: &'static str, doc: &'static str) -> Field {
+        Field { name, kind, nullable: false, unit, doc }
+    }
+
+    /// A field that may be `null`.
+    pub const fn nullable(name: &'static str, kind: Kind, unit: &'static str, doc: &'static str) -> Field {
+        Field { name, kind, nullable: true, unit, doc }
     }
 }
 

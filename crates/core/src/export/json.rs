@@ -351,43 +351,39 @@ impl ConnJson {
 impl Table for ConnJson {
     const NAME: &'static str = "connections";
     const FIELDS: &'static [Field] = &[
-        field(
+        Field::new(
             "id",
             Kind::Int,
-            false,
             "",
             "1-based, in order of first appearance, continuing across files; `-c ID` selects",
         ),
-        field("file", Kind::Text, false, "", "the file the connection was seen in"),
-        field(
+        Field::new("file", Kind::Text, "", "the file the connection was seen in"),
+        Field::new(
             "a",
             Kind::Object,
-            false,
             "",
             "endpoint a (`{\"addr\": string, \"port\": integer}`): it sent the SYN, or the first packet seen",
         ),
-        field("b", Kind::Object, false, "", "endpoint b, as `a`"),
-        field("state", Kind::Text, false, "", "`complete`, `reset`, `open`, `no_handshake`, `one_direction`"),
-        field("handshake", Kind::Bool, false, "", "a SYN from a was seen"),
-        field(
+        Field::new("b", Kind::Object, "", "endpoint b, as `a`"),
+        Field::new("state", Kind::Text, "", "`complete`, `reset`, `open`, `no_handshake`, `one_direction`"),
+        Field::new("handshake", Kind::Bool, "", "a SYN from a was seen"),
+        Field::nullable(
             "reuse",
             Kind::Text,
-            true,
             "",
             "`new_isn` or `idle_gap`: why this is a new connection on a 4-tuple whose earlier connection had not expired ([statistics.md](statistics.md#connections))",
         ),
-        field("first_time", Kind::Float, false, "s since the epoch", "first packet"),
-        field("last_time", Kind::Float, false, "s since the epoch", "last packet"),
-        field("duration_s", Kind::Float, false, "s", "first to last packet"),
-        field("max_idle_s", Kind::Float, false, "s", "longest gap between two packets"),
-        field(
+        Field::new("first_time", Kind::Float, "s since the epoch", "first packet"),
+        Field::new("last_time", Kind::Float, "s since the epoch", "last packet"),
+        Field::new("duration_s", Kind::Float, "s", "first to last packet"),
+        Field::new("max_idle_s", Kind::Float, "s", "longest gap between two packets"),
+        Field::new(
             "a2b",
             Kind::Object,
-            false,
             "",
             "statistics of a's data and b's acknowledgments of it (a direction object, below)",
         ),
-        field("b2a", Kind::Object, false, "", "the same for b's data"),
+        Field::new("b2a", Kind::Object, "", "the same for b's data"),
     ];
 }
 
@@ -403,10 +399,6 @@ pub fn stats_csv_columns() -> Vec<String> {
         }
     }
     cols
-}
-
-const fn field(name: &'static str, kind: Kind, nullable: bool, unit: &'static str, doc: &'static str) -> Field {
-    Field::new(name, kind, nullable, unit, doc)
 }
 
 impl ConnJson {
@@ -508,39 +500,36 @@ pub struct FilesTable;
 impl Table for FilesTable {
     const NAME: &'static str = "files";
     const FIELDS: &'static [Field] = &[
-        field("path", Kind::Text, false, "", "the file as given (`-` for standard input)"),
-        field("format", Kind::Text, true, "", "`pcap` or `pcapng`; null when the file is not a capture"),
-        field("compression", Kind::Text, true, "", "`none`, `gzip` or `zstd`, from the magic number"),
-        field("packets", Kind::Int, false, "", "records read"),
-        field("captured_bytes", Kind::Int, false, "bytes", "captured bytes of those records"),
-        field("tcp_packets", Kind::Int, false, "", "records decoded as TCP segments"),
-        field(
+        Field::new("path", Kind::Text, "", "the file as given (`-` for standard input)"),
+        Field::nullable("format", Kind::Text, "", "`pcap` or `pcapng`; null when the file is not a capture"),
+        Field::nullable("compression", Kind::Text, "", "`none`, `gzip` or `zstd`, from the magic number"),
+        Field::new("packets", Kind::Int, "", "records read"),
+        Field::new("captured_bytes", Kind::Int, "bytes", "captured bytes of those records"),
+        Field::new("tcp_packets", Kind::Int, "", "records decoded as TCP segments"),
+        Field::new(
             "skipped",
             Kind::Counts,
-            false,
             "",
             "records without a TCP segment, by reason (`not_ip`, `not_tcp`, `ip_fragment`, `truncated_header`, `malformed`, `unknown_link_type`)",
         ),
-        field(
+        Field::new(
             "unknown_link_types",
             Kind::Counts,
-            false,
             "",
             "records of link types tcpscope does not decode, by LINKTYPE value",
         ),
-        field("anomalies", Kind::Counts, false, "", "decoded segments with an anomaly, by kind"),
-        field(
+        Field::new("anomalies", Kind::Counts, "", "decoded segments with an anomaly, by kind"),
+        Field::new(
             "other_tcp_options",
             Kind::Counts,
-            false,
             "",
             "segments carrying other TCP options, by kind (30 MPTCP, 34 TFO, …; kinds ≥ 63 as 63)",
         ),
-        field("bad_timestamps", Kind::Int, false, "", "records whose µs/ns fraction was out of range"),
-        field("first_ts_ns", Kind::Int, false, "ns since the epoch", "first record"),
-        field("last_ts_ns", Kind::Int, false, "ns since the epoch", "last record"),
-        field("error", Kind::Text, true, "", "why reading stopped early"),
-        field("error_offset", Kind::Int, true, "bytes", "where: the byte offset (in the decompressed stream)"),
+        Field::new("bad_timestamps", Kind::Int, "", "records whose µs/ns fraction was out of range"),
+        Field::new("first_ts_ns", Kind::Int, "ns since the epoch", "first record"),
+        Field::new("last_ts_ns", Kind::Int, "ns since the epoch", "last record"),
+        Field::nullable("error", Kind::Text, "", "why reading stopped early"),
+        Field::nullable("error_offset", Kind::Int, "bytes", "where: the byte offset (in the decompressed stream)"),
     ];
 }
 

@@ -12,6 +12,7 @@ use crate::analysis::{Dir, SegmentInfo};
 use crate::decode::Flags;
 use crate::flow::ConnInfo;
 use crate::table::{Field, Kind, Table};
+use Field as F;
 
 /// One TCP segment as `print` shows it.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -49,30 +50,26 @@ pub struct PacketLine<'a> {
 impl Table for PacketLine<'_> {
     const NAME: &'static str = "packets";
     const FIELDS: &'static [Field] = &[
-        f("ts_ns", Kind::Int, "ns since the epoch", "capture time"),
-        f("time", Kind::Float, "s since the epoch", "the same in seconds (as `first_time` in `conns`)"),
-        f(
+        F::new("ts_ns", Kind::Int, "ns since the epoch", "capture time"),
+        F::new("time", Kind::Float, "s since the epoch", "the same in seconds (as `first_time` in `conns`)"),
+        F::new(
             "conn",
             Kind::Int,
             "",
             "connection id: order of first appearance in the window (as `conns` with the same TRACEs and window)",
         ),
-        f("file", Kind::Text, "", "the capture file holding the packet"),
-        f("frame", Kind::Int, "", "1-based frame number within that file (tshark's `frame.number`)"),
-        f("src", Kind::Text, "", "source IP address"),
-        f("sport", Kind::Int, "", "source TCP port"),
-        f("dst", Kind::Text, "", "destination IP address"),
-        f("dport", Kind::Int, "", "destination TCP port"),
-        f("seq", Kind::Int, "", "sequence number as on the wire"),
-        f("ack", Kind::Int, "", "acknowledgment number as on the wire; 0 when the ACK flag is off"),
-        f("win_raw", Kind::Int, "", "window field as on the wire, not scaled"),
-        f("len", Kind::Int, "bytes", "payload length from the IP header (includes bytes cut by the snaplen)"),
-        f("flags", Kind::Text, "", "S SYN, F FIN, R RST, P PSH, A ACK, U URG, E ECE, C CWR, N AE; `.` for none"),
+        F::new("file", Kind::Text, "", "the capture file holding the packet"),
+        F::new("frame", Kind::Int, "", "1-based frame number within that file (tshark's `frame.number`)"),
+        F::new("src", Kind::Text, "", "source IP address"),
+        F::new("sport", Kind::Int, "", "source TCP port"),
+        F::new("dst", Kind::Text, "", "destination IP address"),
+        F::new("dport", Kind::Int, "", "destination TCP port"),
+        F::new("seq", Kind::Int, "", "sequence number as on the wire"),
+        F::new("ack", Kind::Int, "", "acknowledgment number as on the wire; 0 when the ACK flag is off"),
+        F::new("win_raw", Kind::Int, "", "window field as on the wire, not scaled"),
+        F::new("len", Kind::Int, "bytes", "payload length from the IP header (includes bytes cut by the snaplen)"),
+        F::new("flags", Kind::Text, "", "S SYN, F FIN, R RST, P PSH, A ACK, U URG, E ECE, C CWR, N AE; `.` for none"),
     ];
-}
-
-const fn f(name: &'static str, kind: Kind, unit: &'static str, doc: &'static str) -> Field {
-    Field::new(name, kind, false, unit, doc)
 }
 
 /// Flag letters in a fixed order (see [`PacketLine::flags`]).

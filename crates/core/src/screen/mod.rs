@@ -357,45 +357,47 @@ impl<'a> ScreenRow<'a> {
 impl crate::table::Table for ScreenRow<'_> {
     const NAME: &'static str = "screen";
     const FIELDS: &'static [crate::table::Field] = {
-        use crate::table::{Field, Kind};
-        const fn f(name: &'static str, kind: Kind, unit: &'static str, doc: &'static str) -> Field {
-            Field::new(name, kind, false, unit, doc)
-        }
+        use crate::table::{Field as F, Kind};
         &[
-            f("id", Kind::Int, "", "as in `conns` (order of first appearance, counted over all files given)"),
-            f("a", Kind::Text, "", "endpoint a, `addr:port` (`[addr]:port` for IPv6)"),
-            f("b", Kind::Text, "", "endpoint b"),
-            f("boring", Kind::Bool, "", "the boring rules hold"),
-            f("severity", Kind::Float, "", "0 (fine) to 1 (very troubled), see screening.md \"Severity\""),
-            f("verdict", Kind::Text, "", "plain words, most serious first; \"boring\" or \"no trouble found\""),
-            f(
+            F::new("id", Kind::Int, "", "as in `conns` (order of first appearance, counted over all files given)"),
+            F::new("a", Kind::Text, "", "endpoint a, `addr:port` (`[addr]:port` for IPv6)"),
+            F::new("b", Kind::Text, "", "endpoint b"),
+            F::new("boring", Kind::Bool, "", "the boring rules hold"),
+            F::new("severity", Kind::Float, "", "0 (fine) to 1 (very troubled), see screening.md \"Severity\""),
+            F::new("verdict", Kind::Text, "", "plain words, most serious first; \"boring\" or \"no trouble found\""),
+            F::new(
                 "limits",
                 Kind::Object,
                 "",
                 "fractions of the lifetime (first to last packet) the main direction's sender was limited by the application, the receiver's window, the network/congestion window, loss recovery and timeout stalls; sum ≤ 1",
             ),
-            f(
+            F::new(
                 "out_of_sequence",
                 Kind::Object,
                 "",
                 "classified segments over both directions: `rto`, `fast_retransmit`, `reordering`, `network_duplicate`, `spurious`, `flow_control` (zero-window probes), `unknown`, `tail_loss_probe`",
             ),
-            f("main_dir", Kind::Text, "", "the direction that sent more payload; `limits` and `verdict` describe it"),
-            f("duration_s", Kind::Float, "s", "lifetime"),
-            f(
+            F::new(
+                "main_dir",
+                Kind::Text,
+                "",
+                "the direction that sent more payload; `limits` and `verdict` describe it",
+            ),
+            F::new("duration_s", Kind::Float, "s", "lifetime"),
+            F::new(
                 "a2b",
                 Kind::Object,
                 "",
                 "a's data as a sender: its own `out_of_sequence` and `limits`; `zero_windows` (episodes: the peer's window went from open to zero), `zero_window_s`; `timeout_stalls`, `timeout_stall_s`; `burstiness` (`average_bps`, `bursty_fraction`, `bursts` by length 2–16, 16 = 16 or more); `acks`, how the peer acknowledged this data (`acks_per_data_segment`, `stretch_acks`, `pure_ack_fraction` of the peer's packets, `delayed_ack_ms` or null, `delayed_acks`)",
             ),
-            f("b2a", Kind::Object, "", "the same for b's data"),
-            f(
+            F::new("b2a", Kind::Object, "", "the same for b's data"),
+            F::new(
                 "events",
                 Kind::List,
                 "",
                 "JSON only: each classified segment in trace order (at most 256 per connection): `class`, the `rule` that decided it, `dir`, `frame`, `time_s` since the connection's first packet, relative `seq`, `len`, `prev_frame` (previous copy), `since_prev_ms` (RT), `since_hole_ms` (ΔT, hole fills), `dup_acks`, `sack_above`, the estimates `rtt_ms`, `rtt_min_ms`, `rto_ms`, `rtt_source`, and `dsack_frame` when a D-SACK made it spurious",
             ),
-            f("events_dropped", Kind::Int, "", "JSON only: events beyond the 256 kept (the counts include them)"),
+            F::new("events_dropped", Kind::Int, "", "JSON only: events beyond the 256 kept (the counts include them)"),
         ]
     };
 }
