@@ -442,23 +442,12 @@ pub fn panels_json(d: &Detail, dir: Dir, v: &Viewport) -> Value {
     panels(d, dir, v).to_json()
 }
 
-/// TCP flags as a packet listing shows them (`S`, `A`, `F`, `R`, `P`, `U`, `E`, `C`).
+/// TCP flags as a packet listing shows them (`S`, `A`, `F`, `R`, `P`, `U`, `E`, `C`: print's
+/// letters but AE's, and nothing for none).
 pub fn flags_text(f: u16) -> String {
     use tcpscope_core::decode::Flags;
-    [
-        (Flags::SYN, 'S'),
-        (Flags::FIN, 'F'),
-        (Flags::RST, 'R'),
-        (Flags::PSH, 'P'),
-        (Flags::ACK, 'A'),
-        (Flags::URG, 'U'),
-        (Flags::ECE, 'E'),
-        (Flags::CWR, 'C'),
-    ]
-    .iter()
-    .filter(|(m, _)| f & m == *m)
-    .map(|(_, c)| *c)
-    .collect()
+    use tcpscope_core::export::packet::FLAG_LETTERS;
+    FLAG_LETTERS.iter().filter(|&&(m, _)| m != Flags::AE && f & m == m).map(|&(_, c)| c).collect()
 }
 
 /// Whether an event goes in the side list: the frequent bookkeeping ones (every ACK's advance,

@@ -74,20 +74,22 @@ impl Table for PacketLine<'_> {
 
 /// Flag letters in a fixed order (see [`PacketLine::flags`]).
 pub fn flag_letters(f: Flags) -> String {
-    const L: [(u16, char); 9] = [
-        (Flags::SYN, 'S'),
-        (Flags::FIN, 'F'),
-        (Flags::RST, 'R'),
-        (Flags::PSH, 'P'),
-        (Flags::ACK, 'A'),
-        (Flags::URG, 'U'),
-        (Flags::ECE, 'E'),
-        (Flags::CWR, 'C'),
-        (Flags::AE, 'N'),
-    ];
-    let s: String = L.iter().filter(|(m, _)| f.has(*m)).map(|&(_, c)| c).collect();
+    let s: String = FLAG_LETTERS.iter().filter(|(m, _)| f.has(*m)).map(|&(_, c)| c).collect();
     if s.is_empty() { ".".into() } else { s }
 }
+
+/// Each flag's letter, in the order they are written (`print`, and the viewer's packet rows).
+pub const FLAG_LETTERS: [(u16, char); 9] = [
+    (Flags::SYN, 'S'),
+    (Flags::FIN, 'F'),
+    (Flags::RST, 'R'),
+    (Flags::PSH, 'P'),
+    (Flags::ACK, 'A'),
+    (Flags::URG, 'U'),
+    (Flags::ECE, 'E'),
+    (Flags::CWR, 'C'),
+    (Flags::AE, 'N'),
+];
 
 impl<'a> PacketLine<'a> {
     /// The line of a segment of connection id `conn` (endpoints `info`) read from `file`.
