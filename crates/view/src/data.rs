@@ -346,7 +346,7 @@ impl Traces {
         let path = &self.paths[file];
         let query = Query::new(vec![path.clone()]).settings(self.settings).only(own);
         let (sink, sum, _) = pass_over(query, path, DetailSink::new(earlier, packets));
-        if sum.format.is_none() {
+        if sum.unopened() {
             return Err(format!("{}: {}", path.display(), sum.error.unwrap_or_default()));
         }
         Ok((sink, sum.error))
@@ -399,15 +399,18 @@ impl Traces {
     /// A ring is opened again: it changes while the viewer runs.
     fn read<S: Sink + Send>(&self, file: usize, sink: S) -> Result<(S, Option<String>), String> {
         let path = &self.paths[file];
-        let query = Query::new(vec![path.clone()]).settings(self.settings).threads(2);
-        let (sink, sum, _) = match self.parts[file] {
-            Part::File => pass_over(query, path, sink),
-            Part::Set { from, to } => pass_over(query.span(from, to), path, sink),
-        };
-        if sum.format.is_none() && sum.packets == 0 && matches!(self.parts[file], Part::File) {
-            return Err(format!("{}: {}", path.display(), sum.error.unwrap_or_default()));
-        }
-        Ok((sink, sum.error))
+        let failed = |e| format!("{}: {e}", path.display());
+        Ok(match self.parts[file] {
+            Part::File => {
+                let (sink, sum) = tcpscope_core::series::run_file(path, self.settings, sink).map_err(failed)?;
+                (sink, sum.error)
+            }
+            Part::Set { from, to } => {
+                let query = Query::new(vec![path.clone()]).settings(self.settings).span(from, to);
+                let (sink, sum, _) = pass_over(query, path, sink);
+                (sink, sum.error)
+            }
+        })
     }
 }
 

@@ -99,6 +99,11 @@ pub(crate) fn count_and_decode_into<'a>(
 }
 
 impl FileSummary {
+    /// Whether the input could not be opened as a capture at all (nothing read, no format).
+    pub fn unopened(&self) -> bool {
+        self.format.is_none() && self.packets == 0
+    }
+
     /// One summary for a trace read from `files` (a ring's): the counts summed, the first
     /// error named by its file. A trace of one file is that file's summary.
     pub fn sum(path: &Path, files: &[FileSummary]) -> FileSummary {

@@ -194,8 +194,7 @@ pub fn run_file<S: Sink + Send>(
         return Err(e);
     }
     let summary = crate::pass::FileSummary::sum(path, &files);
-    if summary.format.is_none() && summary.packets == 0 && !path.is_dir() {
-        // Not opened as a capture at all.
+    if summary.unopened() && !path.is_dir() {
         return Err(summary.error.unwrap_or_default());
     }
     Ok((sink, summary))
