@@ -35,6 +35,7 @@ pub mod seq;
 pub mod series;
 pub mod sink;
 pub mod stats;
+pub mod summary;
 pub mod table;
 #[doc(hidden)]
 pub mod testutil;

@@ -7,58 +7,7 @@
 use crate::analysis::{At, ConnIdx, Event, RttKind, SegmentInfo, Sink};
 use crate::flow::ConnInfo;
 
-/// Running count / min / max / mean / variance, in ns (or bytes).
-///
-/// Sums of the samples' differences from the first sample, not Welford's update: that one
-/// divides on every sample, and the division sat on the per-packet path (the window is a
-/// sample of every ACK; ~10 % of the analysing thread on a bulk transfer). The difference
-/// from a sample keeps the sums well conditioned (the classic shifted-data method). In f64,
-/// not an exact i128 sum: its 16-byte alignment and size made every connection's statistics
-/// 150 bytes bigger (+15 % peak memory with 200,000 connections).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Summary {
-    /// Number of samples.
-    pub n: u64,
-    /// The first sample: the shift.
-    first: u64,
-    /// Sum of (x - first).
-    sum: f64,
-    /// Sum of (x - first)².
-    sum_sq: f64,
-    /// Smallest sample (ns); 0 when `n == 0`.
-    pub min: u64,
-    /// Largest sample (ns).
-    pub max: u64,
-}
-
-impl Summary {
-    /// Adds a sample.
-    #[inline]
-    pub fn add(&mut self, x: u64) {
-        if self.n == 0 {
-            self.first = x;
-            self.min = x;
-        }
-        self.n += 1;
-        self.min = self.min.min(x);
-        self.max = self.max.max(x);
-        let d = if x >= self.first { (x - self.first) as f64 } else { -((self.first - x) as f64) };
-        self.sum += d;
-        self.sum_sq += d * d;
-    }
-    /// Mean, `None` without samples.
-    pub fn mean(&self) -> Option<f64> {
-        (self.n > 0).then(|| self.first as f64 + self.sum / self.n as f64)
-    }
-    /// Sample standard deviation (n - 1), `None` with fewer than 2 samples.
-    pub fn stdev(&self) -> Option<f64> {
-        (self.n > 1).then(|| {
-            let (n, sum) = (self.n as f64, self.sum);
-            // Rounding can leave a tiny negative for equal samples.
-            ((self.sum_sq - sum * sum / n).max(0.0) / (n - 1.0)).sqrt()
-        })
-    }
-}
+pub use crate::summary::Summary;
 
 /// Statistics of one direction. See `docs/statistics.md` for each field.
 #[derive(Clone, Debug, Default)]
