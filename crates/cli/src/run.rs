@@ -56,7 +56,7 @@ pub fn settings(args: &CommonArgs) -> io::Result<Settings> {
     if args.idle_split.is_nan() || args.idle_split <= 0.0 {
         return Err(io::Error::other("--idle-split must be a positive number of seconds"));
     }
-    Ok(Settings { idle_split_ns: (args.idle_split * 1e9) as u64, assume_wscale: args.wscale })
+    Ok(Settings { idle_split_ns: (args.idle_split * 1e9) as u64, assume_wscale: args.wscale, ..Settings::default() })
 }
 
 /// The query the common arguments ask for: the inputs, their window, merged or not, the
@@ -75,7 +75,15 @@ fn analyse(args: &CommonArgs) -> io::Result<Analysis> {
 /// it) is an error; errors reading a file are printed on stderr with the file and offset, and
 /// the results of what was read stand.
 pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sync) -> io::Result<Run<S>> {
-    let query = query(args)?;
+    analyse_query(query(args)?, args, make)
+}
+
+/// As [`analyse_with`], running `query` (the one `args` ask for, changed by the caller).
+pub fn analyse_query<S: Sink + Send>(
+    query: Query,
+    args: &CommonArgs,
+    make: impl Fn() -> S + Sync,
+) -> io::Result<Run<S>> {
     let progress = Progress::new(query.input_bytes(), args.quiet);
     let run = query.run(make, &|bytes, packets| progress.add(bytes, packets));
     progress.finish();

@@ -11,15 +11,17 @@ use tcpscope_core::screen::{self, ConnScreen, Rules, ScreenRow, ScreenSink};
 
 use crate::args::ScreenArgs;
 use crate::output::{check_ids, flatten, to_value, write_csv};
-use crate::run::{analyse_with, status};
+use crate::run::{analyse_query, query, settings, status};
 
 pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
     let rules = match &args.rules {
         Some(p) => Rules::load(p).map_err(io::Error::other)?,
         None => Rules::default(),
     };
-    // The screen results carry each connection's endpoints: no statistics pass needed.
-    let run = analyse_with(&args.common, || ScreenSink::new(rules.clone()))?;
+    // The screen results carry each connection's endpoints: no statistics pass needed. The
+    // analysis classifies by the rules' constants.
+    let query = query(&args.common)?.settings(rules.settings(settings(&args.common)?));
+    let run = analyse_query(query, &args.common, || ScreenSink::new(rules.clone()))?;
     let files = run.files;
     let mut screens = Vec::new();
     for sink in run.traces.into_iter().map(|t| t.sink) {

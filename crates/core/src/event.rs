@@ -96,6 +96,109 @@ pub enum RttKind {
     Timestamp,
 }
 
+/// The class of an out-of-sequence segment (a retransmission, a hole fill or a window probe):
+/// why it was sent, as far as the capture shows (rules in `docs/screening.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OosClass {
+    /// Resent after the retransmission timer expired.
+    Rto,
+    /// Resent on loss evidence from the receiver (duplicate ACKs or SACK).
+    FastRetransmit,
+    /// Linux's tail-loss probe (RFC 8985 §7): the last segment resent after about two RTTs
+    /// without any loss evidence.
+    TailLossProbe,
+    /// Delivered late by the network: a hole filled too soon after it opened to be a
+    /// retransmission.
+    Reordering,
+    /// A copy the network made: same sequence, IP ID and TSval as an earlier packet.
+    NetworkDuplicate,
+    /// Resent although the receiver already had it (acknowledged, or reported by a D-SACK).
+    Spurious,
+    /// A zero-window probe.
+    FlowControl,
+    /// None of the rules fit.
+    Unknown,
+}
+
+impl OosClass {
+    /// Every class, in the order of the JSON's counts.
+    pub const ALL: [OosClass; 8] = [
+        OosClass::Rto,
+        OosClass::FastRetransmit,
+        OosClass::Reordering,
+        OosClass::NetworkDuplicate,
+        OosClass::Spurious,
+        OosClass::FlowControl,
+        OosClass::Unknown,
+        OosClass::TailLossProbe,
+    ];
+
+    /// Name as in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            OosClass::Rto => "rto",
+            OosClass::FastRetransmit => "fast_retransmit",
+            OosClass::TailLossProbe => "tail_loss_probe",
+            OosClass::Reordering => "reordering",
+            OosClass::NetworkDuplicate => "network_duplicate",
+            OosClass::Spurious => "spurious",
+            OosClass::FlowControl => "flow_control",
+            OosClass::Unknown => "unknown",
+        }
+    }
+
+    /// Whether it repairs a real loss of data (starts loss recovery).
+    pub fn is_loss(self) -> bool {
+        matches!(self, OosClass::Rto | OosClass::FastRetransmit | OosClass::TailLossProbe)
+    }
+
+    /// Whether it resends bytes the sender believed lost: every class but reordering, network
+    /// duplicates and window probes.
+    pub fn is_retransmission(self) -> bool {
+        !matches!(self, OosClass::Reordering | OosClass::NetworkDuplicate | OosClass::FlowControl)
+    }
+
+    /// Whether the sender waited for its retransmission timer (or the probe timer) before
+    /// sending it.
+    pub fn is_timeout(self) -> bool {
+        matches!(self, OosClass::Rto | OosClass::TailLossProbe)
+    }
+}
+
+/// Why an out-of-sequence segment is in its class: the rule that decided it and what the rule
+/// read, at the moment the segment was sent (times in ns). The analysis gives it to
+/// [`crate::sink::Sink::evidence`] right after the event it explains.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evidence {
+    /// The class.
+    pub class: OosClass,
+    /// Offset of the segment's first sequence number (a window probe: the peer's cumulative
+    /// ACK).
+    pub seq_off: SeqOff,
+    /// Which rule decided it, in words.
+    pub rule: &'static str,
+    /// Frame of the previous copy of these bytes, when remembered.
+    pub prev_frame: Option<u64>,
+    /// Time since the previous copy was sent (retransmission) or since the segment before the
+    /// hole (hole fill): Tstat's "RT".
+    pub since_prev_ns: Option<f64>,
+    /// Hole fill: time since the segment after the hole (Tstat's "ΔT").
+    pub since_hole_ns: Option<f64>,
+    /// Duplicate ACKs of the current cumulative ACK.
+    pub dup_acks: u32,
+    /// A SACK block above it had been received.
+    pub sack_above: bool,
+    /// RTT estimate: the sum of the two half-loops' means.
+    pub rtt_ns: Option<f64>,
+    /// Minimum RTT estimate.
+    pub rtt_min_ns: Option<f64>,
+    /// RTO estimate.
+    pub rto_ns: f64,
+    /// Where the RTT estimate came from: "both halves", "one half" or "none".
+    pub rtt_source: &'static str,
+}
+
 /// A notable fact about a connection.
 #[derive(Clone, Copy, Debug)]
 pub enum Event {
@@ -112,11 +215,18 @@ pub enum Event {
         /// Every sequence byte it carries was already acknowledged, cumulatively or by SACK:
         /// the receiver had it, so the retransmission was not needed.
         acked: bool,
+        /// Why it was sent (the evidence follows the event, see [`Evidence`]); `None` when the
+        /// pass does not classify ([`crate::sink::Sink::CLASSIFY`]).
+        class: Option<OosClass>,
     },
     /// A packet filled a hole below the highest sequence number seen (tcptrace `O`).
     OutOfOrder {
         /// Offset of its first sequence number.
         seq_off: SeqOff,
+        /// Why it came late (a packet that is also a retransmission is classified there, and
+        /// this is that class; the evidence follows the event, see [`Evidence`]); `None` when
+        /// the pass does not classify.
+        class: Option<OosClass>,
     },
     /// A packet started above the highest byte seen: the bytes in between were not (yet)
     /// captured (Wireshark "previous segment not captured").
@@ -150,6 +260,17 @@ pub enum Event {
         from: SeqOff,
         /// End of it.
         to: SeqOff,
+    },
+    /// A D-SACK showed that a retransmission was not needed: the receiver got those bytes twice.
+    /// The event's direction is the data's, its frame the D-SACK; the retransmission is
+    /// [`OosClass::Spurious`] from now on.
+    Unneeded {
+        /// Offset of the retransmission's first sequence number.
+        seq_off: SeqOff,
+        /// Its frame.
+        resent_frame: u64,
+        /// The class it had.
+        was: OosClass,
     },
     /// A SACK block (RFC 2018) other than a D-SACK, as the packet reported it, in the peer's
     /// sequence space; the event's direction and frame are the acknowledging packet's. One event
@@ -209,6 +330,7 @@ impl Event {
         "ack_advance",
         "dup_ack",
         "dsack",
+        "unneeded",
         "sack",
         "zero_window",
         "zero_window_probe",
@@ -230,6 +352,7 @@ impl Event {
             Event::AckAdvance { .. } => "ack_advance",
             Event::DupAck { .. } => "dup_ack",
             Event::Dsack { .. } => "dsack",
+            Event::Unneeded { .. } => "unneeded",
             Event::Sack { .. } => "sack",
             Event::ZeroWindow => "zero_window",
             Event::ZeroWindowProbe { .. } => "zero_window_probe",
@@ -267,12 +390,12 @@ impl Event {
     /// Its values in words (sequence offsets relative to the data's base).
     pub fn describe(&self) -> String {
         match *self {
-            Event::Retransmission { seq_off, bytes, prev_sent, acked } => {
+            Event::Retransmission { seq_off, bytes, prev_sent, acked, class } => {
                 let prev = prev_sent.map_or(String::new(), |(_, frame)| format!(", sent before in frame {frame}"));
                 let acked = if acked { ", already acknowledged" } else { "" };
-                format!("seq {seq_off}, {bytes} bytes{prev}{acked}")
+                format!("seq {seq_off}, {bytes} bytes{prev}{acked}{}", class_text(class))
             }
-            Event::OutOfOrder { seq_off } => format!("seq {seq_off}"),
+            Event::OutOfOrder { seq_off, class } => format!("seq {seq_off}{}", class_text(class)),
             Event::Hole { from, to } => format!("{from}..{to} not captured"),
             Event::AckedUnseen { bytes } => format!("{bytes} bytes"),
             Event::AckAdvance { bytes } => format!("{bytes} bytes"),
@@ -281,6 +404,9 @@ impl Event {
             Event::Sack { from, to } => format!("{from}..{to}"),
             Event::ZeroWindow => String::new(),
             Event::ZeroWindowProbe { len } => format!("{len} bytes"),
+            Event::Unneeded { seq_off, resent_frame, was } => {
+                format!("seq {seq_off} resent in frame {resent_frame} ({}) was not needed", was.name())
+            }
             Event::KeepAlive => String::new(),
             Event::WindowShrink { by } => format!("by {by} bytes"),
             Event::RttSample { rtt_ns, kind, sent_frame } => {
@@ -295,4 +421,9 @@ impl Event {
             Event::AnalysisPartial { what } => what.to_string(),
         }
     }
+}
+
+/// A class as `describe` appends it.
+fn class_text(class: Option<OosClass>) -> String {
+    class.map_or(String::new(), |c| format!("; {}", c.name()))
 }

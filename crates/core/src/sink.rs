@@ -12,12 +12,13 @@ use std::io;
 use std::path::Path;
 
 use crate::conn::{ConnIdx, ConnInfo};
-use crate::event::{At, Event, SegmentInfo};
+use crate::event::{At, Event, Evidence, SegmentInfo};
 
 /// A consumer of the analysis. Methods default to doing nothing, so a consumer overrides only
 /// what it uses.
 ///
-/// Per packet, a sink is told of the packet's events (if any), then of the packet itself
+/// Per packet, a sink is told of the packet's events (if any; a retransmission, hole fill or
+/// window probe followed by its [`Sink::evidence`]), then of the packet itself
 /// ([`Sink::segment`]), then asked [`Sink::after_packet`].
 pub trait Sink {
     /// The pass starts reading a file: connections whose [`ConnInfo::file`] is `file` come from
@@ -29,6 +30,14 @@ pub trait Sink {
     fn segment(&mut self, _seg: &SegmentInfo) {}
     /// Every event, before the [`SegmentInfo`] of the packet that caused it.
     fn event(&mut self, _at: &At, _ev: &Event) {}
+    /// Why the out-of-sequence segment of the event just given (a retransmission, a hole fill,
+    /// a zero-window probe) is in its class. Rare: only such segments have one. Only given to a
+    /// sink that sets [`Sink::CLASSIFY`].
+    fn evidence(&mut self, _at: &At, _why: &Evidence) {}
+    /// Whether the sink wants out-of-sequence segments classified: the class in their events
+    /// and [`Sink::evidence`]. The classifier's bookkeeping (its RTT estimate, the last
+    /// segments sent) costs ~40 instructions a packet, paid only by passes that ask for it.
+    const CLASSIFY: bool = false;
     /// Whether the pass goes on after this packet: `Ok(true)` (the default) to go on,
     /// `Ok(false)` when this sink needs no more of the trace, an error to stop the pass and have
     /// it return the error (a failed write). A combinator goes on while any of its parts wants
@@ -83,6 +92,10 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
         self.0.event(at, ev);
         self.1.event(at, ev);
     }
+    fn evidence(&mut self, at: &At, why: &Evidence) {
+        self.0.evidence(at, why);
+        self.1.evidence(at, why);
+    }
     #[inline]
     fn after_packet(&mut self) -> io::Result<bool> {
         let a = self.0.after_packet()?;
@@ -92,6 +105,7 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
         self.0.own_thread() || self.1.own_thread()
     }
     const JOINS: bool = A::JOINS && B::JOINS;
+    const CLASSIFY: bool = A::CLASSIFY || B::CLASSIFY;
     fn join(parts: Vec<Self>, order: &[u8]) -> Self {
         let (a, b): (Vec<A>, Vec<B>) = parts.into_iter().unzip();
         (A::join(a, order), B::join(b, order))
@@ -113,6 +127,9 @@ impl<S: Sink> Sink for Vec<S> {
     fn event(&mut self, at: &At, ev: &Event) {
         self.iter_mut().for_each(|s| s.event(at, ev));
     }
+    fn evidence(&mut self, at: &At, why: &Evidence) {
+        self.iter_mut().for_each(|s| s.evidence(at, why));
+    }
     fn after_packet(&mut self) -> io::Result<bool> {
         let mut more = self.is_empty();
         for s in self.iter_mut() {
@@ -123,4 +140,5 @@ impl<S: Sink> Sink for Vec<S> {
     fn own_thread(&self) -> bool {
         self.iter().any(|s| s.own_thread())
     }
+    const CLASSIFY: bool = S::CLASSIFY;
 }

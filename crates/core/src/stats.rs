@@ -322,7 +322,7 @@ impl Sink for StatsSink {
                 d.acked_bytes += bytes;
                 d.last_ack_advance_ts_ns = at.ts_ns;
             }
-            Event::Retransmission { .. } | Event::Sack { .. } => {}
+            Event::Retransmission { .. } | Event::Sack { .. } | Event::Unneeded { .. } => {}
         }
     }
 }

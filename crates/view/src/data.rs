@@ -189,6 +189,8 @@ struct DetailSink {
 }
 
 impl Sink for DetailSink {
+    /// The events list says each retransmission's class.
+    const CLASSIFY: bool = true;
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
         self.tsg.iter_mut().for_each(|s| s.connection(conn, info));
         self.rtt.iter_mut().for_each(|s| s.connection(conn, info));

@@ -11,6 +11,7 @@ pub(super) fn on_segment(me: &mut Half, peer: &mut Half, seg: &Segment<'_>, sett
     let flags = seg.flags;
     if flags.syn() {
         me.syn_seen = true;
+        me.memory.syn_sack |= seg.options.sack_permitted;
         if me.isn.is_none() {
             me.isn = Some(seg.seq);
             let base = SeqNum(seg.seq.0.wrapping_add(1));

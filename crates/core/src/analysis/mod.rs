@@ -15,6 +15,7 @@
 //! unacknowledged data: holes and SACKed ranges are [`ranges::RangeSet`]s with a fixed capacity,
 //! the list of unacknowledged segments for RTT sampling is capped at [`MAX_UNACKED`].
 
+mod classify;
 mod handshake;
 mod probe;
 pub mod ranges;
@@ -23,8 +24,9 @@ mod rtt;
 mod scoreboard;
 mod window;
 
-pub use crate::event::{At, ConnIdx, Dir, Event, RttKind, SegmentInfo};
+pub use crate::event::{At, ConnIdx, Dir, Event, Evidence, OosClass, RttKind, SegmentInfo};
 pub use crate::sink::Sink;
+pub use classify::Classify;
 
 use std::collections::VecDeque;
 
@@ -46,11 +48,13 @@ pub struct Settings {
     pub idle_split_ns: u64,
     /// Window scale to assume when the handshake was not captured (`None`: unknown).
     pub assume_wscale: Option<u8>,
+    /// The out-of-sequence classifier's constants.
+    pub classify: Classify,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { idle_split_ns: 240 * 1_000_000_000, assume_wscale: None }
+        Settings { idle_split_ns: 240 * 1_000_000_000, assume_wscale: None, classify: Classify::default() }
     }
 }
 
@@ -112,6 +116,8 @@ struct Half {
     rst_seen: bool,
     /// The partial-analysis warnings already emitted (bit per structure).
     partial: u8,
+    /// What the out-of-sequence classifier remembers of this sender.
+    memory: classify::Memory,
 }
 
 /// The parts of a [`Half`] that grow with unacknowledged data.
@@ -241,17 +247,23 @@ impl Connection {
         let start = me.unwrapper(seg.seq).advance(seg.seq);
         let end = start + syn + len as i64 + fin;
         let snd_max = *me.snd_max.get_or_insert(start);
-        let probed = probe::classify(me, peer, (flags.syn(), flags.fin(), rst), len, start, snd_max, &at, sink);
+        let probed =
+            probe::classify(me, peer, (flags.syn(), flags.fin(), rst), len, start, snd_max, &at, settings, sink);
         let found = retransmission::on_data(
             me,
+            peer,
+            seg,
             (start, end, snd_max),
             (syn, flags.fin()),
-            len,
             probed,
             (ts_ns, frame),
             &at,
+            &settings.classify,
             sink,
         );
+        if S::CLASSIFY {
+            me.memory.sent(seg, (start, end), ts_ns, frame);
+        }
         if flags.fin() {
             me.fin_seen = true;
         }

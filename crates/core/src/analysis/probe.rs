@@ -1,7 +1,7 @@
 //! Segments that carry no new data on purpose: zero-window probes (RFC 9293 §3.8.6.1) and
 //! keep-alives (RFC 9293 §3.8.4, RFC 1122 §4.2.3.6).
 
-use super::{At, Event, Half, Sink};
+use super::{At, Event, Half, Settings, Sink, classify};
 use crate::seq::SeqOff;
 
 /// Whether a segment starting at `start` (the sender's highest byte sent + 1 is `snd_max`) is a
@@ -16,6 +16,7 @@ pub(super) fn classify<S: Sink>(
     start: SeqOff,
     snd_max: SeqOff,
     at: &At,
+    settings: &Settings,
     sink: &mut S,
 ) -> (bool, bool) {
     let peer_win_zero = peer.last_win_raw == Some(0) && !peer.rst_seen;
@@ -28,6 +29,9 @@ pub(super) fn classify<S: Sink>(
         // A window probe (RFC 9293 §3.8.6.1): counted as a probe, never as a retransmission.
         probe = true;
         sink.event(at, &Event::ZeroWindowProbe { len });
+        if S::CLASSIFY {
+            sink.evidence(at, &classify::probe(me, peer, &settings.classify));
+        }
     } else if keepalive {
         sink.event(at, &Event::KeepAlive);
     }

@@ -2,8 +2,9 @@
 //! seen before: tcptrace's rule), a hole fill (out of order), or a jump past a hole (bytes not
 //! captured); and the transmissions remembered for RTT sampling (RFC 6298 §3).
 
-use super::{At, Event, Half, MAX_UNACKED, Outstanding, Sent, Sink, partial};
+use super::{At, Classify, Event, Half, MAX_UNACKED, Outstanding, Sent, Sink, classify, partial};
 use crate::analysis::ranges::RangeSet;
+use crate::decode::Segment;
 use crate::seq::SeqOff;
 
 /// What the sender view found about a segment.
@@ -15,21 +16,25 @@ pub(super) struct Found {
     pub is_rexmit: bool,
 }
 
-/// Classifies the segment `[start, end)` (payload `len` bytes from `start + syn`) sent by `me`,
+/// Classifies the segment `seg`, `[start, end)` (payload from `start + syn`) sent by `me`,
 /// whose highest byte sent + 1 was `snd_max`, and records it; `probe` and `keepalive` from
-/// [`super::probe::classify`].
+/// [`super::probe::classify`]. Retransmissions and hole fills carry their class
+/// ([`classify`]).
 #[inline(always)] // once per packet, from one place: as if written in on_segment
 #[allow(clippy::too_many_arguments)] // the segment's facts, as on_segment has them
 pub(super) fn on_data<S: Sink>(
     me: &mut Half,
+    peer: &Half,
+    seg: &Segment<'_>,
     (start, end, snd_max): (SeqOff, SeqOff, SeqOff),
     (syn, fin): (i64, bool),
-    len: u32,
     (probe, keepalive): (bool, bool),
     (ts_ns, frame): (u64, u64),
     at: &At,
+    cl: &Classify,
     sink: &mut S,
 ) -> Found {
+    let len = seg.payload_len;
     let mut new_bytes = 0u32;
     let mut rexmit_bytes = 0u32;
     let mut is_rexmit = false;
@@ -58,17 +63,19 @@ pub(super) fn on_data<S: Sink>(
         new_bytes = len - seen_pay.min(len);
         if !keepalive {
             is_rexmit = seen_all > 0;
-            if is_rexmit {
-                let (prev_sent, acked) = rexmit_evidence(out, me.snd_una, start, end);
-                sink.event(at, &Event::Retransmission { seq_off: start, bytes: seen_pay, prev_sent, acked });
-            }
-            if hole_fill && end < snd_max {
-                sink.event(at, &Event::OutOfOrder { seq_off: start });
+            let fill = hole_fill && end < snd_max;
+            if is_rexmit || fill {
+                let resent = is_rexmit.then(|| rexmit_evidence(out, me.snd_una, start, end));
+                classified(me, peer, seg, (start, snd_max), (resent, seen_pay, fill), at, cl, sink);
             }
         }
+        let out = me.out.get_or_insert_default();
         let accepted_probe = me.probe_end.take().is_some_and(|p| p >= start && snd_max < start);
         if start > snd_max && !accepted_probe {
             sink.event(at, &Event::Hole { from: snd_max, to: start });
+            if S::CLASSIFY {
+                me.memory.hole(snd_max, start, ts_ns);
+            }
             if !out.holes.insert(snd_max, start) {
                 partial(&mut me.partial, 1, "holes", at, sink);
             }
@@ -106,14 +113,64 @@ pub(super) fn on_data<S: Sink>(
     Found { new_bytes, rexmit_bytes, is_rexmit }
 }
 
+/// Raises the retransmission (`resent`: what [`rexmit_evidence`] found) and the hole fill
+/// (`fill`) of `seg`, each with its class and evidence. Off the common path.
+#[allow(clippy::too_many_arguments)] // the segment's facts, as on_data has them
+#[cold]
+fn classified<S: Sink>(
+    me: &mut Half,
+    peer: &Half,
+    seg: &Segment<'_>,
+    (start, snd_max): (SeqOff, SeqOff),
+    (resent, bytes, fill): (Option<Repeat>, u32, bool),
+    at: &At,
+    cl: &Classify,
+    sink: &mut S,
+) {
+    if !S::CLASSIFY {
+        if let Some(Repeat { prev_sent, acked }) = resent {
+            sink.event(at, &Event::Retransmission { seq_off: start, bytes, prev_sent, acked, class: None });
+        }
+        if fill {
+            sink.event(at, &Event::OutOfOrder { seq_off: start, class: None });
+        }
+        return;
+    }
+    let rexmit = resent.map(|Repeat { prev_sent, acked }| {
+        let why = classify::retransmission(me, peer, seg, (start, snd_max), prev_sent, acked, at, cl);
+        sink.event(at, &Event::Retransmission { seq_off: start, bytes, prev_sent, acked, class: Some(why.class) });
+        sink.evidence(at, &why);
+        why.class
+    });
+    if fill {
+        match rexmit {
+            // Also a retransmission: classified there, once.
+            Some(class) => sink.event(at, &Event::OutOfOrder { seq_off: start, class: Some(class) }),
+            None => {
+                let why = classify::hole_fill(me, peer, start, at, cl);
+                sink.event(at, &Event::OutOfOrder { seq_off: start, class: Some(why.class) });
+                sink.evidence(at, &why);
+            }
+        }
+    }
+}
+
+/// What the sender's state says about a retransmission.
+struct Repeat {
+    /// When (and in which frame) the first repeated range was last sent, if remembered.
+    prev_sent: Option<(u64, u64)>,
+    /// The receiver already had every byte.
+    acked: bool,
+}
+
 /// What the sender's state says about a retransmission of `[start, end)`: when the first
 /// repeated range was last sent (time, frame), and whether the receiver already had every byte
 /// (below the cumulative ACK or SACKed). Only called for retransmissions, off the common path.
-fn rexmit_evidence(o: &Outstanding, snd_una: Option<SeqOff>, start: SeqOff, end: SeqOff) -> (Option<(u64, u64)>, bool) {
+fn rexmit_evidence(o: &Outstanding, snd_una: Option<SeqOff>, start: SeqOff, end: SeqOff) -> Repeat {
     let una = snd_una.unwrap_or(SeqOff::MIN);
     let i = o.unacked.partition_point(|s| s.end <= start);
-    let prev = o.unacked.get(i).filter(|s| s.start < end).map(|s| (s.last_ts_ns, s.last_frame));
+    let prev_sent = o.unacked.get(i).filter(|s| s.start < end).map(|s| (s.last_ts_ns, s.last_frame));
     let above = start.max(una);
     let acked = end <= una || o.sacked.overlap(above, end) == (end - above) as u64;
-    (prev, acked)
+    Repeat { prev_sent, acked }
 }

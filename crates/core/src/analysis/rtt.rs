@@ -1,6 +1,7 @@
 //! Round-trip times at the capture point: Karn's samples (RFC 6298 §3, tcptrace's exact-match
 //! rule) and timestamp echoes (RFC 7323 §4.3, as pping does).
 
+use super::classify::Memory;
 use super::{At, Event, Half, MAX_TS_PENDING, Outstanding, RttKind, Sent, Sink};
 use crate::decode::Segment;
 use crate::seq::{SeqNum, SeqOff};
@@ -9,7 +10,14 @@ use crate::seq::{SeqNum, SeqOff};
 /// `out`: the transmissions it covers leave `out.unacked`. Events go to `data_dir`, the data's
 /// direction.
 #[inline(always)] // once per packet, from one place: as if written in its caller
-pub(super) fn karn<S: Sink>(out: &mut Outstanding, a: SeqOff, at: &At, data_dir: &At, sink: &mut S) {
+pub(super) fn karn<S: Sink>(
+    out: &mut Outstanding,
+    memory: &mut Memory,
+    a: SeqOff,
+    at: &At,
+    data_dir: &At,
+    sink: &mut S,
+) {
     // RTT (RFC 6298 §3 Karn's rule, tcptrace's exact-match rule): the ACK must end exactly on a
     // transmission that was never repeated, and no earlier transmission it covers may have
     // been sent after it.
@@ -36,14 +44,11 @@ pub(super) fn karn<S: Sink>(out: &mut Outstanding, a: SeqOff, at: &At, data_dir:
         } else if latest_other > c.ts_ns {
             sink.event(data_dir, &Event::PostLossAck);
         } else {
-            sink.event(
-                data_dir,
-                &Event::RttSample {
-                    rtt_ns: at.ts_ns.saturating_sub(c.ts_ns),
-                    kind: RttKind::Karn,
-                    sent_frame: c.frame,
-                },
-            );
+            let rtt_ns = at.ts_ns.saturating_sub(c.ts_ns);
+            if S::CLASSIFY {
+                memory.rtt_sample(rtt_ns);
+            }
+            sink.event(data_dir, &Event::RttSample { rtt_ns, kind: RttKind::Karn, sent_frame: c.frame });
         }
     }
 }
@@ -55,7 +60,8 @@ pub(super) fn on_timestamps<S: Sink>(me: &mut Half, peer: &mut Half, seg: &Segme
     let (flags, dir, ts_ns, frame) = (seg.flags, at.dir, at.ts_ns, at.frame);
     if let Some((tsval, tsecr)) = seg.options.timestamps {
         if flags.ack() && tsecr != 0 {
-            let pending = &mut peer.out().ts_pending;
+            // The fields, not `peer.out()`: the samples go to `peer.memory` meanwhile.
+            let pending = &mut peer.out.get_or_insert_default().ts_pending;
             while let Some(&(v, t, f)) = pending.front() {
                 let d = SeqNum(v).diff(SeqNum(tsecr));
                 if d > 0 {
@@ -64,10 +70,11 @@ pub(super) fn on_timestamps<S: Sink>(me: &mut Half, peer: &mut Half, seg: &Segme
                 pending.pop_front();
                 if d == 0 {
                     let rat = At { dir: dir.rev(), ..*at };
-                    sink.event(
-                        &rat,
-                        &Event::RttSample { rtt_ns: ts_ns.saturating_sub(t), kind: RttKind::Timestamp, sent_frame: f },
-                    );
+                    let rtt_ns = ts_ns.saturating_sub(t);
+                    if S::CLASSIFY {
+                        peer.memory.rtt_sample(rtt_ns);
+                    }
+                    sink.event(&rat, &Event::RttSample { rtt_ns, kind: RttKind::Timestamp, sent_frame: f });
                 }
             }
         }

@@ -37,7 +37,7 @@ pub(super) fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
     }
     h.snd_una = Some(a);
     out.sacked.remove_below(a);
-    super::rtt::karn(out, a, at, &data_dir, sink);
+    super::rtt::karn(out, &mut h.memory, a, at, &data_dir, sink);
 }
 
 /// The SACK and D-SACK blocks of `seg`, which acknowledges `h`'s data cumulatively up to `a`.
@@ -56,6 +56,9 @@ pub(super) fn on_sack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &
         let dsack = i == 0 && (r <= a || blocks.get(1).is_some_and(|&(l2, r2)| u.off(l2) <= l && r <= u.off(r2)));
         if dsack {
             sink.event(at, &Event::Dsack { from: l, to: r });
+            if S::CLASSIFY {
+                super::classify::dsack(peer, l, r, &At { dir: at.dir.rev(), ..*at }, sink);
+            }
             continue;
         }
         sink.event(at, &Event::Sack { from: l, to: r });

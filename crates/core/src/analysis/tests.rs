@@ -15,10 +15,12 @@ const ISN_A: u32 = 1000;
 struct Rec {
     stats: StatsSink,
     events: Vec<(At, Event)>,
+    evidence: Vec<(At, Evidence)>,
     segs: Vec<SegmentInfo>,
 }
 
 impl Sink for Rec {
+    const CLASSIFY: bool = true;
     fn connection(&mut self, c: ConnIdx, info: &crate::flow::ConnInfo) {
         self.stats.connection(c, info);
     }
@@ -29,6 +31,9 @@ impl Sink for Rec {
     fn event(&mut self, at: &At, ev: &Event) {
         self.stats.event(at, ev);
         self.events.push((*at, *ev));
+    }
+    fn evidence(&mut self, at: &At, why: &Evidence) {
+        self.evidence.push((*at, why.clone()));
     }
 }
 
@@ -392,4 +397,93 @@ fn every_event_names_the_direction_of_its_data() {
     for name in ["acked_unseen", "ack_advance", "dup_ack", "sack", "retransmission", "zero_window", "rtt_sample"] {
         assert!(seen.contains(name), "{name} not raised: {seen:?}");
     }
+}
+
+/// The class the analysis gave each retransmission and hole fill, in order; the evidence given
+/// after each says the same.
+fn classes(r: &Rec) -> Vec<(Dir, u64, OosClass)> {
+    let classes: Vec<_> = r
+        .events
+        .iter()
+        .filter_map(|(at, e)| match *e {
+            Event::Retransmission { class, .. } | Event::OutOfOrder { class, .. } => {
+                class.map(|c| (at.dir, at.frame, c))
+            }
+            _ => None,
+        })
+        .collect();
+    let evidence: Vec<_> = r.evidence.iter().map(|(at, e)| (at.dir, at.frame, e.class)).collect();
+    assert_eq!(classes, evidence);
+    classes
+}
+
+#[test]
+fn retransmissions_carry_their_class_and_evidence() {
+    // 0 and 100 sent; 0 (not the tail, which would be a tail-loss probe) is resent 271 ms later
+    // with no answer (> the 200 ms RTO floor): RTO, the previous copy in frame 4.
+    let mut c = Conv::default();
+    c.handshake().a(30.0, ACK, 0, 0, 100, 1000).a(31.0, ACK, 100, 0, 100, 1000);
+    c.a(301.0, ACK, 0, 0, 100, 1000);
+    let r = c.run();
+    assert_eq!(classes(&r), [(Dir::AtoB, 6, OosClass::Rto)]);
+    let why = &r.evidence[0].1;
+    assert_eq!(why.seq_off, SeqOff(0));
+    assert_eq!((why.prev_frame, why.dup_acks, why.sack_above, why.rtt_source), (Some(4), 0, false, "both halves"));
+    assert!((why.since_prev_ns.unwrap() - 271e6).abs() < 1e3, "{why:?}");
+    // The half-loops: SYN → SYN-ACK (a's, 10 ms) and SYN-ACK → ACK (b's, 10 ms); the RTO is
+    // its 200 ms floor.
+    assert_eq!((why.rtt_ns, why.rto_ns), (Some(20e6), 200e6));
+}
+
+#[test]
+fn a_dsack_marks_the_retransmission_it_covers_unneeded() {
+    // [0,100) resent at 40 ms after 3 dup ACKs' worth of SACK; b then D-SACKs [0,100).
+    let mut c = Conv::default();
+    c.handshake().a(30.0, ACK, 0, 0, 100, 1000).a(31.0, ACK, 100, 0, 100, 1000);
+    let base = ISN_A + 1;
+    c.pkt(false, 35.0, ACK, 0, 0, 0, 2000, opt::sack(&[(base + 100, base + 200)]));
+    c.a(40.0, ACK, 0, 0, 100, 1000);
+    c.pkt(false, 50.0, ACK, 0, 200, 0, 2000, opt::sack(&[(base, base + 100)]));
+    let r = c.run();
+    assert_eq!(classes(&r), [(Dir::AtoB, 7, OosClass::FastRetransmit)]);
+    let unneeded: Vec<_> = r
+        .events
+        .iter()
+        .filter_map(|(at, e)| match e {
+            Event::Unneeded { seq_off, resent_frame, was } => Some((at.dir, at.frame, *seq_off, *resent_frame, *was)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(unneeded, [(Dir::AtoB, 8, SeqOff(0), 7, OosClass::FastRetransmit)]);
+}
+
+#[test]
+fn a_pass_that_does_not_ask_for_classes_gets_none() {
+    /// Events only: [`Sink::CLASSIFY`] left false.
+    #[derive(Default)]
+    struct Plain(Vec<Event>, usize);
+    impl Sink for Plain {
+        fn event(&mut self, _: &At, ev: &Event) {
+            self.0.push(*ev);
+        }
+        fn evidence(&mut self, _: &At, _: &Evidence) {
+            self.1 += 1;
+        }
+    }
+    let mut c = Conv::default();
+    c.handshake().a(30.0, ACK, 0, 0, 100, 1000).a(31.0, ACK, 100, 0, 100, 1000).a(301.0, ACK, 0, 0, 100, 1000);
+    let mut an = Analyzer::new(c.settings, Plain::default());
+    for (i, p) in c.pkts.iter().enumerate() {
+        let (data, orig) = p.ipv4();
+        let rec =
+            Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame: i as u64 + 1, offset: 0 };
+        an.record(&rec);
+    }
+    let plain = an.sink;
+    let classes: Vec<_> = plain
+        .0
+        .iter()
+        .filter_map(|e| if let Event::Retransmission { class, .. } = e { Some(*class) } else { None })
+        .collect();
+    assert_eq!((classes, plain.1), (vec![None], 0));
 }

@@ -3,12 +3,13 @@
 //! the connections of its share of the 4-tuples ([`sharded`]).
 
 use std::io;
+use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::mpsc;
 
 use super::count::{FileSummary, count_and_decode_into, open, read_records};
 use super::engine::{Analyzer, SweepClock};
-use crate::analysis::{At, ConnIdx, Event, SegmentInfo, Settings};
+use crate::analysis::{At, ConnIdx, Event, Evidence, SegmentInfo, Settings};
 use crate::capture::{CaptureError, CaptureReader};
 use crate::decode::Segment;
 use crate::flow::{ConnInfo, FlowKey};
@@ -83,7 +84,7 @@ pub(crate) fn pipelined<S: Sink + Send>(
     // Three stages: reading and decoding | flow and analysis | the sink, each batch handed on
     // through a bounded channel and its buffer handed back for reuse. On two cores the OS
     // shares them out: the analysis was the busiest thread when it also ran the screen sink.
-    let mut an = Analyzer::new(settings, Recorder::default());
+    let mut an = Analyzer::new(settings, Recorder::<S>::default());
     an.set_file(file);
     let (pipe, (full_rx, empty_tx)) = pipe();
     let (said_tx, said_rx) = mpsc::sync_channel::<Vec<Said>>(4);
@@ -309,6 +310,8 @@ fn two_stages<S: Sink>(
 enum Said {
     Connection(ConnIdx, ConnInfo),
     Event(At, Event),
+    /// Rare (out-of-sequence segments only), so boxed: a `Said` stays the size of an event.
+    Evidence(At, Box<Evidence>),
     Segment(SegmentInfo),
 }
 
@@ -318,18 +321,28 @@ impl Said {
         match self {
             Said::Connection(idx, info) => sink.connection(*idx, info),
             Said::Event(at, ev) => sink.event(at, ev),
+            Said::Evidence(at, why) => sink.evidence(at, why),
             Said::Segment(seg) => sink.segment(seg),
         }
     }
 }
 
-/// A sink that records what it is told (the analysis stage of [`pipelined`]).
-#[derive(Default)]
-struct Recorder {
+/// A sink that records what it is told (the analysis stage of [`pipelined`]) for the sink `S`
+/// it replays to, whose wishes it has.
+struct Recorder<S> {
     said: Vec<Said>,
+    sink: PhantomData<fn() -> S>,
 }
 
-impl Sink for Recorder {
+impl<S> Default for Recorder<S> {
+    fn default() -> Self {
+        Recorder { said: Vec::new(), sink: PhantomData }
+    }
+}
+
+impl<S: Sink> Sink for Recorder<S> {
+    const CLASSIFY: bool = S::CLASSIFY;
+
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
         self.said.push(Said::Connection(conn, *info));
     }
@@ -340,5 +353,8 @@ impl Sink for Recorder {
     #[inline]
     fn event(&mut self, at: &At, ev: &Event) {
         self.said.push(Said::Event(*at, *ev));
+    }
+    fn evidence(&mut self, at: &At, why: &Evidence) {
+        self.said.push(Said::Evidence(*at, Box::new(why.clone())));
     }
 }

@@ -14,54 +14,11 @@ mod side;
 
 use serde::Serialize;
 
-use crate::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Sink};
+use crate::analysis::{At, ConnIdx, Dir, Event, Evidence, SegmentInfo, Sink};
+pub use crate::event::OosClass;
 use crate::flow::ConnInfo;
 pub use rules::Rules;
 use side::Side;
-
-/// The class of an out-of-sequence segment (a retransmission, a hole fill or a window probe).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OosClass {
-    /// Resent after the retransmission timer expired.
-    Rto,
-    /// Resent on loss evidence from the receiver (duplicate ACKs or SACK).
-    FastRetransmit,
-    /// Linux's tail-loss probe (RFC 8985 §7): the last segment resent after about two RTTs
-    /// without any loss evidence.
-    TailLossProbe,
-    /// Delivered late by the network: a hole filled too soon after it opened to be a
-    /// retransmission.
-    Reordering,
-    /// A copy the network made: same sequence, IP ID and TSval as an earlier packet.
-    NetworkDuplicate,
-    /// Resent although the receiver already had it (acknowledged, or reported by a D-SACK).
-    Spurious,
-    /// A zero-window probe.
-    FlowControl,
-    /// None of the rules fit.
-    Unknown,
-}
-
-impl OosClass {
-    /// Name as in the JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            OosClass::Rto => "rto",
-            OosClass::FastRetransmit => "fast_retransmit",
-            OosClass::TailLossProbe => "tail_loss_probe",
-            OosClass::Reordering => "reordering",
-            OosClass::NetworkDuplicate => "network_duplicate",
-            OosClass::Spurious => "spurious",
-            OosClass::FlowControl => "flow_control",
-            OosClass::Unknown => "unknown",
-        }
-    }
-    /// Whether it repairs a real loss (starts loss recovery).
-    fn is_loss(self) -> bool {
-        matches!(self, OosClass::Rto | OosClass::FastRetransmit | OosClass::TailLossProbe)
-    }
-}
 
 /// Counts per class (`out_of_sequence` in the JSON; the required keys first).
 #[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
@@ -104,25 +61,14 @@ impl OosCounts {
     }
     /// Retransmissions: every class but reordering, network duplicates and probes.
     pub fn retransmissions(&self) -> u32 {
-        self.rto + self.fast_retransmit + self.tail_loss_probe + self.spurious + self.unknown
+        OosClass::ALL.iter().filter(|c| c.is_retransmission()).map(|&c| self.get(c)).sum()
     }
     fn add(&mut self, o: &OosCounts) {
-        for c in ALL_CLASSES {
+        for c in OosClass::ALL {
             *self.slot(c) += o.get(c);
         }
     }
 }
-
-const ALL_CLASSES: [OosClass; 8] = [
-    OosClass::Rto,
-    OosClass::FastRetransmit,
-    OosClass::TailLossProbe,
-    OosClass::Reordering,
-    OosClass::NetworkDuplicate,
-    OosClass::Spurious,
-    OosClass::FlowControl,
-    OosClass::Unknown,
-];
 
 /// One classified segment and the evidence the rule used (times in ms).
 #[derive(Clone, Debug, Serialize)]
@@ -453,55 +399,32 @@ impl Sink for ScreenSink {
     fn event(&mut self, at: &At, ev: &Event) {
         let Some(c) = self.conns.get_mut(at.conn) else { return };
         let Some(side) = c.side.as_deref_mut() else { return };
-        let cl = &self.rules.classify;
         let (d, r) = (at.dir.idx(), at.dir.rev().idx());
         match *ev {
-            Event::Retransmission { seq_off, prev_sent, acked, .. } => {
-                let (me, peer) = pair(side, at.dir);
-                me.classify_rexmit(at, seq_off, prev_sent, acked, peer, cl);
-            }
-            Event::OutOfOrder { seq_off } => {
-                let (me, peer) = pair(side, at.dir);
-                me.classify_hole_fill(at, seq_off, peer, cl);
-            }
-            Event::ZeroWindowProbe { .. } => {
-                let (me, peer) = pair(side, at.dir);
-                me.classify_probe(at, peer, cl);
-            }
-            Event::Hole { from, to } => side[d].hole(from, to, at.ts_ns),
-            Event::DupAck { n, .. } => side[r].dup_acks = n,
-            Event::Sack { to, .. } => side[r].sack_hi = Some(side[r].sack_hi.map_or(to, |h| h.max(to))),
-            Event::Dsack { from, to } => {
-                // The peer received [from, to) twice: a retransmission of it was not needed.
-                let first = c.first_ns;
-                for e in c.events.iter_mut().rev().take(64) {
-                    let mine = e.dir == at.dir.rev().name();
-                    let overlaps = e.seq < to.0 && from.0 < e.seq + e.len.max(1) as i64;
-                    let fixable = matches!(
-                        e.class,
-                        OosClass::FastRetransmit | OosClass::Rto | OosClass::TailLossProbe | OosClass::Unknown
-                    );
-                    if mine
-                        && overlaps
-                        && fixable
-                        && e.dsack_frame.is_none()
-                        && e.time_s <= (at.ts_ns - first) as f64 / 1e9
-                    {
-                        let s = &mut side[r].oos;
-                        *s.slot(e.class) -= 1;
-                        s.spurious += 1;
-                        e.class = OosClass::Spurious;
-                        e.rule = "resent, then reported received twice by a D-SACK";
-                        e.dsack_frame = Some(at.frame);
-                        side[r].not_lost(crate::seq::SeqOff(e.seq));
-                        break;
-                    }
+            Event::Unneeded { seq_off, resent_frame, was } => {
+                // The peer received it twice: the retransmission was not needed.
+                let s = &mut side[d].oos;
+                *s.slot(was) = s.get(was).saturating_sub(1);
+                s.spurious += 1;
+                let dir = at.dir.name();
+                if let Some(e) =
+                    c.events.iter_mut().rev().find(|e| e.frame == resent_frame && e.seq == seq_off.0 && e.dir == dir)
+                {
+                    e.class = OosClass::Spurious;
+                    e.rule = "resent, then reported received twice by a D-SACK";
+                    e.dsack_frame = Some(at.frame);
                 }
+                side[d].not_lost(seq_off);
             }
             Event::ZeroWindow => side[r].zero_window(at.ts_ns),
-            Event::RttSample { rtt_ns, .. } => side[d].rtt.add(rtt_ns),
+            Event::RttSample { rtt_ns, .. } => side[d].rtt_sample(rtt_ns),
             _ => {}
         }
+    }
+
+    fn evidence(&mut self, at: &At, why: &Evidence) {
+        let Some(side) = self.conns.get_mut(at.conn).and_then(|c| c.side.as_deref_mut()) else { return };
+        side[at.dir.idx()].classified(at, why);
     }
 
     fn segment(&mut self, s: &SegmentInfo) {
@@ -542,6 +465,8 @@ impl Sink for ScreenSink {
     fn own_thread(&self) -> bool {
         true
     }
+
+    const CLASSIFY: bool = true;
 }
 
 /// The two sides as (the sender of a packet going `dir`, its peer).

@@ -18,6 +18,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+pub use crate::analysis::Classify;
+use crate::analysis::Settings;
+
 /// All rules. Every field has a default, so a file need only name what it changes.
 #[derive(Clone, Debug, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -52,27 +55,6 @@ impl Default for Boring {
     }
 }
 
-/// Classifier constants (see `docs/screening.md`, "Out-of-sequence classification").
-#[derive(Clone, Copy, Debug, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Classify {
-    /// Floor of the RTO estimate, ms (Linux TCP_RTO_MIN 200; Windows 300; RFC 6298 1000).
-    pub rto_min_ms: f64,
-    /// Floor of the minimum-RTT estimate, ms.
-    pub rtt_min_floor_ms: f64,
-    /// Duplicate ACKs that count as fast-retransmit evidence (RFC 5681 §3.2).
-    pub dupack_threshold: u32,
-    /// A packet whose instantaneous rate exceeds this multiple of the average is "bursty"
-    /// (thesis ch. 4 uses 10).
-    pub burst_factor: f64,
-}
-
-impl Default for Classify {
-    fn default() -> Self {
-        Classify { rto_min_ms: 200.0, rtt_min_floor_ms: 1.0, dupack_threshold: 3, burst_factor: 10.0 }
-    }
-}
-
 /// Metric names usable in `[boring] max` / `min`, with what they measure.
 pub const METRICS: &[(&str, &str)] = &[
     ("retransmissions", "retransmitted segments, both directions (every class but flow control)"),
@@ -96,6 +78,12 @@ pub const METRICS: &[(&str, &str)] = &[
 ];
 
 impl Rules {
+    /// `settings` with these rules' classifier constants: the analysis classifies, so a screen
+    /// with its own rules runs on settings made by this.
+    pub fn settings(&self, settings: Settings) -> Settings {
+        Settings { classify: self.classify, ..settings }
+    }
+
     /// Reads a rules file; unknown keys and metric names are errors.
     pub fn load(path: &Path) -> Result<Rules, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;

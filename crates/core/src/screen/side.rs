@@ -1,20 +1,17 @@
-//! One endpoint as a sender: what the screen remembers about its data and how the peer treats
-//! it. The rules applied here are defined in `docs/screening.md`.
+//! One endpoint as a sender: what the screen adds up about its data and how the peer treats it
+//! (the classes of its out-of-sequence segments come from the analysis). The rules applied
+//! here are defined in `docs/screening.md`.
 
 use std::collections::VecDeque;
 use std::sync::LazyLock;
 
 use super::rules::Classify;
 use super::{AckBehaviour, BurstCount, Burstiness, DirScreen, Limits, OosClass, OosCounts, OosEvent};
-use crate::analysis::{At, SegmentInfo};
+use crate::analysis::{At, Evidence, SegmentInfo};
 use crate::seq::SeqOff;
-use crate::stats::Summary;
+use crate::summary::Summary;
 
 const MS: f64 = 1e6;
-/// Holes remembered per direction for classifying the segment that fills them.
-const MAX_HOLES: usize = 16;
-/// Recent data segments remembered to recognise a network duplicate.
-const RECENT: usize = 4;
 /// Recent bursts remembered to tie a later loss to the burst that carried the segment.
 const MAX_BURSTS: usize = 32;
 /// Burst lengths counted separately; longer ones are counted as this.
@@ -28,27 +25,6 @@ const DELAYED_ACK_MIN_NS: u64 = 20_000_000;
 /// Nor longer than this (RFC 9293 §3.8.6.3: an ACK must not be delayed more than 0.5 s).
 const DELAYED_ACK_MAX_NS: u64 = 500_000_000;
 
-/// A gap in the sequence space and when it opened.
-#[derive(Clone, Copy, Debug)]
-struct Hole {
-    from: SeqOff,
-    to: SeqOff,
-    /// The last data packet before the hole opened, and the packet that opened it.
-    before_ns: u64,
-    after_ns: u64,
-}
-
-/// What identifies one transmission of a segment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Print {
-    seq: SeqOff,
-    len: u32,
-    ip_id: u16,
-    tsval: Option<u32>,
-    ttl: u8,
-    frame: u64,
-}
-
 /// A run of back-to-back packets.
 #[derive(Clone, Copy, Debug)]
 struct Burst {
@@ -58,18 +34,12 @@ struct Burst {
     lost: bool,
 }
 
-/// The RTT and RTO the classifier uses at one moment.
-struct Estimate {
-    mean_ns: Option<f64>,
-    min_ns: Option<f64>,
-    rto_ns: f64,
-    source: &'static str,
-}
-
 #[derive(Default, Debug)]
 pub(super) struct Side {
-    /// Half-loop RTT of this side's data (data → peer's ACK at the capture point).
-    pub(super) rtt: Summary,
+    /// Smallest half-loop RTT of this side's data (data → peer's ACK at the capture point), ns;
+    /// 0 without a sample.
+    rtt_min: u64,
+    rtt_samples: bool,
     /// Highest payload/FIN offset sent + 1, and the peer's cumulative ACK.
     hi: Option<SeqOff>,
     una: Option<SeqOff>,
@@ -90,18 +60,8 @@ pub(super) struct Side {
     fin_sent: bool,
     pub(super) rst_sent: bool,
     pipelined: bool,
-    /// Loss evidence from the peer about this data since its ACK last advanced.
-    pub(super) dup_acks: u32,
-    pub(super) sack_hi: Option<SeqOff>,
-    holes: Vec<Hole>,
-    recent: [Print; RECENT],
-    recent_next: usize,
     /// The class of the packet being processed (events come before its segment).
     pending: Option<Box<OosEvent>>,
-    /// Start of the last segment resent (a tail-loss probe is the first resend of the tail).
-    last_resent: Option<SeqOff>,
-    /// This side's SYN offered SACK (a tail-loss probe needs it both ways).
-    syn_sack: bool,
     /// Payload bytes of segments classified as retransmissions (from either vantage point).
     resent_bytes: u64,
     pub(super) oos: OosCounts,
@@ -124,162 +84,41 @@ pub(super) struct Side {
 }
 
 impl Side {
-    /// The RTT estimate for classifying this side's segments: Tstat's sum of the two half-loop
-    /// means, the variance of a sum of independent halves, floors from the rules.
-    fn estimate(&self, peer: &Side, cl: &Classify) -> Estimate {
-        let (me, other) = (&self.rtt, &peer.rtt);
-        let floor = cl.rtt_min_floor_ms * MS;
-        let rto_min = cl.rto_min_ms * MS;
-        match (me.mean(), other.mean()) {
-            (Some(a), b) => {
-                let mean = a + b.unwrap_or(0.0);
-                let var = me.stdev().unwrap_or(0.0).powi(2) + other.stdev().unwrap_or(0.0).powi(2);
-                let min = (me.min + if b.is_some() { other.min } else { 0 }) as f64;
-                Estimate {
-                    mean_ns: Some(mean),
-                    min_ns: Some(min.max(floor)),
-                    rto_ns: (mean + 4.0 * var.sqrt()).max(rto_min),
-                    source: if b.is_some() { "both halves" } else { "one half" },
-                }
-            }
-            // Without this half the RTO is its floor: a resend that late without loss evidence
-            // is timer-driven (RFC 6298's initial 1 s would call the first backoffs unknown).
-            (None, Some(b)) => Estimate {
-                mean_ns: Some(b),
-                min_ns: Some((other.min as f64).max(floor)),
-                rto_ns: rto_min.max(b),
-                source: "one half",
-            },
-            (None, None) => Estimate { mean_ns: None, min_ns: None, rto_ns: rto_min, source: "none" },
-        }
+    /// The analysis classified this side's segment (a retransmission, a hole fill or a window
+    /// probe): kept until the segment itself arrives.
+    pub(super) fn classified(&mut self, at: &At, why: &Evidence) {
+        self.pending = Some(Box::new(OosEvent {
+            class: why.class,
+            rule: why.rule,
+            dir: at.dir.name(),
+            frame: at.frame,
+            time_s: 0.0,
+            seq: why.seq_off.0,
+            len: 0,
+            prev_frame: why.prev_frame,
+            since_prev_ms: why.since_prev_ns.map(|v| v / MS),
+            since_hole_ms: why.since_hole_ns.map(|v| v / MS),
+            dup_acks: why.dup_acks,
+            sack_above: why.sack_above,
+            rtt_ms: why.rtt_ns.map(|v| v / MS),
+            rtt_min_ms: why.rtt_min_ns.map(|v| v / MS),
+            rto_ms: why.rto_ns / MS,
+            rtt_source: why.rtt_source,
+            dsack_frame: None,
+        }));
+    }
+
+    /// An RTT sample of this side's data.
+    #[inline]
+    pub(super) fn rtt_sample(&mut self, rtt_ns: u64) {
+        self.rtt_min = if self.rtt_samples { self.rtt_min.min(rtt_ns) } else { rtt_ns };
+        self.rtt_samples = true;
     }
 
     /// Whether the capture point is next to this side (its data's half-loop is the long one).
     /// Without samples both ways, assume so: captures are usually taken on the sender.
     fn captured_here(&self, peer: &Side) -> bool {
-        self.rtt.n == 0 || peer.rtt.n == 0 || self.rtt.min >= peer.rtt.min
-    }
-
-    fn evidence(&self, at: &At, seq: SeqOff, peer: &Side, cl: &Classify) -> OosEvent {
-        let est = self.estimate(peer, cl);
-        OosEvent {
-            class: OosClass::Unknown,
-            rule: "",
-            dir: at.dir.name(),
-            frame: at.frame,
-            time_s: 0.0,
-            seq: seq.0,
-            len: 0,
-            prev_frame: None,
-            since_prev_ms: None,
-            since_hole_ms: None,
-            dup_acks: self.dup_acks,
-            sack_above: self.sack_hi.is_some_and(|h| h > seq),
-            rtt_ms: est.mean_ns.map(|v| v / MS),
-            rtt_min_ms: est.min_ns.map(|v| v / MS),
-            rto_ms: est.rto_ns / MS,
-            rtt_source: est.source,
-            dsack_frame: None,
-        }
-    }
-
-    /// Loss evidence from the receiver: enough duplicate ACKs, or a SACK block above `seq`
-    /// (RFC 6675 / RACK, RFC 8985: any SACKed data above a segment sent an RTT ago marks it lost).
-    fn fast_evidence(&self, seq: SeqOff, cl: &Classify) -> bool {
-        self.dup_acks >= cl.dupack_threshold || self.sack_hi.is_some_and(|h| h > seq)
-    }
-
-    /// A retransmission of bytes seen before (already-seen segment in Tstat's terms).
-    pub(super) fn classify_rexmit(
-        &mut self,
-        at: &At,
-        seq: SeqOff,
-        prev: Option<(u64, u64)>,
-        acked: bool,
-        peer: &Side,
-        cl: &Classify,
-    ) {
-        let mut e = self.evidence(at, seq, peer, cl);
-        let rt = prev.map(|(t, _)| at.ts_ns.saturating_sub(t) as f64);
-        e.prev_frame = prev.map(|(_, f)| f);
-        e.since_prev_ms = rt.map(|v| v / MS);
-        let rto = e.rto_ms * MS;
-        let min = e.rtt_min_ms.map(|v| v * MS);
-        let tail = self.hi.is_some_and(|hi| seq >= hi - self.mss.max(1) as i64);
-        let first_resend = self.last_resent != Some(seq);
-        self.last_resent = Some(seq);
-        (e.class, e.rule) = if acked {
-            (OosClass::Spurious, "every byte was already acknowledged (cumulative ACK or SACK)")
-        } else if rt.is_some_and(|rt| rt > rto)
-            && tail
-            && first_resend
-            && self.syn_sack
-            && peer.syn_sack
-            && !self.fast_evidence(seq, cl)
-        {
-            // RFC 8985 §7: with one segment outstanding the probe timeout is 1.5 SRTT + 200 ms,
-            // as long as an RTO; what tells them apart is that the probe comes first.
-            (
-                OosClass::TailLossProbe,
-                "the last segment's first resend after a timer, SACK in use (RFC 8985 tail-loss probe)",
-            )
-        } else if rt.is_some_and(|rt| rt > rto) {
-            (OosClass::Rto, "resent more than an RTO after the previous copy")
-        } else if self.fast_evidence(seq, cl) {
-            (OosClass::FastRetransmit, "resent within an RTO with duplicate ACKs or a SACK above it")
-        } else if tail && self.syn_sack && peer.syn_sack && rt.zip(min).is_some_and(|(rt, min)| rt >= min) {
-            (
-                OosClass::TailLossProbe,
-                "the last segment resent within an RTO but at least an RTT later, no loss evidence",
-            )
-        } else {
-            (OosClass::Unknown, "resent within an RTO without loss evidence")
-        };
-        self.pending = Some(Box::new(e));
-    }
-
-    /// A segment filling a hole (not seen before): late delivery or a retransmission of a
-    /// segment lost before the capture point.
-    pub(super) fn classify_hole_fill(&mut self, at: &At, seq: SeqOff, peer: &Side, cl: &Classify) {
-        if self.pending.is_some() {
-            return; // also a retransmission: classified as one
-        }
-        let mut e = self.evidence(at, seq, peer, cl);
-        let hole = self.holes.iter().find(|h| h.from <= seq && seq < h.to).copied();
-        let rt = hole.map(|h| at.ts_ns.saturating_sub(h.before_ns) as f64);
-        let dt = hole.map(|h| at.ts_ns.saturating_sub(h.after_ns) as f64);
-        e.since_prev_ms = rt.map(|v| v / MS);
-        e.since_hole_ms = dt.map(|v| v / MS);
-        let rto = e.rto_ms * MS;
-        let min = e.rtt_min_ms.map(|v| v * MS);
-        // Tstat tests loss evidence first; but the receiver's duplicate ACKs and SACKs answer
-        // any hole, reordered or lost, so a fill sooner than a round trip after the hole opened
-        // (nothing resent could come back that fast) is reordering whatever the ACKs said.
-        // The 0.8 leaves room for jitter in the minimum-RTT estimate.
-        (e.class, e.rule) = if dt.zip(min).is_some_and(|(dt, min)| dt < 0.8 * min) {
-            (OosClass::Reordering, "filled a hole less than an RTT after it opened")
-        } else if rt.is_some_and(|rt| rt > rto) {
-            (OosClass::Rto, "filled a hole more than an RTO after the segment before it")
-        } else if self.fast_evidence(seq, cl) {
-            (OosClass::FastRetransmit, "filled a hole at least an RTT late, with duplicate ACKs or a SACK above it")
-        } else {
-            (OosClass::Unknown, "filled a hole at least an RTT late without loss evidence")
-        };
-        self.pending = Some(Box::new(e));
-    }
-
-    /// A zero-window probe.
-    pub(super) fn classify_probe(&mut self, at: &At, peer: &Side, cl: &Classify) {
-        let mut e = self.evidence(at, self.una.unwrap_or(SeqOff(0)), peer, cl);
-        (e.class, e.rule) = (OosClass::FlowControl, "sent while the receiver's window was zero");
-        self.pending = Some(Box::new(e));
-    }
-
-    pub(super) fn hole(&mut self, from: SeqOff, to: SeqOff, ts_ns: u64) {
-        if self.holes.len() >= MAX_HOLES {
-            self.holes.remove(0);
-        }
-        self.holes.push(Hole { from, to, before_ns: self.last_data_ns, after_ns: ts_ns });
+        !self.rtt_samples || !peer.rtt_samples || self.rtt_min >= peer.rtt_min
     }
 
     /// The peer advertised a zero window for this side's data.
@@ -292,6 +131,7 @@ impl Side {
 
     /// Charges `[t0, t1)` to what limited this side as a sender (rules in docs/screening.md).
     /// `sending`: the packet at `t1` is this side's.
+    #[inline] // once per packet, from ScreenSink::segment
     pub(super) fn account(&mut self, t0: u64, t1: u64, sending: bool, peer: &Side) {
         if self.first_data_ns == 0 || self.fin_sent {
             return;
@@ -320,11 +160,12 @@ impl Side {
     /// Seen from near the receiver, a pause counts as the application's once it lasts longer
     /// than 1.5 round trips (a window-limited sender would have sent again by then).
     fn idle_beyond_rtt(&self, t: u64, peer: &Side) -> bool {
-        let rtt = (self.rtt.min + peer.rtt.min) as f64;
+        let rtt = (self.rtt_min + peer.rtt_min) as f64;
         rtt > 0.0 && (t - self.last_data_ns) as f64 > 1.5 * rtt
     }
 
     /// A packet this side sent. Returns the classified segment's evidence, if it was one.
+    #[inline] // once per packet, from ScreenSink::segment
     pub(super) fn sent(&mut self, s: &SegmentInfo, cl: &Classify) -> Option<OosEvent> {
         let t = s.at.ts_ns;
         self.packets += 1;
@@ -334,31 +175,22 @@ impl Side {
         let ev = self.pending.take().map(|e| {
             let mut e = *e;
             e.len = s.len;
-            // Tstat's first test: a copy identical to an earlier packet was made by the network,
-            // whatever the retransmission rules said.
-            if s.is_rexmit
-                && let Some(p) = self.duplicate_of(s)
-            {
-                // A lower TTL: the capture saw the same packet again one or more hops later
-                // (a capture on both sides of a router), not a copy made by the network.
-                let rule = if p.ttl == s.ttl {
-                    "same sequence, length, IP ID and TSval as an earlier packet"
-                } else {
-                    "same sequence, length, IP ID and TSval as an earlier packet, lower TTL: seen again after a router hop"
-                };
-                (e.class, e.rule, e.prev_frame) = (OosClass::NetworkDuplicate, rule, Some(p.frame));
-            }
             *self.oos.slot(e.class) += 1;
             if e.class.is_loss() {
                 self.recovery_point = Some(self.hi.unwrap_or(end).max(end));
-                if let Some(b) = self.bursts.iter_mut().chain(self.run.iter_mut()).find(|b| b.from <= s.seq_off && s.seq_off < b.to && !b.lost) {
+                if let Some(b) = self
+                    .bursts
+                    .iter_mut()
+                    .chain(self.run.iter_mut())
+                    .find(|b| b.from <= s.seq_off && s.seq_off < b.to && !b.lost)
+                {
                     b.lost = true;
                 }
             }
-            if !matches!(e.class, OosClass::Reordering | OosClass::NetworkDuplicate | OosClass::FlowControl) {
+            if e.class.is_retransmission() {
                 self.resent_bytes += s.len as u64;
             }
-            if matches!(e.class, OosClass::Rto | OosClass::TailLossProbe) {
+            if e.class.is_timeout() {
                 // The wait for the timer: since the previous copy, but no longer than this side
                 // had been silent (so stalls never add up to more than the lifetime).
                 let silent = t.saturating_sub(self.last_sent_ns);
@@ -380,41 +212,14 @@ impl Side {
             }
             self.last_data_ns = t;
             self.last_data_seq = (s.seq_off, s.seq_off + s.len as i64);
-            self.holes.retain_mut(|h| {
-                if s.seq_off <= h.from {
-                    h.from = h.from.max(end);
-                } else if end >= h.to {
-                    h.to = h.to.min(s.seq_off);
-                }
-                h.from < h.to
-            });
         }
         if end > s.seq_off {
             self.hi = Some(self.hi.map_or(end, |h| h.max(end)));
-            let print =
-                Print { seq: s.seq_off, len: s.len, ip_id: s.ip_id, tsval: s.tsval, ttl: s.ttl, frame: s.at.frame };
-            self.recent[self.recent_next] = print;
-            self.recent_next = (self.recent_next + 1) % RECENT;
         }
         self.fin_sent |= s.flags.fin();
         self.rst_sent |= s.flags.rst();
         self.last_sent_ns = t;
-        self.syn_sack |= s.flags.syn() && s.sack_permitted;
         ev
-    }
-
-    /// The earlier packet `s` is an exact copy of: same sequence, length, IP ID and TSval.
-    /// Nothing tells a copy from a resend when there is neither an IP ID nor a TSval (IPv6
-    /// without timestamps): Tstat read the IPv6 payload length as the "IP ID" there, calling
-    /// every same-size resend a duplicate.
-    fn duplicate_of(&self, s: &SegmentInfo) -> Option<Print> {
-        if s.ip_id == 0 && s.tsval.is_none() {
-            return None;
-        }
-        self.recent
-            .iter()
-            .find(|p| p.frame != 0 && p.seq == s.seq_off && p.len == s.len && p.ip_id == s.ip_id && p.tsval == s.tsval)
-            .copied()
     }
 
     /// Instantaneous rate and burst runs (thesis ch. 4). The rate of a packet is its bytes over
@@ -459,6 +264,7 @@ impl Side {
     }
 
     /// A packet from the peer: its ACK and window about this side's data.
+    #[inline] // once per packet, from ScreenSink::segment
     pub(super) fn acked_by(&mut self, s: &SegmentInfo) {
         let t = s.at.ts_ns;
         if let Some(a) = s.ack_off {
@@ -473,18 +279,13 @@ impl Side {
                     // 20 ms or more later than the quickest answer seen (a data reply is the
                     // application's timing), and within the 500 ms RFC 9293 §3.8.6.3 allows.
                     if s.len == 0 && self.hi.is_some_and(|hi| a >= hi) && self.last_data_ns > 0 {
-                        let wait = t.saturating_sub(self.last_data_ns).saturating_sub(self.rtt.min);
+                        let wait = t.saturating_sub(self.last_data_ns).saturating_sub(self.rtt_min);
                         if (DELAYED_ACK_MIN_NS..=DELAYED_ACK_MAX_NS).contains(&wait) {
                             self.delayed.add(wait);
                         }
                     }
                 }
                 self.una = Some(a);
-                // SACKed data above the new ACK still marks the holes below it as lost.
-                if self.sack_hi.is_some_and(|h| h <= a) {
-                    self.sack_hi = None;
-                }
-                self.dup_acks = 0;
                 if self.recovery_point.is_some_and(|p| a >= p) {
                     self.recovery_point = None;
                 }

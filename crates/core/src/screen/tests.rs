@@ -46,7 +46,7 @@ impl Script {
         self.pkt(false, ms, ACK, 0, ack, 0, win, opts)
     }
     fn run(&self, rules: Rules) -> ConnScreen {
-        let mut an = Analyzer::new(Settings::default(), ScreenSink::new(rules));
+        let mut an = Analyzer::new(rules.settings(Settings::default()), ScreenSink::new(rules));
         for (i, p) in self.pkts.iter().enumerate() {
             let (mut data, orig) = p.ipv4();
             if self.dup_of_previous.contains(&i) {
@@ -185,6 +185,24 @@ fn stop_and_wait_exchanges_are_boring_and_pipelining_is_not() {
     assert_eq!(r.verdict, "no trouble found");
     let lenient = Rules::parse("[boring]\nstop_and_wait = false").unwrap();
     assert!(s.run(lenient).boring);
+}
+
+#[test]
+fn a_dsack_makes_a_resend_spurious_even_past_the_evidence_kept() {
+    // MAX_EVIDENCE + 10 rounds of: a segment lost, resent on a SACK above it, then D-SACKed.
+    let mut s = Script::new();
+    let n = (MAX_EVIDENCE + 10) as u32;
+    for i in 0..n {
+        let (seq, t) = (i * 2000, 30.0 + i as f64 * 100.0);
+        s.a(t, seq, 1000).a(t + 0.1, seq + 1000, 1000);
+        s.b(t + 10.0, seq, 60000, &[(seq + 1000, seq + 2000)]);
+        s.a(t + 11.0, seq, 1000).b(t + 21.0, seq + 2000, 60000, &[]);
+        s.b(t + 22.0, seq + 2000, 60000, &[(seq, seq + 1000)]);
+    }
+    let r = s.run(Rules::default());
+    assert_eq!((r.out_of_sequence.spurious, r.out_of_sequence.fast_retransmit), (n, 0));
+    assert_eq!((r.events.len(), r.events_dropped), (MAX_EVIDENCE, 10));
+    assert!(r.events.iter().all(|e| e.class == OosClass::Spurious && e.dsack_frame.is_some()));
 }
 
 /// One ranking: not boring first, most severe first, ties by position.
