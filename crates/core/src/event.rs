@@ -117,13 +117,16 @@ pub enum OosClass {
     Spurious,
     /// A zero-window probe.
     FlowControl,
+    /// A SYN or SYN-ACK sent again: the handshake's own timer (RFC 6298 §5.7: the first
+    /// timeout is 1 s), or a SYN-ACK answering a repeated SYN.
+    SynTimeout,
     /// None of the rules fit.
     Unknown,
 }
 
 impl OosClass {
     /// Every class, in the order of the JSON's counts.
-    pub const ALL: [OosClass; 8] = [
+    pub const ALL: [OosClass; 9] = [
         OosClass::Rto,
         OosClass::FastRetransmit,
         OosClass::Reordering,
@@ -132,6 +135,7 @@ impl OosClass {
         OosClass::FlowControl,
         OosClass::Unknown,
         OosClass::TailLossProbe,
+        OosClass::SynTimeout,
     ];
 
     /// Name as in the JSON.
@@ -144,6 +148,7 @@ impl OosClass {
             OosClass::NetworkDuplicate => "network_duplicate",
             OosClass::Spurious => "spurious",
             OosClass::FlowControl => "flow_control",
+            OosClass::SynTimeout => "syn_timeout",
             OosClass::Unknown => "unknown",
         }
     }
@@ -160,7 +165,8 @@ impl OosClass {
     }
 
     /// Whether the sender waited for its retransmission timer (or the probe timer) before
-    /// sending it.
+    /// sending it. A handshake resend is timer-driven too, but a SYN-ACK sent again usually
+    /// answers a repeated SYN: screening counts the SYN's wait only.
     pub fn is_timeout(self) -> bool {
         matches!(self, OosClass::Rto | OosClass::TailLossProbe)
     }

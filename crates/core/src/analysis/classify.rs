@@ -269,7 +269,9 @@ pub(super) fn retransmission(
     let first_resend = m.last_resent != Some(start);
     m.last_resent = Some(start);
     let sack = m.syn_sack && peer.memory.syn_sack;
-    (e.class, e.rule) = if acked {
+    (e.class, e.rule) = if seg.flags.syn() {
+        (OosClass::SynTimeout, "a SYN or SYN-ACK sent again")
+    } else if acked {
         (OosClass::Spurious, "every byte was already acknowledged (cumulative ACK or SACK)")
     } else if rt.is_some_and(|rt| rt > rto) && tail && first_resend && sack && !fast_evidence(&e, cl) {
         // RFC 8985 §7: with one segment outstanding the probe timeout is 1.5 SRTT + 200 ms,

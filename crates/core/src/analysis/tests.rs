@@ -436,6 +436,23 @@ fn retransmissions_carry_their_class_and_evidence() {
 }
 
 #[test]
+fn handshake_resends_are_syn_timeouts_in_the_direction_that_sent_them() {
+    // a's SYN is sent three times (0, 1 s, 3 s); b answers the last, then sends its SYN-ACK again.
+    let syn = || [opt::mss(1460), opt::sack_perm()].concat();
+    let mut c = Conv::default();
+    c.pkt(true, 0.0, SYN, 0, 0, 0, 1000, syn()).pkt(true, 1000.0, SYN, 0, 0, 0, 1000, syn());
+    c.pkt(true, 3000.0, SYN, 0, 0, 0, 1000, syn()).pkt(false, 3010.0, SYN | ACK, 0, 0, 0, 2000, syn());
+    c.pkt(false, 4010.0, SYN | ACK, 0, 0, 0, 2000, syn()).a(4020.0, ACK, 0, 0, 0, 1000);
+    let r = c.run();
+    let expect = [
+        (Dir::AtoB, 2, OosClass::SynTimeout),
+        (Dir::AtoB, 3, OosClass::SynTimeout),
+        (Dir::BtoA, 5, OosClass::SynTimeout),
+    ];
+    assert_eq!(classes(&r), expect);
+}
+
+#[test]
 fn a_dsack_marks_the_retransmission_it_covers_unneeded() {
     // [0,100) resent at 40 ms after 3 dup ACKs' worth of SACK; b then D-SACKs [0,100).
     let mut c = Conv::default();

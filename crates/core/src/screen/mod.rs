@@ -39,6 +39,8 @@ pub struct OosCounts {
     pub unknown: u32,
     /// [`OosClass::TailLossProbe`]
     pub tail_loss_probe: u32,
+    /// [`OosClass::SynTimeout`]
+    pub syn_timeout: u32,
 }
 
 impl OosCounts {
@@ -51,6 +53,7 @@ impl OosCounts {
             OosClass::NetworkDuplicate => &mut self.network_duplicate,
             OosClass::Spurious => &mut self.spurious,
             OosClass::FlowControl => &mut self.flow_control,
+            OosClass::SynTimeout => &mut self.syn_timeout,
             OosClass::Unknown => &mut self.unknown,
         }
     }
@@ -321,7 +324,7 @@ impl crate::table::Table for ScreenRow<'_> {
                 "out_of_sequence",
                 Kind::Object,
                 "",
-                "classified segments over both directions: `rto`, `fast_retransmit`, `reordering`, `network_duplicate`, `spurious`, `flow_control` (zero-window probes), `unknown`, `tail_loss_probe`",
+                "classified segments over both directions: `rto`, `fast_retransmit`, `reordering`, `network_duplicate`, `spurious`, `flow_control` (zero-window probes), `unknown`, `tail_loss_probe`, `syn_timeout` (a SYN or SYN-ACK sent again)",
             ),
             F::new(
                 "main_dir",
@@ -585,50 +588,13 @@ fn pct(f: f64) -> String {
     format!("{:.0}%", f * 100.0)
 }
 
-/// The verdict: the troubles found, most serious first, or "boring" / "no trouble found".
+/// The verdict: the troubles found, most serious first, for the main direction, then what the
+/// other direction's segments showed; or "boring" / "no trouble found".
 fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
     let d = &s.dir[main];
-    let arrow = if main == 0 { "a→b" } else { "b→a" };
-    let o = &s.out_of_sequence;
-    let mut parts: Vec<String> = Vec::new();
-    let stalls: u32 = s.dir.iter().map(|d| d.timeout_stalls).sum();
-    let stall_s: f64 = s.dir.iter().map(|d| d.timeout_stall_s).sum();
-    if stalls > 0 {
-        parts.push(format!("{stalls} timeout stall{}, {stall_s:.1} s", if stalls == 1 { "" } else { "s" }));
-    }
-    let resent = o.rto + o.fast_retransmit + o.tail_loss_probe + o.unknown;
-    if resent > 0 {
-        let mut kinds = Vec::new();
-        for (n, what) in [
-            (o.fast_retransmit, "fast"),
-            (o.rto, "after timeout"),
-            (o.tail_loss_probe, "tail-loss probe"),
-            (o.unknown, "unclassified"),
-        ] {
-            if n > 0 {
-                kinds.push(format!("{n} {what}"));
-            }
-        }
-        let mut p = format!("{resent} retransmission{} ({})", if resent == 1 { "" } else { "s" }, kinds.join(", "));
-        let f = s.metric("retransmitted_fraction").unwrap_or(0.0);
-        if f > 0.0 {
-            p += &format!(", {} of bytes", if f >= 0.001 { pct(f) } else { "<0.1%".into() });
-        }
-        parts.push(p);
-    }
-    if o.spurious > 0 {
-        parts.push(format!("{} unneeded retransmission{}", o.spurious, if o.spurious == 1 { "" } else { "s" }));
-    }
-    if o.reordering > 0 {
-        parts.push(format!(
-            "{} segment{} reordered by the network",
-            o.reordering,
-            if o.reordering == 1 { "" } else { "s" }
-        ));
-    }
-    if o.network_duplicate > 0 {
-        parts.push(format!("{} duplicated by the network", o.network_duplicate));
-    }
+    let arrow = |i: usize| if i == 0 { "a→b" } else { "b→a" };
+    let mut parts = resends(d, main == 0);
+    let o = &d.out_of_sequence;
     let l = &s.limits;
     let zero = (d.zero_windows > 0).then(|| {
         let times = if d.zero_windows == 1 { "1 time".to_string() } else { format!("{} times", d.zero_windows) };
@@ -664,10 +630,69 @@ fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
     if s.boring {
         return "boring".into();
     }
-    if parts.is_empty() {
-        return "no trouble found".into();
+    let other = resends(&s.dir[1 - main], main == 1);
+    match (parts.is_empty(), other.is_empty()) {
+        (true, true) => "no trouble found".into(),
+        (false, true) => format!("{}: {}", arrow(main), parts.join("; ")),
+        (true, false) => format!("{}: {}", arrow(1 - main), other.join("; ")),
+        (false, false) => format!("{}: {}; {}: {}", arrow(main), parts.join("; "), arrow(1 - main), other.join("; ")),
     }
-    format!("{arrow}: {}", parts.join("; "))
+}
+
+/// What one direction's out-of-sequence segments say: timeout stalls, retransmissions by class
+/// with their share of its bytes, unneeded ones, reordering, network duplicates. `opener`: the
+/// direction of a, which sent the SYN (its handshake resends are SYNs, b's SYN-ACKs).
+fn resends(d: &DirScreen, opener: bool) -> Vec<String> {
+    let plural = |n: u32| if n == 1 { "" } else { "s" };
+    let o = &d.out_of_sequence;
+    let mut parts: Vec<String> = Vec::new();
+    if d.timeout_stalls > 0 {
+        parts.push(format!(
+            "{} timeout stall{}, {:.1} s",
+            d.timeout_stalls,
+            plural(d.timeout_stalls),
+            d.timeout_stall_s
+        ));
+    }
+    if o.syn_timeout > 0 {
+        let what = if opener { "SYN" } else { "SYN-ACK" };
+        parts.push(format!("{} {what} retransmission{}", o.syn_timeout, plural(o.syn_timeout)));
+    }
+    let resent = o.rto + o.fast_retransmit + o.tail_loss_probe + o.unknown;
+    if resent > 0 {
+        let mut kinds = Vec::new();
+        for (n, what) in [
+            (o.fast_retransmit, "fast"),
+            (o.rto, "after timeout"),
+            (o.tail_loss_probe, "tail-loss probe"),
+            (o.unknown, "unclassified"),
+        ] {
+            if n > 0 {
+                kinds.push(format!("{n} {what}"));
+            }
+        }
+        let mut p = format!("{resent} retransmission{} ({})", plural(resent), kinds.join(", "));
+        let f = if d.payload_bytes > 0 { d.rexmit_bytes as f64 / d.payload_bytes as f64 } else { 0.0 };
+        if f > 0.0 {
+            let share = match f {
+                f if f >= 0.01 => pct(f),
+                f if f >= 0.001 => format!("{:.1}%", f * 100.0),
+                _ => "<0.1%".into(),
+            };
+            p += &format!(", {share} of bytes");
+        }
+        parts.push(p);
+    }
+    if o.spurious > 0 {
+        parts.push(format!("{} unneeded retransmission{}", o.spurious, plural(o.spurious)));
+    }
+    if o.reordering > 0 {
+        parts.push(format!("{} segment{} reordered by the network", o.reordering, plural(o.reordering)));
+    }
+    if o.network_duplicate > 0 {
+        parts.push(format!("{} duplicated by the network", o.network_duplicate));
+    }
+    parts
 }
 
 #[cfg(test)]

@@ -62,6 +62,8 @@ pub(super) struct Side {
     pipelined: bool,
     /// The class of the packet being processed (events come before its segment).
     pending: Option<Box<OosEvent>>,
+    /// The peer sent a SYN since this side last sent anything: a SYN-ACK sent now answers it.
+    syn_to_answer: bool,
     /// Payload bytes of segments classified as retransmissions (from either vantage point).
     resent_bytes: u64,
     pub(super) oos: OosCounts,
@@ -190,7 +192,9 @@ impl Side {
             if e.class.is_retransmission() {
                 self.resent_bytes += s.len as u64;
             }
-            if e.class.is_timeout() {
+            // A handshake resend waited for its timer, unless it is a SYN-ACK answering a
+            // repeated SYN (the opener's wait, counted on its side).
+            if e.class.is_timeout() || (e.class == OosClass::SynTimeout && !(s.flags.ack() && self.syn_to_answer)) {
                 // The wait for the timer: since the previous copy, but no longer than this side
                 // had been silent (so stalls never add up to more than the lifetime).
                 let silent = t.saturating_sub(self.last_sent_ns);
@@ -219,6 +223,7 @@ impl Side {
         self.fin_sent |= s.flags.fin();
         self.rst_sent |= s.flags.rst();
         self.last_sent_ns = t;
+        self.syn_to_answer = false;
         ev
     }
 
@@ -267,6 +272,7 @@ impl Side {
     #[inline] // once per packet, from ScreenSink::segment
     pub(super) fn acked_by(&mut self, s: &SegmentInfo) {
         let t = s.at.ts_ns;
+        self.syn_to_answer |= s.flags.syn() && !s.flags.ack();
         if let Some(a) = s.ack_off {
             if self.una.is_none_or(|u| a > u) {
                 let advance = self.una.map(|u| a - u);

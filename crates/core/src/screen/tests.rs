@@ -188,6 +188,28 @@ fn stop_and_wait_exchanges_are_boring_and_pipelining_is_not() {
 }
 
 #[test]
+fn handshake_resends_are_syn_timeouts_and_only_the_openers_wait_is_a_stall() {
+    // a's SYN at 0 and again at 1 s; b's SYN-ACK at 1.01 s, again at 2.01 s (its own timer),
+    // then a third time at 2.5 s answering a third SYN from a at 2.49 s.
+    let syn = || [opt::mss(1000), opt::sack_perm()].concat();
+    let mut s = Script { pkts: Vec::new(), dup_of_previous: Vec::new() };
+    s.pkt(true, 0.0, SYN, 0, 0, 0, 1000, syn()).pkt(true, 1000.0, SYN, 0, 0, 0, 1000, syn());
+    s.pkt(false, 1010.0, SYN | ACK, 0, 0, 0, 60000, syn()).pkt(false, 2010.0, SYN | ACK, 0, 0, 0, 60000, syn());
+    s.pkt(true, 2490.0, SYN, 0, 0, 0, 1000, syn()).pkt(false, 2500.0, SYN | ACK, 0, 0, 0, 60000, syn());
+    s.pkt(true, 2510.0, ACK, 0, 0, 0, 1000, vec![]);
+    let r = s.run(Rules::default());
+    assert_eq!((r.dir[0].out_of_sequence.syn_timeout, r.dir[1].out_of_sequence.syn_timeout), (2, 2));
+    assert_eq!(classes(&r), [OosClass::SynTimeout; 4]);
+    // a waited 1 s, then 1.49 s; b waited 1 s for its own timer; its last SYN-ACK answered.
+    assert_eq!((r.dir[0].timeout_stalls, r.dir[1].timeout_stalls), (2, 1));
+    assert!((r.dir[0].timeout_stall_s - 2.49).abs() < 1e-6, "{}", r.dir[0].timeout_stall_s);
+    assert_eq!(
+        r.verdict,
+        "a→b: 2 timeout stalls, 2.5 s; 2 SYN retransmissions; b→a: 1 timeout stall, 1.0 s; 2 SYN-ACK retransmissions"
+    );
+}
+
+#[test]
 fn a_dsack_makes_a_resend_spurious_even_past_the_evidence_kept() {
     // MAX_EVIDENCE + 10 rounds of: a segment lost, resent on a SACK above it, then D-SACKed.
     let mut s = Script::new();
