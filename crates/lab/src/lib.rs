@@ -12,6 +12,7 @@
 
 pub mod delay;
 pub mod experiment;
+pub mod flows;
 pub mod netns;
 pub mod queue;
 pub mod report;

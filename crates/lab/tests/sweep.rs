@@ -278,6 +278,154 @@ seconds = 3
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn two_senders_share_the_bottleneck() {
+    if let Some(why) = missing_tool() {
+        eprintln!("SKIPPED two_senders_share_the_bottleneck: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Two senders on a 20 Mbit/s bottleneck with 5 ms each way: both CUBIC, then Reno against
+    // CUBIC.
+    let text = r#"
+name = "ci-senders"
+timeout = 30
+[topology]
+senders = 2
+[path]
+rate = "20mbit"
+queue_packets = 100
+delay = "5ms"
+[traffic]
+seconds = 4
+[sweep]
+"topology.cc" = [["cubic", "cubic"], ["reno", "cubic"]]
+"#;
+    let plan = experiment::parse(text).unwrap();
+    let dir = tempdir();
+    assert_eq!(run::run_plan(&plan, &dir).unwrap(), (2, 0, 0));
+    assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
+    let rep = report::report(&dir).unwrap();
+    for r in &rep.runs {
+        assert_eq!(r.error, None, "{}", r.point_dir);
+        // Together they fill the bottleneck (payload: 95.6 % of the wire rate).
+        let t = r.throughput_bps.unwrap();
+        assert!((t - RATE_BPS).abs() <= 0.1 * RATE_BPS, "{}: together {t} bit/s vs {RATE_BPS}", r.point_dir);
+        assert_eq!(r.senders.len(), 2);
+        let each: Vec<f64> = r.senders.iter().map(|s| s.throughput_bps.unwrap()).collect();
+        // Each sender's own connection was found in the capture of the senders' side, and
+        // the two throughputs over the common interval add up to the total (the two run over
+        // the same 4 s, so the sum is within a few % of the aggregate).
+        assert!(r.senders.iter().all(|s| s.connections_seen == 1), "{:?}", r.senders);
+        let sum: f64 = each.iter().sum();
+        assert!((sum - t).abs() <= 0.05 * t, "{}: senders {each:?} vs together {t}", r.point_dir);
+        // Jain's index by hand.
+        let j = sum * sum / (2.0 * each.iter().map(|x| x * x).sum::<f64>());
+        assert!((r.jain.unwrap() - j).abs() < 1e-9);
+        // Every sender's retransmissions are the router's drops, all senders together.
+        let rexmit: u64 = r.senders.iter().map(|s| s.rexmit_packets.unwrap()).sum();
+        let qd = r.queue_drops.unwrap();
+        assert!(rexmit.abs_diff(qd) <= 2 + qd / 20, "{}: {rexmit} retransmissions for {qd} drops", r.point_dir);
+    }
+    let same = rep.runs.iter().find(|r| r.params["topology.cc"] == serde_json::json!(["cubic", "cubic"])).unwrap();
+    assert!(same.jain.unwrap() > 0.8, "two CUBIC senders: Jain's index {:?}", same.jain);
+    let mixed = rep.runs.iter().find(|r| r.params["topology.cc"] == serde_json::json!(["reno", "cubic"])).unwrap();
+    let ccs: Vec<&str> = mixed.senders.iter().map(|s| s.cc.as_str()).collect();
+    assert_eq!(ccs, ["reno", "cubic"], "each sender runs its own cc");
+    // Each sender's tcp_info was recorded on its own host.
+    for f in ["tcpinfo-s1.tsm", "tcpinfo-s2.tsm"] {
+        assert!(dir.join(&mixed.point_dir).join("t1").join(f).is_file(), "{f}");
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("Throughput per sender") && html.contains("Jain"));
+    let csv = std::fs::read_to_string(dir.join("senders.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4, "{csv}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn short_connections_take_at_least_the_path() {
+    if let Some(why) = missing_tool() {
+        eprintln!("SKIPPED short_connections_take_at_least_the_path: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Two senders, 12 connections of 50 kB each at Poisson arrivals, 2 and 10 per second per
+    // sender: at most 8 Mbit/s offered to the 20 Mbit/s path, so the queue stays short.
+    let text = r#"
+name = "ci-short"
+timeout = 30
+[topology]
+senders = 2
+[path]
+rate = "20mbit"
+queue_packets = 100
+delay = "5ms"
+[traffic]
+kind = "short"
+connections = 12
+bytes = 50000
+[sweep]
+"traffic.arrival_rate" = [2.0, 10.0]
+"#;
+    let plan = experiment::parse(text).unwrap();
+    let dir = tempdir();
+    assert_eq!(run::run_plan(&plan, &dir).unwrap(), (2, 0, 0));
+    assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
+    let rep = report::report(&dir).unwrap();
+    // The least a connection can take: SYN, SYN-ACK, then the data's one-way trip (1.5 RTT),
+    // and its 50 kB serialised at 20 Mbit/s (20 ms).
+    let least = 1.5 * 0.010 + 50_000.0 * 8.0 / RATE_BPS;
+    for r in &rep.runs {
+        assert_eq!(r.error, None, "{}", r.point_dir);
+        let res: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(&r.point_dir).join("t1/result.json")).unwrap())
+                .unwrap();
+        let flows = res["flows"].as_array().unwrap();
+        assert_eq!(flows.len(), 24);
+        for f in flows {
+            let c = f["completion_s"].as_f64().unwrap();
+            assert!(c >= least, "{}: a connection completed in {c} s, less than {least} s", r.point_dir);
+            assert!(f["connect_s"].as_f64().unwrap() >= 0.010, "a handshake faster than the RTT: {f}");
+            assert_eq!(f["bytes"], 50_000);
+        }
+        let fct = r.fct.unwrap();
+        assert_eq!(fct.n, 24);
+        assert!(fct.min_s >= least && fct.min_s <= fct.p50_s && fct.p50_s <= fct.p99_s && fct.p99_s <= fct.max_s);
+        // Not absurdly slow either: slow start needs 3 more round trips for 35 segments.
+        assert!(fct.p50_s < least + 0.2, "{}: median {} s", r.point_dir, fct.p50_s);
+        assert_eq!(r.senders.len(), 2);
+        for s in &r.senders {
+            assert_eq!(s.fct.unwrap().n, 12);
+            // The capture of the senders' side holds each sender's 12 connections.
+            assert_eq!(s.connections_seen, 12, "sender {}", s.sender);
+        }
+        // The mean completion time is the mean of the flows.
+        let mean = flows.iter().map(|f| f["completion_s"].as_f64().unwrap()).sum::<f64>() / 24.0;
+        assert!((fct.mean_s - mean).abs() < 1e-9);
+    }
+    // 11 gaps between a sender's 12 arrivals: 5.5 s on average at 2 per second, 1.1 s at 10.
+    let span = |k: usize| {
+        let res: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(&rep.runs[k].point_dir).join("t1/result.json")).unwrap(),
+        )
+        .unwrap();
+        let st: Vec<f64> = res["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["sender"] == 1)
+            .map(|f| f["start_s"].as_f64().unwrap())
+            .collect();
+        st.iter().cloned().fold(0.0, f64::max) - st.iter().cloned().fold(f64::MAX, f64::min)
+    };
+    let (slow, fast) = (span(0), span(1));
+    assert!(slow > fast && slow > 1.0, "2/s spans {slow} s, 10/s spans {fast} s");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("Completion time"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn tempdir() -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("tcpscope-lab-test-{}-{}", std::process::id(), rand_tag()));
     let _ = std::fs::remove_dir_all(&d);
