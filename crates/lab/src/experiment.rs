@@ -407,6 +407,23 @@ pub struct ReportCfg {
     /// `"linear"` or `"log"` (positions by value).
     #[serde(default)]
     pub x_axis: XAxis,
+    /// Runs whose time-sequence plots the report draws: `"p03"` (its first trial) or
+    /// `"p03/t2"`. Absent: the first trial of every point, up to 12 points; `[]`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_sequence: Option<Vec<String>>,
+}
+
+/// A run named in `report.time_sequence`: `"p03"` or `"p03/t2"` → (3, 2).
+pub fn run_ref(s: &str) -> Option<(usize, u32)> {
+    let (p, t) = match s.split_once('/') {
+        Some((p, t)) => (p, t.strip_prefix('t')?.parse().ok()?),
+        None => (s, 1),
+    };
+    let digits = p.strip_prefix('p')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || t == 0 {
+        return None;
+    }
+    Some((digits.parse().ok()?, t))
 }
 
 /// How the report's figures place the swept values.
@@ -549,6 +566,18 @@ pub fn parse(text: &str) -> Result<Plan, String> {
     }
     // The product of the lists, the last key varying fastest.
     let total: usize = lists.iter().map(|l| l.len()).product();
+    for r in base.report.time_sequence.iter().flatten() {
+        match run_ref(r) {
+            Some((p, t)) if p < total && t <= base.trials => {}
+            Some(_) => {
+                return Err(format!(
+                    "report.time_sequence: \"{r}\" is not a run of this experiment ({total} points, {} trials)",
+                    base.trials
+                ));
+            }
+            None => return Err(format!("report.time_sequence: \"{r}\" is not like \"p03\" or \"p03/t2\"")),
+        }
+    }
     if total > 10_000 {
         return Err(format!("the sweep has {total} points; more than 10000 is surely a mistake"));
     }
@@ -802,6 +831,42 @@ mod tests {
         assert!(e.contains("arrival_rate = 0"), "{e}");
         let e = parse("name = \"t\"\n[traffic]\nkind = \"long\"\n").unwrap_err();
         assert!(e.contains("long"), "{e}");
+    }
+
+    #[test]
+    fn time_sequence_names_runs() {
+        assert_eq!(run_ref("p03"), Some((3, 1)));
+        assert_eq!(run_ref("p12/t2"), Some((12, 2)));
+        assert_eq!(run_ref("p1/t0"), None);
+        assert_eq!(run_ref("q1"), None);
+        assert_eq!(run_ref("p/t1"), None);
+        let ok = format!(
+            "{BASE}trials = 2\n[report]\ntime_sequence = [\"p00/t2\", \"p01\"]\n[sweep]\n\"path.loss\" = [0.0, 0.01]\n"
+        );
+        // `trials` must come before the tables.
+        let ok = ok.replacen("trials = 2\n", "", 1).replacen("name = \"t\"\n", "name = \"t\"\ntrials = 2\n", 1);
+        assert!(parse(&ok).is_ok(), "{:?}", parse(&ok).err());
+        let e = parse(&ok.replace("p01\"", "p02\"")).unwrap_err();
+        assert!(e.contains("\"p02\" is not a run"), "{e}");
+        let e = parse(&ok.replace("p00/t2", "p00/t3")).unwrap_err();
+        assert!(e.contains("\"p00/t3\" is not a run"), "{e}");
+        let e = parse(&ok.replace("p01\"", "first\"")).unwrap_err();
+        assert!(e.contains("not like"), "{e}");
+    }
+
+    /// Every example experiment of the repository is a valid file.
+    #[test]
+    fn the_examples_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lab");
+        let mut n = 0;
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_some_and(|e| e == "toml") {
+                load(&f).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+        assert!(n >= 6, "{n} examples in {}", dir.display());
     }
 
     #[test]

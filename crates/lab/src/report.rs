@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
+use tcpscope_core::conn::Dir;
 use tcpscope_core::pass::Query;
+use tcpscope_core::plot::Figure;
 
 use crate::experiment::{Experiment, TrafficKind, XAxis};
 use crate::run::{RunInfo, RunResult};
@@ -83,6 +85,12 @@ pub struct RunRow {
     /// Every short connection's completion time (s), for the distribution figure.
     #[serde(skip)]
     pub completions: Vec<f64>,
+    /// Per sender, the connection of its capture to draw: (sender, 0-based connection index,
+    /// direction of its data): the one that carried the most, the longest-lived among equals.
+    #[serde(skip)]
+    pub main_conns: Vec<(u32, usize, Dir)>,
+    /// The time-sequence plots drawn for this run, relative to the report's directory.
+    pub time_sequence: Vec<String>,
 }
 
 /// One sender of a run.
@@ -212,7 +220,7 @@ pub struct Report {
 /// Reads every run under `dir`, analyses the captures, writes `report.json`, `points.csv`,
 /// `runs.csv` and `report.html` into `dir`. Returns the report.
 pub fn report(dir: &Path) -> Result<Report, String> {
-    let mut runs = Vec::new();
+    let mut runs: Vec<RunRow> = Vec::new();
     let mut base: Option<Experiment> = None;
     for point_dir in sorted_dirs(dir)? {
         for trial_dir in sorted_dirs(&point_dir)? {
@@ -241,6 +249,37 @@ pub fn report(dir: &Path) -> Result<Report, String> {
     let Some(base) = base else {
         return Err(format!("{}: no runs here (run.json files of `tcpscope lab run`)", dir.display()));
     };
+    // The time-sequence plots of the chosen runs, by the plot code `tcpscope plot` runs.
+    let points_n = runs.iter().map(|r| r.point + 1).max().unwrap_or(0);
+    let chosen: Vec<(usize, u32)> = match &base.report.time_sequence {
+        Some(list) => list.iter().filter_map(|r| crate::experiment::run_ref(r)).collect(),
+        None if points_n <= 12 => (0..points_n).map(|p| (p, 1)).collect(),
+        None => Vec::new(),
+    };
+    for row in runs.iter_mut().filter(|r| chosen.contains(&(r.point, r.trial)) && r.error.is_none()) {
+        let run_dir = dir.join(&row.point_dir).join(format!("t{}", row.trial));
+        let n = row.main_conns.len();
+        for &(sender, conn, d) in &row.main_conns.clone() {
+            let name = if n == 1 { "tsg.svg".to_string() } else { format!("tsg-s{sender}.svg") };
+            let title = format!(
+                "{}/t{}: {}time sequence of connection {} ({})",
+                row.point_dir,
+                row.trial,
+                if n > 1 { format!("sender {sender}, ") } else { String::new() },
+                conn + 1,
+                if d == Dir::AtoB { "a2b" } else { "b2a" }
+            );
+            match time_sequence(&run_dir.join("snd.pcap"), conn, d, &title) {
+                Ok(fig) => {
+                    let svg = tcpscope_core::plot::svg::render(&fig, TSG_SIZE.0, TSG_SIZE.1);
+                    let path = run_dir.join(&name);
+                    std::fs::write(&path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+                    row.time_sequence.push(format!("{}/t{}/{name}", row.point_dir, row.trial));
+                }
+                Err(e) => row.error = Some(format!("time-sequence plot: {e}")),
+            }
+        }
+    }
     let keys: Vec<String> = runs.first().map(|r| r.params.keys().cloned().collect()).unwrap_or_default();
     let x = base.report.x.clone().or_else(|| keys.first().cloned());
     let mut by_point: BTreeMap<usize, Vec<&RunRow>> = BTreeMap::new();
@@ -338,6 +377,8 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
         jain: None,
         fct: None,
         completions: Vec::new(),
+        main_conns: Vec::new(),
+        time_sequence: Vec::new(),
     };
     let Some(res) = result.filter(|r| r.status == "ok") else { return row };
     let done = |f: &&crate::flows::Flow| f.error.is_none();
@@ -392,16 +433,24 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
     // The data the senders sent: every direction whose source is a sender (10.9.1.I), by
     // sender. With one bulk sender this is its one connection.
     let mut per: BTreeMap<u32, Agg> = BTreeMap::new();
+    let mut main: BTreeMap<u32, ((u64, u64), usize, Dir)> = BTreeMap::new();
     for c in &an.conns {
         for d in 0..2 {
             let src = if d == 0 { &c.info.a } else { &c.info.b };
             let Some(i) = sender_of(&src.addr) else { continue };
-            if c.dir[d].data_packets == 0 {
+            let s = &c.dir[d];
+            if s.data_packets == 0 {
                 continue;
             }
-            per.entry(i).or_default().add(&c.dir[d], &c.dir[1 - d]);
+            per.entry(i).or_default().add(s, &c.dir[1 - d]);
+            let key = (s.acked_bytes, s.last_ack_advance_ts_ns.saturating_sub(s.first_data_ts_ns));
+            let dir = if d == 0 { Dir::AtoB } else { Dir::BtoA };
+            if main.get(&i).is_none_or(|m| key > m.0) {
+                main.insert(i, (key, c.idx, dir));
+            }
         }
     }
+    row.main_conns = main.into_iter().map(|(i, (_, c, d))| (i, c, d)).collect();
     if per.is_empty() {
         row.error.get_or_insert_with(|| format!("{}: no data segments", cap.display()));
         return row;
@@ -579,6 +628,32 @@ impl Fct {
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     let rank = ((q / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
     sorted[rank.min(sorted.len()) - 1]
+}
+
+/// The size (pixels) of the report's time-sequence plots.
+const TSG_SIZE: (u32, u32) = (900, 460);
+
+/// The time-sequence figure of connection `conn` (0-based), direction `dir`, of a capture: the
+/// series and the figure `tcpscope plot -k tsg` draws (`tcpscope_core::series::tsg`,
+/// `tcpscope_core::plot::tsg`), with the segments aggregated per pixel column of the report's
+/// plot size.
+pub fn time_sequence(pcap: &Path, conn: usize, dir: Dir, title: &str) -> Result<Figure, String> {
+    use tcpscope_core::series::{self, tsg::TsgSink};
+    let (s, summary) = series::from_file::<TsgSink>(pcap, conn, dir, tcpscope_core::analysis::Settings::default())
+        .map_err(|e| format!("{}: {e}", pcap.display()))?;
+    if let Some(e) = summary.error {
+        return Err(format!("{}: {e}", pcap.display()));
+    }
+    let s = s.ok_or_else(|| format!("{}: no connection {}", pcap.display(), conn + 1))?;
+    let view = tcpscope_core::plot::tsg::TsgView {
+        from_s: None,
+        to_s: None,
+        seq_from: None,
+        seq_to: None,
+        columns: Some(tcpscope_core::plot::svg::columns(TSG_SIZE.0)),
+        title: Some(title.to_string()),
+    };
+    Ok(tcpscope_core::plot::tsg::tsg(&s, &view))
 }
 
 /// Mathis, Semke, Mahdavi and Ott (1997): throughput ≈ MSS / (RTT · √(2p/3)), in bits/s for
@@ -1040,6 +1115,48 @@ fn params_short(p: &serde_json::Map<String, Value>) -> String {
     p.iter().map(|(k, v)| format!("{}={}", last(k), value_plain(v))).collect::<Vec<_>>().join(" ")
 }
 
+/// The congestion window over time of each point's first finished run (seed 004's cwnd per
+/// cc): the kernel's `snd_cwnd` (segments) of each sender's connection in its tcp_info
+/// recording (read by the monitor's reader, `tcpscope_monitor::tsm`), at most 500 samples each.
+/// The connection drawn is the one with the most samples (the transfer; with short
+/// connections, the longest-lived).
+fn cwnd_series(r: &Report, dir: &Path) -> Vec<Series> {
+    let mut out = Vec::new();
+    for p in &r.points {
+        let Some(run) = r.runs.iter().find(|x| x.point == p.point && x.status == "ok") else { continue };
+        let run_dir = dir.join(&run.point_dir).join(format!("t{}", run.trial));
+        let n = run.senders.len().max(1) as u32;
+        for i in 1..=n {
+            let Ok(rec) = tcpscope_monitor::tsm::read(&run_dir.join(crate::run::tcpinfo_file(i, n))) else { continue };
+            let Some(conn) =
+                rec.conns.iter().map(|c| c.id).max_by_key(|&id| rec.samples.iter().filter(|s| s.conn == id).count())
+            else {
+                continue;
+            };
+            let samples: Vec<(f64, f64)> = {
+                let mine = rec.samples_of(conn);
+                let t0 = mine.first().map_or(0, |s| s.t_ns);
+                mine.iter().filter_map(|s| Some(((s.t_ns - t0) as f64 / 1e9, s.get("snd_cwnd")? as f64))).collect()
+            };
+            if samples.is_empty() {
+                continue;
+            }
+            let step = samples.len().div_ceil(500);
+            let pts = samples.iter().step_by(step).map(|&(t, c)| (format!("{t:.1}"), t, c, 0.0)).collect();
+            let mut label = if p.params.is_empty() { String::new() } else { params_short(&p.params) };
+            if n > 1 {
+                let cc = run.senders.get(i as usize - 1).map(|s| s.cc.as_str()).unwrap_or("");
+                label = format!("{label} s{i} {cc}").trim().to_string();
+            }
+            if label.is_empty() {
+                label = "cwnd".into();
+            }
+            out.push(Series { label, pts, dashed: false, dots: false });
+        }
+    }
+    out
+}
+
 fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
     let xl = r.x.clone().unwrap_or_else(|| "run".into());
     let mbps = |f: fn(&PointRow) -> Stat| {
@@ -1078,6 +1195,21 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
     out += &chart("Mean RTT", &xl, "ms", &series_of(r, &|p| p.rtt_ms, "measured", false), log_x);
     out +=
         &chart("Bottleneck queue (trial 1 of each point)", "seconds", "packets", &queue_series(r, dir), XAxis::Linear);
+    out += &chart(
+        "Congestion window (trial 1 of each point; tcp_info every 10 ms)",
+        "seconds",
+        "segments",
+        &cwnd_series(r, dir),
+        XAxis::Linear,
+    );
+    let tsgs: Vec<&String> = r.runs.iter().flat_map(|x| &x.time_sequence).collect();
+    if !tsgs.is_empty() {
+        out += "<h2>Time-sequence plots</h2><p>As <code>tcpscope plot -k tsg</code> draws them (the sender's capture): \
+                data segments, the ACK line below them and the receive window above; retransmissions red.</p>";
+        for t in tsgs {
+            let _ = write!(out, "<p><img src=\"{0}\" alt=\"{0}\" width=\"{1}\"></p>", esc(t), TSG_SIZE.0);
+        }
+    }
     out += "<h2>Points</h2><table><tr><th class=\"l\">point</th><th class=\"l\">parameters</th><th>runs ok/failed</th>\
             <th>throughput Mbit/s (mean ± sd, ±CI95)</th><th>ttcp -r Mbit/s</th><th>retransmitted/data</th><th>RTT ms</th>\
             <th>Mathis Mbit/s</th><th>Padhye Mbit/s</th><th>queue drops</th><th>loss drops</th></tr>";

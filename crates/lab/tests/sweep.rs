@@ -145,6 +145,54 @@ fn sweep_measures_the_path_it_built() {
     }
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("Throughput"));
+    // The congestion window per point from tcp_info: one line per point, each of the 3 s run's
+    // 10 ms samples (≥ 200 of them), in the chart's plot area.
+    let cwnd = figure_svg(&html, "Congestion window");
+    let lines = polylines(cwnd);
+    assert_eq!(lines.len(), 2, "one cwnd line per point");
+    for l in &lines {
+        assert!(l.len() >= 200, "{} cwnd samples drawn", l.len());
+        assert!(l.iter().all(|&(x, y)| (70.0..=560.0).contains(&x) && (30.0..=330.0).contains(&y)), "{l:?}");
+        // The window grows from its start: its first value is not the largest drawn.
+        let top = l.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+        assert!(l[0].1 > top, "the cwnd line is flat at its first value");
+    }
+    // The time-sequence plot of each point's first trial, by the core's plot code, in the
+    // report and in the run's directory; it draws every data segment the analysis counted.
+    for r in rep.runs.iter().filter(|r| r.trial == 1) {
+        let svg = format!("{}/t1/tsg.svg", r.point_dir);
+        assert_eq!(r.time_sequence, std::slice::from_ref(&svg));
+        assert!(html.contains(&format!("<img src=\"{svg}\"")), "{svg} in the report");
+        let text = std::fs::read_to_string(dir.join(&svg)).unwrap();
+        assert!(text.starts_with("<svg") && text.contains("time sequence"), "{svg}");
+        let an = tcpscope_core::pass::Query::new(vec![dir.join(&r.point_dir).join("t1/snd.pcap")])
+            .stats(&|_, _| {})
+            .unwrap();
+        let c = an.conns.iter().max_by_key(|c| c.dir[0].acked_bytes).unwrap();
+        let fig = report::time_sequence(
+            &dir.join(&r.point_dir).join("t1/snd.pcap"),
+            c.idx,
+            tcpscope_core::conn::Dir::AtoB,
+            "t",
+        )
+        .unwrap();
+        // Every packet of the direction drawn (aggregated per pixel column, each mark counting
+        // what it stands for), and those with data are the data segments the analysis found.
+        let (series, _) = tcpscope_core::series::from_file::<tcpscope_core::series::tsg::TsgSink>(
+            &dir.join(&r.point_dir).join("t1/snd.pcap"),
+            c.idx,
+            tcpscope_core::conn::Dir::AtoB,
+            tcpscope_core::analysis::Settings::default(),
+        )
+        .unwrap();
+        let series = series.unwrap();
+        let segs: u64 = fig.marks.iter().filter(|m| m.class.starts_with("seg")).map(|m| u64::from(m.count)).sum();
+        assert_eq!(segs, series.segments.len() as u64, "{}: segments drawn", r.point_dir);
+        let with_data = series.segments.iter().filter(|s| s.len > 0).count() as u64;
+        assert_eq!(with_data, r.data_packets.unwrap(), "{}: data segments", r.point_dir);
+        assert!(fig.y.max >= c.dir[0].acked_bytes as f64, "{}: the plot's height", r.point_dir);
+    }
+    assert!(rep.runs.iter().filter(|r| r.trial == 2).all(|r| r.time_sequence.is_empty()));
 
     // Resume: every run is done, nothing runs again.
     let again = run::run_plan(&plan, &dir).unwrap();
@@ -338,6 +386,13 @@ seconds = 4
     }
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("Throughput per sender") && html.contains("Jain"));
+    // A cwnd line per sender of each point, and a time-sequence plot per sender.
+    assert_eq!(polylines(figure_svg(&html, "Congestion window")).len(), 4);
+    for r in &rep.runs {
+        let want: Vec<String> = (1..=2).map(|i| format!("{}/t1/tsg-s{i}.svg", r.point_dir)).collect();
+        assert_eq!(r.time_sequence, want);
+        assert!(want.iter().all(|f| dir.join(f).is_file()));
+    }
     let csv = std::fs::read_to_string(dir.join("senders.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 4, "{csv}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -424,6 +479,30 @@ bytes = 50000
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("Completion time"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The `<svg>` element of the report whose title contains `title`.
+fn figure_svg<'a>(html: &'a str, title: &str) -> &'a str {
+    let at = html.find(&format!("font-size=\"14\">{title}")).unwrap_or_else(|| panic!("no figure {title}"));
+    let start = html[..at].rfind("<svg").unwrap();
+    let end = at + html[at..].find("</svg>").unwrap();
+    &html[start..end]
+}
+
+/// The points of every `<polyline>` of an SVG.
+fn polylines(svg: &str) -> Vec<Vec<(f64, f64)>> {
+    svg.split("<polyline")
+        .skip(1)
+        .map(|p| {
+            let pts = p.split("points=\"").nth(1).unwrap().split('"').next().unwrap();
+            pts.split_whitespace()
+                .map(|xy| {
+                    let (x, y) = xy.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn tempdir() -> std::path::PathBuf {
