@@ -866,7 +866,7 @@ mod tests {
                 n += 1;
             }
         }
-        assert!(n >= 6, "{n} examples in {}", dir.display());
+        assert!(n >= 8, "{n} examples in {}", dir.display());
     }
 
     #[test]
