@@ -4,11 +4,15 @@
 //! It sits between the sender and the router in a namespace of its own, with two veth ends and
 //! no address: every Ethernet frame that arrives on one end leaves by the other `delay` later
 //! (ARP included, so the hosts on either side see one link). Each direction is one thread with
-//! two AF_PACKET sockets: frames are read as they come, stamped with their release time, kept in
-//! a heap ordered by release time (then arrival), and sent when due; the thread sleeps in
-//! `ppoll` until the next release or the next frame, with the timer slack at 1 µs. To reorder,
-//! a frame is chosen with a given probability and released `gap` later than the delay, so the
-//! frames behind it overtake it (netem's "reorder" with a gap in time).
+//! two AF_PACKET sockets: frames are read in batches (`recvmmsg`) with the kernel's time of
+//! arrival (SO_TIMESTAMPNS), given their release time (arrival + delay), kept in a heap ordered
+//! by release time (then arrival), and sent when due; the thread sleeps in `ppoll` until shortly
+//! before the next release and polls from there, at real-time priority, on a CPU of its own
+//! (the last), while the receiving ends of its links process what it sends on the other CPUs
+//! (RPS, set by the run): without that a send into a veth also ran the router's forwarding of
+//! the frame, 13 µs a frame. To reorder, a frame is chosen with a given probability and released
+//! `gap` later than the delay, so the frames behind it overtake it (netem's "reorder" with a gap
+//! in time).
 //!
 //! Like mahimahi's `mm-link` log it writes, per direction, a line per frame: `T + SIZE` when it
 //! arrived and `T - SIZE DELAY` when it left (µs since the run's start), and `T d SIZE` when the
@@ -43,13 +47,23 @@ pub struct Stats {
     pub drops: u64,
     /// Most frames held at once.
     pub max_queue: usize,
-    /// Mean of (time held − configured delay), µs.
+    /// Mean of (time held − configured delay), µs: the time held runs from the frame's arrival
+    /// to the moment the forwarder hands it to the kernel (the `send` call).
     pub mean_error_us: f64,
     /// Largest (time held − configured delay), µs.
     pub max_error_us: f64,
     /// Frames held more than 100 µs longer than the delay (reordered frames measured against
     /// their longer hold).
     pub late_100us: u64,
+    /// Mean duration of the `send` calls, µs. A send into a veth also runs, in the same call,
+    /// the receiving side's processing of the frame when that runs on the forwarder's CPU.
+    pub send_mean_us: f64,
+    /// Mean lateness measured when the `send` call returned (the hand-off plus the call), µs.
+    pub done_mean_error_us: f64,
+    /// Frames more than 100 µs late by that measure.
+    pub done_late_100us: u64,
+    /// Frames read per `recvmmsg` call, on average.
+    pub frames_per_read: f64,
     /// Frames held back to be reordered.
     pub reordered: u64,
     /// Frames that left after a frame that arrived after them: the reordering on the wire.
@@ -120,18 +134,22 @@ impl PacketSocket {
         if r < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(PacketSocket { fd })
-    }
-
-    /// One frame, or `None` when none is waiting.
-    fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        // SAFETY: `buf` is valid for writes of its length.
-        let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::WouldBlock { Ok(None) } else { Err(e) };
+        // The kernel's time of arrival of each frame (SO_TIMESTAMPNS, CLOCK_REALTIME), so that a
+        // frame's delay runs from when it arrived, not from when the forwarder read it.
+        // SAFETY: as above.
+        let r = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                &one as *const i32 as *const libc::c_void,
+                std::mem::size_of::<i32>() as u32,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
         }
-        Ok(Some(n as usize))
+        Ok(PacketSocket { fd })
     }
 
     /// Sends a frame out of the bound interface; a full device queue counts as sent-and-lost.
@@ -157,6 +175,22 @@ fn wait_readable(fd: i32, timeout: Duration) {
     unsafe {
         libc::ppoll(&mut pfd, 1, &ts, std::ptr::null());
     }
+}
+
+/// The CPU the forwarder's threads run on: the last one, when there are at least two (the
+/// others take the receive processing of the frames it sends, by RPS: [`rps_mask`]).
+pub fn forwarder_cpu() -> Option<usize> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (n >= 2).then(|| n - 1)
+}
+
+/// The RPS mask (hex, as `/sys/class/net/DEV/queues/rx-0/rps_cpus` takes it) of every CPU but
+/// the forwarder's: the receiving ends of the forwarder's links process what it sends there,
+/// not in its `send` call.
+pub fn rps_mask() -> Option<String> {
+    let cpu = forwarder_cpu()?;
+    let mask: u128 = ((1u128 << cpu) - 1) & !(1u128 << cpu);
+    Some(format!("{mask:x}"))
 }
 
 /// A running forwarder: both directions' threads; stopped and joined when dropped or by
@@ -232,7 +266,73 @@ impl Drop for Forwarder {
 /// smallest) is the next due, and frames due at once leave in arrival order.
 type Held = (Instant, u64, Instant, Vec<u8>);
 
+/// Frames read per `recvmmsg` call at most.
+const BATCH: usize = 32;
+
+/// How long before a frame's release the thread stops sleeping and polls instead: a wake-up
+/// from `ppoll` is late by tens of µs on a loaded machine, a poll loop by the length of one pass.
+const SPIN: Duration = Duration::from_micros(60);
+
+/// Reads up to [`BATCH`] frames with one `recvmmsg` call into `bufs`, their lengths into
+/// `lens` and the kernel's arrival times into `arrived`; returns how many (0 when none is
+/// waiting).
+fn recv_batch(fd: i32, bufs: &mut [Vec<u8>], lens: &mut [usize], arrived: &mut [Instant]) -> io::Result<usize> {
+    let n = bufs.len().min(lens.len()).min(arrived.len());
+    // Room for one SCM_TIMESTAMPNS control message per frame (u64s: aligned for cmsghdr).
+    const CTL: usize = 8;
+    let mut ctl = vec![0u64; CTL * n];
+    let mut iov: Vec<libc::iovec> = bufs[..n]
+        .iter_mut()
+        .map(|b| libc::iovec { iov_base: b.as_mut_ptr() as *mut libc::c_void, iov_len: b.len() })
+        .collect();
+    // SAFETY: mmsghdr is plain data; all-zero is a valid value to fill in.
+    let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
+    for (i, (m, v)) in msgs.iter_mut().zip(iov.iter_mut()).enumerate() {
+        m.msg_hdr.msg_iov = v as *mut libc::iovec;
+        m.msg_hdr.msg_iovlen = 1;
+        m.msg_hdr.msg_control = ctl[i * CTL..].as_mut_ptr() as *mut libc::c_void;
+        m.msg_hdr.msg_controllen = CTL * 8;
+    }
+    // SAFETY: `msgs` holds `n` headers, each pointing at one iovec of a buffer that lives and is
+    // not otherwise borrowed for the duration of the call.
+    let r = unsafe { libc::recvmmsg(fd, msgs.as_mut_ptr(), n as u32, libc::MSG_DONTWAIT, std::ptr::null_mut()) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::WouldBlock { Ok(0) } else { Err(e) };
+    }
+    // The kernel's stamps are CLOCK_REALTIME: placed on the monotonic clock by the distance of
+    // each from the realtime clock now.
+    let (now, wall) = (Instant::now(), std::time::SystemTime::now());
+    let wall_ns = wall.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+    for ((l, m), at) in lens.iter_mut().zip(&msgs).zip(arrived.iter_mut()).take(r as usize) {
+        *l = m.msg_len as usize;
+        *at = now;
+        // SAFETY: the header's control buffer was filled by the kernel up to msg_controllen;
+        // CMSG_FIRSTHDR/CMSG_NXTHDR stay inside it and CMSG_DATA of an SCM_TIMESTAMPNS message
+        // holds a timespec (read unaligned).
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&m.msg_hdr);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                    let ago = wall_ns - (ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128);
+                    // A stamp in the future (the clock stepped) or absurdly old is not used.
+                    if (0..1_000_000_000).contains(&ago) {
+                        *at = now - Duration::from_nanos(ago as u64);
+                    }
+                }
+                c = libc::CMSG_NXTHDR(&m.msg_hdr, c);
+            }
+        }
+    }
+    Ok(r as usize)
+}
+
 /// One direction: read from `rx`, hold each frame for the effect's time, send it on `tx`.
+///
+/// Each pass sends what is due first, then reads what has arrived (one `recvmmsg` of up to
+/// [`BATCH`] frames), so that a burst of arrivals does not hold back frames already due; it
+/// sleeps in `ppoll` until [`SPIN`] before the next release and polls from there.
 fn forward(
     rx: &PacketSocket,
     tx: &PacketSocket,
@@ -244,6 +344,18 @@ fn forward(
     // SAFETY: prctl(PR_SET_TIMERSLACK) on the calling thread, with an integer argument.
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+    // On a CPU of its own (the last one; the run steers the receiving side of the forwarder's
+    // links to the others, see `forwarder_cpu`), so that a send does not also run the router's
+    // forwarding of the frame.
+    if let Some(cpu) = forwarder_cpu() {
+        // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity(0) is the
+        // calling thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
     }
     // Real-time priority (best effort: as root it is granted), so that other load on the
     // machine does not add its scheduling delays to the emulated one.
@@ -266,8 +378,13 @@ fn forward(
     )?;
     let mut queue: BinaryHeap<Reverse<Held>> = BinaryHeap::new();
     let mut st = Stats::default();
-    let mut err_sum = 0.0f64;
-    let mut buf = vec![0u8; 65536 + 64];
+    let (mut err_sum, mut done_err_sum, mut send_sum) = (0.0f64, 0.0f64, 0.0f64);
+    let (mut reads, mut read_frames) = (0u64, 0u64);
+    let mut bufs: Vec<Vec<u8>> = (0..BATCH).map(|_| vec![0u8; 65536 + 64]).collect();
+    let mut lens = [0usize; BATCH];
+    let mut stamps = [t0; BATCH];
+    // Frames' buffers, reused.
+    let mut free: Vec<Vec<u8>> = Vec::new();
     let (mut seq, mut last_sent) = (0u64, 0u64);
     // xorshift64*, seeded from the clock: which frames are reordered need not be repeatable,
     // only independent with the given probability.
@@ -280,9 +397,37 @@ fn forward(
     };
     let us = |t: Instant| t.duration_since(t0).as_micros();
     while !stop.load(Ordering::Relaxed) {
-        // Take everything that has arrived.
-        while let Some(n) = rx.recv(&mut buf)? {
-            let now = Instant::now();
+        // Send what is due.
+        while queue.peek().is_some_and(|Reverse((t, ..))| *t <= Instant::now()) {
+            let Some(Reverse((release, n, arrived, frame))) = queue.pop() else { break };
+            let handed = Instant::now();
+            tx.send(&frame)?;
+            let left = Instant::now();
+            if n < last_sent {
+                st.overtaken += 1;
+            }
+            last_sent = last_sent.max(n);
+            let held = handed.duration_since(arrived);
+            let err = handed.duration_since(release).as_secs_f64() * 1e6;
+            let done_err = left.duration_since(release).as_secs_f64() * 1e6;
+            err_sum += err;
+            done_err_sum += done_err;
+            send_sum += left.duration_since(handed).as_secs_f64() * 1e6;
+            st.max_error_us = st.max_error_us.max(err);
+            st.late_100us += u64::from(err > 100.0);
+            st.done_late_100us += u64::from(done_err > 100.0);
+            st.frames += 1;
+            st.bytes += frame.len() as u64;
+            writeln!(out, "{} - {} {}", us(handed), frame.len(), held.as_micros())?;
+            free.push(frame);
+        }
+        // Take what has arrived.
+        let got = recv_batch(rx.fd.as_raw_fd(), &mut bufs, &mut lens, &mut stamps)?;
+        if got > 0 {
+            reads += 1;
+            read_frames += got as u64;
+        }
+        for ((b, &n), &now) in bufs.iter().zip(&lens).zip(&stamps).take(got) {
             if queue.len() >= MAX_QUEUE {
                 st.drops += 1;
                 writeln!(out, "{} d {n}", us(now))?;
@@ -297,40 +442,35 @@ fn forward(
                 writeln!(out, "{} + {n}", us(now))?;
             }
             seq += 1;
-            queue.push(Reverse((release, seq, now, buf[..n].to_vec())));
+            let mut frame = free.pop().unwrap_or_default();
+            frame.clear();
+            frame.extend_from_slice(&b[..n]);
+            queue.push(Reverse((release, seq, now, frame)));
             st.max_queue = st.max_queue.max(queue.len());
         }
-        // Send what is due.
-        let now = Instant::now();
-        while queue.peek().is_some_and(|Reverse((t, ..))| *t <= now) {
-            let Some(Reverse((release, n, arrived, frame))) = queue.pop() else { break };
-            tx.send(&frame)?;
-            if n < last_sent {
-                st.overtaken += 1;
-            }
-            last_sent = last_sent.max(n);
-            let left = Instant::now();
-            let held = left.duration_since(arrived);
-            let err = left.duration_since(release).as_secs_f64() * 1e6;
-            err_sum += err;
-            st.max_error_us = st.max_error_us.max(err);
-            if err > 100.0 {
-                st.late_100us += 1;
-            }
-            st.frames += 1;
-            st.bytes += frame.len() as u64;
-            writeln!(out, "{} - {} {}", us(left), frame.len(), held.as_micros())?;
+        if got == BATCH {
+            // More may be waiting: read again after sending what fell due meanwhile.
+            continue;
         }
-        // Sleep until the next release, the next frame, or 50 ms (to see `stop`).
+        // Sleep until shortly before the next release, the next frame, or 50 ms (to see
+        // `stop`); near the release, poll.
         let wait = match queue.peek() {
             Some(Reverse((t, ..))) => t.saturating_duration_since(Instant::now()),
             None => Duration::from_millis(50),
         };
-        if !wait.is_zero() {
-            wait_readable(rx.fd.as_raw_fd(), wait);
+        if wait > SPIN {
+            wait_readable(rx.fd.as_raw_fd(), wait - SPIN);
+        } else {
+            // Polling: let the other direction's thread (same CPU, same real-time priority,
+            // which does not preempt) have its turn.
+            std::thread::yield_now();
         }
     }
     out.flush()?;
-    st.mean_error_us = if st.frames > 0 { err_sum / st.frames as f64 } else { 0.0 };
+    if st.frames > 0 {
+        let n = st.frames as f64;
+        (st.mean_error_us, st.done_mean_error_us, st.send_mean_us) = (err_sum / n, done_err_sum / n, send_sum / n);
+    }
+    st.frames_per_read = if reads > 0 { read_frames as f64 / reads as f64 } else { 0.0 };
     Ok(st)
 }

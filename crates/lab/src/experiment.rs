@@ -45,6 +45,9 @@ pub struct Experiment {
     /// capture cannot keep up with.
     #[serde(default = "yes")]
     pub capture: bool,
+    /// How many senders share the bottleneck, and their congestion controls.
+    #[serde(default, skip_serializing_if = "Topology::is_default")]
+    pub topology: Topology,
     /// The emulated path between sender and receiver (the router's settings).
     #[serde(default)]
     pub path: PathCfg,
@@ -73,6 +76,46 @@ fn default_mtu() -> u32 {
 }
 fn default_length() -> u32 {
     8192
+}
+
+/// Several senders sharing the bottleneck (default: one).
+///
+/// With more than one, each sender is a host of its own (a namespace `sndI`, address
+/// `10.9.1.I`), all on a switch (a bridge in namespace `sw`) whose uplink is the path's first
+/// link; sender I sends to the receiver's port `traffic.port + I - 1`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    /// Number of senders (1–32; default 1).
+    #[serde(default = "one")]
+    pub senders: u32,
+    /// Congestion control per sender, in order (`["reno", "cubic"]`); overrides `hosts.cc`.
+    /// Empty: `hosts.cc` for every sender. Otherwise exactly `senders` names.
+    #[serde(default)]
+    pub cc: Vec<String>,
+    /// Seconds between the starts of consecutive senders (sender I starts (I − 1) × stagger
+    /// after the first; default 0: all at once).
+    #[serde(default)]
+    pub stagger: f64,
+}
+
+impl Default for Topology {
+    fn default() -> Self {
+        Topology { senders: 1, cc: Vec::new(), stagger: 0.0 }
+    }
+}
+
+impl Topology {
+    fn is_default(&self) -> bool {
+        *self == Topology::default()
+    }
+}
+
+impl Experiment {
+    /// The congestion control of sender `i` (1-based): `topology.cc[i - 1]`, else `hosts.cc`.
+    pub fn sender_cc(&self, i: u32) -> Option<String> {
+        self.topology.cc.get(i as usize - 1).cloned().or_else(|| self.hosts.cc.clone())
+    }
 }
 
 /// The path: what the router does to packets in each direction.
@@ -281,6 +324,22 @@ impl Default for Hosts {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Traffic {
+    /// `"bulk"` (one ttcp transfer per sender, the default) or `"short"` (each sender opens
+    /// `connections` connections of `bytes` bytes each, one after another or at
+    /// `arrival_rate`).
+    #[serde(default)]
+    pub kind: TrafficKind,
+    /// Short connections: connections per sender (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u32>,
+    /// Short connections: bytes each connection carries (default 100000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Short connections: new connections per second per sender, at exponentially distributed
+    /// intervals (Poisson arrivals; they may overlap). Absent: one after the other, each
+    /// starting when the previous one has finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_rate: Option<f64>,
     /// Bytes per write, ttcp's `-l` (default 8192).
     #[serde(default = "default_length")]
     pub length: u32,
@@ -302,8 +361,39 @@ fn default_port() -> u16 {
 
 impl Default for Traffic {
     fn default() -> Self {
-        Traffic { length: 8192, count: None, seconds: None, port: 5001 }
+        Traffic {
+            kind: TrafficKind::Bulk,
+            connections: None,
+            bytes: None,
+            arrival_rate: None,
+            length: 8192,
+            count: None,
+            seconds: None,
+            port: 5001,
+        }
     }
+}
+
+impl Traffic {
+    /// Short connections per sender.
+    pub fn short_connections(&self) -> u32 {
+        self.connections.unwrap_or(10)
+    }
+    /// Bytes per short connection.
+    pub fn short_bytes(&self) -> u64 {
+        self.bytes.unwrap_or(100_000)
+    }
+}
+
+/// What the senders send.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TrafficKind {
+    /// One long transfer per sender (ttcp `-t -s`).
+    #[default]
+    Bulk,
+    /// Many short connections per sender, each carrying `traffic.bytes`.
+    Short,
 }
 
 /// How `lab report` draws the figures.
@@ -317,6 +407,23 @@ pub struct ReportCfg {
     /// `"linear"` or `"log"` (positions by value).
     #[serde(default)]
     pub x_axis: XAxis,
+    /// Runs whose time-sequence plots the report draws: `"p03"` (its first trial) or
+    /// `"p03/t2"`. Absent: the first trial of every point, up to 12 points; `[]`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_sequence: Option<Vec<String>>,
+}
+
+/// A run named in `report.time_sequence`: `"p03"` or `"p03/t2"` → (3, 2).
+pub fn run_ref(s: &str) -> Option<(usize, u32)> {
+    let (p, t) = match s.split_once('/') {
+        Some((p, t)) => (p, t.strip_prefix('t')?.parse().ok()?),
+        None => (s, 1),
+    };
+    let digits = p.strip_prefix('p')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || t == 0 {
+        return None;
+    }
+    Some((digits.parse().ok()?, t))
 }
 
 /// How the report's figures place the swept values.
@@ -374,6 +481,8 @@ pub fn value_text(v: &toml::Value) -> String {
         toml::Value::Integer(i) => i.to_string(),
         toml::Value::Float(f) => f.to_string(),
         toml::Value::Boolean(b) => b.to_string(),
+        // A list (topology.cc): its items joined by `+`, `reno+cubic`.
+        toml::Value::Array(a) => a.iter().map(value_text).collect::<Vec<_>>().join("+"),
         other => serde_json::to_string(other).unwrap_or_default(),
     }
 }
@@ -457,6 +566,18 @@ pub fn parse(text: &str) -> Result<Plan, String> {
     }
     // The product of the lists, the last key varying fastest.
     let total: usize = lists.iter().map(|l| l.len()).product();
+    for r in base.report.time_sequence.iter().flatten() {
+        match run_ref(r) {
+            Some((p, t)) if p < total && t <= base.trials => {}
+            Some(_) => {
+                return Err(format!(
+                    "report.time_sequence: \"{r}\" is not a run of this experiment ({total} points, {} trials)",
+                    base.trials
+                ));
+            }
+            None => return Err(format!("report.time_sequence: \"{r}\" is not like \"p03\" or \"p03/t2\"")),
+        }
+    }
     if total > 10_000 {
         return Err(format!("the sweep has {total} points; more than 10000 is surely a mistake"));
     }
@@ -571,12 +692,53 @@ pub fn check(e: &Experiment) -> Result<(), String> {
     {
         return Err(format!("traffic.seconds = {s}: positive, and less than timeout ({})", e.timeout));
     }
-    if let Some(cc) = &e.hosts.cc {
-        let avail = crate::ttcp::available_cc();
+    let t = &e.topology;
+    if !(1..=32).contains(&t.senders) {
+        return Err(format!("topology.senders = {}: between 1 and 32", t.senders));
+    }
+    if !t.cc.is_empty() && t.cc.len() != t.senders as usize {
+        return Err(format!(
+            "topology.cc names {} algorithms for {} senders: one per sender, or none",
+            t.cc.len(),
+            t.senders
+        ));
+    }
+    if !(t.stagger.is_finite() && t.stagger >= 0.0 && t.stagger * f64::from(t.senders - 1) < e.timeout) {
+        return Err(format!("topology.stagger = {}: non-negative, and every sender starts before timeout", t.stagger));
+    }
+    if u32::from(e.traffic.port) + t.senders - 1 > 65535 {
+        return Err("traffic.port + topology.senders - 1 must be a port number".into());
+    }
+    let tr = &e.traffic;
+    match tr.kind {
+        TrafficKind::Bulk => {
+            if tr.connections.is_some() || tr.bytes.is_some() || tr.arrival_rate.is_some() {
+                return Err("traffic.connections, bytes and arrival_rate are for kind = \"short\"".into());
+            }
+        }
+        TrafficKind::Short => {
+            if tr.count.is_some() || tr.seconds.is_some() {
+                return Err("traffic.count and traffic.seconds are for kind = \"bulk\"; short connections \
+                            take connections and bytes"
+                    .into());
+            }
+            if tr.short_connections() == 0 || tr.short_connections() > 100_000 {
+                return Err(format!("traffic.connections = {}: between 1 and 100000", tr.short_connections()));
+            }
+            if tr.short_bytes() == 0 {
+                return Err("traffic.bytes must be positive".into());
+            }
+            if let Some(r) = tr.arrival_rate
+                && !(r.is_finite() && r > 0.0)
+            {
+                return Err(format!("traffic.arrival_rate = {r}: a positive number of connections per second"));
+            }
+        }
+    }
+    let avail = crate::ttcp::available_cc();
+    for (key, cc) in e.hosts.cc.iter().map(|c| ("hosts.cc", c)).chain(t.cc.iter().map(|c| ("topology.cc", c))) {
         if avail != "unknown" && !avail.split_whitespace().any(|a| a == cc) {
-            return Err(format!(
-                "hosts.cc = \"{cc}\": not in this kernel's tcp_available_congestion_control ({avail})"
-            ));
+            return Err(format!("{key} = \"{cc}\": not in this kernel's tcp_available_congestion_control ({avail})"));
         }
     }
     Ok(())
@@ -635,6 +797,76 @@ mod tests {
         assert!(e.contains("traffic.count and traffic.seconds"), "{e}");
         let e = parse("name = \"t\"\n[path\n").unwrap_err();
         assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn senders_and_short_connections() {
+        let text = format!(
+            "{BASE}[topology]\nsenders = 2\nstagger = 0.5\n[sweep]\n\"topology.cc\" = [[\"reno\", \"cubic\"], [\"cubic\", \"cubic\"]]\n"
+        );
+        let plan = parse(&text).unwrap();
+        assert_eq!(plan.points[0].dir_name(), "p00-cc=reno+cubic");
+        let e = &plan.points[0].exp;
+        assert_eq!((e.topology.senders, e.topology.stagger), (2, 0.5));
+        assert_eq!((e.sender_cc(1), e.sender_cc(2)), (Some("reno".into()), Some("cubic".into())));
+        // Without topology.cc every sender takes hosts.cc.
+        let p = parse("name = \"t\"\n[topology]\nsenders = 3\n[hosts]\ncc = \"reno\"\n").unwrap();
+        assert_eq!(p.base.sender_cc(3), Some("reno".into()));
+        let e = parse("name = \"t\"\n[topology]\nsenders = 3\ncc = [\"reno\"]\n").unwrap_err();
+        assert!(e.contains("topology.cc names 1 algorithms for 3 senders"), "{e}");
+        let e = parse("name = \"t\"\n[topology]\nsenders = 0\n").unwrap_err();
+        assert!(e.contains("topology.senders = 0"), "{e}");
+        let e = parse("name = \"t\"\n[topology]\ncc = [\"nosuchcc\"]\n").unwrap_err();
+        assert!(e.contains("topology.cc = \"nosuchcc\""), "{e}");
+        let short = "name = \"t\"\n[traffic]\nkind = \"short\"\nconnections = 5\nbytes = 20000\narrival_rate = 4\n";
+        let p = parse(short).unwrap();
+        assert_eq!(p.base.traffic.kind, TrafficKind::Short);
+        assert_eq!((p.base.traffic.short_connections(), p.base.traffic.short_bytes()), (5, 20000));
+        assert_eq!(p.base.traffic.arrival_rate, Some(4.0));
+        let e = parse(&format!("{short}seconds = 3\n")).unwrap_err();
+        assert!(e.contains("for kind = \"bulk\""), "{e}");
+        let e = parse("name = \"t\"\n[traffic]\nbytes = 5\n").unwrap_err();
+        assert!(e.contains("for kind = \"short\""), "{e}");
+        let e = parse("name = \"t\"\n[traffic]\nkind = \"short\"\narrival_rate = 0\n").unwrap_err();
+        assert!(e.contains("arrival_rate = 0"), "{e}");
+        let e = parse("name = \"t\"\n[traffic]\nkind = \"long\"\n").unwrap_err();
+        assert!(e.contains("long"), "{e}");
+    }
+
+    #[test]
+    fn time_sequence_names_runs() {
+        assert_eq!(run_ref("p03"), Some((3, 1)));
+        assert_eq!(run_ref("p12/t2"), Some((12, 2)));
+        assert_eq!(run_ref("p1/t0"), None);
+        assert_eq!(run_ref("q1"), None);
+        assert_eq!(run_ref("p/t1"), None);
+        let ok = format!(
+            "{BASE}trials = 2\n[report]\ntime_sequence = [\"p00/t2\", \"p01\"]\n[sweep]\n\"path.loss\" = [0.0, 0.01]\n"
+        );
+        // `trials` must come before the tables.
+        let ok = ok.replacen("trials = 2\n", "", 1).replacen("name = \"t\"\n", "name = \"t\"\ntrials = 2\n", 1);
+        assert!(parse(&ok).is_ok(), "{:?}", parse(&ok).err());
+        let e = parse(&ok.replace("p01\"", "p02\"")).unwrap_err();
+        assert!(e.contains("\"p02\" is not a run"), "{e}");
+        let e = parse(&ok.replace("p00/t2", "p00/t3")).unwrap_err();
+        assert!(e.contains("\"p00/t3\" is not a run"), "{e}");
+        let e = parse(&ok.replace("p01\"", "first\"")).unwrap_err();
+        assert!(e.contains("not like"), "{e}");
+    }
+
+    /// Every example experiment of the repository is a valid file.
+    #[test]
+    fn the_examples_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lab");
+        let mut n = 0;
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_some_and(|e| e == "toml") {
+                load(&f).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+        assert!(n >= 8, "{n} examples in {}", dir.display());
     }
 
     #[test]

@@ -4,14 +4,18 @@
 //! - [`ttcp`] is `tcpscope ttcp`: classic ttcp's flags, pattern and output lines.
 //! - [`experiment`] reads an experiment file (TOML) and expands its sweep into run points.
 //! - [`netns`] makes and always removes the namespaces and processes of a run.
-//! - [`run`] is `tcpscope lab run`: each point × trial in its own directory, resumable.
+//! - [`run`] is `tcpscope lab run`: each point × trial in its own directory, resumable; one
+//!   sender or several on a switch, bulk transfers or short connections ([`flows`]), the delay
+//!   and reordering by the user-space forwarder ([`delay`]).
 //! - [`report`] is `tcpscope lab report`: the project's own analysis of every run's capture,
-//!   summarised per point (mean ± sd, 95 % CI), as JSON, CSV and an HTML page with figures.
+//!   summarised per point (mean ± sd, 95 % CI), per sender (Jain's index) and per short
+//!   connection (completion times), as JSON, CSV and an HTML page with figures.
 //!
 //! The format of experiment files, what is measured and the figures: `docs/lab.md`.
 
 pub mod delay;
 pub mod experiment;
+pub mod flows;
 pub mod netns;
 pub mod queue;
 pub mod report;

@@ -19,9 +19,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
+use tcpscope_core::conn::Dir;
 use tcpscope_core::pass::Query;
+use tcpscope_core::plot::Figure;
 
-use crate::experiment::{Experiment, XAxis};
+use crate::experiment::{Experiment, TrafficKind, XAxis};
 use crate::run::{RunInfo, RunResult};
 
 /// One run, analysed.
@@ -74,6 +76,45 @@ pub struct RunRow {
     pub delay_us: Option<u64>,
     /// The delay forwarder's mean error, sender → router (µs held beyond the delay).
     pub delay_error_us: Option<f64>,
+    /// Per sender, with several senders or short connections.
+    pub senders: Vec<SenderRow>,
+    /// Jain's fairness index of the senders' throughputs (bulk traffic, several senders).
+    pub jain: Option<f64>,
+    /// Completion times of the short connections, all senders together.
+    pub fct: Option<Fct>,
+    /// Every short connection's completion time (s), for the distribution figure.
+    #[serde(skip)]
+    pub completions: Vec<f64>,
+    /// Per sender, the connection of its capture to draw: (sender, 0-based connection index,
+    /// direction of its data): the one that carried the most, the longest-lived among equals.
+    #[serde(skip)]
+    pub main_conns: Vec<(u32, usize, Dir)>,
+    /// The time-sequence plots drawn for this run, relative to the report's directory.
+    pub time_sequence: Vec<String>,
+}
+
+/// One sender of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct SenderRow {
+    /// 1-based (address 10.9.1.I).
+    pub sender: u32,
+    /// Its congestion control.
+    pub cc: String,
+    /// Its throughput (bits/s): its bytes acknowledged over the time from its first data
+    /// segment to its last ACK advance, by the analysis of the capture.
+    pub throughput_bps: Option<f64>,
+    /// Its ttcp -r figure (bits/s), bulk traffic.
+    pub ttcp_bps: Option<f64>,
+    /// Its data segments.
+    pub data_packets: Option<u64>,
+    /// Its retransmitted segments.
+    pub rexmit_packets: Option<u64>,
+    /// Its mean RTT (ms).
+    pub rtt_ms: Option<f64>,
+    /// Its connections the capture holds.
+    pub connections_seen: u64,
+    /// Its short connections' completion times.
+    pub fct: Option<Fct>,
 }
 
 /// Mean, standard deviation and 95 % CI half-width of one figure over a point's runs.
@@ -145,6 +186,18 @@ pub struct PointRow {
     pub queue_drops: Stat,
     /// Router random-loss drops.
     pub loss_drops: Stat,
+    /// Jain's fairness index of the senders' throughputs.
+    pub jain: Stat,
+    /// Mean completion time of the short connections (s), per run.
+    pub fct_mean_s: Stat,
+    /// Median completion time (s), per run.
+    pub fct_p50_s: Stat,
+    /// 99th percentile of the completion times (s), per run.
+    pub fct_p99_s: Stat,
+    /// Per sender (index 0 is sender 1): its throughput (bits/s; ttcp's without a capture).
+    pub sender_bps: Vec<Stat>,
+    /// Per sender: its congestion control.
+    pub sender_cc: Vec<String>,
 }
 
 /// The whole report.
@@ -167,7 +220,7 @@ pub struct Report {
 /// Reads every run under `dir`, analyses the captures, writes `report.json`, `points.csv`,
 /// `runs.csv` and `report.html` into `dir`. Returns the report.
 pub fn report(dir: &Path) -> Result<Report, String> {
-    let mut runs = Vec::new();
+    let mut runs: Vec<RunRow> = Vec::new();
     let mut base: Option<Experiment> = None;
     for point_dir in sorted_dirs(dir)? {
         for trial_dir in sorted_dirs(&point_dir)? {
@@ -196,6 +249,37 @@ pub fn report(dir: &Path) -> Result<Report, String> {
     let Some(base) = base else {
         return Err(format!("{}: no runs here (run.json files of `tcpscope lab run`)", dir.display()));
     };
+    // The time-sequence plots of the chosen runs, by the plot code `tcpscope plot` runs.
+    let points_n = runs.iter().map(|r| r.point + 1).max().unwrap_or(0);
+    let chosen: Vec<(usize, u32)> = match &base.report.time_sequence {
+        Some(list) => list.iter().filter_map(|r| crate::experiment::run_ref(r)).collect(),
+        None if points_n <= 12 => (0..points_n).map(|p| (p, 1)).collect(),
+        None => Vec::new(),
+    };
+    for row in runs.iter_mut().filter(|r| chosen.contains(&(r.point, r.trial)) && r.error.is_none()) {
+        let run_dir = dir.join(&row.point_dir).join(format!("t{}", row.trial));
+        let n = row.main_conns.len();
+        for &(sender, conn, d) in &row.main_conns.clone() {
+            let name = if n == 1 { "tsg.svg".to_string() } else { format!("tsg-s{sender}.svg") };
+            let title = format!(
+                "{}/t{}: {}time sequence of connection {} ({})",
+                row.point_dir,
+                row.trial,
+                if n > 1 { format!("sender {sender}, ") } else { String::new() },
+                conn + 1,
+                if d == Dir::AtoB { "a2b" } else { "b2a" }
+            );
+            match time_sequence(&run_dir.join("snd.pcap"), conn, d, &title) {
+                Ok(fig) => {
+                    let svg = tcpscope_core::plot::svg::render(&fig, TSG_SIZE.0, TSG_SIZE.1);
+                    let path = run_dir.join(&name);
+                    std::fs::write(&path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+                    row.time_sequence.push(format!("{}/t{}/{name}", row.point_dir, row.trial));
+                }
+                Err(e) => row.error = Some(format!("time-sequence plot: {e}")),
+            }
+        }
+    }
     let keys: Vec<String> = runs.first().map(|r| r.params.keys().cloned().collect()).unwrap_or_default();
     let x = base.report.x.clone().or_else(|| keys.first().cloned());
     let mut by_point: BTreeMap<usize, Vec<&RunRow>> = BTreeMap::new();
@@ -222,6 +306,18 @@ pub fn report(dir: &Path) -> Result<Report, String> {
                 padhye_bps: st(&|r| r.padhye_bps),
                 queue_drops: st(&|r| r.queue_drops.map(|v| v as f64)),
                 loss_drops: st(&|r| r.loss_drops.map(|v| v as f64)),
+                jain: st(&|r| r.jain),
+                fct_mean_s: st(&|r| r.fct.map(|f| f.mean_s)),
+                fct_p50_s: st(&|r| r.fct.map(|f| f.p50_s)),
+                fct_p99_s: st(&|r| r.fct.map(|f| f.p99_s)),
+                sender_bps: (0..ok.iter().map(|r| r.senders.len()).max().unwrap_or(0))
+                    .map(|i| st(&|r| r.senders.get(i).and_then(|s| s.throughput_bps.or(s.ttcp_bps))))
+                    .collect(),
+                sender_cc: ok
+                    .iter()
+                    .max_by_key(|r| r.senders.len())
+                    .map(|r| r.senders.iter().map(|s| s.cc.clone()).collect())
+                    .unwrap_or_default(),
             }
         })
         .collect();
@@ -232,6 +328,9 @@ pub fn report(dir: &Path) -> Result<Report, String> {
     w("report.json", serde_json::to_string_pretty(&rep).map_err(|e| e.to_string())? + "\n")?;
     w("points.csv", points_csv(&rep))?;
     w("runs.csv", runs_csv(&rep))?;
+    if rep.runs.iter().any(|x| !x.senders.is_empty()) {
+        w("senders.csv", senders_csv(&rep))?;
+    }
     w("report.html", html(&rep, dir, base.report.x_axis))?;
     Ok(rep)
 }
@@ -274,8 +373,36 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
         loss_drops: None,
         delay_us: info.settings.path.delay.map(|d| d.0),
         delay_error_us: None,
+        senders: Vec::new(),
+        jain: None,
+        fct: None,
+        completions: Vec::new(),
+        main_conns: Vec::new(),
+        time_sequence: Vec::new(),
     };
     let Some(res) = result.filter(|r| r.status == "ok") else { return row };
+    let done = |f: &&crate::flows::Flow| f.error.is_none();
+    row.completions = res.flows.iter().filter(done).filter_map(|f| f.completion_s).collect();
+    row.fct = Fct::of(&row.completions);
+    for s in &res.senders {
+        let own: Vec<f64> =
+            res.flows.iter().filter(done).filter(|f| f.sender == s.sender).filter_map(|f| f.completion_s).collect();
+        let ttcp_bps = s.receive.as_ref().and_then(|rx| {
+            let (b, t) = (rx["bytes"].as_f64()?, rx["real_s"].as_f64()?);
+            (t > 0.0).then(|| b * 8.0 / t)
+        });
+        row.senders.push(SenderRow {
+            sender: s.sender,
+            cc: s.cc.clone(),
+            throughput_bps: None,
+            ttcp_bps,
+            data_packets: None,
+            rexmit_packets: None,
+            rtt_ms: None,
+            connections_seen: 0,
+            fct: Fct::of(&own),
+        });
+    }
     if let Some(rx) = &res.receiver {
         let (b, t) = (rx["bytes"].as_f64().unwrap_or(0.0), rx["real_s"].as_f64().unwrap_or(0.0));
         row.ttcp_bps = (t > 0.0).then(|| b * 8.0 / t);
@@ -288,6 +415,9 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
     let cap = dir.join("snd.pcap");
     if !info.settings.capture {
         // Nothing to analyse: ttcp's and the router's figures only.
+        if row.senders.len() > 1 && info.settings.traffic.kind == TrafficKind::Bulk {
+            row.jain = jain(&row.senders.iter().map(|s| s.ttcp_bps).collect::<Option<Vec<f64>>>());
+        }
         return row;
     }
     let an = match Query::new(vec![cap.clone()]).threads(1).stats(&|_, _| {}) {
@@ -300,30 +430,230 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
     if let Some(e) = an.files.first().and_then(|f| f.error.as_ref()) {
         row.error = Some(format!("{}: {e}", cap.display()));
     }
-    // The transfer: the direction that carried the most data.
-    let best = an.conns.iter().flat_map(|c| [(c, 0usize), (c, 1usize)]).max_by_key(|(c, d)| c.dir[*d].unique_bytes);
-    let Some((c, d)) = best.filter(|(c, d)| c.dir[*d].unique_bytes > 0) else {
+    // The data the senders sent: every direction whose source is a sender (10.9.1.I), by
+    // sender. With one bulk sender this is its one connection.
+    let mut per: BTreeMap<u32, Agg> = BTreeMap::new();
+    let mut main: BTreeMap<u32, ((u64, u64), usize, Dir)> = BTreeMap::new();
+    for c in &an.conns {
+        for d in 0..2 {
+            let src = if d == 0 { &c.info.a } else { &c.info.b };
+            let Some(i) = sender_of(&src.addr) else { continue };
+            let s = &c.dir[d];
+            if s.data_packets == 0 {
+                continue;
+            }
+            per.entry(i).or_default().add(s, &c.dir[1 - d]);
+            let key = (s.acked_bytes, s.last_ack_advance_ts_ns.saturating_sub(s.first_data_ts_ns));
+            let dir = if d == 0 { Dir::AtoB } else { Dir::BtoA };
+            if main.get(&i).is_none_or(|m| key > m.0) {
+                main.insert(i, (key, c.idx, dir));
+            }
+        }
+    }
+    row.main_conns = main.into_iter().map(|(i, (_, c, d))| (i, c, d)).collect();
+    if per.is_empty() {
         row.error.get_or_insert_with(|| format!("{}: no data segments", cap.display()));
         return row;
+    }
+    let mut all = Agg::default();
+    for a in per.values() {
+        all.merge(a);
+    }
+    row.throughput_bps = all.goodput_bps();
+    row.data_packets = Some(all.data_packets);
+    row.rexmit_packets = Some(all.rexmit_packets);
+    row.rexmit_rate = (all.data_packets > 0).then(|| all.rexmit_packets as f64 / all.data_packets as f64);
+    row.rtt_ms = all.rtt_ms();
+    row.rtt_min_ms = all.rtt_min_ns.map(|ns| ns as f64 / 1e6);
+    row.acks_per_segment = (all.data_packets > 0).then(|| all.pure_acks as f64 / all.data_packets as f64);
+    row.mss = all.mss;
+    // The models are for long transfers: per sender, summed over the senders.
+    let short = info.settings.traffic.kind == TrafficKind::Short;
+    let model = |f: fn(f64, f64, f64) -> f64| -> Option<f64> {
+        if short {
+            return None;
+        }
+        per.values()
+            .map(|a| match (a.mss, a.rtt_ms(), a.rexmit_rate()) {
+                (Some(mss), Some(rtt), Some(p)) if p > 0.0 && rtt > 0.0 => Some(f(mss as f64, rtt / 1e3, p)),
+                _ => None,
+            })
+            .sum()
     };
-    let (s, back) = (&c.dir[d], &c.dir[1 - d]);
-    row.throughput_bps = s.goodput_bps();
-    row.data_packets = Some(s.data_packets);
-    row.rexmit_packets = Some(s.rexmit_packets);
-    row.rexmit_rate = (s.data_packets > 0).then(|| s.rexmit_packets as f64 / s.data_packets as f64);
-    row.rtt_ms = s.rtt.mean().map(|ns| ns / 1e6);
-    row.rtt_min_ms = (s.rtt.n > 0).then(|| s.rtt.min as f64 / 1e6);
-    row.acks_per_segment = (s.data_packets > 0).then(|| back.pure_acks as f64 / s.data_packets as f64);
-    row.mss = back.mss.map(|m| u64::from(m) - if s.timestamp_packets > 0 { 12 } else { 0 });
-    row.mathis_bps = match (row.mss, row.rtt_ms, row.rexmit_rate) {
-        (Some(mss), Some(rtt), Some(p)) if p > 0.0 && rtt > 0.0 => Some(mathis(mss as f64, rtt / 1e3, p)),
-        _ => None,
-    };
-    row.padhye_bps = match (row.mss, row.rtt_ms, row.rexmit_rate) {
-        (Some(mss), Some(rtt), Some(p)) if p > 0.0 && rtt > 0.0 => Some(padhye(mss as f64, rtt / 1e3, p)),
-        _ => None,
-    };
+    row.mathis_bps = model(mathis);
+    row.padhye_bps = model(padhye);
+    for s in &mut row.senders {
+        if let Some(a) = per.get(&s.sender) {
+            s.throughput_bps = a.goodput_bps();
+            s.data_packets = Some(a.data_packets);
+            s.rexmit_packets = Some(a.rexmit_packets);
+            s.rtt_ms = a.rtt_ms();
+            s.connections_seen = a.conns;
+        }
+    }
+    if row.senders.len() > 1 && !short {
+        row.jain = jain(&row.senders.iter().map(|s| s.throughput_bps.or(s.ttcp_bps)).collect::<Option<Vec<f64>>>());
+    }
     row
+}
+
+/// The sender a source address belongs to: 10.9.1.I is sender I.
+fn sender_of(a: &std::net::IpAddr) -> Option<u32> {
+    match a {
+        std::net::IpAddr::V4(v) => {
+            let o = v.octets();
+            (o[..3] == [10, 9, 1] && (1..=32).contains(&o[3])).then_some(u32::from(o[3]))
+        }
+        _ => None,
+    }
+}
+
+/// Sums of the data directions of one sender (or of all).
+#[derive(Default, Clone)]
+struct Agg {
+    conns: u64,
+    acked_bytes: u64,
+    first_data_ns: Option<u64>,
+    last_ack_ns: u64,
+    data_packets: u64,
+    rexmit_packets: u64,
+    rtt_n: u64,
+    rtt_sum_ns: f64,
+    rtt_min_ns: Option<u64>,
+    pure_acks: u64,
+    mss: Option<u64>,
+}
+
+impl Agg {
+    fn add(&mut self, s: &tcpscope_core::stats::DirStats, back: &tcpscope_core::stats::DirStats) {
+        let one = Agg {
+            conns: 1,
+            acked_bytes: s.acked_bytes,
+            first_data_ns: Some(s.first_data_ts_ns),
+            last_ack_ns: s.last_ack_advance_ts_ns,
+            data_packets: s.data_packets,
+            rexmit_packets: s.rexmit_packets,
+            rtt_n: s.rtt.n,
+            rtt_sum_ns: s.rtt.mean().unwrap_or(0.0) * s.rtt.n as f64,
+            rtt_min_ns: (s.rtt.n > 0).then_some(s.rtt.min),
+            pure_acks: back.pure_acks,
+            mss: back.mss.map(|m| u64::from(m) - if s.timestamp_packets > 0 { 12 } else { 0 }),
+        };
+        self.merge(&one);
+    }
+    fn merge(&mut self, o: &Agg) {
+        self.conns += o.conns;
+        self.acked_bytes += o.acked_bytes;
+        self.first_data_ns = match (self.first_data_ns, o.first_data_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_ack_ns = self.last_ack_ns.max(o.last_ack_ns);
+        self.data_packets += o.data_packets;
+        self.rexmit_packets += o.rexmit_packets;
+        self.rtt_n += o.rtt_n;
+        self.rtt_sum_ns += o.rtt_sum_ns;
+        self.rtt_min_ns = match (self.rtt_min_ns, o.rtt_min_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.pure_acks += o.pure_acks;
+        self.mss = self.mss.or(o.mss);
+    }
+    /// Acknowledged bytes over the time from the first data segment to the last ACK advance
+    /// (for one connection: the analysis' goodput).
+    fn goodput_bps(&self) -> Option<f64> {
+        let first = self.first_data_ns?;
+        let t = self.last_ack_ns.saturating_sub(first);
+        (self.data_packets > 0 && t > 0 && self.last_ack_ns > 0).then(|| self.acked_bytes as f64 * 8e9 / t as f64)
+    }
+    fn rtt_ms(&self) -> Option<f64> {
+        (self.rtt_n > 0).then(|| self.rtt_sum_ns / self.rtt_n as f64 / 1e6)
+    }
+    fn rexmit_rate(&self) -> Option<f64> {
+        (self.data_packets > 0).then(|| self.rexmit_packets as f64 / self.data_packets as f64)
+    }
+}
+
+/// Jain's fairness index of the throughputs: (Σx)² / (n·Σx²); 1 when all are equal, 1/n when
+/// one takes everything.
+pub fn jain(xs: &Option<Vec<f64>>) -> Option<f64> {
+    let xs = xs.as_ref()?;
+    let (s, s2) = (xs.iter().sum::<f64>(), xs.iter().map(|x| x * x).sum::<f64>());
+    (!xs.is_empty() && s2 > 0.0).then(|| s * s / (xs.len() as f64 * s2))
+}
+
+/// Completion times of short connections: count, mean, smallest, percentiles (nearest rank),
+/// largest; seconds.
+#[derive(Debug, Clone, Copy, Serialize, Default, PartialEq)]
+pub struct Fct {
+    /// Connections.
+    pub n: usize,
+    /// Mean.
+    pub mean_s: f64,
+    /// Smallest.
+    pub min_s: f64,
+    /// Median.
+    pub p50_s: f64,
+    /// 90th percentile.
+    pub p90_s: f64,
+    /// 99th percentile.
+    pub p99_s: f64,
+    /// Largest.
+    pub max_s: f64,
+}
+
+impl Fct {
+    /// The summary of the samples; `None` without any.
+    pub fn of(xs: &[f64]) -> Option<Fct> {
+        if xs.is_empty() {
+            return None;
+        }
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        Some(Fct {
+            n: v.len(),
+            mean_s: v.iter().sum::<f64>() / v.len() as f64,
+            min_s: v[0],
+            p50_s: percentile(&v, 50.0),
+            p90_s: percentile(&v, 90.0),
+            p99_s: percentile(&v, 99.0),
+            max_s: v[v.len() - 1],
+        })
+    }
+}
+
+/// The nearest-rank percentile of sorted samples: the smallest sample with at least q % of the
+/// samples at or below it.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    let rank = ((q / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+/// The size (pixels) of the report's time-sequence plots.
+const TSG_SIZE: (u32, u32) = (900, 460);
+
+/// The time-sequence figure of connection `conn` (0-based), direction `dir`, of a capture: the
+/// series and the figure `tcpscope plot -k tsg` draws (`tcpscope_core::series::tsg`,
+/// `tcpscope_core::plot::tsg`), with the segments aggregated per pixel column of the report's
+/// plot size.
+pub fn time_sequence(pcap: &Path, conn: usize, dir: Dir, title: &str) -> Result<Figure, String> {
+    use tcpscope_core::series::{self, tsg::TsgSink};
+    let (s, summary) = series::from_file::<TsgSink>(pcap, conn, dir, tcpscope_core::analysis::Settings::default())
+        .map_err(|e| format!("{}: {e}", pcap.display()))?;
+    if let Some(e) = summary.error {
+        return Err(format!("{}: {e}", pcap.display()));
+    }
+    let s = s.ok_or_else(|| format!("{}: no connection {}", pcap.display(), conn + 1))?;
+    let view = tcpscope_core::plot::tsg::TsgView {
+        from_s: None,
+        to_s: None,
+        seq_from: None,
+        seq_to: None,
+        columns: Some(tcpscope_core::plot::svg::columns(TSG_SIZE.0)),
+        title: Some(title.to_string()),
+    };
+    Ok(tcpscope_core::plot::tsg::tsg(&s, &view))
 }
 
 /// Mathis, Semke, Mahdavi and Ott (1997): throughput ≈ MSS / (RTT · √(2p/3)), in bits/s for
@@ -373,6 +703,10 @@ fn points_csv(r: &Report) -> String {
         "padhye_bps",
         "queue_drops",
         "loss_drops",
+        "jain",
+        "fct_mean_s",
+        "fct_p50_s",
+        "fct_p99_s",
     ];
     s += ",runs_ok,runs_failed";
     for f in figs {
@@ -395,6 +729,10 @@ fn points_csv(r: &Report) -> String {
             p.padhye_bps,
             p.queue_drops,
             p.loss_drops,
+            p.jain,
+            p.fct_mean_s,
+            p.fct_p50_s,
+            p.fct_p99_s,
         ] {
             s += &format!(",{},{},{}", num(st.mean), num(st.sd), num(st.ci95));
         }
@@ -412,7 +750,7 @@ fn runs_csv(r: &Report) -> String {
     for k in &r.keys {
         s += &format!(",{}", csv_field(k));
     }
-    s += ",status,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rexmit_rate,rtt_ms,rtt_min_ms,acks_per_segment,mss,mathis_bps,padhye_bps,rate_bps,loss,queue_drops,loss_drops,delay_us,delay_error_us,error\n";
+    s += ",status,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rexmit_rate,rtt_ms,rtt_min_ms,acks_per_segment,mss,mathis_bps,padhye_bps,rate_bps,loss,queue_drops,loss_drops,delay_us,delay_error_us,jain,fct_n,fct_mean_s,fct_p50_s,fct_p90_s,fct_p99_s,fct_max_s,error\n";
     for x in &r.runs {
         s += &format!("{},{}", x.point, x.trial);
         for k in &r.keys {
@@ -420,7 +758,7 @@ fn runs_csv(r: &Report) -> String {
         }
         let u = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
         s += &format!(
-            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             x.status,
             num(x.throughput_bps),
             num(x.ttcp_bps),
@@ -439,8 +777,49 @@ fn runs_csv(r: &Report) -> String {
             u(x.loss_drops),
             u(x.delay_us),
             num(x.delay_error_us),
+            num(x.jain),
+            fct_cells(x.fct),
             csv_field(x.error.as_deref().unwrap_or(""))
         );
+    }
+    s
+}
+
+/// `n,mean,p50,p90,p99,max` of completion times, or empty cells.
+fn fct_cells(f: Option<Fct>) -> String {
+    match f {
+        Some(f) => format!("{},{},{},{},{},{}", f.n, f.mean_s, f.p50_s, f.p90_s, f.p99_s, f.max_s),
+        None => ",,,,,".into(),
+    }
+}
+
+/// `senders.csv`: one line per sender of every run (several senders or short connections).
+fn senders_csv(r: &Report) -> String {
+    let mut s = String::from("point,trial");
+    for k in &r.keys {
+        s += &format!(",{}", csv_field(k));
+    }
+    s += ",sender,cc,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rtt_ms,connections_seen,fct_n,fct_mean_s,fct_p50_s,fct_p90_s,fct_p99_s,fct_max_s\n";
+    for x in &r.runs {
+        for d in &x.senders {
+            s += &format!("{},{}", x.point, x.trial);
+            for k in &r.keys {
+                s += &format!(",{}", csv_field(&x.params.get(k).map(value_plain).unwrap_or_default()));
+            }
+            let u = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
+            s += &format!(
+                ",{},{},{},{},{},{},{},{},{}\n",
+                d.sender,
+                csv_field(&d.cc),
+                num(d.throughput_bps),
+                num(d.ttcp_bps),
+                u(d.data_packets),
+                u(d.rexmit_packets),
+                num(d.rtt_ms),
+                d.connections_seen,
+                fct_cells(d.fct)
+            );
+        }
     }
     s
 }
@@ -659,6 +1038,125 @@ fn queue_series(r: &Report, dir: &Path) -> Vec<Series> {
     out
 }
 
+/// Several senders: each one's throughput and Jain's index against the x key; short
+/// connections: their completion times against it, and their distribution per point.
+fn senders_html(r: &Report, axis: XAxis) -> String {
+    let xl = r.x.clone().unwrap_or_else(|| "run".into());
+    let mut out = String::new();
+    let n = r.points.iter().map(|p| p.sender_bps.len()).max().unwrap_or(0);
+    if n > 1 {
+        let mut per = Vec::new();
+        for i in 0..n {
+            // The sender's cc in the label when every point gives it the same.
+            let ccs: Vec<&String> = r.points.iter().filter_map(|p| p.sender_cc.get(i)).collect();
+            let label = match ccs.first() {
+                Some(c) if ccs.iter().all(|d| d == c) => format!("sender {} ({c})", i + 1),
+                _ => format!("sender {}", i + 1),
+            };
+            let f = move |p: &PointRow| {
+                let s = p.sender_bps.get(i).copied().unwrap_or_default();
+                Stat { n: s.n, mean: s.mean.map(|v| v / 1e6), sd: s.sd.map(|v| v / 1e6), ci95: s.ci95.map(|v| v / 1e6) }
+            };
+            per.extend(series_of(r, &f, &label, false));
+        }
+        out += &chart("Throughput per sender", &xl, "Mbit/s", &per, axis);
+        out += &chart(
+            "Jain's fairness index of the senders",
+            &xl,
+            "index",
+            &series_of(r, &|p| p.jain, "Jain", false),
+            axis,
+        );
+    }
+    if r.points.iter().any(|p| p.fct_mean_s.mean.is_some()) {
+        let ms = |f: fn(&PointRow) -> Stat| {
+            move |p: &PointRow| {
+                let s = f(p);
+                Stat { n: s.n, mean: s.mean.map(|v| v * 1e3), sd: s.sd.map(|v| v * 1e3), ci95: s.ci95.map(|v| v * 1e3) }
+            }
+        };
+        let mut fct = series_of(r, &ms(|p| p.fct_mean_s), "mean", false);
+        fct.extend(series_of(r, &ms(|p| p.fct_p50_s), "median", false));
+        fct.extend(series_of(r, &ms(|p| p.fct_p99_s), "99th percentile", true));
+        out += &chart("Completion time of the short connections", &xl, "ms", &fct, axis);
+        // The distribution: every connection of every run of the point.
+        let mut cdf = Vec::new();
+        for p in &r.points {
+            let mut xs: Vec<f64> =
+                r.runs.iter().filter(|x| x.point == p.point).flat_map(|x| x.completions.iter().copied()).collect();
+            if xs.is_empty() {
+                continue;
+            }
+            xs.sort_by(f64::total_cmp);
+            let k = xs.len() as f64;
+            let step = xs.len().div_ceil(500);
+            let pts = xs
+                .iter()
+                .enumerate()
+                .step_by(step)
+                .chain(std::iter::once((xs.len() - 1, &xs[xs.len() - 1])))
+                .map(|(j, x)| (format!("{:.1}", x * 1e3), x * 1e3, (j + 1) as f64 / k, 0.0))
+                .collect();
+            let label = if p.params.is_empty() { "all".to_string() } else { params_short(&p.params) };
+            cdf.push(Series { label, pts, dashed: false, dots: false });
+        }
+        out += &chart(
+            "Completion times: the fraction of connections done within x",
+            "completion time, ms",
+            "fraction",
+            &cdf,
+            XAxis::Linear,
+        );
+    }
+    out
+}
+
+fn params_short(p: &serde_json::Map<String, Value>) -> String {
+    p.iter().map(|(k, v)| format!("{}={}", last(k), value_plain(v))).collect::<Vec<_>>().join(" ")
+}
+
+/// The congestion window over time of each point's first finished run (seed 004's cwnd per
+/// cc): the kernel's `snd_cwnd` (segments) of each sender's connection in its tcp_info
+/// recording (read by the monitor's reader, `tcpscope_monitor::tsm`), at most 500 samples each.
+/// The connection drawn is the one with the most samples (the transfer; with short
+/// connections, the longest-lived).
+fn cwnd_series(r: &Report, dir: &Path) -> Vec<Series> {
+    let mut out = Vec::new();
+    for p in &r.points {
+        let Some(run) = r.runs.iter().find(|x| x.point == p.point && x.status == "ok") else { continue };
+        let run_dir = dir.join(&run.point_dir).join(format!("t{}", run.trial));
+        let n = run.senders.len().max(1) as u32;
+        for i in 1..=n {
+            let Ok(rec) = tcpscope_monitor::tsm::read(&run_dir.join(crate::run::tcpinfo_file(i, n))) else { continue };
+            let Some(conn) =
+                rec.conns.iter().map(|c| c.id).max_by_key(|&id| rec.samples.iter().filter(|s| s.conn == id).count())
+            else {
+                continue;
+            };
+            let samples: Vec<(f64, f64)> = {
+                let mine = rec.samples_of(conn);
+                let t0 = mine.first().map_or(0, |s| s.t_ns);
+                mine.iter().filter_map(|s| Some(((s.t_ns - t0) as f64 / 1e9, s.get("snd_cwnd")? as f64))).collect()
+            };
+            if samples.is_empty() {
+                continue;
+            }
+            let step = samples.len().div_ceil(500);
+            let pts = samples.iter().step_by(step).map(|&(t, c)| (format!("{t:.1}"), t, c, 0.0)).collect();
+            let mut label = if p.params.is_empty() { String::new() } else { params_short(&p.params) };
+            if n > 1 {
+                let cc = run.senders.get(i as usize - 1).map(|s| s.cc.as_str()).unwrap_or("");
+                label = format!("{label} s{i} {cc}").trim().to_string();
+            }
+            if label.is_empty() {
+                label = "cwnd".into();
+            }
+            out.push(Series { label, pts, dashed: false, dots: false });
+        }
+    }
+    out
+}
+
 fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
     let xl = r.x.clone().unwrap_or_else(|| "run".into());
     let mbps = |f: fn(&PointRow) -> Stat| {
@@ -686,6 +1184,7 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
         esc(&r.description)
     );
     out += &chart("Throughput", &xl, "Mbit/s", &tput, log_x);
+    out += &senders_html(r, log_x);
     out += &chart(
         "Retransmitted / data segments",
         &xl,
@@ -696,6 +1195,21 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
     out += &chart("Mean RTT", &xl, "ms", &series_of(r, &|p| p.rtt_ms, "measured", false), log_x);
     out +=
         &chart("Bottleneck queue (trial 1 of each point)", "seconds", "packets", &queue_series(r, dir), XAxis::Linear);
+    out += &chart(
+        "Congestion window (trial 1 of each point; tcp_info every 10 ms)",
+        "seconds",
+        "segments",
+        &cwnd_series(r, dir),
+        XAxis::Linear,
+    );
+    let tsgs: Vec<&String> = r.runs.iter().flat_map(|x| &x.time_sequence).collect();
+    if !tsgs.is_empty() {
+        out += "<h2>Time-sequence plots</h2><p>As <code>tcpscope plot -k tsg</code> draws them (the sender's capture): \
+                data segments, the ACK line below them and the receive window above; retransmissions red.</p>";
+        for t in tsgs {
+            let _ = write!(out, "<p><img src=\"{0}\" alt=\"{0}\" width=\"{1}\"></p>", esc(t), TSG_SIZE.0);
+        }
+    }
     out += "<h2>Points</h2><table><tr><th class=\"l\">point</th><th class=\"l\">parameters</th><th>runs ok/failed</th>\
             <th>throughput Mbit/s (mean ± sd, ±CI95)</th><th>ttcp -r Mbit/s</th><th>retransmitted/data</th><th>RTT ms</th>\
             <th>Mathis Mbit/s</th><th>Padhye Mbit/s</th><th>queue drops</th><th>loss drops</th></tr>";
@@ -731,6 +1245,43 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
         );
     }
     out += "</table>";
+    let nsend = r.points.iter().map(|p| p.sender_bps.len()).max().unwrap_or(0);
+    let short = r.points.iter().any(|p| p.fct_mean_s.mean.is_some());
+    if nsend > 1 || short {
+        out += "<h2>Senders and connections</h2><table><tr><th class=\"l\">point</th><th class=\"l\">parameters</th>";
+        for i in 1..=nsend {
+            let _ = write!(out, "<th>sender {i} Mbit/s</th>");
+        }
+        if nsend > 1 {
+            out += "<th>Jain's index</th>";
+        }
+        if short {
+            out += "<th>completion ms: mean</th><th>median</th><th>99th percentile</th>";
+        }
+        out += "</tr>";
+        for p in &r.points {
+            let _ = write!(
+                out,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td>",
+                esc(&p.point_dir),
+                esc(&params_text(&p.params))
+            );
+            for i in 0..nsend {
+                let cc = p.sender_cc.get(i).map(|c| format!(" ({})", esc(c))).unwrap_or_default();
+                let _ = write!(out, "<td>{}{cc}</td>", ms(p.sender_bps.get(i).copied().unwrap_or_default(), 1e6));
+            }
+            if nsend > 1 {
+                let _ = write!(out, "<td>{}</td>", ms(p.jain, 1.0));
+            }
+            if short {
+                for st in [p.fct_mean_s, p.fct_p50_s, p.fct_p99_s] {
+                    let _ = write!(out, "<td>{}</td>", ms(st, 1e-3));
+                }
+            }
+            out += "</tr>";
+        }
+        out += "</table>";
+    }
     let failed: Vec<&RunRow> = r.runs.iter().filter(|x| x.error.is_some()).collect();
     if !failed.is_empty() {
         out += "<h2>Failed runs</h2><ul>";
@@ -767,6 +1318,31 @@ mod tests {
         // Small p: the timeout term vanishes and Padhye tends to Mathis with b = 2 (÷ √2).
         let (pa, ma) = (padhye(1448.0, 0.05, 1e-6), mathis(1448.0, 0.05, 1e-6));
         assert!((pa / ma - 1.0 / 2f64.sqrt()).abs() < 0.01, "{pa} vs {ma}");
+    }
+
+    #[test]
+    fn jain_and_percentiles_by_hand() {
+        // Equal shares: 1; one takes all of n = 4: 1/4; (1, 3): 16 / (2 · 10) = 0.8.
+        assert_eq!(jain(&Some(vec![5.0, 5.0, 5.0])), Some(1.0));
+        assert_eq!(jain(&Some(vec![0.0, 7.0, 0.0, 0.0])), Some(0.25));
+        assert!((jain(&Some(vec![1.0, 3.0])).unwrap() - 0.8).abs() < 1e-12);
+        assert_eq!(jain(&None), None);
+        assert_eq!(jain(&Some(vec![0.0, 0.0])), None);
+        // Nearest rank over 1..=10: p50 = 5, p90 = 9, p99 = 10.
+        let f = Fct::of(&[3.0, 1.0, 2.0, 10.0, 4.0, 5.0, 6.0, 7.0, 9.0, 8.0]).unwrap();
+        assert_eq!((f.n, f.min_s, f.p50_s, f.p90_s, f.p99_s, f.max_s), (10, 1.0, 5.0, 9.0, 10.0, 10.0));
+        assert!((f.mean_s - 5.5).abs() < 1e-12);
+        assert_eq!(Fct::of(&[]), None);
+        assert_eq!(Fct::of(&[0.25]).map(|f| f.p99_s), Some(0.25));
+    }
+
+    #[test]
+    fn senders_come_from_their_addresses() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        assert_eq!(sender_of(&ip("10.9.1.1")), Some(1));
+        assert_eq!(sender_of(&ip("10.9.1.12")), Some(12));
+        assert_eq!(sender_of(&ip("10.9.1.254")), None);
+        assert_eq!(sender_of(&ip("10.9.2.1")), None);
     }
 
     #[test]

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::experiment::{Discipline, Experiment, Plan, Point};
+use crate::experiment::{Discipline, Experiment, Plan, Point, TrafficKind};
 use crate::netns::{Namespaces, Proc, in_ns, spawn_in};
 use crate::ttcp;
 
@@ -67,6 +67,33 @@ pub struct RunResult {
     /// The delay forwarder's statistics (sender → router, router → sender), with `path.delay`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_forwarder: Option<[crate::delay::Stats; 2]>,
+    /// Per sender, with several senders or short connections (`sender` and `receiver` above
+    /// are sender 1's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub senders: Vec<SenderResult>,
+    /// Every short connection (`traffic.kind = "short"`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<crate::flows::Flow>,
+}
+
+/// One sender of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SenderResult {
+    /// 1-based; its address is 10.9.1.I.
+    pub sender: u32,
+    /// Its congestion control.
+    pub cc: String,
+    /// The receiver's port it sent to.
+    pub port: u16,
+    /// Its ttcp -t report (bulk traffic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transmit: Option<Value>,
+    /// The ttcp -r report of its connection (bulk traffic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive: Option<Value>,
+    /// tcp_info samples of its sockets (`tcpinfo.tsm`, or `tcpinfo-sI.tsm` with several).
+    #[serde(default)]
+    pub tcp_info_samples: Option<u64>,
 }
 
 /// The router's ground truth for one run.
@@ -162,7 +189,7 @@ pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String
             write_json(&dir.join("run.json"), &info)?;
             let _ = std::fs::remove_file(dir.join("result.json"));
             let t = Instant::now();
-            let res = run_one(p, &dir, &stop);
+            let res = run_one(p, trial, &dir, &stop);
             let wall_s = t.elapsed().as_secs_f64();
             let result = match res {
                 Ok(mut r) => {
@@ -170,10 +197,22 @@ pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String
                     done += 1;
                     let rx = r.receiver.as_ref().and_then(|v| v["bytes"].as_u64()).unwrap_or(0);
                     let real = r.receiver.as_ref().and_then(|v| v["real_s"].as_f64()).unwrap_or(0.0);
-                    eprintln!(
-                        "lab: {label}: ok, {rx} bytes in {real:.2} s = {:.2} Mbit/s (ttcp -r)",
-                        rx as f64 * 8.0 / real.max(1e-3) / 1e6
-                    );
+                    if r.flows.is_empty() {
+                        eprintln!(
+                            "lab: {label}: ok, {rx} bytes in {real:.2} s = {:.2} Mbit/s (ttcp -r{})",
+                            rx as f64 * 8.0 / real.max(1e-3) / 1e6,
+                            if r.senders.len() > 1 { ", sender 1" } else { "" }
+                        );
+                    } else {
+                        let mut c: Vec<f64> = r.flows.iter().filter_map(|f| f.completion_s).collect();
+                        c.sort_by(f64::total_cmp);
+                        eprintln!(
+                            "lab: {label}: ok, {} connections, completion time median {:.1} ms, largest {:.1} ms",
+                            c.len(),
+                            c.get(c.len() / 2).copied().unwrap_or(0.0) * 1e3,
+                            c.last().copied().unwrap_or(0.0) * 1e3
+                        );
+                    }
                     r
                 }
                 Err(e) => {
@@ -194,6 +233,8 @@ pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String
                         capture: Vec::new(),
                         tcp_info_samples: None,
                         delay_forwarder: None,
+                        senders: Vec::new(),
+                        flows: Vec::new(),
                     }
                 }
             };
@@ -243,19 +284,39 @@ fn which(tool: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The senders' namespaces, in order: `snd` alone, or `snd1` … `sndN`.
+fn sender_roles(n: u32) -> Vec<String> {
+    if n == 1 { vec!["snd".into()] } else { (1..=n).map(|i| format!("snd{i}")).collect() }
+}
+
+/// The tcp_info recording of sender `i` of `n`: `tcpinfo.tsm` alone, else `tcpinfo-sI.tsm`.
+pub fn tcpinfo_file(i: u32, n: u32) -> String {
+    if n == 1 { "tcpinfo.tsm".into() } else { format!("tcpinfo-s{i}.tsm") }
+}
+
 /// Builds the path, runs the transfer with both captures, collects the router's counters.
-fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String> {
+fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String> {
     let e = &p.exp;
+    let n = e.topology.senders;
     // hosts.cc is set on the sockets (TCP_CONGESTION, as ttcp --cc): a namespace's default
     // (net.ipv4.tcp_congestion_control) may only name the kernel's *allowed* algorithms.
     // The forwarder is on the path for a delay or for reordering.
     let delay = (e.path.delay.is_some_and(|d| d.0 > 0) || e.path.reorder > 0.0)
         .then(|| Duration::from_micros(e.path.delay.map_or(0, |d| d.0)));
-    let roles: &[&str] = if delay.is_some() { &["snd", "dly", "rtr", "rcv"] } else { &["snd", "rtr", "rcv"] };
-    let ns = Namespaces::new(roles)?;
-    let (snd, rtr, rcv) = (ns.name("snd").to_string(), ns.name("rtr").to_string(), ns.name("rcv").to_string());
+    let mut roles = sender_roles(n);
+    if n > 1 {
+        roles.push("sw".into());
+    }
+    if delay.is_some() {
+        roles.push("dly".into());
+    }
+    roles.extend(["rtr".into(), "rcv".into()]);
+    let ns = Namespaces::new(&roles.iter().map(String::as_str).collect::<Vec<_>>())?;
+    let snds: Vec<String> = sender_roles(n).iter().map(|r| ns.name(r).to_string()).collect();
+    let (rtr, rcv) = (ns.name("rtr").to_string(), ns.name("rcv").to_string());
+    let sw = (n > 1).then(|| ns.name("sw").to_string());
     let dly = delay.map(|_| ns.name("dly").to_string());
-    build_path(e, &snd, &rtr, &rcv, dly.as_deref())?;
+    build_path(e, &snds, sw.as_deref(), &rtr, &rcv, dly.as_deref())?;
     // Declared after the namespaces: stopped before they are removed.
     let forwarder = match (delay, &dly) {
         (Some(d), Some(n)) => {
@@ -272,9 +333,33 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
         }
         _ => None,
     };
+    // Resolve the links' addresses (ARP) and fill the switch's table before the captures and
+    // the clock start: a connection attempt from every sender to a closed port of the receiver,
+    // answered by a reset. Without it the first connection of a run paid for ARP, and behind
+    // the switch and the forwarder its first SYN was lost (a 1 s retransmission timeout).
+    for s in &snds {
+        let h = spawn_in(s, || {
+            let to = std::net::SocketAddr::new(RCV_IP.parse().map_err(|_| "bad address".to_string())?, 9);
+            let t = Instant::now();
+            match std::net::TcpStream::connect_timeout(&to, Duration::from_secs(5)) {
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Ok(t.elapsed()),
+                Err(e) => Err(format!("the path does not work: connect to {to} from a sender: {e}")),
+                Ok(_) => Err(format!("something listens on {to}")),
+            }
+        });
+        let took = h.join().map_err(|_| "warm-up thread panicked".to_string())???;
+        if std::env::var_os("TCPSCOPE_LAB_DEBUG").is_some() {
+            eprintln!("lab: warm-up from {s}: {took:?}");
+        }
+    }
     let mut caps = Vec::new();
+    // The senders' side: the sender's link, or the switch's uplink that carries them all.
+    let snd_side: (&String, &str) = match &sw {
+        Some(s) => (s, "swu"),
+        None => (&snds[0], "snd0"),
+    };
     let captured: &[(&String, &str, &str)] =
-        if e.capture { &[(&snd, "snd0", "snd.pcap"), (&rcv, "rcv0", "rcv.pcap")] } else { &[] };
+        if e.capture { &[(snd_side.0, snd_side.1, "snd.pcap"), (&rcv, "rcv0", "rcv.pcap")] } else { &[] };
     for &(n, dev, file) in captured {
         let f = dir.join(file);
         let fs = f.to_str().ok_or("output path is not UTF-8")?;
@@ -305,60 +390,17 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
     }
     let timeout = Duration::from_secs_f64(e.timeout);
     let sampler = crate::queue::Sampler::start(&rtr, "rtr1", dir.join("queue.csv"))?;
-    let recorder =
-        crate::tcpinfo::Recorder::start(&format!("dport {}", e.traffic.port), &dir.join("tcpinfo.tsm"), Some(&snd))?;
-    let rcfg = ttcp::Config {
-        transmit: false,
-        buflen: e.traffic.length as usize,
-        nbuf: e.traffic.count.unwrap_or(2048),
-        port: e.traffic.port,
-        sockbufsize: e.hosts.rcvbuf,
-        nodelay: false,
-        data: ttcp::Data::Pattern,
-        align: (16384, 0),
-        cc: e.hosts.cc.clone(),
-        time: None,
-        io_timeout: Some(timeout),
-        host: None,
-        quickack: e.hosts.quickack,
-        bind: std::net::Ipv4Addr::UNSPECIFIED.into(),
-    };
-    let tcfg = ttcp::Config {
-        transmit: true,
-        sockbufsize: e.hosts.sndbuf,
-        nodelay: !e.hosts.nagle,
-        time: e.traffic.seconds.map(Duration::from_secs_f64),
-        host: Some(RCV_IP.into()),
-        quickack: false,
-        ..rcfg.clone()
-    };
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-    let receiver = spawn_in(&rcv, move || {
-        let r = ttcp::Receiver::bind(rcfg, &mut |_| {});
-        match r {
-            Ok(r) => {
-                let _ = ready_tx.send(Ok(()));
-                r.run(&mut std::io::sink(), &mut |_| {}).map_err(|e| format!("ttcp -r: {e}"))
-            }
-            Err(e) => {
-                let _ = ready_tx.send(Err(format!("ttcp -r: {e}")));
-                Err(format!("ttcp -r: {e}"))
-            }
-        }
-    });
-    ready_rx.recv_timeout(Duration::from_secs(10)).map_err(|_| "ttcp -r did not start".to_string())??;
-    let sender = spawn_in(&snd, move || {
-        ttcp::transmit(&tcfg, &mut std::io::empty(), &mut |_| {}).map_err(|e| format!("ttcp -t: {e}"))
-    });
-    // Wait for the sender, then the receiver, watching for Ctrl-C; past the timeout the
-    // sockets' own timeouts end the threads, so the limits here only add a margin. A failed
-    // sender ends the run at once (the receiver's thread ends by its socket timeout).
-    let joined = |h: std::thread::JoinHandle<Result<Result<ttcp::Report, String>, String>>| {
-        h.join().map_err(|_| "a ttcp thread panicked".to_string())?.and_then(|r| r)
-    };
+    let mut recorders = Vec::new();
+    for (i, s) in (1..=n).zip(&snds) {
+        let port = e.traffic.port + (i - 1) as u16;
+        let file = dir.join(tcpinfo_file(i, n));
+        recorders.push(crate::tcpinfo::Recorder::start(&format!("dport {port}"), &file, Some(s))?);
+    }
     let t0 = Instant::now();
-    let wait = |h: &std::thread::JoinHandle<_>, limit: Duration| -> Result<(), String> {
-        while !h.is_finished() {
+    // Wait for a thread, watching for Ctrl-C and the run's timeout (the sockets' own timeouts
+    // end the threads past it, so the limits here only add a margin).
+    let wait = |h: &dyn Fn() -> bool, limit: Duration| -> Result<(), String> {
+        while !h() {
             if interrupted(stop) {
                 return Err("interrupted".into());
             }
@@ -369,19 +411,185 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
         }
         Ok(())
     };
-    wait(&sender, timeout + Duration::from_secs(5))?;
-    let s = joined(sender)?;
-    wait(&receiver, timeout + Duration::from_secs(10))?;
-    let r = joined(receiver)?;
-    if s.bytes != r.bytes {
-        return Err(format!("ttcp -t sent {} bytes but ttcp -r received {}", s.bytes, r.bytes));
+    let stagger = |i: u32| Duration::from_secs_f64(e.topology.stagger * f64::from(i - 1));
+    let mut senders = Vec::new();
+    let mut flows = Vec::new();
+    let (mut first_s, mut first_r) = (None, None);
+    match e.traffic.kind {
+        TrafficKind::Bulk => {
+            let mut pairs = Vec::new();
+            for (i, s_ns) in (1..=n).zip(&snds) {
+                let rcfg = ttcp::Config {
+                    transmit: false,
+                    buflen: e.traffic.length as usize,
+                    nbuf: e.traffic.count.unwrap_or(2048),
+                    port: e.traffic.port + (i - 1) as u16,
+                    sockbufsize: e.hosts.rcvbuf,
+                    nodelay: false,
+                    data: ttcp::Data::Pattern,
+                    align: (16384, 0),
+                    cc: e.sender_cc(i),
+                    time: None,
+                    io_timeout: Some(timeout),
+                    host: None,
+                    quickack: e.hosts.quickack,
+                    bind: std::net::Ipv4Addr::UNSPECIFIED.into(),
+                };
+                let tcfg = ttcp::Config {
+                    transmit: true,
+                    sockbufsize: e.hosts.sndbuf,
+                    nodelay: !e.hosts.nagle,
+                    time: e.traffic.seconds.map(Duration::from_secs_f64),
+                    host: Some(RCV_IP.into()),
+                    quickack: false,
+                    ..rcfg.clone()
+                };
+                let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+                let receiver = spawn_in(&rcv, move || match ttcp::Receiver::bind(rcfg, &mut |_| {}) {
+                    Ok(r) => {
+                        let _ = ready_tx.send(Ok(()));
+                        r.run(&mut std::io::sink(), &mut |_| {}).map_err(|e| format!("ttcp -r: {e}"))
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(format!("ttcp -r: {e}")));
+                        Err(format!("ttcp -r: {e}"))
+                    }
+                });
+                ready_rx.recv_timeout(Duration::from_secs(10)).map_err(|_| "ttcp -r did not start".to_string())??;
+                pairs.push((i, tcfg, receiver, s_ns.clone()));
+            }
+            let mut started = Vec::new();
+            for (i, tcfg, receiver, s_ns) in pairs {
+                let wait_start = (t0 + stagger(i)).saturating_duration_since(Instant::now());
+                let sender = spawn_in(&s_ns, move || {
+                    std::thread::sleep(wait_start);
+                    ttcp::transmit(&tcfg, &mut std::io::empty(), &mut |_| {}).map_err(|e| format!("ttcp -t: {e}"))
+                });
+                started.push((i, sender, receiver));
+            }
+            // A failed sender ends the run at once (its receiver's thread ends by its socket
+            // timeout).
+            let joined = |h: std::thread::JoinHandle<Result<Result<ttcp::Report, String>, String>>| {
+                h.join().map_err(|_| "a ttcp thread panicked".to_string())?.and_then(|r| r)
+            };
+            for (i, sender, receiver) in started {
+                wait(&|| sender.is_finished(), timeout + Duration::from_secs(5))?;
+                let s = joined(sender).map_err(|e| if n > 1 { format!("sender {i}: {e}") } else { e })?;
+                wait(&|| receiver.is_finished(), timeout + Duration::from_secs(10))?;
+                let r = joined(receiver).map_err(|e| if n > 1 { format!("sender {i}: {e}") } else { e })?;
+                if s.bytes != r.bytes {
+                    return Err(format!("ttcp -t sent {} bytes but ttcp -r received {}", s.bytes, r.bytes));
+                }
+                senders.push(SenderResult {
+                    sender: i,
+                    cc: s.cc.clone(),
+                    port: s.port,
+                    transmit: serde_json::to_value(&s).ok(),
+                    receive: serde_json::to_value(&r).ok(),
+                    tcp_info_samples: None,
+                });
+                if i == 1 {
+                    (first_s, first_r) = (Some(s), Some(r));
+                }
+            }
+        }
+        TrafficKind::Short => {
+            let sock = |i: u32, buf: Option<u32>| crate::flows::SockCfg {
+                cc: e.sender_cc(i),
+                buf,
+                nodelay: !e.hosts.nagle,
+                quickack: e.hosts.quickack,
+                length: e.traffic.length as usize,
+                io_timeout: timeout,
+            };
+            let conns = e.traffic.short_connections();
+            let deadline = t0 + timeout;
+            let mut servers = Vec::new();
+            for i in 1..=n {
+                let port = e.traffic.port + (i - 1) as u16;
+                let cfg = sock(i, e.hosts.rcvbuf);
+                let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+                servers.push(spawn_in(&rcv, move || match crate::flows::Server::bind(port, cfg) {
+                    Ok(s) => {
+                        let _ = ready_tx.send(Ok(()));
+                        s.run(conns as usize, deadline).map_err(|e| format!("receiver on port {port}: {e}"))
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(format!("receiver on port {port}: {e}")));
+                        Err(format!("receiver on port {port}: {e}"))
+                    }
+                }));
+                ready_rx
+                    .recv_timeout(Duration::from_secs(10))
+                    .map_err(|_| "the receiver did not start".to_string())??;
+            }
+            let mut clients = Vec::new();
+            for (i, s_ns) in (1..=n).zip(&snds) {
+                let plan = crate::flows::Plan {
+                    sender: i,
+                    to: std::net::SocketAddr::new(
+                        RCV_IP.parse().map_err(|_| "bad address")?,
+                        e.traffic.port + (i - 1) as u16,
+                    ),
+                    connections: conns,
+                    bytes: e.traffic.short_bytes(),
+                    arrival_rate: e.traffic.arrival_rate,
+                    // Reproducible arrivals: the same point, trial and sender give the same times.
+                    seed: (p.index as u64) << 40 | u64::from(i) << 20 | u64::from(trial),
+                };
+                let cfg = sock(i, e.hosts.sndbuf);
+                let wait_start = (t0 + stagger(i)).saturating_duration_since(Instant::now());
+                clients.push((
+                    i,
+                    spawn_in(s_ns, move || {
+                        std::thread::sleep(wait_start);
+                        crate::flows::send(&plan, &cfg)
+                    }),
+                ));
+            }
+            let mut sent = Vec::new();
+            for (i, c) in clients {
+                wait(&|| c.is_finished(), timeout + Duration::from_secs(5))?;
+                let v = c.join().map_err(|_| "a sender's thread panicked".to_string())??;
+                senders.push(SenderResult {
+                    sender: i,
+                    cc: e.sender_cc(i).unwrap_or_else(crate::ttcp::default_cc),
+                    port: e.traffic.port + (i - 1) as u16,
+                    transmit: None,
+                    receive: None,
+                    tcp_info_samples: None,
+                });
+                sent.push((i, v));
+            }
+            let mut arrivals = std::collections::HashMap::new();
+            for s in servers {
+                wait(&|| s.is_finished(), timeout + Duration::from_secs(10))?;
+                arrivals.extend(s.join().map_err(|_| "a receiver's thread panicked".to_string())???);
+            }
+            flows = crate::flows::flows(&sent, &arrivals, e.traffic.short_bytes(), t0);
+            if let Some(f) = flows.iter().find(|f| f.error.is_some()) {
+                let bad = flows.iter().filter(|f| f.error.is_some()).count();
+                return Err(format!(
+                    "{bad} of {} short connections failed; sender {} connection {}: {}",
+                    flows.len(),
+                    f.sender,
+                    f.index,
+                    f.error.as_deref().unwrap_or("")
+                ));
+            }
+        }
     }
     // The last ACKs and FINs into the captures. (tcpdump runs in immediate mode: without it
     // the packets still in libpcap's ring when tcpdump is stopped are lost — a second's worth
     // at the end of every capture.)
     std::thread::sleep(Duration::from_millis(300));
     sampler.stop()?;
-    let tcp_info_samples = Some(recorder.stop()?);
+    let mut tcp_info_samples = 0;
+    for (s, r) in senders.iter_mut().zip(recorders) {
+        let k = r.stop()?;
+        s.tcp_info_samples = Some(k);
+        tcp_info_samples += k;
+    }
     let router = router_counters(&rtr)?;
     let mut capture = Vec::new();
     for c in caps {
@@ -404,31 +612,47 @@ fn run_one(p: &Point, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String
         status: "ok".into(),
         error: None,
         wall_s: 0.0,
-        sender: serde_json::to_value(&s).ok(),
-        receiver: serde_json::to_value(&r).ok(),
+        sender: first_s.and_then(|s| serde_json::to_value(&s).ok()),
+        receiver: first_r.and_then(|r| serde_json::to_value(&r).ok()),
         router: Some(router),
         capture,
-        tcp_info_samples,
+        tcp_info_samples: Some(tcp_info_samples),
         delay_forwarder,
+        senders: if n > 1 || !flows.is_empty() { senders } else { Vec::new() },
+        flows,
     })
 }
 
 /// Links, addresses, routes, host settings, the bottleneck queues and the loss rules.
 /// With `dly`, the sender's link runs through the delay namespace: `snd0 ── dly0 [dly] dly1 ── rtr0`,
-/// two veths whose middle ends have no address, the forwarder's wire.
-fn build_path(e: &Experiment, snd: &str, rtr: &str, rcv: &str, dly: Option<&str>) -> Result<(), String> {
+/// two veths whose middle ends have no address, the forwarder's wire. With several senders
+/// (`sw`), the senders' links meet on a bridge in namespace `sw`, whose uplink `swu` takes
+/// the place of the single sender's `snd0`.
+fn build_path(
+    e: &Experiment,
+    snds: &[String],
+    sw: Option<&str>,
+    rtr: &str,
+    rcv: &str,
+    dly: Option<&str>,
+) -> Result<(), String> {
     let ip = |ns: &str, args: &[&str]| {
         let mut v = vec!["ip", "-n", ns];
         v.extend_from_slice(args);
         crate::netns::cmd(&v)
     };
     let mtu = e.path.mtu.to_string();
+    // The senders' end of the first link.
+    let (first_ns, first_dev) = match sw {
+        Some(s) => (s, "swu"),
+        None => (snds[0].as_str(), "snd0"),
+    };
     match dly {
         None => {
-            ip(rtr, &["link", "add", "rtr0", "type", "veth", "peer", "name", "snd0", "netns", snd])?;
+            ip(rtr, &["link", "add", "rtr0", "type", "veth", "peer", "name", first_dev, "netns", first_ns])?;
         }
         Some(d) => {
-            ip(d, &["link", "add", "dly0", "type", "veth", "peer", "name", "snd0", "netns", snd])?;
+            ip(d, &["link", "add", "dly0", "type", "veth", "peer", "name", first_dev, "netns", first_ns])?;
             ip(d, &["link", "add", "dly1", "type", "veth", "peer", "name", "rtr0", "netns", rtr])?;
             in_ns(d, &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
             for dev in ["dly0", "dly1"] {
@@ -437,13 +661,30 @@ fn build_path(e: &Experiment, snd: &str, rtr: &str, rcv: &str, dly: Option<&str>
             }
         }
     }
+    let mut hosts: Vec<(&str, &str, String)> = Vec::new();
+    if let Some(s) = sw {
+        in_ns(s, &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
+        ip(s, &["link", "add", "name", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0"])?;
+        let mut ports = vec!["swu".to_string()];
+        for (i, n) in snds.iter().enumerate() {
+            let port = format!("sw{}", i + 1);
+            ip(s, &["link", "add", &port, "type", "veth", "peer", "name", "snd0", "netns", n])?;
+            ports.push(port);
+        }
+        for p in &ports {
+            ip(s, &["link", "set", p, "master", "br0", "mtu", &mtu, "up"])?;
+            in_ns(s, &["ethtool", "-K", p, "tso", "off", "gso", "off", "gro", "off"])?;
+        }
+        ip(s, &["link", "set", "br0", "mtu", &mtu, "up"])?;
+    }
     ip(rtr, &["link", "add", "rtr1", "type", "veth", "peer", "name", "rcv0", "netns", rcv])?;
-    for (ns, dev, addr) in [
-        (snd, "snd0", "10.9.1.1/24"),
-        (rtr, "rtr0", "10.9.1.254/24"),
-        (rtr, "rtr1", "10.9.2.254/24"),
-        (rcv, "rcv0", "10.9.2.1/24"),
-    ] {
+    for (i, n) in snds.iter().enumerate() {
+        hosts.push((n, "snd0", format!("10.9.1.{}/24", i + 1)));
+    }
+    hosts.push((rtr, "rtr0", "10.9.1.254/24".into()));
+    hosts.push((rtr, "rtr1", "10.9.2.254/24".into()));
+    hosts.push((rcv, "rcv0", "10.9.2.1/24".into()));
+    for (ns, dev, addr) in &hosts {
         ip(ns, &["addr", "add", addr, "dev", dev])?;
         ip(ns, &["link", "set", dev, "mtu", &mtu, "up"])?;
         if !e.hosts.offload {
@@ -456,10 +697,23 @@ fn build_path(e: &Experiment, snd: &str, rtr: &str, rcv: &str, dly: Option<&str>
             in_ns(ns, &["ethtool", "-K", dev, "tx", "off"])?;
         }
     }
-    ip(snd, &["route", "add", "default", "via", "10.9.1.254"])?;
+    if dly.is_some()
+        && let Some(mask) = crate::delay::rps_mask()
+    {
+        // What the forwarder sends is received (routed, queued, delivered) on the other CPUs:
+        // else each of its sends also ran the router's forwarding of the frame (13 µs a frame
+        // measured at 440 Mbit/s, which made frames late at high rates).
+        for (ns, dev) in [(first_ns, first_dev), (rtr, "rtr0")] {
+            let f = format!("/sys/class/net/{dev}/queues/rx-0/rps_cpus");
+            in_ns(ns, &["sh", "-c", &format!("echo {mask} > {f}")])?;
+        }
+    }
+    for n in snds {
+        ip(n, &["route", "add", "default", "via", "10.9.1.254"])?;
+    }
     ip(rcv, &["route", "add", "default", "via", "10.9.2.254"])?;
     in_ns(rtr, &["sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
-    for ns in [snd, rcv] {
+    for ns in snds.iter().map(String::as_str).chain([rcv]) {
         in_ns(ns, &["sysctl", "-qw", &format!("net.ipv4.tcp_ecn={}", u8::from(e.hosts.ecn))])?;
     }
     // The bottleneck, towards the receiver: htb at the rate over the queue.

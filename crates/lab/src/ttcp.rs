@@ -321,6 +321,13 @@ fn new_socket(cfg: &Config, addr: &SocketAddr, mes: Messages<'_>) -> Result<Sock
     Ok(s)
 }
 
+/// The kernel's default congestion control (`net.ipv4.tcp_congestion_control`).
+pub fn default_cc() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 /// The congestion control algorithms this kernel offers.
 pub fn available_cc() -> String {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")

@@ -145,6 +145,54 @@ fn sweep_measures_the_path_it_built() {
     }
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("Throughput"));
+    // The congestion window per point from tcp_info: one line per point, each of the 3 s run's
+    // 10 ms samples (≥ 200 of them), in the chart's plot area.
+    let cwnd = figure_svg(&html, "Congestion window");
+    let lines = polylines(cwnd);
+    assert_eq!(lines.len(), 2, "one cwnd line per point");
+    for l in &lines {
+        assert!(l.len() >= 200, "{} cwnd samples drawn", l.len());
+        assert!(l.iter().all(|&(x, y)| (70.0..=560.0).contains(&x) && (30.0..=330.0).contains(&y)), "{l:?}");
+        // The window grows from its start: its first value is not the largest drawn.
+        let top = l.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+        assert!(l[0].1 > top, "the cwnd line is flat at its first value");
+    }
+    // The time-sequence plot of each point's first trial, by the core's plot code, in the
+    // report and in the run's directory; it draws every data segment the analysis counted.
+    for r in rep.runs.iter().filter(|r| r.trial == 1) {
+        let svg = format!("{}/t1/tsg.svg", r.point_dir);
+        assert_eq!(r.time_sequence, std::slice::from_ref(&svg));
+        assert!(html.contains(&format!("<img src=\"{svg}\"")), "{svg} in the report");
+        let text = std::fs::read_to_string(dir.join(&svg)).unwrap();
+        assert!(text.starts_with("<svg") && text.contains("time sequence"), "{svg}");
+        let an = tcpscope_core::pass::Query::new(vec![dir.join(&r.point_dir).join("t1/snd.pcap")])
+            .stats(&|_, _| {})
+            .unwrap();
+        let c = an.conns.iter().max_by_key(|c| c.dir[0].acked_bytes).unwrap();
+        let fig = report::time_sequence(
+            &dir.join(&r.point_dir).join("t1/snd.pcap"),
+            c.idx,
+            tcpscope_core::conn::Dir::AtoB,
+            "t",
+        )
+        .unwrap();
+        // Every packet of the direction drawn (aggregated per pixel column, each mark counting
+        // what it stands for), and those with data are the data segments the analysis found.
+        let (series, _) = tcpscope_core::series::from_file::<tcpscope_core::series::tsg::TsgSink>(
+            &dir.join(&r.point_dir).join("t1/snd.pcap"),
+            c.idx,
+            tcpscope_core::conn::Dir::AtoB,
+            tcpscope_core::analysis::Settings::default(),
+        )
+        .unwrap();
+        let series = series.unwrap();
+        let segs: u64 = fig.marks.iter().filter(|m| m.class.starts_with("seg")).map(|m| u64::from(m.count)).sum();
+        assert_eq!(segs, series.segments.len() as u64, "{}: segments drawn", r.point_dir);
+        let with_data = series.segments.iter().filter(|s| s.len > 0).count() as u64;
+        assert_eq!(with_data, r.data_packets.unwrap(), "{}: data segments", r.point_dir);
+        assert!(fig.y.max >= c.dir[0].acked_bytes as f64, "{}: the plot's height", r.point_dir);
+    }
+    assert!(rep.runs.iter().filter(|r| r.trial == 2).all(|r| r.time_sequence.is_empty()));
 
     // Resume: every run is done, nothing runs again.
     let again = run::run_plan(&plan, &dir).unwrap();
@@ -276,6 +324,185 @@ seconds = 3
     let ooo = c.dir[d].out_of_order_packets;
     assert!(ooo.abs_diff(overtaken) <= 2, "analysis: {ooo} out-of-order segments; forwarder: {overtaken} overtaken");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn two_senders_share_the_bottleneck() {
+    if let Some(why) = missing_tool() {
+        eprintln!("SKIPPED two_senders_share_the_bottleneck: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Two senders on a 20 Mbit/s bottleneck with 5 ms each way: both CUBIC, then Reno against
+    // CUBIC.
+    let text = r#"
+name = "ci-senders"
+timeout = 30
+[topology]
+senders = 2
+[path]
+rate = "20mbit"
+queue_packets = 100
+delay = "5ms"
+[traffic]
+seconds = 4
+[sweep]
+"topology.cc" = [["cubic", "cubic"], ["reno", "cubic"]]
+"#;
+    let plan = experiment::parse(text).unwrap();
+    let dir = tempdir();
+    assert_eq!(run::run_plan(&plan, &dir).unwrap(), (2, 0, 0));
+    assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
+    let rep = report::report(&dir).unwrap();
+    for r in &rep.runs {
+        assert_eq!(r.error, None, "{}", r.point_dir);
+        // Together they fill the bottleneck (payload: 95.6 % of the wire rate).
+        let t = r.throughput_bps.unwrap();
+        assert!((t - RATE_BPS).abs() <= 0.1 * RATE_BPS, "{}: together {t} bit/s vs {RATE_BPS}", r.point_dir);
+        assert_eq!(r.senders.len(), 2);
+        let each: Vec<f64> = r.senders.iter().map(|s| s.throughput_bps.unwrap()).collect();
+        // Each sender's own connection was found in the capture of the senders' side, and
+        // the two throughputs over the common interval add up to the total (the two run over
+        // the same 4 s, so the sum is within a few % of the aggregate).
+        assert!(r.senders.iter().all(|s| s.connections_seen == 1), "{:?}", r.senders);
+        let sum: f64 = each.iter().sum();
+        assert!((sum - t).abs() <= 0.05 * t, "{}: senders {each:?} vs together {t}", r.point_dir);
+        // Jain's index by hand.
+        let j = sum * sum / (2.0 * each.iter().map(|x| x * x).sum::<f64>());
+        assert!((r.jain.unwrap() - j).abs() < 1e-9);
+        // Every sender's retransmissions are the router's drops, all senders together.
+        let rexmit: u64 = r.senders.iter().map(|s| s.rexmit_packets.unwrap()).sum();
+        let qd = r.queue_drops.unwrap();
+        assert!(rexmit.abs_diff(qd) <= 2 + qd / 20, "{}: {rexmit} retransmissions for {qd} drops", r.point_dir);
+    }
+    let same = rep.runs.iter().find(|r| r.params["topology.cc"] == serde_json::json!(["cubic", "cubic"])).unwrap();
+    assert!(same.jain.unwrap() > 0.8, "two CUBIC senders: Jain's index {:?}", same.jain);
+    let mixed = rep.runs.iter().find(|r| r.params["topology.cc"] == serde_json::json!(["reno", "cubic"])).unwrap();
+    let ccs: Vec<&str> = mixed.senders.iter().map(|s| s.cc.as_str()).collect();
+    assert_eq!(ccs, ["reno", "cubic"], "each sender runs its own cc");
+    // Each sender's tcp_info was recorded on its own host.
+    for f in ["tcpinfo-s1.tsm", "tcpinfo-s2.tsm"] {
+        assert!(dir.join(&mixed.point_dir).join("t1").join(f).is_file(), "{f}");
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("Throughput per sender") && html.contains("Jain"));
+    // A cwnd line per sender of each point, and a time-sequence plot per sender.
+    assert_eq!(polylines(figure_svg(&html, "Congestion window")).len(), 4);
+    for r in &rep.runs {
+        let want: Vec<String> = (1..=2).map(|i| format!("{}/t1/tsg-s{i}.svg", r.point_dir)).collect();
+        assert_eq!(r.time_sequence, want);
+        assert!(want.iter().all(|f| dir.join(f).is_file()));
+    }
+    let csv = std::fs::read_to_string(dir.join("senders.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4, "{csv}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn short_connections_take_at_least_the_path() {
+    if let Some(why) = missing_tool() {
+        eprintln!("SKIPPED short_connections_take_at_least_the_path: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Two senders, 12 connections of 50 kB each at Poisson arrivals, 2 and 10 per second per
+    // sender: at most 8 Mbit/s offered to the 20 Mbit/s path, so the queue stays short.
+    let text = r#"
+name = "ci-short"
+timeout = 30
+[topology]
+senders = 2
+[path]
+rate = "20mbit"
+queue_packets = 100
+delay = "5ms"
+[traffic]
+kind = "short"
+connections = 12
+bytes = 50000
+[sweep]
+"traffic.arrival_rate" = [2.0, 10.0]
+"#;
+    let plan = experiment::parse(text).unwrap();
+    let dir = tempdir();
+    assert_eq!(run::run_plan(&plan, &dir).unwrap(), (2, 0, 0));
+    assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
+    let rep = report::report(&dir).unwrap();
+    // The least a connection can take: SYN, SYN-ACK, then the data's one-way trip (1.5 RTT),
+    // and its 50 kB serialised at 20 Mbit/s (20 ms).
+    let least = 1.5 * 0.010 + 50_000.0 * 8.0 / RATE_BPS;
+    for r in &rep.runs {
+        assert_eq!(r.error, None, "{}", r.point_dir);
+        let res: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(&r.point_dir).join("t1/result.json")).unwrap())
+                .unwrap();
+        let flows = res["flows"].as_array().unwrap();
+        assert_eq!(flows.len(), 24);
+        for f in flows {
+            let c = f["completion_s"].as_f64().unwrap();
+            assert!(c >= least, "{}: a connection completed in {c} s, less than {least} s", r.point_dir);
+            assert!(f["connect_s"].as_f64().unwrap() >= 0.010, "a handshake faster than the RTT: {f}");
+            assert_eq!(f["bytes"], 50_000);
+        }
+        let fct = r.fct.unwrap();
+        assert_eq!(fct.n, 24);
+        assert!(fct.min_s >= least && fct.min_s <= fct.p50_s && fct.p50_s <= fct.p99_s && fct.p99_s <= fct.max_s);
+        // Not absurdly slow either: slow start needs 3 more round trips for 35 segments.
+        assert!(fct.p50_s < least + 0.2, "{}: median {} s", r.point_dir, fct.p50_s);
+        assert_eq!(r.senders.len(), 2);
+        for s in &r.senders {
+            assert_eq!(s.fct.unwrap().n, 12);
+            // The capture of the senders' side holds each sender's 12 connections.
+            assert_eq!(s.connections_seen, 12, "sender {}", s.sender);
+        }
+        // The mean completion time is the mean of the flows.
+        let mean = flows.iter().map(|f| f["completion_s"].as_f64().unwrap()).sum::<f64>() / 24.0;
+        assert!((fct.mean_s - mean).abs() < 1e-9);
+    }
+    // 11 gaps between a sender's 12 arrivals: 5.5 s on average at 2 per second, 1.1 s at 10.
+    let span = |k: usize| {
+        let res: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(&rep.runs[k].point_dir).join("t1/result.json")).unwrap(),
+        )
+        .unwrap();
+        let st: Vec<f64> = res["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["sender"] == 1)
+            .map(|f| f["start_s"].as_f64().unwrap())
+            .collect();
+        st.iter().cloned().fold(0.0, f64::max) - st.iter().cloned().fold(f64::MAX, f64::min)
+    };
+    let (slow, fast) = (span(0), span(1));
+    assert!(slow > fast && slow > 1.0, "2/s spans {slow} s, 10/s spans {fast} s");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("Completion time"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The `<svg>` element of the report whose title contains `title`.
+fn figure_svg<'a>(html: &'a str, title: &str) -> &'a str {
+    let at = html.find(&format!("font-size=\"14\">{title}")).unwrap_or_else(|| panic!("no figure {title}"));
+    let start = html[..at].rfind("<svg").unwrap();
+    let end = at + html[at..].find("</svg>").unwrap();
+    &html[start..end]
+}
+
+/// The points of every `<polyline>` of an SVG.
+fn polylines(svg: &str) -> Vec<Vec<(f64, f64)>> {
+    svg.split("<polyline")
+        .skip(1)
+        .map(|p| {
+            let pts = p.split("points=\"").nth(1).unwrap().split('"').next().unwrap();
+            pts.split_whitespace()
+                .map(|xy| {
+                    let (x, y) = xy.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn tempdir() -> std::path::PathBuf {
