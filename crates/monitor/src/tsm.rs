@@ -36,6 +36,7 @@ use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::fields::{FIELDS, Kind, Sample};
@@ -173,9 +174,10 @@ fn raw_columns() -> impl Iterator<Item = usize> {
 pub struct Writer {
     out: BufWriter<File>,
     cols: Vec<usize>,
-    rows: Vec<Sample>,
+    /// The samples of the block being built, already encoded.
+    pending: BlockEnc,
     /// Per connection, the last value written of each column (the deltas' base).
-    prev: HashMap<u32, Vec<u64>>,
+    prev: FxHashMap<u32, Vec<u64>>,
     last_flush: Instant,
     /// Bytes written so far (magic included).
     pub bytes: u64,
@@ -213,11 +215,13 @@ impl Writer {
     }
 
     fn start(out: BufWriter<File>, bytes: u64, header: &Header) -> io::Result<Writer> {
+        let cols: Vec<usize> = raw_columns().collect();
+        let n = cols.len();
         let mut w = Writer {
             out,
-            cols: raw_columns().collect(),
-            rows: Vec::new(),
-            prev: HashMap::new(),
+            cols,
+            pending: BlockEnc::new(n),
+            prev: FxHashMap::default(),
             last_flush: Instant::now(),
             bytes,
             samples: 0,
@@ -263,10 +267,12 @@ impl Writer {
         self.frame(b'P', &serde_json::to_vec(c)?)
     }
 
+    /// Adds a sample to the pending block (encoded at once: the block keeps bytes, not samples).
     pub fn sample(&mut self, s: Sample) -> io::Result<()> {
-        self.rows.push(s);
+        let base = self.prev.entry(s.conn).or_insert_with(|| vec![0; self.cols.len()]);
+        self.pending.push(&s, &self.cols, base);
         self.samples += 1;
-        if self.rows.len() >= self.block_rows {
+        if self.pending.rows >= self.block_rows {
             self.block()?;
             self.out.flush()?;
         }
@@ -291,11 +297,10 @@ impl Writer {
 
     fn block(&mut self) -> io::Result<()> {
         self.last_flush = Instant::now();
-        if self.rows.is_empty() {
+        if self.pending.rows == 0 {
             return Ok(());
         }
-        let raw = encode_block(&self.rows, &self.cols, &mut self.prev);
-        self.rows.clear();
+        let raw = self.pending.finish();
         let z = zstd::bulk::compress(&raw, 3)?;
         self.frame(b'S', &z)
     }
@@ -344,53 +349,88 @@ impl Bases {
     }
 }
 
-fn encode_block(rows: &[Sample], cols: &[usize], prev: &mut HashMap<u32, Vec<u64>>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(rows.len() * cols.len() / 2);
-    put(&mut out, rows.len() as u64);
-    put(&mut out, cols.len() as u64);
-    for r in rows {
-        put(&mut out, u64::from(r.conn));
-    }
-    let mut t = 0u64;
-    for (i, r) in rows.iter().enumerate() {
-        if i == 0 {
-            put(&mut out, r.t_ns);
-        } else {
-            put(&mut out, zigzag(r.t_ns.wrapping_sub(t) as i64));
+/// A samples block being built: each sample is encoded as it comes, into the block's row
+/// header and one buffer per column, which [`BlockEnc::finish`] lays out one after the other.
+/// (Holding the samples until the block is written cost 1.6 KB per sample, 160 MB a second
+/// at 10,000 sockets and 10 Hz, and the page faults of that memory.)
+struct BlockEnc {
+    rows: usize,
+    conns: Vec<u8>,
+    times: Vec<u8>,
+    last_t: u64,
+    /// Per column: the varint deltas of its present rows, its presence bitmap, how many present.
+    vals: Vec<Vec<u8>>,
+    bits: Vec<Vec<u8>>,
+    present: Vec<usize>,
+}
+
+impl BlockEnc {
+    fn new(ncols: usize) -> BlockEnc {
+        BlockEnc {
+            rows: 0,
+            conns: Vec::new(),
+            times: Vec::new(),
+            last_t: 0,
+            vals: vec![Vec::new(); ncols],
+            bits: vec![Vec::new(); ncols],
+            present: vec![0; ncols],
         }
-        t = r.t_ns;
     }
-    let mut bases = Bases::take(rows.iter().map(|r| r.conn), cols.len(), prev);
-    // One pass over the rows (row-major, as the samples lie in memory) fills every column's
-    // buffer; the columns are then laid out one after the other.
-    let n = cols.len();
-    let mut vals: Vec<Vec<u8>> = vec![Vec::new(); n];
-    let mut bits: Vec<Vec<u8>> = vec![vec![0u8; rows.len().div_ceil(8)]; n];
-    let mut present = vec![0usize; n];
-    for (i, r) in rows.iter().enumerate() {
-        let base = &mut bases.slots[bases.row[i]].1;
+
+    /// Encodes `r` against its connection's bases (`base`, updated).
+    fn push(&mut self, r: &Sample, cols: &[usize], base: &mut [u64]) {
+        let i = self.rows;
+        put(&mut self.conns, u64::from(r.conn));
+        if i == 0 {
+            put(&mut self.times, r.t_ns);
+        } else {
+            put(&mut self.times, zigzag(r.t_ns.wrapping_sub(self.last_t) as i64));
+        }
+        self.last_t = r.t_ns;
         for (k, &c) in cols.iter().enumerate() {
+            let bits = &mut self.bits[k];
+            if i % 8 == 0 {
+                bits.push(0);
+            }
             if let Some(v) = r.raw[c] {
-                bits[k][i / 8] |= 1 << (i % 8);
-                present[k] += 1;
-                put(&mut vals[k], zigzag(v.wrapping_sub(base[k]) as i64));
+                bits[i / 8] |= 1 << (i % 8);
+                self.present[k] += 1;
+                put(&mut self.vals[k], zigzag(v.wrapping_sub(base[k]) as i64));
                 base[k] = v;
             }
         }
+        self.rows += 1;
     }
-    for k in 0..n {
-        if present[k] == 0 {
-            out.push(0);
-        } else if present[k] == rows.len() {
-            out.push(1);
-        } else {
-            out.push(2);
-            out.extend_from_slice(&bits[k]);
+
+    /// The block's bytes (before compression); the builder is left empty for the next block.
+    fn finish(&mut self) -> Vec<u8> {
+        let n = self.vals.len();
+        let mut out = Vec::with_capacity(
+            20 + self.conns.len() + self.times.len() + self.vals.iter().map(Vec::len).sum::<usize>() + n,
+        );
+        put(&mut out, self.rows as u64);
+        put(&mut out, n as u64);
+        out.extend_from_slice(&self.conns);
+        out.extend_from_slice(&self.times);
+        for k in 0..n {
+            if self.present[k] == 0 {
+                out.push(0);
+            } else if self.present[k] == self.rows {
+                out.push(1);
+            } else {
+                out.push(2);
+                out.extend_from_slice(&self.bits[k]);
+            }
+            out.extend_from_slice(&self.vals[k]);
+            self.vals[k].clear();
+            self.bits[k].clear();
+            self.present[k] = 0;
         }
-        out.extend_from_slice(&vals[k]);
+        self.rows = 0;
+        self.conns.clear();
+        self.times.clear();
+        out
     }
-    bases.restore(prev);
-    out
 }
 
 /// Reads varints from a block, with the block's offset for errors.
