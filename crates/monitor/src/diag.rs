@@ -30,7 +30,7 @@ use netlink_packet_sock_diag::inet::{
 use netlink_packet_utils::traits::Parseable;
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
 
-use crate::fields::{DiagField, FIELDS, Kind, Src, decode_tcp_info, read_le};
+use crate::fields::{DiagField, LAYOUT, Raw, decode_tcp_info, read_le};
 use crate::filter::{Ends, Filter};
 
 /// `INET_DIAG_REQ_BYTECODE`, the request attribute carrying the filter program.
@@ -50,8 +50,8 @@ pub struct SockInfo {
     pub cong: Option<Arc<str>>,
     /// The raw `INET_DIAG_INFO` attribute (`struct tcp_info`, as long as the kernel made it).
     pub info: Vec<u8>,
-    /// Raw values indexed like [`FIELDS`] (derived slots `None`).
-    pub raw: Vec<Option<u64>>,
+    /// Raw values indexed like [`crate::fields::FIELDS`] (derived slots absent).
+    pub raw: Box<Raw>,
 }
 
 /// Counts of one dump.
@@ -193,7 +193,7 @@ fn sock_info(payload: &[u8], congs: &mut Congs) -> Option<SockInfo> {
     let buf = InetResponseBuffer::new_checked(payload).ok()?;
     let h = InetResponseHeader::parse(&buf).ok()?;
     let id = &h.socket_id;
-    let mut raw = vec![None; FIELDS.len()];
+    let mut raw = Box::<Raw>::default();
     let mut info: &[u8] = &[];
     let mut cong = None;
     let mut mem: Option<&[u8]> = None;
@@ -225,20 +225,34 @@ fn sock_info(payload: &[u8], congs: &mut Congs) -> Option<SockInfo> {
     if !info.is_empty() {
         decode_tcp_info(info, &mut raw);
     }
-    for (i, f) in FIELDS.iter().enumerate() {
-        let Kind::Raw { src, .. } = f.kind else { continue };
-        match src {
-            Src::Diag(DiagField::State) => raw[i] = Some(u64::from(h.state)),
-            Src::Diag(DiagField::RQueue) => raw[i] = Some(u64::from(h.recv_queue)),
-            Src::Diag(DiagField::WQueue) => raw[i] = Some(u64::from(h.send_queue)),
-            // struct inet_diag_meminfo { u32 idiag_rmem, idiag_wmem, idiag_fmem, idiag_tmem; }
-            Src::Mem(k) => raw[i] = mem.and_then(|m| read_le(m, 4 * k as usize, 4)),
-            Src::Bbr(0) => {
-                // struct tcp_bbr_info { u32 bbr_bw_lo, bbr_bw_hi, bbr_min_rtt, bbr_pacing_gain, bbr_cwnd_gain; }
-                raw[i] = bbr.and_then(|b| Some(read_le(b, 0, 4)? | read_le(b, 4, 4)? << 32));
-            }
-            Src::Bbr(k) => raw[i] = bbr.and_then(|b| read_le(b, 4 * k as usize, 4)),
-            _ => {}
+    let l = &*LAYOUT;
+    for &(i, d) in &l.diag {
+        raw.set(
+            i,
+            Some(match d {
+                DiagField::State => u64::from(h.state),
+                DiagField::RQueue => u64::from(h.recv_queue),
+                DiagField::WQueue => u64::from(h.send_queue),
+            }),
+        );
+    }
+    // struct inet_diag_meminfo { u32 idiag_rmem, idiag_wmem, idiag_fmem, idiag_tmem; }
+    if let Some(m) = mem {
+        for &(i, k) in &l.mem {
+            raw.set(i, read_le(m, 4 * k, 4));
+        }
+    }
+    // struct tcp_bbr_info { u32 bbr_bw_lo, bbr_bw_hi, bbr_min_rtt, bbr_pacing_gain, bbr_cwnd_gain; }
+    if let Some(b) = bbr {
+        for &(i, k) in &l.bbr {
+            raw.set(
+                i,
+                if k == 0 {
+                    read_le(b, 0, 4).zip(read_le(b, 4, 4)).map(|(lo, hi)| lo | hi << 32)
+                } else {
+                    read_le(b, 4 * k, 4)
+                },
+            );
         }
     }
     Some(SockInfo {

@@ -213,7 +213,7 @@ mod tests {
             ("rtt", 1500),
             ("total_retrans", 2),
         ] {
-            s.raw[index(n)] = Some(v);
+            s.raw.set(index(n), Some(v));
         }
         s
     }

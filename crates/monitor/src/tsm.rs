@@ -300,7 +300,7 @@ impl Writer {
         if self.pending.rows == 0 {
             return Ok(());
         }
-        let raw = self.pending.finish();
+        let raw = self.pending.finish(&self.cols);
         let z = zstd::bulk::compress(&raw, 3)?;
         self.frame(b'S', &z)
     }
@@ -358,10 +358,11 @@ struct BlockEnc {
     conns: Vec<u8>,
     times: Vec<u8>,
     last_t: u64,
-    /// Per column: the varint deltas of its present rows, its presence bitmap, how many present.
+    /// Per column, the varint deltas of its present rows.
     vals: Vec<Vec<u8>>,
-    bits: Vec<Vec<u8>>,
-    present: Vec<usize>,
+    /// Per row, its sample's presence mask (bits by [`FIELDS`] index): the columns' presence
+    /// is worked out from these once per block, not per value.
+    masks: Vec<u128>,
 }
 
 impl BlockEnc {
@@ -372,38 +373,37 @@ impl BlockEnc {
             times: Vec::new(),
             last_t: 0,
             vals: vec![Vec::new(); ncols],
-            bits: vec![Vec::new(); ncols],
-            present: vec![0; ncols],
+            masks: Vec::new(),
         }
     }
 
     /// Encodes `r` against its connection's bases (`base`, updated).
     fn push(&mut self, r: &Sample, cols: &[usize], base: &mut [u64]) {
-        let i = self.rows;
         put(&mut self.conns, u64::from(r.conn));
-        if i == 0 {
+        if self.rows == 0 {
             put(&mut self.times, r.t_ns);
         } else {
             put(&mut self.times, zigzag(r.t_ns.wrapping_sub(self.last_t) as i64));
         }
         self.last_t = r.t_ns;
-        for (k, &c) in cols.iter().enumerate() {
-            let bits = &mut self.bits[k];
-            if i % 8 == 0 {
-                bits.push(0);
-            }
-            if let Some(v) = r.raw[c] {
-                bits[i / 8] |= 1 << (i % 8);
-                self.present[k] += 1;
-                put(&mut self.vals[k], zigzag(v.wrapping_sub(base[k]) as i64));
-                base[k] = v;
+        let (m, v) = (r.raw.mask(), r.raw.values());
+        self.masks.push(m);
+        for ((&c, out), b) in cols.iter().zip(self.vals.iter_mut()).zip(base.iter_mut()) {
+            if m >> c & 1 != 0 {
+                let d = zigzag(v[c].wrapping_sub(*b) as i64);
+                *b = v[c];
+                if d < 0x80 {
+                    out.push(d as u8);
+                } else {
+                    put(out, d);
+                }
             }
         }
         self.rows += 1;
     }
 
     /// The block's bytes (before compression); the builder is left empty for the next block.
-    fn finish(&mut self) -> Vec<u8> {
+    fn finish(&mut self, cols: &[usize]) -> Vec<u8> {
         let n = self.vals.len();
         let mut out = Vec::with_capacity(
             20 + self.conns.len() + self.times.len() + self.vals.iter().map(Vec::len).sum::<usize>() + n,
@@ -412,23 +412,30 @@ impl BlockEnc {
         put(&mut out, n as u64);
         out.extend_from_slice(&self.conns);
         out.extend_from_slice(&self.times);
-        for k in 0..n {
-            if self.present[k] == 0 {
+        // Usually every row has the same fields (one kernel, one congestion control).
+        let same = self.masks.first().filter(|&&m0| self.masks.iter().all(|&m| m == m0));
+        for (k, &c) in cols.iter().enumerate() {
+            let present = match same {
+                Some(m0) => (m0 >> c & 1) as usize * self.rows,
+                None => self.masks.iter().filter(|&&m| m >> c & 1 != 0).count(),
+            };
+            if present == 0 {
                 out.push(0);
-            } else if self.present[k] == self.rows {
+            } else if present == self.rows {
                 out.push(1);
             } else {
                 out.push(2);
-                out.extend_from_slice(&self.bits[k]);
+                for chunk in self.masks.chunks(8) {
+                    out.push(chunk.iter().enumerate().fold(0u8, |b, (i, &m)| b | ((m >> c & 1) as u8) << i));
+                }
             }
             out.extend_from_slice(&self.vals[k]);
             self.vals[k].clear();
-            self.bits[k].clear();
-            self.present[k] = 0;
         }
         self.rows = 0;
         self.conns.clear();
         self.times.clear();
+        self.masks.clear();
         out
     }
 }
@@ -505,7 +512,7 @@ fn decode_block(b: &[u8], map: &[Option<usize>], prev: &mut HashMap<u32, Vec<u64
             let p = &mut bases.slots[bases.row[i]].1[k];
             *p = p.wrapping_add(unzigzag(c.var()?) as u64);
             if let Some(f) = m {
-                s.raw[f] = Some(*p);
+                s.raw.set(f, Some(*p));
             }
         }
     }
@@ -642,11 +649,11 @@ mod tests {
 
     fn sample(t: u64, conn: u32, k: u64) -> Sample {
         let mut s = Sample::empty(t, conn);
-        s.raw[index("snd_cwnd")] = Some(10 + k % 7);
-        s.raw[index("bytes_acked")] = Some(k * 1448);
-        s.raw[index("max_pacing_rate")] = Some(u64::MAX);
+        s.raw.set(index("snd_cwnd"), Some(10 + k % 7));
+        s.raw.set(index("bytes_acked"), Some(k * 1448));
+        s.raw.set(index("max_pacing_rate"), Some(u64::MAX));
         if k.is_multiple_of(3) {
-            s.raw[index("rtt")] = Some(1000 + k);
+            s.raw.set(index("rtt"), Some(1000 + k));
         }
         s
     }
@@ -715,6 +722,31 @@ mod tests {
         assert!(read(&cut).unwrap().tail.unwrap().contains("CRC"));
         std::fs::write(&cut, b"hello world").unwrap();
         assert!(read(&cut).unwrap_err().to_string().contains("magic"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A block whose rows all have the same fields (the usual case, taken by a shortcut) and one
+    /// where one row lacks a field read back as written.
+    #[test]
+    fn uniform_and_mixed_presence() {
+        let dir = std::env::temp_dir().join(format!("tsm-uniform-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.tsm");
+        let mut w = Writer::create(&path, &Header::new(1, "", true, None, 5)).unwrap();
+        let mut want = Vec::new();
+        for k in 0..40u64 {
+            let mut s = sample(k, (k % 4) as u32 + 1, 3 * k);
+            if k == 33 {
+                s.raw.set(index("snd_cwnd"), None);
+            }
+            want.push(s.clone());
+            w.sample(s).unwrap();
+            if k == 19 {
+                w.block().unwrap();
+            }
+        }
+        w.finish().unwrap();
+        assert_eq!(read(&path).unwrap().samples, want);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
