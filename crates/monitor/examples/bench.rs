@@ -42,6 +42,12 @@ fn user_sys() -> (f64, f64) {
     (f.get(11).copied().unwrap_or(0.0) / 100.0, f.get(12).copied().unwrap_or(0.0) / 100.0)
 }
 
+/// Minor page faults of the calling thread (new memory touched: system time).
+fn minflt() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    s.rsplit_once(')').and_then(|x| x.1.split_whitespace().nth(7)).and_then(|x| x.parse().ok()).unwrap_or(0)
+}
+
 /// CPU time of the calling thread, ns (`/proc/thread-self/schedstat`: finer than the ticks of
 /// `stat`, user and system together).
 fn thread_ns() -> u64 {
@@ -151,16 +157,18 @@ fn main() {
     let never = AtomicBool::new(false);
     let (c2, _) = cpu();
     let (u2, s2) = user_sys();
+    let f2 = minflt();
     let t = Instant::now();
     let r = record::run(&opts, Some(&path), None, &never, |_| {}).expect("monitor");
     let wall = t.elapsed().as_secs_f64();
     let (c3, _) = cpu();
     let (u3, s3) = user_sys();
+    let f3 = minflt();
     // The sampler runs on this thread: its own CPU time, kernel time of the dumps included.
     let mon = ((u3 - u2) + (s3 - s2)) / wall;
     println!(
         "monitor: {} sockets, {} dumps in {wall:.1} s ({} late), {} samples, {} bytes: {:.2} bytes/socket-sample; \
-         {:.2} ms CPU per dump; CPU {:.1}% of one core (user {:.1}%, system {:.1}%; the whole process {:.1}%, \
+         {:.2} ms CPU and {} page faults per dump; CPU {:.1}% of one core (user {:.1}%, system {:.1}%; the whole process {:.1}%, \
          traffic alone {:.1}%)",
         2 * pairs,
         r.dumps,
@@ -169,6 +177,7 @@ fn main() {
         r.bytes,
         r.bytes as f64 / r.samples.max(1) as f64,
         mon * wall * 1000.0 / r.dumps.max(1) as f64,
+        (f3 - f2) / r.dumps.max(1),
         mon * 100.0,
         (u3 - u2) / wall * 100.0,
         (s3 - s2) / wall * 100.0,

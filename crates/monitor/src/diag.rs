@@ -48,10 +48,14 @@ pub struct SockInfo {
     pub uid: u32,
     /// Congestion control (`INET_DIAG_CONG`).
     pub cong: Option<Arc<str>>,
-    /// The raw `INET_DIAG_INFO` attribute (`struct tcp_info`, as long as the kernel made it).
+    /// Length of the `INET_DIAG_INFO` attribute (`struct tcp_info`, as long as the kernel made
+    /// it: tells which fields this kernel has).
+    pub info_len: usize,
+    /// The attribute itself, if [`Diag::keep_info`] is set (else empty: a copy per socket per
+    /// dump is not free).
     pub info: Vec<u8>,
     /// Raw values indexed like [`crate::fields::FIELDS`] (derived slots absent).
-    pub raw: Box<Raw>,
+    pub raw: Raw,
 }
 
 /// Counts of one dump.
@@ -72,6 +76,8 @@ pub struct Diag {
     bytecode: Option<Vec<u8>>,
     /// Whether the kernel accepted the bytecode (else the filter runs in user space only).
     pub kernel_filter: bool,
+    /// Keep each reply's raw `tcp_info` in [`SockInfo::info`] (for tests and tools).
+    pub keep_info: bool,
     buf: Vec<u8>,
     seq: u32,
     congs: Congs,
@@ -86,7 +92,16 @@ impl Diag {
         sock.connect(&SocketAddr::new(0, 0))?;
         let bytecode = filter.bytecode();
         let kernel_filter = bytecode.is_some();
-        Ok(Diag { sock, filter, bytecode, kernel_filter, buf: Vec::with_capacity(1 << 16), seq: 0, congs: Vec::new() })
+        Ok(Diag {
+            sock,
+            filter,
+            bytecode,
+            kernel_filter,
+            keep_info: false,
+            buf: Vec::with_capacity(1 << 16),
+            seq: 0,
+            congs: Vec::new(),
+        })
     }
 
     /// Dumps IPv4 then IPv6 TCP sockets (all states but LISTEN, TIME_WAIT and SYN_RECV, which
@@ -166,7 +181,7 @@ impl Diag {
                         }
                     }
                     SOCK_DIAG_BY_FAMILY => {
-                        let Some(s) = sock_info(nl.payload(), &mut self.congs) else {
+                        let Some(s) = sock_info(nl.payload(), &mut self.congs, self.keep_info) else {
                             stats.unparsed += 1;
                             continue;
                         };
@@ -189,11 +204,11 @@ type Congs = Vec<(Vec<u8>, Arc<str>)>;
 
 /// One reply: the `inet_diag_msg` header by the crate's buffer view and its attributes by the
 /// crate's iterator, values borrowed from the receive buffer. `None` if it does not parse.
-fn sock_info(payload: &[u8], congs: &mut Congs) -> Option<SockInfo> {
+fn sock_info(payload: &[u8], congs: &mut Congs, keep_info: bool) -> Option<SockInfo> {
     let buf = InetResponseBuffer::new_checked(payload).ok()?;
     let h = InetResponseHeader::parse(&buf).ok()?;
     let id = &h.socket_id;
-    let mut raw = Box::<Raw>::default();
+    let mut raw = Raw::default();
     let mut info: &[u8] = &[];
     let mut cong = None;
     let mut mem: Option<&[u8]> = None;
@@ -267,7 +282,8 @@ fn sock_info(payload: &[u8], congs: &mut Congs) -> Option<SockInfo> {
         inode: h.inode,
         uid: h.uid,
         cong,
-        info: info.to_vec(),
+        info_len: info.len(),
+        info: if keep_info { info.to_vec() } else { Vec::new() },
         raw,
     })
 }

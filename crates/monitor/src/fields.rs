@@ -110,9 +110,7 @@ pub struct Sample {
     pub t_ns: u64,
     /// The connection's id in this recording (order of first sight, from 1).
     pub conn: u32,
-    /// Boxed: a sample is moved from the dump to the tracker to the writer, and vectors of
-    /// samples would otherwise be 8 MB a dump at 10,000 sockets, new memory to fault in each time.
-    pub raw: Box<Raw>,
+    pub raw: Raw,
 }
 
 /// Number of fields in [`FIELDS`].
@@ -206,7 +204,7 @@ impl Ctx<'_> {
 impl Sample {
     /// A sample with every field absent.
     pub fn empty(t_ns: u64, conn: u32) -> Sample {
-        Sample { t_ns, conn, raw: Box::default() }
+        Sample { t_ns, conn, raw: Raw::default() }
     }
 
     /// The raw field `name` (panics on a name that is not a raw field: a bug in the caller).
@@ -944,7 +942,14 @@ pub const TCP_INFO_KNOWN_LEN: usize = 280;
 pub fn decode_tcp_info(info: &[u8], raw: &mut Raw) {
     let l = &*LAYOUT;
     for &(i, off, size) in &l.info {
-        raw.set(i, read_le(info, off, size));
+        // Sizes 1, 2, 4 and 8 each read as a fixed-size integer (not a copy of `size` bytes).
+        let v = match size {
+            1 => info.get(off).map(|&b| u64::from(b)),
+            2 => info.get(off..off + 2).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]]))),
+            4 => info.get(off..off + 4).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+            _ => info.get(off..off + 8).and_then(|b| Some(u64::from_le_bytes(b.try_into().ok()?))),
+        };
+        raw.set(i, v);
     }
     for &(i, off, shift, width) in &l.bits {
         raw.set(i, info.get(off).map(|b| u64::from((b >> shift) & ((1u8 << width) - 1))));

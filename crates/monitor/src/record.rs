@@ -119,7 +119,7 @@ pub fn run(
     let mut sampler = Sampler::new(diag, opts.interval, opts.pid);
     let started = Instant::now();
     // The first dump tells whether the kernel takes the bytecode, which the header records.
-    let first = sampler.once()?;
+    sampler.once()?;
     let t0 = now_ns();
     let mut stream_id = String::new();
     let mut writer = match path {
@@ -157,7 +157,7 @@ pub fn run(
     }
     let mut hist = History::default();
     let mut report = Report::default();
-    let mut handle = |step: Step| -> io::Result<bool> {
+    let mut handle = |step: &Step| -> io::Result<bool> {
         report.conns += step.started.len() as u64;
         report.samples += step.samples.len() as u64;
         let t = step.samples.first().map_or_else(now_ns, |s| s.t_ns);
@@ -170,16 +170,15 @@ pub fn run(
             }
             out.flush()?;
         }
-        each(&step);
-        let Step { started, samples, ended } = step;
+        each(step);
         if let Some(w) = writer.as_mut() {
-            for c in &started {
+            for c in &step.started {
                 w.conn(c)?;
             }
-            for s in samples {
+            for s in &step.samples {
                 w.sample(s)?;
             }
-            for e in &ended {
+            for e in &step.ended {
                 w.end(e)?;
             }
         }
@@ -212,7 +211,7 @@ pub fn run(
         }
         Ok(true)
     };
-    handle(first)?;
+    handle(sampler.last_step())?;
     let until = opts.duration.map(|d| started + d);
     let result = sampler.run(until, stop, &mut handle);
     let ends = sampler.tracker.finish(now_ns());

@@ -169,7 +169,7 @@ pub fn run(opts: &Options, stop: &AtomicBool) -> io::Result<()> {
             }
             let t = Instant::now();
             let step = sampler.once()?;
-            top.update(&step);
+            top.update(step);
             if drawn.elapsed() >= Duration::from_millis(250) {
                 let rows = top.rows();
                 let title = format!(

@@ -1,6 +1,8 @@
 //! Following connections across dumps by socket cookie, and the sampling loop.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use rustc_hash::FxHashMap;
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -19,29 +21,36 @@ pub struct Step {
 struct Live {
     id: u32,
     last_ns: u64,
+    /// The number of the last dump that saw it ([`Tracker::dumps`]).
+    seen: u64,
 }
 
 /// Assigns connection ids by cookie (1, 2, … in order of first sight, as `conns` numbers a
 /// capture's) and notices starts and ends.
 pub struct Tracker {
-    live: HashMap<u64, Live>,
+    live: FxHashMap<u64, Live>,
     next_id: u32,
+    /// Dumps folded in (a connection not seen by the latest one has ended).
+    dumps: u64,
 }
 
 impl Default for Tracker {
     fn default() -> Tracker {
-        Tracker { live: HashMap::new(), next_id: 1 }
+        Tracker { live: FxHashMap::default(), next_id: 1, dumps: 0 }
     }
 }
 
 impl Tracker {
     /// Folds one dump (taken at `t_ns`) in: new cookies start connections, cookies missing from
     /// this dump end theirs.
-    pub fn step(&mut self, t_ns: u64, socks: Vec<SockInfo>) -> Step {
-        let mut out = Step::default();
-        let mut seen = HashSet::with_capacity(socks.len());
-        for s in socks {
-            seen.insert(s.cookie);
+    /// `out` is cleared first (its vectors are reused), `socks` emptied.
+    pub fn step(&mut self, t_ns: u64, socks: &mut Vec<SockInfo>, out: &mut Step) {
+        out.started.clear();
+        out.samples.clear();
+        out.ended.clear();
+        self.dumps += 1;
+        let dump = self.dumps;
+        for s in socks.drain(..) {
             let live = self.live.entry(s.cookie).or_insert_with(|| {
                 let id = self.next_id;
                 self.next_id += 1;
@@ -57,21 +66,21 @@ impl Tracker {
                     inode: s.inode,
                     uid: s.uid,
                     t_ns,
-                    info_len: s.info.len(),
+                    info_len: s.info_len,
                 });
-                Live { id, last_ns: t_ns }
+                Live { id, last_ns: t_ns, seen: dump }
             });
             live.last_ns = t_ns;
+            live.seen = dump;
             out.samples.push(Sample { t_ns, conn: live.id, raw: s.raw });
         }
-        let gone: Vec<u64> = self.live.keys().filter(|c| !seen.contains(c)).copied().collect();
-        for c in gone {
-            if let Some(l) = self.live.remove(&c) {
+        self.live.retain(|_, l| {
+            if l.seen != dump {
                 out.ended.push(ConnEnd { id: l.id, last_ns: l.last_ns, gone_ns: t_ns, recorder_stopped: false });
             }
-        }
+            l.seen == dump
+        });
         out.ended.sort_by_key(|e| e.id);
-        out
     }
 
     /// Ends every live connection (the recorder stops): `gone_ns` is the stop time.
@@ -113,27 +122,46 @@ pub struct Sampler {
     /// schedule skips the missed ticks rather than bursting to catch up).
     pub overruns: u64,
     pub dumps: u64,
+    /// The dump's sockets and the step made of them, kept from dump to dump: at 10,000
+    /// sockets they are megabytes, which allocated anew each time were page faults each time.
+    socks: Vec<SockInfo>,
+    step: Step,
 }
 
 impl Sampler {
     pub fn new(diag: Diag, interval: Duration, pid: Option<u32>) -> Sampler {
-        Sampler { diag, tracker: Tracker::default(), interval, pid, overruns: 0, dumps: 0 }
+        Sampler {
+            diag,
+            tracker: Tracker::default(),
+            interval,
+            pid,
+            overruns: 0,
+            dumps: 0,
+            socks: Vec::new(),
+            step: Step::default(),
+        }
     }
 
     /// One dump and its step.
-    pub fn once(&mut self) -> io::Result<Step> {
+    pub fn once(&mut self) -> io::Result<&Step> {
         let inodes = match self.pid {
             Some(p) => Some(pid_sockets(p).map_err(|e| io::Error::new(e.kind(), format!("/proc/{p}/fd: {e}")))?),
             None => None,
         };
-        let mut socks = Vec::new();
+        let socks = &mut self.socks;
         let (t_ns, _) = self.diag.dump(|s| {
             if inodes.as_ref().is_none_or(|set| set.contains(&s.inode)) {
                 socks.push(s);
             }
         })?;
         self.dumps += 1;
-        Ok(self.tracker.step(t_ns, socks))
+        self.tracker.step(t_ns, &mut self.socks, &mut self.step);
+        Ok(&self.step)
+    }
+
+    /// The step of the latest dump.
+    pub fn last_step(&self) -> &Step {
+        &self.step
     }
 
     /// Runs until `sink` returns `Ok(false)`, `stop` is set, or `until` passes.
@@ -141,7 +169,7 @@ impl Sampler {
         &mut self,
         until: Option<Instant>,
         stop: &std::sync::atomic::AtomicBool,
-        mut sink: impl FnMut(Step) -> io::Result<bool>,
+        mut sink: impl FnMut(&Step) -> io::Result<bool>,
     ) -> io::Result<()> {
         let mut next = Instant::now();
         loop {

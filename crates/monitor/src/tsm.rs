@@ -176,6 +176,11 @@ pub struct Writer {
     cols: Vec<usize>,
     /// The samples of the block being built, already encoded.
     pending: BlockEnc,
+    /// The block's bytes, its compressed form, and the compressor, kept from block to block:
+    /// at 10,000 sockets a block is megabytes, and new memory each time was page faults.
+    raw: Vec<u8>,
+    z: Vec<u8>,
+    zc: zstd::bulk::Compressor<'static>,
     /// Per connection, the last value written of each column (the deltas' base).
     prev: FxHashMap<u32, Vec<u64>>,
     last_flush: Instant,
@@ -221,6 +226,9 @@ impl Writer {
             out,
             cols,
             pending: BlockEnc::new(n),
+            raw: Vec::new(),
+            z: Vec::new(),
+            zc: zstd::bulk::Compressor::new(3)?,
             prev: FxHashMap::default(),
             last_flush: Instant::now(),
             bytes,
@@ -268,9 +276,9 @@ impl Writer {
     }
 
     /// Adds a sample to the pending block (encoded at once: the block keeps bytes, not samples).
-    pub fn sample(&mut self, s: Sample) -> io::Result<()> {
+    pub fn sample(&mut self, s: &Sample) -> io::Result<()> {
         let base = self.prev.entry(s.conn).or_insert_with(|| vec![0; self.cols.len()]);
-        self.pending.push(&s, &self.cols, base);
+        self.pending.push(s, &self.cols, base);
         self.samples += 1;
         if self.pending.rows >= self.block_rows {
             self.block()?;
@@ -300,9 +308,14 @@ impl Writer {
         if self.pending.rows == 0 {
             return Ok(());
         }
-        let raw = self.pending.finish(&self.cols);
-        let z = zstd::bulk::compress(&raw, 3)?;
-        self.frame(b'S', &z)
+        self.pending.finish(&self.cols, &mut self.raw);
+        self.z.clear();
+        self.z.reserve(zstd::zstd_safe::compress_bound(self.raw.len()));
+        self.zc.compress_to_buffer(&self.raw, &mut self.z)?;
+        let z = std::mem::take(&mut self.z);
+        let r = self.frame(b'S', &z);
+        self.z = z;
+        r
     }
 }
 
@@ -403,13 +416,12 @@ impl BlockEnc {
     }
 
     /// The block's bytes (before compression); the builder is left empty for the next block.
-    fn finish(&mut self, cols: &[usize]) -> Vec<u8> {
+    fn finish(&mut self, cols: &[usize], out: &mut Vec<u8>) {
         let n = self.vals.len();
-        let mut out = Vec::with_capacity(
-            20 + self.conns.len() + self.times.len() + self.vals.iter().map(Vec::len).sum::<usize>() + n,
-        );
-        put(&mut out, self.rows as u64);
-        put(&mut out, n as u64);
+        out.clear();
+        out.reserve(20 + self.conns.len() + self.times.len() + self.vals.iter().map(Vec::len).sum::<usize>() + n);
+        put(out, self.rows as u64);
+        put(out, n as u64);
         out.extend_from_slice(&self.conns);
         out.extend_from_slice(&self.times);
         // Usually every row has the same fields (one kernel, one congestion control).
@@ -436,7 +448,6 @@ impl BlockEnc {
         self.conns.clear();
         self.times.clear();
         self.masks.clear();
-        out
     }
 }
 
@@ -687,7 +698,7 @@ mod tests {
             let conn = if k < 60 && k % 3 == 2 { 3 } else { (k % 2) as u32 };
             let s = sample(1_000_000_000 + k * 100_000_000, conn, k);
             want.push(s.clone());
-            w.sample(s).unwrap();
+            w.sample(&s).unwrap();
             if k == 60 {
                 w.end(&ConnEnd { id: 3, last_ns: 0, gone_ns: 0, recorder_stopped: false }).unwrap();
             }
@@ -740,7 +751,7 @@ mod tests {
                 s.raw.set(index("snd_cwnd"), None);
             }
             want.push(s.clone());
-            w.sample(s).unwrap();
+            w.sample(&s).unwrap();
             if k == 19 {
                 w.block().unwrap();
             }
@@ -759,7 +770,7 @@ mod tests {
         let path = dir.join("a.tsm");
         let mut w = Writer::create(&path, &Header::new(1, "", true, None, 5)).unwrap();
         for k in 0..200 {
-            w.sample(sample(k * 1000, (k % 3) as u32, k)).unwrap();
+            w.sample(&sample(k * 1000, (k % 3) as u32, k)).unwrap();
             if k % 50 == 49 {
                 w.block().unwrap();
             }
@@ -841,7 +852,7 @@ mod tests {
         w.conn(&conn(1)).unwrap();
         w.conn(&conn(2)).unwrap();
         for k in 0..10 {
-            w.sample(sample(k, 1 + (k % 2) as u32, k)).unwrap();
+            w.sample(&sample(k, 1 + (k % 2) as u32, k)).unwrap();
         }
         w.finish().unwrap();
         drop(w);
@@ -853,7 +864,7 @@ mod tests {
         assert_eq!(h2.stream, h.stream, "the stream id carries over");
         w.conn(&conn(1)).unwrap();
         for k in 0..5 {
-            w.sample(sample(100 + k, 1, 100 + k)).unwrap();
+            w.sample(&sample(100 + k, 1, 100 + k)).unwrap();
         }
         w.finish().unwrap();
         let r = read(&path).unwrap();

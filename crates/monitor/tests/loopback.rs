@@ -23,6 +23,7 @@ fn pair(v6: bool, n: usize) -> (TcpStream, TcpStream) {
 
 fn find(filter: &str, port: u16) -> Vec<SockInfo> {
     let mut d = Diag::new(Filter::parse(filter).unwrap()).unwrap();
+    d.keep_info = true;
     let mut out = Vec::new();
     d.dump(|s| {
         if s.ends.sport == port || s.ends.dport == port {
