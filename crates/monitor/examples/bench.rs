@@ -153,6 +153,7 @@ fn main() {
         cpu_every: Some(Duration::from_millis(100)),
         to: None,
         to_grace: Duration::ZERO,
+        cpu_budget: None,
     };
     let never = AtomicBool::new(false);
     let (c2, _) = cpu();
@@ -183,6 +184,25 @@ fn main() {
         (s3 - s2) / wall * 100.0,
         (c3 - c2) / wall * 100.0,
         base * 100.0
+    );
+    let _ = std::fs::remove_file(&path);
+    // 2b. The same with the CLI's default budget (5 % of one core with the default interval):
+    // the sampler spaces its dumps out to stay within it.
+    let budget = Options { cpu_budget: Some(0.05), ..opts.clone() };
+    let (u4, s4) = user_sys();
+    let t = Instant::now();
+    let r = record::run(&budget, Some(&path), None, &never, |_| {}).expect("monitor");
+    let wall = t.elapsed().as_secs_f64();
+    let (u5, s5) = user_sys();
+    println!(
+        "monitor, 5% budget: {} dumps in {wall:.1} s ({} put off by the budget, one every {:.0} ms): CPU {:.1}% of \
+         one core (user {:.1}%, system {:.1}%)",
+        r.dumps,
+        r.stretched,
+        wall * 1000.0 / r.dumps.max(1) as f64,
+        ((u5 - u4) + (s5 - s4)) / wall * 100.0,
+        (u5 - u4) / wall * 100.0,
+        (s5 - s4) / wall * 100.0
     );
     let _ = std::fs::remove_file(&path);
     // 3. `ss -tin` at 10 Hz, its text parsed for cwnd, rtt and bytes_acked (flent's way).

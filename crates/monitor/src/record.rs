@@ -34,6 +34,9 @@ pub struct Options {
     /// At the end, how long to keep trying to reach the collector before leaving the rest in
     /// the spill (sent by the next run with the same file).
     pub to_grace: Duration,
+    /// Share of one core the sampling may take; above it, dumps are spaced further apart than
+    /// `interval` ([`crate::track::Sampler::cpu_budget`]). `None`: every `interval`.
+    pub cpu_budget: Option<f64>,
 }
 
 /// How streamed samples are written.
@@ -58,6 +61,8 @@ pub struct Report {
     /// connections made to it.
     pub shipped: Option<(u64, u64)>,
     pub overruns: u64,
+    /// Dumps put off by the CPU budget.
+    pub stretched: u64,
     pub kernel_filter: bool,
     /// Bytes of the recording.
     pub bytes: u64,
@@ -117,6 +122,7 @@ pub fn run(
         .transpose()?;
     let mut last_cpu: Option<Instant> = None;
     let mut sampler = Sampler::new(diag, opts.interval, opts.pid);
+    sampler.cpu_budget = opts.cpu_budget;
     let started = Instant::now();
     // The first dump tells whether the kernel takes the bytecode, which the header records.
     sampler.once()?;
@@ -230,6 +236,7 @@ pub fn run(
     result?;
     report.dumps = sampler.dumps;
     report.overruns = sampler.overruns;
+    report.stretched = sampler.stretched;
     report.kernel_filter = sampler.diag.kernel_filter;
     report.elapsed = started.elapsed();
     Ok(report)

@@ -113,6 +113,12 @@ impl Tracker {
     }
 }
 
+/// CPU time of the calling thread in ns (`/proc/thread-self/schedstat`, user and system, the
+/// kernel's work for our netlink dumps included), or `None` where the kernel does not say.
+pub fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+}
+
 /// The socket inodes of process `pid` (its `/proc/PID/fd` links `socket:[INODE]`).
 pub fn pid_sockets(pid: u32) -> io::Result<HashSet<u32>> {
     let mut out = HashSet::new();
@@ -140,6 +146,14 @@ pub struct Sampler {
     /// schedule skips the missed ticks rather than bursting to catch up).
     pub overruns: u64,
     pub dumps: u64,
+    /// Share of one core the sampling may take (the dumps, the kernel's work for them included,
+    /// and what the sink does with them): when a dump costs more CPU than this allows at
+    /// `interval`, the next one waits longer. `None`: every `interval` whatever it costs.
+    pub cpu_budget: Option<f64>,
+    /// Dumps put off by the budget.
+    pub stretched: u64,
+    /// The cost of a dump as the budget sees it: CPU ns, smoothed.
+    cost_ns: Option<f64>,
     /// The step of the latest dump, kept from dump to dump: at 10,000 sockets it is
     /// megabytes, which allocated anew each time were page faults each time.
     step: Step,
@@ -147,7 +161,18 @@ pub struct Sampler {
 
 impl Sampler {
     pub fn new(diag: Diag, interval: Duration, pid: Option<u32>) -> Sampler {
-        Sampler { diag, tracker: Tracker::default(), interval, pid, overruns: 0, dumps: 0, step: Step::default() }
+        Sampler {
+            diag,
+            tracker: Tracker::default(),
+            interval,
+            pid,
+            overruns: 0,
+            dumps: 0,
+            cpu_budget: None,
+            stretched: 0,
+            cost_ns: None,
+            step: Step::default(),
+        }
     }
 
     /// One dump and its step.
@@ -184,6 +209,7 @@ impl Sampler {
         mut sink: impl FnMut(&Step) -> io::Result<bool>,
     ) -> io::Result<()> {
         let mut next = Instant::now();
+        let mut cpu = self.cpu_budget.and_then(|_| thread_cpu_ns());
         loop {
             if stop.load(std::sync::atomic::Ordering::Relaxed) || until.is_some_and(|u| Instant::now() >= u) {
                 return Ok(());
@@ -192,14 +218,38 @@ impl Sampler {
             if !sink(step)? {
                 return Ok(());
             }
-            next += self.interval;
+            let mut wait = self.interval;
+            if let (Some(budget), Some(c0), Some(c1)) = (self.cpu_budget, cpu, thread_cpu_ns()) {
+                // This thread's CPU since the last dump ended is this dump's cost (sleep costs
+                // nothing); smoothed so that one slow dump does not halve the rate.
+                let cost = c1.saturating_sub(c0) as f64;
+                let smooth = self.cost_ns.map_or(cost, |s| 0.75 * s + 0.25 * cost);
+                self.cost_ns = Some(smooth);
+                let need = Duration::from_secs_f64(smooth / 1e9 / budget.max(1e-6));
+                if need > wait {
+                    wait = need;
+                    self.stretched += 1;
+                }
+                cpu = Some(c1);
+            }
+            next += wait;
             let now = Instant::now();
             if next > now {
-                std::thread::sleep(next - now);
+                // In slices: a budget can space dumps seconds apart, and a stop must not wait.
+                while let Some(left) = next.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        return Ok(());
+                    }
+                    let left = until.map_or(left, |u| left.min(u.saturating_duration_since(Instant::now())));
+                    if left.is_zero() {
+                        return Ok(());
+                    }
+                    std::thread::sleep(left.min(Duration::from_millis(100)));
+                }
             } else {
                 self.overruns += 1;
-                let missed = (now - next).as_nanos() / self.interval.as_nanos().max(1);
-                next += self.interval * (missed as u32);
+                let missed = (now - next).as_nanos() / wait.as_nanos().max(1);
+                next += wait * (missed as u32);
             }
         }
     }

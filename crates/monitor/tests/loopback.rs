@@ -142,3 +142,26 @@ fn print_attribute() {
     let got = find(&format!("sport {port}"), port);
     println!("{}", got[0].info.iter().map(|b| format!("{b:02x}")).collect::<String>());
 }
+
+/// With a CPU budget the sampler spaces its dumps out when they cost more than the budget
+/// allows at the interval; without one it keeps the interval.
+#[test]
+fn cpu_budget_spaces_dumps_out() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+    use tcpscope_monitor::track::Sampler;
+    let never = AtomicBool::new(false);
+    let run = |budget: Option<f64>| {
+        let diag = Diag::new(Filter::parse("dport 9").unwrap()).unwrap();
+        let mut s = Sampler::new(diag, Duration::from_millis(2), None);
+        s.cpu_budget = budget;
+        s.run(Some(Instant::now() + Duration::from_millis(400)), &never, |_| Ok(true)).unwrap();
+        (s.dumps, s.stretched)
+    };
+    let (free, none_stretched) = run(None);
+    assert_eq!(none_stretched, 0);
+    // A dump costs at least 20 µs of CPU: at 0.01 % of a core that is ≥ 200 ms apart.
+    let (held, stretched) = run(Some(0.000_1));
+    assert!(stretched > 0 && held <= 3, "{held} dumps, {stretched} put off");
+    assert!(free > 3 * held, "without a budget {free} dumps, with {held}");
+}
