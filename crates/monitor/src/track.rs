@@ -152,8 +152,10 @@ pub struct Sampler {
     pub cpu_budget: Option<f64>,
     /// Dumps put off by the budget.
     pub stretched: u64,
-    /// The cost of a dump as the budget sees it: CPU ns, smoothed.
-    cost_ns: Option<f64>,
+    /// The budget's account: CPU ns spent beyond what the budget allowed so far, and when and
+    /// at what CPU time of this thread it was last settled.
+    debt_ns: f64,
+    settled: Option<(Instant, u64)>,
     /// The step of the latest dump, kept from dump to dump: at 10,000 sockets it is
     /// megabytes, which allocated anew each time were page faults each time.
     step: Step,
@@ -170,13 +172,17 @@ impl Sampler {
             dumps: 0,
             cpu_budget: None,
             stretched: 0,
-            cost_ns: None,
+            debt_ns: 0.0,
+            settled: None,
             step: Step::default(),
         }
     }
 
     /// One dump and its step.
     pub fn once(&mut self) -> io::Result<&Step> {
+        if self.cpu_budget.is_some() && self.settled.is_none() {
+            self.settled = thread_cpu_ns().map(|c| (Instant::now(), c));
+        }
         let inodes = match self.pid {
             Some(p) => Some(pid_sockets(p).map_err(|e| io::Error::new(e.kind(), format!("/proc/{p}/fd: {e}")))?),
             None => None,
@@ -209,7 +215,6 @@ impl Sampler {
         mut sink: impl FnMut(&Step) -> io::Result<bool>,
     ) -> io::Result<()> {
         let mut next = Instant::now();
-        let mut cpu = self.cpu_budget.and_then(|_| thread_cpu_ns());
         loop {
             if stop.load(std::sync::atomic::Ordering::Relaxed) || until.is_some_and(|u| Instant::now() >= u) {
                 return Ok(());
@@ -218,21 +223,25 @@ impl Sampler {
             if !sink(step)? {
                 return Ok(());
             }
-            let mut wait = self.interval;
-            if let (Some(budget), Some(c0), Some(c1)) = (self.cpu_budget, cpu, thread_cpu_ns()) {
-                // This thread's CPU since the last dump ended is this dump's cost (sleep costs
-                // nothing); smoothed so that one slow dump does not halve the rate.
-                let cost = c1.saturating_sub(c0) as f64;
-                let smooth = self.cost_ns.map_or(cost, |s| 0.75 * s + 0.25 * cost);
-                self.cost_ns = Some(smooth);
-                let need = Duration::from_secs_f64(smooth / 1e9 / budget.max(1e-6));
-                if need > wait {
-                    wait = need;
+            let wait = self.interval;
+            next += wait;
+            if let (Some(budget), Some((t0, c0)), Some(c1)) = (self.cpu_budget, self.settled, thread_cpu_ns()) {
+                // A leaky bucket: this thread's CPU since the last settlement (the dump, the
+                // kernel's work for it and the sink's; sleep costs nothing) is added to the
+                // debt, the wall time since then at `budget` is paid off, and the next dump
+                // waits until the rest is paid. No credit is kept: an idle spell does not buy a
+                // burst later.
+                let now = Instant::now();
+                let budget = budget.max(1e-6);
+                self.debt_ns =
+                    (self.debt_ns + c1.saturating_sub(c0) as f64 - (now - t0).as_nanos() as f64 * budget).max(0.0);
+                self.settled = Some((now, c1));
+                let paid = now + Duration::from_secs_f64(self.debt_ns / budget / 1e9);
+                if paid > next {
+                    next = paid;
                     self.stretched += 1;
                 }
-                cpu = Some(c1);
             }
-            next += wait;
             let now = Instant::now();
             if next > now {
                 // In slices: a budget can space dumps seconds apart, and a stop must not wait.
