@@ -57,8 +57,8 @@ fn thread_ns() -> u64 {
 
 /// The kernel's part alone: `n` dumps of `family` at 10 Hz asking for `ext`, filtered in the
 /// kernel by `filter`'s bytecode, the replies received and not decoded. Returns the thread's CPU
-/// per dump (ms) and the reply bytes per dump.
-fn bare_dumps(family: u8, ext: ExtensionFlags, filter: &str, n: u32) -> (f64, f64) {
+/// per dump (ms), the reply bytes per dump and the `recv` calls per dump.
+fn bare_dumps(family: u8, ext: ExtensionFlags, filter: &str, n: u32) -> (f64, f64, f64) {
     let mut sock = Socket::new(NETLINK_SOCK_DIAG).expect("netlink socket");
     sock.bind_auto().expect("bind");
     sock.connect(&SocketAddr::new(0, 0)).expect("connect");
@@ -82,7 +82,7 @@ fn bare_dumps(family: u8, ext: ExtensionFlags, filter: &str, n: u32) -> (f64, f6
     let len = out.len() as u32;
     out[0..4].copy_from_slice(&len.to_ne_bytes());
     let mut buf = Vec::with_capacity(1 << 16);
-    let (mut cpu, mut bytes) = (0u64, 0u64);
+    let (mut cpu, mut bytes, mut recvs) = (0u64, 0u64, 0u64);
     let mut next = Instant::now();
     for _ in 0..n {
         let c0 = thread_ns();
@@ -91,6 +91,7 @@ fn bare_dumps(family: u8, ext: ExtensionFlags, filter: &str, n: u32) -> (f64, f6
             buf.clear();
             sock.recv(&mut buf, 0).expect("recv");
             bytes += buf.len() as u64;
+            recvs += 1;
             let mut at = 0;
             while at + 16 <= buf.len() {
                 let len = u32::from_ne_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]) as usize;
@@ -105,7 +106,7 @@ fn bare_dumps(family: u8, ext: ExtensionFlags, filter: &str, n: u32) -> (f64, f6
         next += Duration::from_millis(100);
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
     }
-    (cpu as f64 / 1e6 / f64::from(n), bytes as f64 / f64::from(n))
+    (cpu as f64 / 1e6 / f64::from(n), bytes as f64 / f64::from(n), recvs as f64 / f64::from(n))
 }
 
 fn main() {
@@ -266,20 +267,23 @@ fn main() {
         ("IPv6 (no socket matches), INFO", AF_INET6, info),
     ];
     let rounds = (secs / 2.5).max(1.0) as u32;
-    let mut sums = vec![(0.0, 0.0); variants.len()];
+    let mut sums = vec![(0.0, 0.0, 0.0); variants.len()];
     for _ in 0..rounds {
         for (v, sum) in variants.iter().zip(sums.iter_mut()) {
-            let (ms, bytes) = bare_dumps(v.1, v.2, &filter, 5);
+            let (ms, bytes, recvs) = bare_dumps(v.1, v.2, &filter, 5);
             sum.0 += ms / f64::from(rounds);
             sum.1 += bytes / f64::from(rounds);
+            sum.2 += recvs / f64::from(rounds);
         }
     }
-    for ((what, ..), (ms, bytes)) in variants.iter().zip(sums) {
+    for ((what, ..), (ms, bytes, recvs)) in variants.iter().zip(sums) {
         // At 10 Hz, X ms of CPU per dump is X ms per 100 ms: 10·X ‰, X % of one core.
         println!(
-            "kernel floor: {what}: {ms:.2} ms CPU per dump = {:.1}% of one core at 10 Hz, {:.0} bytes per socket",
+            "kernel floor: {what}: {ms:.2} ms CPU per dump = {:.1}% of one core at 10 Hz, {:.0} bytes per socket, \
+             {recvs:.0} recv calls of {:.1} KB",
             ms * 10.0 / 1000.0 * 100.0,
-            bytes / (2 * pairs) as f64
+            bytes / (2 * pairs) as f64,
+            bytes / recvs.max(1.0) / 1024.0
         );
     }
     stop.store(true, Ordering::Relaxed);
