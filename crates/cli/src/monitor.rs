@@ -25,9 +25,15 @@ pub struct MonitorArgs {
     /// Only the sockets of this process (matched by socket inode in /proc/PID/fd).
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
-    /// Sampling interval (1ms to minutes; e.g. 10ms, 0.5s).
-    #[arg(long, short = 'i', value_name = "DURATION", default_value = "100ms", value_parser = parse_interval)]
-    pub interval: std::time::Duration,
+    /// Sampling interval (1ms to minutes; e.g. 10ms, 0.5s). Default 100ms, within --cpu-budget.
+    #[arg(long, short = 'i', value_name = "DURATION", value_parser = parse_interval)]
+    pub interval: Option<std::time::Duration>,
+    /// CPU the sampling may take, in % of one core (e.g. 5%; 0 or `off`: no limit): when a
+    /// sample of every matching socket costs more than that at the interval, samples are spaced
+    /// further apart (the kernel's work for the dump included; docs/monitor.md, Cost at scale).
+    /// Default: 5% with the default interval, no limit when -i is given.
+    #[arg(long, value_name = "PERCENT", value_parser = parse_budget)]
+    pub cpu_budget: Option<f64>,
     /// Record into this file (.tsm; docs/monitor.md).
     #[arg(short = 'w', long = "write", value_name = "FILE")]
     pub write: Option<PathBuf>,
@@ -81,6 +87,18 @@ fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
+/// `5%`, `5` or `off` to a share of one core (0: no limit).
+fn parse_budget(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    if t == "off" {
+        return Ok(0.0);
+    }
+    match t.strip_suffix('%').unwrap_or(t).trim().parse::<f64>() {
+        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p / 100.0),
+        _ => Err(format!("`{s}`: a CPU budget is a percentage of one core (e.g. 5%) or `off`")),
+    }
+}
+
 fn stream_format(json: bool, csv: bool) -> Option<Stream> {
     if json {
         Some(Stream::Json)
@@ -107,16 +125,22 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
+    let interval = a.interval.unwrap_or(std::time::Duration::from_millis(100));
+    let cpu_budget = match a.cpu_budget {
+        Some(b) => (b > 0.0).then_some(b),
+        None => a.interval.is_none().then_some(0.05),
+    };
     let opts = Options {
         filter: a.filter.clone(),
-        interval: a.interval,
+        interval,
         pid: a.pid,
         duration: a.duration,
         events: a.events.clone(),
         // CPU counters move in 10 ms ticks: sampling them faster than 100 ms says nothing more.
-        cpu_every: (!a.no_cpu).then(|| a.interval.max(std::time::Duration::from_millis(100))),
+        cpu_every: (!a.no_cpu).then(|| interval.max(std::time::Duration::from_millis(100))),
         to: a.to.as_deref().map(tcpscope_monitor::ship::parse_endpoint).transpose()?,
         to_grace: a.to_grace,
+        cpu_budget,
     };
     if a.top {
         tcpscope_monitor::top::run(&opts, &stop)?;
@@ -147,11 +171,15 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
             eprintln!("monitor: {} event lines skipped, the first: {e}", report.bad_events);
         }
         eprintln!(
-            "monitor: {} dumps in {:.1} s ({} late), {} connections, {} samples, {} events, {} CPU samples{}; \
+            "monitor: {} dumps in {:.1} s ({} late{}), {} connections, {} samples, {} events, {} CPU samples{}; \
              filter ran in the {}",
             report.dumps,
             report.elapsed.as_secs_f64(),
             report.overruns,
+            match (report.stretched, cpu_budget) {
+                (0, _) | (_, None) => String::new(),
+                (n, Some(b)) => format!(", {n} put off to stay within {}% of a core", b * 100.0),
+            },
             report.conns,
             report.samples,
             report.events,

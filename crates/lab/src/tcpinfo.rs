@@ -32,6 +32,7 @@ impl Recorder {
             cpu_every: None,
             to: None,
             to_grace: Duration::ZERO,
+            cpu_budget: None,
         };
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);

@@ -1,7 +1,8 @@
 //! The monitor's cost at scale (issue 19): N loopback connections (2N sockets) carrying a little
 //! traffic, sampled at 10 Hz for some seconds; prints the sampler's CPU (share of one core), the
 //! recording's bytes per socket-sample, and the same dumps done as flent does, by running
-//! `ss -tin` and parsing its text, for comparison.
+//! `ss -tin` and parsing its text, for comparison; then the kernel's part alone (bare dumps, not
+//! decoded, with more and more extensions asked for): the floor of any `NETLINK_SOCK_DIAG` reader.
 //!
 //! `cargo run --release -p tcpscope-monitor --example bench -- [PAIRS] [SECONDS]` (default
 //! 5000 pairs = 10,000 sockets, 10 s). Needs an open-file limit above 2 × PAIRS + 100
@@ -15,6 +16,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use netlink_packet_core::{NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NetlinkHeader, NetlinkMessage};
+use netlink_packet_sock_diag::SockDiagMessage;
+use netlink_packet_sock_diag::constants::{AF_INET, AF_INET6, IPPROTO_TCP};
+use netlink_packet_sock_diag::inet::{ExtensionFlags, InetRequest, SocketId, StateFlags};
+use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
+use tcpscope_monitor::filter::Filter;
 use tcpscope_monitor::record::{self, Options};
 
 /// CPU seconds (user + system) of this process, and of its waited-for children.
@@ -33,6 +40,73 @@ fn user_sys() -> (f64, f64) {
     let after = s.rsplit_once(')').map_or("", |x| x.1);
     let f: Vec<f64> = after.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
     (f.get(11).copied().unwrap_or(0.0) / 100.0, f.get(12).copied().unwrap_or(0.0) / 100.0)
+}
+
+/// Minor page faults of the calling thread (new memory touched: system time).
+fn minflt() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    s.rsplit_once(')').and_then(|x| x.1.split_whitespace().nth(7)).and_then(|x| x.parse().ok()).unwrap_or(0)
+}
+
+/// CPU time of the calling thread, ns (`/proc/thread-self/schedstat`: finer than the ticks of
+/// `stat`, user and system together).
+fn thread_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    s.split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(0)
+}
+
+/// The kernel's part alone: `n` dumps of `family` at 10 Hz asking for `ext`, filtered in the
+/// kernel by `filter`'s bytecode, the replies received and not decoded. Returns the thread's CPU
+/// per dump (ms), the reply bytes per dump and the `recv` calls per dump.
+fn bare_dumps(family: u8, ext: ExtensionFlags, filter: &str, n: u32) -> (f64, f64, f64) {
+    let mut sock = Socket::new(NETLINK_SOCK_DIAG).expect("netlink socket");
+    sock.bind_auto().expect("bind");
+    sock.connect(&SocketAddr::new(0, 0)).expect("connect");
+    let bc = Filter::parse(filter).expect("filter").bytecode().expect("bytecode");
+    let req = InetRequest {
+        family,
+        protocol: IPPROTO_TCP,
+        extensions: ext,
+        states: StateFlags::all() - StateFlags::LISTEN - StateFlags::TIME_WAIT - StateFlags::SYN_RECV,
+        socket_id: if family == AF_INET { SocketId::new_v4() } else { SocketId::new_v6() },
+    };
+    let mut header = NetlinkHeader::default();
+    header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+    let mut msg = NetlinkMessage::new(header, SockDiagMessage::InetRequest(req).into());
+    msg.finalize();
+    let mut out = vec![0u8; msg.buffer_len()];
+    msg.serialize(&mut out);
+    out.extend_from_slice(&((4 + bc.len()) as u16).to_ne_bytes());
+    out.extend_from_slice(&1u16.to_ne_bytes());
+    out.extend_from_slice(&bc);
+    let len = out.len() as u32;
+    out[0..4].copy_from_slice(&len.to_ne_bytes());
+    let mut buf = Vec::with_capacity(1 << 16);
+    let (mut cpu, mut bytes, mut recvs) = (0u64, 0u64, 0u64);
+    let mut next = Instant::now();
+    for _ in 0..n {
+        let c0 = thread_ns();
+        sock.send(&out, 0).expect("send");
+        'dump: loop {
+            buf.clear();
+            sock.recv(&mut buf, 0).expect("recv");
+            bytes += buf.len() as u64;
+            recvs += 1;
+            let mut at = 0;
+            while at + 16 <= buf.len() {
+                let len = u32::from_ne_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]) as usize;
+                let kind = u16::from_ne_bytes([buf[at + 4], buf[at + 5]]);
+                if kind == NLMSG_DONE || kind == NLMSG_ERROR {
+                    break 'dump;
+                }
+                at += (len.max(16) + 3) & !3;
+            }
+        }
+        cpu += thread_ns() - c0;
+        next += Duration::from_millis(100);
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    (cpu as f64 / 1e6 / f64::from(n), bytes as f64 / f64::from(n), recvs as f64 / f64::from(n))
 }
 
 fn main() {
@@ -80,31 +154,56 @@ fn main() {
         cpu_every: Some(Duration::from_millis(100)),
         to: None,
         to_grace: Duration::ZERO,
+        cpu_budget: None,
     };
     let never = AtomicBool::new(false);
     let (c2, _) = cpu();
     let (u2, s2) = user_sys();
+    let f2 = minflt();
     let t = Instant::now();
     let r = record::run(&opts, Some(&path), None, &never, |_| {}).expect("monitor");
     let wall = t.elapsed().as_secs_f64();
     let (c3, _) = cpu();
     let (u3, s3) = user_sys();
+    let f3 = minflt();
     // The sampler runs on this thread: its own CPU time, kernel time of the dumps included.
     let mon = ((u3 - u2) + (s3 - s2)) / wall;
     println!(
         "monitor: {} sockets, {} dumps in {wall:.1} s ({} late), {} samples, {} bytes: {:.2} bytes/socket-sample; \
-         CPU {:.1}% of one core (user {:.1}%, system {:.1}%; the whole process {:.1}%, traffic alone {:.1}%)",
+         {:.2} ms CPU and {} page faults per dump; CPU {:.1}% of one core (user {:.1}%, system {:.1}%; the whole process {:.1}%, \
+         traffic alone {:.1}%)",
         2 * pairs,
         r.dumps,
         r.overruns,
         r.samples,
         r.bytes,
         r.bytes as f64 / r.samples.max(1) as f64,
+        mon * wall * 1000.0 / r.dumps.max(1) as f64,
+        (f3 - f2) / r.dumps.max(1),
         mon * 100.0,
         (u3 - u2) / wall * 100.0,
         (s3 - s2) / wall * 100.0,
         (c3 - c2) / wall * 100.0,
         base * 100.0
+    );
+    let _ = std::fs::remove_file(&path);
+    // 2b. The same with the CLI's default budget (5 % of one core with the default interval):
+    // the sampler spaces its dumps out to stay within it.
+    let budget = Options { cpu_budget: Some(0.05), ..opts.clone() };
+    let (u4, s4) = user_sys();
+    let t = Instant::now();
+    let r = record::run(&budget, Some(&path), None, &never, |_| {}).expect("monitor");
+    let wall = t.elapsed().as_secs_f64();
+    let (u5, s5) = user_sys();
+    println!(
+        "monitor, 5% budget: {} dumps in {wall:.1} s ({} put off by the budget, one every {:.0} ms): CPU {:.1}% of \
+         one core (user {:.1}%, system {:.1}%)",
+        r.dumps,
+        r.stretched,
+        wall * 1000.0 / r.dumps.max(1) as f64,
+        ((u5 - u4) + (s5 - s4)) / wall * 100.0,
+        (u5 - u4) / wall * 100.0,
+        (s5 - s4) / wall * 100.0
     );
     let _ = std::fs::remove_file(&path);
     // 3. `ss -tin` at 10 Hz, its text parsed for cwnd, rtt and bytes_acked (flent's way).
@@ -146,12 +245,47 @@ fn main() {
     let (pu1, ps1) = user_sys();
     let parse = (pu1 - pu0) + (ps1 - ps0);
     println!(
-        "ss -tin: {dumps} dumps in {wall:.1} s ({late} late), {found} sockets parsed: CPU {:.1}% of one core \
-         (ss {:.1}%, reading and parsing its text {:.1}%)",
+        "ss -tin: {dumps} dumps in {wall:.1} s ({late} late), {found} sockets parsed: {:.2} ms CPU per dump; \
+         CPU {:.1}% of one core (ss {:.1}%, reading and parsing its text {:.1}%)",
+        ((ch1 - ch0) + parse) * 1000.0 / dumps.max(1) as f64,
         ((ch1 - ch0) + parse) / wall * 100.0,
         (ch1 - ch0) / wall * 100.0,
         parse / wall * 100.0
     );
+    // 4. The kernel's part alone (the floor any NETLINK_SOCK_DIAG reader pays): bare dumps at
+    // 10 Hz, replies received and not decoded, asking for more and more; the variants take turns
+    // (rounds of 5 dumps) so that a change in the machine's load spreads over all of them.
+    let filter = format!("port {}", addr.port());
+    let (info, cong, mem, vegas) =
+        (ExtensionFlags::INFO, ExtensionFlags::CONG, ExtensionFlags::MEMINFO, ExtensionFlags::VEGASINFO);
+    let variants = [
+        ("IPv4, no extensions", AF_INET, ExtensionFlags::empty()),
+        ("IPv4, INFO", AF_INET, info),
+        ("IPv4, INFO CONG", AF_INET, info | cong),
+        ("IPv4, INFO MEMINFO", AF_INET, info | mem),
+        ("IPv4, INFO CONG MEMINFO VEGASINFO", AF_INET, info | cong | mem | vegas),
+        ("IPv6 (no socket matches), INFO", AF_INET6, info),
+    ];
+    let rounds = (secs / 2.5).max(1.0) as u32;
+    let mut sums = vec![(0.0, 0.0, 0.0); variants.len()];
+    for _ in 0..rounds {
+        for (v, sum) in variants.iter().zip(sums.iter_mut()) {
+            let (ms, bytes, recvs) = bare_dumps(v.1, v.2, &filter, 5);
+            sum.0 += ms / f64::from(rounds);
+            sum.1 += bytes / f64::from(rounds);
+            sum.2 += recvs / f64::from(rounds);
+        }
+    }
+    for ((what, ..), (ms, bytes, recvs)) in variants.iter().zip(sums) {
+        // At 10 Hz, X ms of CPU per dump is X ms per 100 ms: 10·X ‰, X % of one core.
+        println!(
+            "kernel floor: {what}: {ms:.2} ms CPU per dump = {:.1}% of one core at 10 Hz, {:.0} bytes per socket, \
+             {recvs:.0} recv calls of {:.1} KB",
+            ms * 10.0 / 1000.0 * 100.0,
+            bytes / (2 * pairs) as f64,
+            bytes / recvs.max(1.0) / 1024.0
+        );
+    }
     stop.store(true, Ordering::Relaxed);
     let _ = traffic.join();
 }

@@ -30,7 +30,7 @@ use netlink_packet_sock_diag::inet::{
 use netlink_packet_utils::traits::Parseable;
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
 
-use crate::fields::{DiagField, FIELDS, Kind, Src, decode_tcp_info, read_le};
+use crate::fields::{DiagField, LAYOUT, Raw, decode_tcp_info, read_le};
 use crate::filter::{Ends, Filter};
 
 /// `INET_DIAG_REQ_BYTECODE`, the request attribute carrying the filter program.
@@ -48,10 +48,14 @@ pub struct SockInfo {
     pub uid: u32,
     /// Congestion control (`INET_DIAG_CONG`).
     pub cong: Option<Arc<str>>,
-    /// The raw `INET_DIAG_INFO` attribute (`struct tcp_info`, as long as the kernel made it).
+    /// Length of the `INET_DIAG_INFO` attribute (`struct tcp_info`, as long as the kernel made
+    /// it: tells which fields this kernel has).
+    pub info_len: usize,
+    /// The attribute itself, if [`Diag::keep_info`] is set (else empty: a copy per socket per
+    /// dump is not free).
     pub info: Vec<u8>,
-    /// Raw values indexed like [`FIELDS`] (derived slots `None`).
-    pub raw: Vec<Option<u64>>,
+    /// Raw values indexed like [`crate::fields::FIELDS`] (derived slots absent).
+    pub raw: Raw,
 }
 
 /// Counts of one dump.
@@ -72,6 +76,8 @@ pub struct Diag {
     bytecode: Option<Vec<u8>>,
     /// Whether the kernel accepted the bytecode (else the filter runs in user space only).
     pub kernel_filter: bool,
+    /// Keep each reply's raw `tcp_info` in [`SockInfo::info`] (for tests and tools).
+    pub keep_info: bool,
     buf: Vec<u8>,
     seq: u32,
     congs: Congs,
@@ -86,7 +92,16 @@ impl Diag {
         sock.connect(&SocketAddr::new(0, 0))?;
         let bytecode = filter.bytecode();
         let kernel_filter = bytecode.is_some();
-        Ok(Diag { sock, filter, bytecode, kernel_filter, buf: Vec::with_capacity(1 << 16), seq: 0, congs: Vec::new() })
+        Ok(Diag {
+            sock,
+            filter,
+            bytecode,
+            kernel_filter,
+            keep_info: false,
+            buf: Vec::with_capacity(1 << 16),
+            seq: 0,
+            congs: Vec::new(),
+        })
     }
 
     /// Dumps IPv4 then IPv6 TCP sockets (all states but LISTEN, TIME_WAIT and SYN_RECV, which
@@ -166,7 +181,7 @@ impl Diag {
                         }
                     }
                     SOCK_DIAG_BY_FAMILY => {
-                        let Some(s) = sock_info(nl.payload(), &mut self.congs) else {
+                        let Some(s) = sock_info(nl.payload(), &mut self.congs, self.keep_info) else {
                             stats.unparsed += 1;
                             continue;
                         };
@@ -189,11 +204,11 @@ type Congs = Vec<(Vec<u8>, Arc<str>)>;
 
 /// One reply: the `inet_diag_msg` header by the crate's buffer view and its attributes by the
 /// crate's iterator, values borrowed from the receive buffer. `None` if it does not parse.
-fn sock_info(payload: &[u8], congs: &mut Congs) -> Option<SockInfo> {
+fn sock_info(payload: &[u8], congs: &mut Congs, keep_info: bool) -> Option<SockInfo> {
     let buf = InetResponseBuffer::new_checked(payload).ok()?;
     let h = InetResponseHeader::parse(&buf).ok()?;
     let id = &h.socket_id;
-    let mut raw = vec![None; FIELDS.len()];
+    let mut raw = Raw::default();
     let mut info: &[u8] = &[];
     let mut cong = None;
     let mut mem: Option<&[u8]> = None;
@@ -225,20 +240,34 @@ fn sock_info(payload: &[u8], congs: &mut Congs) -> Option<SockInfo> {
     if !info.is_empty() {
         decode_tcp_info(info, &mut raw);
     }
-    for (i, f) in FIELDS.iter().enumerate() {
-        let Kind::Raw { src, .. } = f.kind else { continue };
-        match src {
-            Src::Diag(DiagField::State) => raw[i] = Some(u64::from(h.state)),
-            Src::Diag(DiagField::RQueue) => raw[i] = Some(u64::from(h.recv_queue)),
-            Src::Diag(DiagField::WQueue) => raw[i] = Some(u64::from(h.send_queue)),
-            // struct inet_diag_meminfo { u32 idiag_rmem, idiag_wmem, idiag_fmem, idiag_tmem; }
-            Src::Mem(k) => raw[i] = mem.and_then(|m| read_le(m, 4 * k as usize, 4)),
-            Src::Bbr(0) => {
-                // struct tcp_bbr_info { u32 bbr_bw_lo, bbr_bw_hi, bbr_min_rtt, bbr_pacing_gain, bbr_cwnd_gain; }
-                raw[i] = bbr.and_then(|b| Some(read_le(b, 0, 4)? | read_le(b, 4, 4)? << 32));
-            }
-            Src::Bbr(k) => raw[i] = bbr.and_then(|b| read_le(b, 4 * k as usize, 4)),
-            _ => {}
+    let l = &*LAYOUT;
+    for &(i, d) in &l.diag {
+        raw.set(
+            i,
+            Some(match d {
+                DiagField::State => u64::from(h.state),
+                DiagField::RQueue => u64::from(h.recv_queue),
+                DiagField::WQueue => u64::from(h.send_queue),
+            }),
+        );
+    }
+    // struct inet_diag_meminfo { u32 idiag_rmem, idiag_wmem, idiag_fmem, idiag_tmem; }
+    if let Some(m) = mem {
+        for &(i, k) in &l.mem {
+            raw.set(i, read_le(m, 4 * k, 4));
+        }
+    }
+    // struct tcp_bbr_info { u32 bbr_bw_lo, bbr_bw_hi, bbr_min_rtt, bbr_pacing_gain, bbr_cwnd_gain; }
+    if let Some(b) = bbr {
+        for &(i, k) in &l.bbr {
+            raw.set(
+                i,
+                if k == 0 {
+                    read_le(b, 0, 4).zip(read_le(b, 4, 4)).map(|(lo, hi)| lo | hi << 32)
+                } else {
+                    read_le(b, 4 * k, 4)
+                },
+            );
         }
     }
     Some(SockInfo {
@@ -253,7 +282,8 @@ fn sock_info(payload: &[u8], congs: &mut Congs) -> Option<SockInfo> {
         inode: h.inode,
         uid: h.uid,
         cong,
-        info: info.to_vec(),
+        info_len: info.len(),
+        info: if keep_info { info.to_vec() } else { Vec::new() },
         raw,
     })
 }

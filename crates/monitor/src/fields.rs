@@ -103,14 +103,76 @@ impl Val {
     }
 }
 
-/// One sample of one socket: the raw values, indexed like [`FIELDS`] (derived slots stay `None`).
+/// One sample of one socket: the raw values, indexed like [`FIELDS`] (derived slots stay absent).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
     /// Wall-clock time of the dump that produced the sample, ns since the Unix epoch.
     pub t_ns: u64,
     /// The connection's id in this recording (order of first sight, from 1).
     pub conn: u32,
-    pub raw: Vec<Option<u64>>,
+    pub raw: Raw,
+}
+
+/// Number of fields in [`FIELDS`].
+pub const N_FIELDS: usize = 98;
+
+const _: () = assert!(N_FIELDS <= 128, "a sample's presence mask is a u128");
+
+/// The raw values of a sample, indexed like [`FIELDS`]: dense values and a mask of the present
+/// ones, 800 bytes in place (a `Vec<Option<u64>>` was 1.6 KB on the heap), and the mask tells
+/// the recording's encoder which columns a row has without looking at each value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Raw {
+    /// Absent slots are 0 (so that the derived equality is the equality of the values).
+    vals: [u64; N_FIELDS],
+    mask: u128,
+}
+
+impl Default for Raw {
+    fn default() -> Raw {
+        Raw { vals: [0; N_FIELDS], mask: 0 }
+    }
+}
+
+impl std::fmt::Debug for Raw {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries((0..N_FIELDS).filter_map(|i| Some((FIELDS[i].name, self.get(i)?)))).finish()
+    }
+}
+
+impl Raw {
+    /// Field `i`, if present.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<u64> {
+        (self.mask >> i & 1 != 0).then(|| self.vals[i])
+    }
+
+    /// Sets field `i` (`None`: absent).
+    #[inline]
+    pub fn set(&mut self, i: usize, v: Option<u64>) {
+        match v {
+            Some(v) => {
+                self.vals[i] = v;
+                self.mask |= 1 << i;
+            }
+            None => {
+                self.vals[i] = 0;
+                self.mask &= !(1 << i);
+            }
+        }
+    }
+
+    /// Bit `i` set: field `i` is present.
+    #[inline]
+    pub fn mask(&self) -> u128 {
+        self.mask
+    }
+
+    /// Every value, absent ones 0.
+    #[inline]
+    pub fn values(&self) -> &[u64; N_FIELDS] {
+        &self.vals
+    }
 }
 
 /// What a derived field sees.
@@ -124,12 +186,12 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn get(&self, name: &str) -> Option<u64> {
-        self.cur.raw[index(name)]
+        self.cur.raw.get(index(name))
     }
 
     fn delta_of(&self, s: Option<&Sample>, name: &str) -> Option<u64> {
         let i = index(name);
-        self.cur.raw[i]?.checked_sub(s?.raw[i]?)
+        self.cur.raw.get(i)?.checked_sub(s?.raw.get(i)?)
     }
 
     /// Seconds since `s`, if positive.
@@ -142,25 +204,25 @@ impl Ctx<'_> {
 impl Sample {
     /// A sample with every field absent.
     pub fn empty(t_ns: u64, conn: u32) -> Sample {
-        Sample { t_ns, conn, raw: vec![None; FIELDS.len()] }
+        Sample { t_ns, conn, raw: Raw::default() }
     }
 
     /// The raw field `name` (panics on a name that is not a raw field: a bug in the caller).
     pub fn get(&self, name: &str) -> Option<u64> {
-        self.raw[index(name)]
+        self.raw.get(index(name))
     }
 
     /// Value of field number `i` given the connection's previous and first samples.
     pub fn value(&self, i: usize, prev: Option<&Sample>, first: &Sample) -> Option<Val> {
         match FIELDS[i].kind {
-            Kind::Raw { .. } => self.raw[i].map(Val::U),
+            Kind::Raw { .. } => self.raw.get(i).map(Val::U),
             Kind::Derived(f) => f(&Ctx { cur: self, prev, first }),
         }
     }
 
     /// The `_delta` of raw counter `i` since `prev`.
     pub fn delta(&self, i: usize, prev: Option<&Sample>) -> Option<u64> {
-        self.raw[i]?.checked_sub(prev?.raw[i]?)
+        self.raw.get(i)?.checked_sub(prev?.raw.get(i)?)
     }
 
     /// The sample as one JSON object: `t` (seconds since the epoch), `conn`, then every column.
@@ -288,7 +350,7 @@ pub fn limit_shares(c: &Ctx, s: Option<&Sample>) -> Option<(f64, f64, f64)> {
 }
 
 /// Every field of a sample, in output order.
-pub static FIELDS: &[Field] = &[
+pub static FIELDS: &[Field; N_FIELDS] = &[
     // The inet_diag_msg header.
     f!(
         "state",
@@ -875,20 +937,54 @@ pub const TCP_INFO_KNOWN_LEN: usize = 280;
 
 /// Fills the `tcp_info` fields of `raw` from an `INET_DIAG_INFO` attribute of `info.len()` bytes.
 ///
-/// A field that does not fit entirely in the attribute is left `None`: the kernel that sent it
+/// A field that does not fit entirely in the attribute is left absent: the kernel that sent it
 /// predates the field. Bytes beyond [`TCP_INFO_KNOWN_LEN`] (a newer kernel) are ignored.
-pub fn decode_tcp_info(info: &[u8], raw: &mut [Option<u64>]) {
-    for (i, f) in FIELDS.iter().enumerate() {
-        let Kind::Raw { src, .. } = f.kind else { continue };
-        raw[i] = match src {
-            Src::Info { off, size } => read_le(info, off as usize, size as usize),
-            Src::Bits { off, shift, width } => {
-                info.get(off as usize).map(|b| u64::from((b >> shift) & ((1u8 << width) - 1)))
-            }
-            _ => continue,
+pub fn decode_tcp_info(info: &[u8], raw: &mut Raw) {
+    let l = &*LAYOUT;
+    for &(i, off, size) in &l.info {
+        // Sizes 1, 2, 4 and 8 each read as a fixed-size integer (not a copy of `size` bytes).
+        let v = match size {
+            1 => info.get(off).map(|&b| u64::from(b)),
+            2 => info.get(off..off + 2).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]]))),
+            4 => info.get(off..off + 4).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+            _ => info.get(off..off + 8).and_then(|b| Some(u64::from_le_bytes(b.try_into().ok()?))),
         };
+        raw.set(i, v);
+    }
+    for &(i, off, shift, width) in &l.bits {
+        raw.set(i, info.get(off).map(|b| u64::from((b >> shift) & ((1u8 << width) - 1))));
     }
 }
+
+/// Where the raw fields come from, as flat lists built once from [`FIELDS`]: decoding a reply
+/// is a pass over these, not a `match` over every field of the table.
+pub(crate) struct Layout {
+    /// `tcp_info` fields: index, byte offset, size.
+    info: Vec<(usize, usize, usize)>,
+    /// `tcp_info` bit fields: index, byte offset, shift, width.
+    bits: Vec<(usize, usize, u8, u8)>,
+    /// The `inet_diag_msg` header's fields: index and which.
+    pub(crate) diag: Vec<(usize, DiagField)>,
+    /// `INET_DIAG_MEMINFO`: index and u32 number.
+    pub(crate) mem: Vec<(usize, usize)>,
+    /// `INET_DIAG_BBRINFO`: index and u32 number.
+    pub(crate) bbr: Vec<(usize, usize)>,
+}
+
+pub(crate) static LAYOUT: std::sync::LazyLock<Layout> = std::sync::LazyLock::new(|| {
+    let mut l = Layout { info: Vec::new(), bits: Vec::new(), diag: Vec::new(), mem: Vec::new(), bbr: Vec::new() };
+    for (i, f) in FIELDS.iter().enumerate() {
+        let Kind::Raw { src, .. } = f.kind else { continue };
+        match src {
+            Src::Info { off, size } => l.info.push((i, off.into(), size.into())),
+            Src::Bits { off, shift, width } => l.bits.push((i, off.into(), shift, width)),
+            Src::Diag(d) => l.diag.push((i, d)),
+            Src::Mem(k) => l.mem.push((i, k.into())),
+            Src::Bbr(k) => l.bbr.push((i, k.into())),
+        }
+    }
+    l
+});
 
 /// The little-endian (host order on the machines we run on) integer of `size` bytes at `off`,
 /// or `None` if `buf` ends before it.

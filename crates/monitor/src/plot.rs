@@ -420,7 +420,7 @@ mod tests {
                 ("snd_cwnd", 10 + k),
                 ("snd_mss", 1000),
             ] {
-                s.raw[index(n)] = Some(v);
+                s.raw.set(index(n), Some(v));
             }
             rec.samples.push(s);
             rec.cpu.push(CpuSample { t_ns: k * 100_000_000, cores: vec![[k * 5, k, 0, 0, k * 4]], proc: Some([k, k]) });

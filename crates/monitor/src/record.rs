@@ -34,6 +34,9 @@ pub struct Options {
     /// At the end, how long to keep trying to reach the collector before leaving the rest in
     /// the spill (sent by the next run with the same file).
     pub to_grace: Duration,
+    /// Share of one core the sampling may take; above it, dumps are spaced further apart than
+    /// `interval` ([`crate::track::Sampler::cpu_budget`]). `None`: every `interval`.
+    pub cpu_budget: Option<f64>,
 }
 
 /// How streamed samples are written.
@@ -58,6 +61,8 @@ pub struct Report {
     /// connections made to it.
     pub shipped: Option<(u64, u64)>,
     pub overruns: u64,
+    /// Dumps put off by the CPU budget.
+    pub stretched: u64,
     pub kernel_filter: bool,
     /// Bytes of the recording.
     pub bytes: u64,
@@ -117,9 +122,10 @@ pub fn run(
         .transpose()?;
     let mut last_cpu: Option<Instant> = None;
     let mut sampler = Sampler::new(diag, opts.interval, opts.pid);
+    sampler.cpu_budget = opts.cpu_budget;
     let started = Instant::now();
     // The first dump tells whether the kernel takes the bytecode, which the header records.
-    let first = sampler.once()?;
+    sampler.once()?;
     let t0 = now_ns();
     let mut stream_id = String::new();
     let mut writer = match path {
@@ -157,7 +163,7 @@ pub fn run(
     }
     let mut hist = History::default();
     let mut report = Report::default();
-    let mut handle = |step: Step| -> io::Result<bool> {
+    let mut handle = |step: &Step| -> io::Result<bool> {
         report.conns += step.started.len() as u64;
         report.samples += step.samples.len() as u64;
         let t = step.samples.first().map_or_else(now_ns, |s| s.t_ns);
@@ -170,16 +176,15 @@ pub fn run(
             }
             out.flush()?;
         }
-        each(&step);
-        let Step { started, samples, ended } = step;
+        each(step);
         if let Some(w) = writer.as_mut() {
-            for c in &started {
+            for c in &step.started {
                 w.conn(c)?;
             }
-            for s in samples {
+            for s in &step.samples {
                 w.sample(s)?;
             }
-            for e in &ended {
+            for e in &step.ended {
                 w.end(e)?;
             }
         }
@@ -212,7 +217,7 @@ pub fn run(
         }
         Ok(true)
     };
-    handle(first)?;
+    handle(sampler.last_step())?;
     let until = opts.duration.map(|d| started + d);
     let result = sampler.run(until, stop, &mut handle);
     let ends = sampler.tracker.finish(now_ns());
@@ -231,6 +236,7 @@ pub fn run(
     result?;
     report.dumps = sampler.dumps;
     report.overruns = sampler.overruns;
+    report.stretched = sampler.stretched;
     report.kernel_filter = sampler.diag.kernel_filter;
     report.elapsed = started.elapsed();
     Ok(report)

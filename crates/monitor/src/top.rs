@@ -169,7 +169,7 @@ pub fn run(opts: &Options, stop: &AtomicBool) -> io::Result<()> {
             }
             let t = Instant::now();
             let step = sampler.once()?;
-            top.update(&step);
+            top.update(step);
             if drawn.elapsed() >= Duration::from_millis(250) {
                 let rows = top.rows();
                 let title = format!(
@@ -213,7 +213,7 @@ mod tests {
             ("rtt", 1500),
             ("total_retrans", 2),
         ] {
-            s.raw[index(n)] = Some(v);
+            s.raw.set(index(n), Some(v));
         }
         s
     }

@@ -197,10 +197,10 @@ mod tests {
 
     fn s(t_ms: u64, busy_ms: u64, rwnd_ms: u64, sndbuf_ms: u64, acked: u64) -> Sample {
         let mut x = Sample::empty(t_ms * 1_000_000, 0);
-        x.raw[index("busy_time")] = Some(busy_ms * 1000);
-        x.raw[index("rwnd_limited")] = Some(rwnd_ms * 1000);
-        x.raw[index("sndbuf_limited")] = Some(sndbuf_ms * 1000);
-        x.raw[index("bytes_acked")] = Some(acked);
+        x.raw.set(index("busy_time"), Some(busy_ms * 1000));
+        x.raw.set(index("rwnd_limited"), Some(rwnd_ms * 1000));
+        x.raw.set(index("sndbuf_limited"), Some(sndbuf_ms * 1000));
+        x.raw.set(index("bytes_acked"), Some(acked));
         x
     }
 

@@ -7,7 +7,7 @@ use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
 use tcpscope_monitor::diag::{Diag, SockInfo};
-use tcpscope_monitor::fields::{FIELDS, Kind, Src, TCP_INFO_KNOWN_LEN, decode_tcp_info, index};
+use tcpscope_monitor::fields::{FIELDS, Kind, Raw, Src, TCP_INFO_KNOWN_LEN, decode_tcp_info, index};
 use tcpscope_monitor::filter::Filter;
 
 /// A connected pair on loopback (v4 or v6) that has moved `n` bytes client → server.
@@ -23,6 +23,7 @@ fn pair(v6: bool, n: usize) -> (TcpStream, TcpStream) {
 
 fn find(filter: &str, port: u16) -> Vec<SockInfo> {
     let mut d = Diag::new(Filter::parse(filter).unwrap()).unwrap();
+    d.keep_info = true;
     let mut out = Vec::new();
     d.dump(|s| {
         if s.ends.sport == port || s.ends.dport == port {
@@ -48,15 +49,15 @@ fn dumps_v4_and_v6_with_kernel_filter() {
         assert!(client.cookie != 0);
         assert!(client.info.len() >= 192, "tcp_info of {} bytes", client.info.len());
         // The SYN counts as one acknowledged byte.
-        assert_eq!(client.raw[index("bytes_acked")], Some(100_001));
-        assert_eq!(client.raw[index("state")], Some(1));
-        assert!(client.raw[index("snd_mss")].unwrap() > 0);
-        assert!(client.raw[index("wmem")].is_some(), "MEMINFO requested and returned");
+        assert_eq!(client.raw.get(index("bytes_acked")), Some(100_001));
+        assert_eq!(client.raw.get(index("state")), Some(1));
+        assert!(client.raw.get(index("snd_mss")).unwrap() > 0);
+        assert!(client.raw.get(index("wmem")).is_some(), "MEMINFO requested and returned");
         let cong = client.cong.as_deref().unwrap();
         // BBR's own attribute comes with the VEGASINFO request (Linux's default here is bbr).
-        assert_eq!(client.raw[index("bbr_bw")].is_some(), cong == "bbr", "{cong}");
+        assert_eq!(client.raw.get(index("bbr_bw")).is_some(), cong == "bbr", "{cong}");
         let server = got.iter().find(|s| s.ends.sport == port).unwrap();
-        assert_eq!(server.raw[index("bytes_received")], Some(100_000));
+        assert_eq!(server.raw.get(index("bytes_received")), Some(100_000));
         // The filter ran in the kernel: a filter on another port returns neither.
         assert!(find(&format!("dport {}", port.wrapping_add(1)), port).is_empty());
         drop((c, s));
@@ -81,10 +82,10 @@ const OLD_LENGTHS: &[(usize, &str)] = &[
 ];
 
 fn check_truncations(full: &[u8]) {
-    let mut whole = vec![None; FIELDS.len()];
+    let mut whole = Raw::default();
     decode_tcp_info(full, &mut whole);
     for &(len, what) in OLD_LENGTHS.iter().filter(|(l, _)| *l <= full.len()) {
-        let mut raw = vec![None; FIELDS.len()];
+        let mut raw = Raw::default();
         decode_tcp_info(&full[..len], &mut raw);
         for (i, f) in FIELDS.iter().enumerate() {
             let Kind::Raw { src, .. } = f.kind else { continue };
@@ -94,10 +95,10 @@ fn check_truncations(full: &[u8]) {
                 _ => continue,
             };
             if end <= len {
-                assert_eq!(raw[i], whole[i], "{} at length {len} ({what})", f.name);
-                assert!(raw[i].is_some());
+                assert_eq!(raw.get(i), whole.get(i), "{} at length {len} ({what})", f.name);
+                assert!(raw.get(i).is_some());
             } else {
-                assert_eq!(raw[i], None, "{} must be absent at length {len} ({what})", f.name);
+                assert_eq!(raw.get(i), None, "{} must be absent at length {len} ({what})", f.name);
             }
         }
     }
@@ -112,9 +113,9 @@ fn decodes_truncated_real_attributes() {
     let info = &got[0].info;
     check_truncations(info);
     if info.len() >= TCP_INFO_KNOWN_LEN {
-        let mut raw = vec![None; FIELDS.len()];
+        let mut raw = Raw::default();
         decode_tcp_info(info, &mut raw);
-        assert!(raw[index("total_rto_time")].is_some());
+        assert!(raw.get(index("total_rto_time")).is_some());
     }
     drop((c, s));
     // ...and one recorded on Linux 6.18 (tests/data), so the test does not depend on the kernel
@@ -124,11 +125,11 @@ fn decodes_truncated_real_attributes() {
         (0..hex.trim().len()).step_by(2).map(|i| u8::from_str_radix(&hex.trim()[i..i + 2], 16).unwrap()).collect();
     assert_eq!(rec.len(), 280);
     check_truncations(&rec);
-    let mut raw = vec![None; FIELDS.len()];
+    let mut raw = Raw::default();
     decode_tcp_info(&rec[..160], &mut raw);
-    assert_eq!(raw[index("delivery_rate")], None);
-    assert_eq!(raw[index("busy_time")], None);
-    assert!(raw[index("min_rtt")].is_some());
+    assert_eq!(raw.get(index("delivery_rate")), None);
+    assert_eq!(raw.get(index("busy_time")), None);
+    assert!(raw.get(index("min_rtt")).is_some());
 }
 
 /// Prints this kernel's attribute as hex (to refresh tests/data): `cargo test -p
@@ -140,4 +141,27 @@ fn print_attribute() {
     let port = c.local_addr().unwrap().port();
     let got = find(&format!("sport {port}"), port);
     println!("{}", got[0].info.iter().map(|b| format!("{b:02x}")).collect::<String>());
+}
+
+/// With a CPU budget the sampler spaces its dumps out when they cost more than the budget
+/// allows at the interval; without one it keeps the interval.
+#[test]
+fn cpu_budget_spaces_dumps_out() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+    use tcpscope_monitor::track::Sampler;
+    let never = AtomicBool::new(false);
+    let run = |budget: Option<f64>| {
+        let diag = Diag::new(Filter::parse("dport 9").unwrap()).unwrap();
+        let mut s = Sampler::new(diag, Duration::from_millis(2), None);
+        s.cpu_budget = budget;
+        s.run(Some(Instant::now() + Duration::from_millis(400)), &never, |_| Ok(true)).unwrap();
+        (s.dumps, s.stretched)
+    };
+    let (free, none_stretched) = run(None);
+    assert_eq!(none_stretched, 0);
+    // A dump costs at least 20 µs of CPU: at 0.01 % of a core that is ≥ 200 ms apart.
+    let (held, stretched) = run(Some(0.000_1));
+    assert!(stretched > 0 && held <= 3, "{held} dumps, {stretched} put off");
+    assert!(free > 3 * held, "without a budget {free} dumps, with {held}");
 }

@@ -53,6 +53,7 @@ fn record(dir: &std::path::Path) -> PathBuf {
         cpu_every: Some(Duration::from_millis(50)),
         to: None,
         to_grace: Duration::ZERO,
+        cpu_budget: None,
     };
     let stop = AtomicBool::new(false);
     let spec = format!("unix:{}", sock.display());
