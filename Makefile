@@ -53,6 +53,7 @@ deps-capture:
 test: deps build-deps web lint
 	$(CARGO) test --workspace
 	$(MAKE) test-web
+	@tools/test-skips.sh
 
 # The house style (rustfmt.toml) and clippy's warnings as errors: a red lint is a red CI.
 lint: build-deps web

@@ -868,6 +868,7 @@ fn million_packets_render_in_about_two_seconds() {
 /// connections of its Solaris discard trace. Every kind renders; retransmissions and duplicate
 /// ACKs are drawn exactly as many times as `stats` counts them.
 #[test]
+#[cfg_attr(no_public_traces, ignore = "../shared/traces/public is absent")]
 fn public_traces_render_every_kind_with_every_event() {
     let Some(dir) = public_traces() else {
         eprintln!("skipping: ../shared/traces/public is absent");
