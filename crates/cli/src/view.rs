@@ -26,6 +26,10 @@ fn load_paths(c: &ViewCommon, paths: Vec<std::path::PathBuf>) -> io::Result<Trac
         }
     }
     if !t.paths.is_empty() && t.an.nothing_read() {
+        // A window that ends before it starts is the command line's fault (exit 2).
+        if t.bad_window {
+            return Err(io::Error::other("the time window is empty (see above)"));
+        }
         return Err(crate::run::input_error("nothing could be read from the traces"));
     }
     Ok(t)

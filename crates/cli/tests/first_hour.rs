@@ -70,6 +70,14 @@ fn i17_usage_errors_exit_2_from_every_command() {
         let out = run_with(&cmd, &t, &["--no-such-flag"]);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {}", stderr(&out));
     }
+    // A window that ends before it starts: a usage error, wherever a window is taken.
+    for cmd in commands(&d) {
+        let extra: &[&str] =
+            if cmd[0] == "plot" { &["--from", "1", "--to", "0.5"] } else { &["--from", "+1s", "--to", "+0.5s"] };
+        let out = run_with(&cmd, &t, extra);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{cmd:?}");
+    }
     // A connection the input does not have: a usage error, wherever -c is taken.
     for cmd in [&["conns"][..], &["stats"], &["screen"], &["print"], &["plot", "-o", "/dev/null"]] {
         let mut args = cmd.to_vec();
