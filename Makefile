@@ -53,6 +53,7 @@ deps-capture:
 test: deps build-deps web lint
 	$(CARGO) test --workspace
 	$(MAKE) test-web
+	@tools/test-skips.sh
 
 # The house style (rustfmt.toml) and clippy's warnings as errors: a red lint is a red CI.
 lint: build-deps web
@@ -68,10 +69,12 @@ WEB_SRC := $(wildcard web/src/*) web/index.html web/vite.config.ts web/tsconfig.
 web-deps:
 	@tools/need-debian.sh npm:npm node:nodejs
 
-# `npm install`, not `npm ci`: the registry we reach lacks some of rollup's optional
-# per-platform packages, so the lock file lists only those it has, and `npm ci` refuses it.
+# `npm ci`, not `npm install`: it installs exactly what the tracked lock file says and never
+# rewrites it, so a build leaves the clone clean. The lock lists every platform's optional
+# rollup package (as `npm install` writes it on any platform); `npm ci` fetches only this
+# machine's.
 web/node_modules/.package-lock.json: web/package-lock.json | web-deps
-	cd web && npm install --no-audit --no-fund
+	cd web && npm ci --no-audit --no-fund
 
 web/dist/index.html: web/node_modules/.package-lock.json $(WEB_SRC)
 	cd web && npm run build

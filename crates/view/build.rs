@@ -20,7 +20,9 @@ fn main() {
             .map_err(|e| e.to_string())
             .and_then(|s| if s.success() { Ok(()) } else { Err(format!("npm {} failed ({s})", args.join(" "))) })
     };
-    let built = run(&["install", "--no-audit", "--no-fund"]).and_then(|_| run(&["run", "build"]));
+    // `ci`: exactly the tracked lock file, which it never rewrites (`install` may: a build
+    // must leave the clone clean).
+    let built = run(&["ci", "--no-audit", "--no-fund"]).and_then(|_| run(&["run", "build"]));
     if let Err(e) = built {
         eprintln!(
             "error: the viewer's assets ({}) are missing and building them failed: {e}.\n\

@@ -314,10 +314,14 @@ export function connPage(q: ListQuery, signal?: AbortSignal): Promise<ListPage> 
 
 export const endpoints = (c: Conn) => `${c.a.addr}:${c.a.port} → ${c.b.addr}:${c.b.port}`;
 
-/** A connection's value for a sort key (`a2b.rexmit_packets`, ...). */
+/** A connection's value for a sort key (`a2b.rexmit_packets`, `both.rexmit_packets`: the sum, ...). */
 function sortValue(c: Conn, key: string): number | string | null {
   if (key === "endpoints") return endpoints(c);
   const [a, b] = key.split(".");
+  if (a === "both") {
+    const [x, y] = [c.a2b[b], c.b2a[b]];
+    return typeof x === "number" && typeof y === "number" ? x + y : null;
+  }
   const v = b === undefined ? c[a] : (c[a] as Record<string, unknown>)?.[b];
   return typeof v === "number" || typeof v === "string" ? v : null;
 }

@@ -369,23 +369,33 @@ export interface PanelLine {
   fill?: boolean;
   /** Left out of a panel's legend (the timeline's lifelines: one line per guid). */
   unlabelled?: boolean;
+  /** Does not set the panel's scale (unless nothing else has a value): it may leave the top,
+   * where it does is marked with this text (the advertised window, often far above the bytes
+   * in flight, flattened them). */
+  overTop?: string;
 }
+
+/** The colours of the CLI's plots (core `plot::Color::svg`), so that a kind of sample has one
+ * colour in both: Karn RTT samples green, timestamp ones blue. */
+export const COLOR = { fg: "#000000", green: "#1a9a3a", red: "#e0181c", blue: "#2b6fd6", yellow: "#c99a00", purple: "#8a2be2", orange: "#f07800" } as const;
 
 /** The panels' series (throughput, RTT, bytes), as drawn: built once per answer. */
 export function panelLines(p: Panels): PanelLine[][] {
   return [
     [
-      { s: p.tput_bps, color: "#f07800", label: "throughput", step: true },
-      { s: p.goodput_bps, color: "#2b6fd6", label: "goodput (new bytes)", step: true },
+      { s: p.tput_bps, color: COLOR.orange, label: "throughput", step: true },
+      { s: p.goodput_bps, color: COLOR.blue, label: "goodput (new bytes)", step: true },
     ],
     [
-      { s: p.rtt_ms, color: "#1a9a3a", label: "timestamp + Karn", dots: true },
-      { s: p.rtt_karn_ms, color: "#e0181c", label: "Karn", dots: true },
+      // Every sample blue (timestamp samples are most of them), the Karn ones green over them,
+      // as `tcpscope plot -k rtt` colours them (it drew them red here).
+      { s: p.rtt_ms, color: COLOR.blue, label: "timestamp + Karn", dots: true },
+      { s: p.rtt_karn_ms, color: COLOR.green, label: "Karn", dots: true },
     ],
     [
-      { s: p.flight_bytes, color: "#000000", label: "in flight", step: true },
-      { s: p.window_bytes, color: "#c99a00", label: p.window_scaled ? "advertised window" : "advertised window (raw: scale unknown)", step: true },
-      { s: p.cwnd_bytes, color: "#8a2be2", label: "cwnd estimate", dots: true },
+      { s: p.flight_bytes, color: COLOR.fg, label: "in flight", step: true },
+      { s: p.window_bytes, color: COLOR.yellow, label: p.window_scaled ? "advertised window" : "advertised window (raw: scale unknown)", step: true, overTop: "window ↑" },
+      { s: p.cwnd_bytes, color: COLOR.purple, label: "cwnd estimate", dots: true },
     ],
   ];
 }
@@ -399,8 +409,15 @@ export function si(v: number): string {
   return String(Math.round(v * 1000) / 1000);
 }
 
-/** The highest value of the lines over [x0, x1]. */
+/** The highest value of the lines over [x0, x1]; lines that may leave the top (`overTop`) only
+ * when the others have nothing above 0. */
 export function seriesMax(lines: PanelLine[], x0: number, x1: number): number {
+  const scaled = lines.filter((l) => !l.overTop);
+  const own = lineMax(scaled, x0, x1);
+  return own > 0 || scaled.length === lines.length ? own : lineMax(lines, x0, x1);
+}
+
+function lineMax(lines: PanelLine[], x0: number, x1: number): number {
   let ymax = 0;
   for (const l of lines) {
     const { ot, t, hi } = l.s;
@@ -467,6 +484,23 @@ export function panelData(ctx: CanvasRenderingContext2D, f: Frame, lines: PanelL
       if (l.s.agg && lo[i] !== hi[i]) {
         ctx.lineTo(x, Y(lo[i]));
         ctx.moveTo(x, Y(hi[i]));
+      }
+    }
+    if (l.overTop) {
+      // Where the line first leaves the top: an arrow and its text, at the top edge.
+      const i = Array.from(t.keys()).find((i) => hi[i] > f.y1 && bx + t[i] * ax >= LEFT && ot + t[i] <= x1);
+      if (i !== undefined) {
+        const x = Math.max(LEFT, bx + t[i] * ax), top = h - BOTTOM - (f.y1 - f.y0) * hy;
+        ctx.stroke();
+        ctx.beginPath();
+        ctx.font = "10px sans-serif";
+        ctx.textAlign = x + 60 > f.w - RIGHT ? "right" : "left";
+        ctx.fillText(l.overTop, x + (ctx.textAlign === "right" ? -4 : 4), top + 30);
+        ctx.moveTo(x, top + 10);
+        ctx.lineTo(x, top);
+        ctx.moveTo(x - 3, top + 5);
+        ctx.lineTo(x, top);
+        ctx.lineTo(x + 3, top + 5);
       }
     }
     if (l.dots) ctx.fill();

@@ -43,5 +43,6 @@ function jumpTo(e: EventRow) {
   state.focusFrame = e.frame;
   const turned = dir !== state.dir;
   state.dir = dir;
+  state.dirAuto = false;
   setView({ t0: e.t - span / 2, t1: e.t + span / 2 }, true, 0, { dir: turned });
 }

@@ -8,7 +8,8 @@ import type { Dir } from "./api";
 import { BOTTOM, LEFT, OP, RIGHT, TOP, hit, markPoint } from "./draw";
 import { painter, painterDrew } from "./layers";
 import { perf } from "./perf";
-import { panelMax, plots, ranges, timeline } from "./plot";
+import { packetCache, panelMax, plots, ranges, timeline } from "./plot";
+import { state } from "./state";
 
 type Hooks = {
   tcpscopePerf: typeof perf;
@@ -18,12 +19,36 @@ type Hooks = {
   tcpscopeFrames: () => unknown[];
   tcpscopeRedraw: (n: number) => Promise<number[]>;
   tcpscopeTimeline: (lane?: string) => unknown;
+  tcpscopePanels: (plot?: number) => unknown;
+  tcpscopeMarkIndexAt: (i: number, plot?: number) => [number, number] | null;
+  tcpscopeHit: (cx: number, cy: number, plot?: number) => number | null;
+  tcpscopeState: () => unknown;
 };
 
 /** Sets the hooks on `window`. */
 export function installHooks() {
   const w = window as unknown as Hooks;
   w.tcpscopePerf = perf;
+
+  // For the tests: a plot's panels as last drawn: the top of each panel's scale, and each line's
+  // label, colour, whether it may leave the top, and its highest value in the view.
+  w.tcpscopePanels = (plot = 0) => {
+    const p = plots[plot];
+    if (!p) return null;
+    const { x0, x1 } = ranges();
+    return p.lines.map((ls, k) => ({
+      y1: p.series[k]?.drawn?.f.y1 ?? null,
+      lines: ls.map((l) => {
+        let max = 0;
+        for (let i = 0; i < l.s.t.length; i++) if (l.s.ot + l.s.t[i] >= x0 - p.toff && l.s.ot + l.s.t[i] <= x1 - p.toff) max = Math.max(max, l.s.hi[i]);
+        return { label: l.label, color: l.color, overTop: l.overTop ?? null, max };
+      }),
+    }));
+  };
+
+  // For the tests: the state the panels share (direction, connections, the packet marked) and
+  // the tooltip's cache of packet rows.
+  w.tcpscopeState = () => ({ dir: state.dir, dirAuto: state.dirAuto, ids: state.ids, focusFrame: state.focusFrame, packetCache: packetCache.size, titles: plots.map((p) => p.el.querySelector("h2")?.textContent ?? "") });
 
   // For the tests: a recording's timeline as drawn (each lane's points, whether its layer shows
   // the last answer, its frame) and, given a lane, a sample of it the pointer would hover there,
@@ -48,6 +73,29 @@ export function installHooks() {
       if (x > LEFT && x < f.w - RIGHT && y > TOP && y < f.h - BOTTOM && hit(f, fig, x, y) === i) return [cx, cy, Number.isNaN(fig.frame[i]) ? null : fig.frame[i]];
     }
     return null;
+  };
+
+  // For the tests: where mark `i` (hit's numbering) is drawn that the pointer would hover it
+  // there, in client pixels (null: nowhere).
+  w.tcpscopeMarkIndexAt = (i: number, plot = 0): [number, number] | null => {
+    const p = plots[plot];
+    if (!p?.frame || !p.fig || i >= p.fig.n) return null;
+    const f = p.frame, r = p.overlay.getBoundingClientRect();
+    const [mx, my] = markPoint(f, p.fig, i);
+    const [cx, cy] = [Math.round(r.left + mx), Math.round(r.top + my)];
+    for (const [dx, dy] of [[0, 0], [1, 0], [0, 1], [-1, 0], [0, -1]]) {
+      const [x, y] = [cx + dx - r.left, cy + dy - r.top];
+      if (x > LEFT && x < f.w - RIGHT && y > TOP && y < f.h - BOTTOM && hit(f, p.fig, x, y) === i) return [cx + dx, cy + dy];
+    }
+    return null;
+  };
+
+  // For the tests: the mark the pointer at client pixel (cx, cy) hovers (-1: none; null: no plot).
+  w.tcpscopeHit = (cx: number, cy: number, plot = 0): number | null => {
+    const p = plots[plot];
+    if (!p?.frame || !p.fig) return null;
+    const r = p.overlay.getBoundingClientRect();
+    return hit(p.frame, p.fig, cx - r.left, cy - r.top) ?? null;
   };
 
   // For the tests: the page's reading of a packed figure, back in the JSON answer's shape

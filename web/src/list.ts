@@ -5,7 +5,7 @@
 // `changed`. The ranking and filtering are the server's (api.connPage), not repeated here.
 
 import * as api from "./api";
-import type { Conn } from "./api";
+import type { Conn, Dir } from "./api";
 import { si } from "./draw";
 import { $, status } from "./dom";
 import { DEFAULT_SORT, changed, state } from "./state";
@@ -14,14 +14,18 @@ import { VirtualRows } from "./windowed";
 const endpoints = api.endpoints;
 const sum = (c: Conn, k: string) => ((c.a2b[k] as number) ?? 0) + ((c.b2a[k] as number) ?? 0);
 
+/** The direction that sent the most payload bytes (a2b on a tie), as `tcpscope plot` picks it. */
+export const busier = (c: Conn): Dir => (((c.b2a.payload_bytes as number) ?? 0) > ((c.a2b.payload_bytes as number) ?? 0) ? "b2a" : "a2b");
+
 const COLUMNS: { key: string; label: string; cell: (c: Conn) => string }[] = [
   { key: "id", label: "id", cell: (c) => String(c.id) },
   { key: "endpoints", label: "endpoints", cell: endpoints },
   { key: "state", label: "state", cell: (c) => c.state },
   { key: "duration_s", label: "dur s", cell: (c) => c.duration_s.toFixed(2) },
   { key: "a2b.payload_bytes", label: "bytes a→b", cell: (c) => si((c.a2b.payload_bytes as number) ?? 0) },
-  { key: "a2b.rexmit_packets", label: "rexmit", cell: (c) => String(sum(c, "rexmit_packets")) },
-  { key: "b2a.zero_window_adverts", label: "zwin", cell: (c) => String(sum(c, "zero_window_adverts")) },
+  // Both directions, shown and sorted alike (the sum: `both.NAME`).
+  { key: "both.rexmit_packets", label: "rexmit", cell: (c) => String(sum(c, "rexmit_packets")) },
+  { key: "both.zero_window_adverts", label: "zwin", cell: (c) => String(sum(c, "zero_window_adverts")) },
   { key: "a2b.rtt_avg_ms", label: "rtt ms", cell: (c) => (c.a2b.rtt_avg_ms === null ? "" : (c.a2b.rtt_avg_ms as number).toFixed(1)) },
   { key: "severity", label: "severity", cell: (c) => (c.severity === null ? "" : c.severity.toFixed(2)) },
   { key: "verdict", label: "verdict", cell: (c) => c.verdict ?? "" },
@@ -128,7 +132,7 @@ export function renderList() {
       r.append(td);
     }
     if (c.boring) r.classList.add("boring");
-    r.onclick = (e) => select(c.id, e.ctrlKey || e.metaKey || e.shiftKey);
+    r.onclick = (e) => select(c, e.ctrlKey || e.metaKey || e.shiftKey);
     return r;
   });
   const load = listLoad();
@@ -146,17 +150,27 @@ export function renderList() {
   $("sort-dir").textContent = state.desc ? "▼" : "▲";
 }
 
-function select(id: number, compare: boolean) {
+function select(c: Conn, compare: boolean) {
+  const id = c.id;
   if (!api.plottable(id)) {
     status(`connection ${id} is not plotted in this report`);
     return;
   }
-  if (compare && state.ids.length && !state.ids.includes(id)) state.ids = [state.ids[0], id];
+  const compared = compare && state.ids.length && !state.ids.includes(id);
+  if (compared) state.ids = [state.ids[0], id];
   else state.ids = [id];
+  // A new first connection: its direction with the most data (unless one was chosen).
+  const turned = !compared && state.dirAuto && busier(c) !== state.dir;
+  if (!compared && state.dirAuto) state.dir = busier(c);
   state.view = {};
   state.history = [];
-  changed({ list: true, plots: true, events: true });
+  // The packet an event jumped to was the previous connection's.
+  state.focusFrame = null;
+  changed({ list: true, plots: true, events: true, dir: turned });
 }
+
+/** The listed row of connection `id`, if its page is here. */
+export const listedConn = (id: number): Conn | undefined => listRows.find((c) => c?.id === id);
 
 /**
  * Fetches the list's first page (in the default order if the URL's sort key is not one these

@@ -18,7 +18,7 @@ import type { Dir } from "./api";
 import { $ } from "./dom";
 import { loadEvents } from "./events";
 import { installHooks } from "./hooks";
-import { firstListed, renderList, startList } from "./list";
+import { busier, firstListed, listedConn, renderList, startList } from "./list";
 import { monitor, renderMonitorList, shownConn, startMonitorList } from "./monlist";
 import { TimelinePlot } from "./timeline";
 import { loadAll, plots, rebuildPlots, requestFrame, timeline } from "./plot";
@@ -123,6 +123,7 @@ async function main() {
   for (const b of document.querySelectorAll<HTMLButtonElement>("[data-dir]"))
     b.onclick = () => {
       state.dir = b.dataset.dir as Dir;
+      state.dirAuto = false;
       changed({ dir: true, view: true });
     };
   $("back").onclick = back;
@@ -136,6 +137,9 @@ async function main() {
     const first = api.report ? api.report.report.plotted[0] : firstListed();
     if (first !== undefined) state.ids = [first];
   }
+  // Opened without a direction: the first connection's with the most data.
+  const c = state.dirAuto && !m && state.ids.length ? listedConn(state.ids[0]) : undefined;
+  if (c) state.dir = busier(c);
   changed({ list: true, plots: true, events: true });
 }
 

@@ -57,8 +57,10 @@ export let timeline: TimePlot | null = null;
 /** Every plot shown: the time-series one, then the connections'. */
 const allPlots = (): (ConnPlot | TimePlot)[] => (timeline ? [timeline, ...plots] : plots);
 
-/** The packets' rows the tooltip showed, by connection and frame. */
-const packetCache = new Map<string, Promise<PacketRow | null>>();
+/** The packets' rows the tooltip showed, by connection and frame: emptied when other
+ * connections are shown, and never more than PACKET_CACHE rows (the oldest go first). */
+export const packetCache = new Map<string, Promise<PacketRow | null>>();
+const PACKET_CACHE = 1000;
 
 /** Ticks under a panel (no labels: the plot's time axis labels them): this tall. */
 const PANEL_TICKS = 6;
@@ -258,7 +260,14 @@ export class ConnPlot implements Surface, Layered {
       this.arrived = performance.now();
       this.hover = -1;
       // Written only when changed: a write makes the browser lay the page out again.
-      if (h2.textContent !== fig.title) h2.textContent = h2.title = fig.title;
+      // Say when the direction was chosen for the user, and by what (as `tcpscope plot` does;
+      // shorter, for two plots side by side; the hover text says it whole).
+      const auto = state.dirAuto && !timeline;
+      const title = auto ? `${fig.title} · most data` : fig.title;
+      if (h2.textContent !== title) {
+        h2.textContent = title;
+        h2.title = auto ? `${fig.title} · the direction with the most data (a→b / b→a choose)` : fig.title;
+      }
       if (waiting) h2.classList.remove("waiting");
       const legend = fig.legend
         .map((l) => `<span><i style="background:${l.color}"></i>${escapeHtml(l.text)}</span>`)
@@ -385,7 +394,10 @@ export class ConnPlot implements Surface, Layered {
     const frame = fig.frame[m], n = fig.count[m], cls = fig.classes[fig.cls[m]];
     const agg = n > 1 ? `<div>${n} packets in this pixel column; first:</div>` : "";
     const key = `${this.id}:${frame}`;
-    if (!packetCache.has(key)) packetCache.set(key, api.packet(this.id, frame).catch(() => null));
+    if (!packetCache.has(key)) {
+      if (packetCache.size >= PACKET_CACHE) packetCache.delete(packetCache.keys().next().value!);
+      packetCache.set(key, api.packet(this.id, frame).catch(() => null));
+    }
     const more = packetCache.get(key)!.then((row) => {
       if (this.fig !== fig) return null;
       const evs = row ? row.events : state.events.filter((e) => e.frame === frame);
@@ -440,6 +452,7 @@ export let plots: ConnPlot[] = [];
 export function rebuildPlots(tl: TimePlot | null = null, toff = 0, note = "") {
   const cols = $("columns");
   for (const p of allPlots()) p.dispose();
+  packetCache.clear();
   cols.innerHTML = "";
   timeline = tl;
   plots = state.ids.map((id) => new ConnPlot(id));

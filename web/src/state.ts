@@ -24,6 +24,9 @@ export interface State {
   /** With a recording (`view run.tsm`): the monitored connection whose timeline is shown (null: none). */
   mon: number | null;
   dir: Dir;
+  /** The direction was not chosen (no `d` in the URL, no button, no event jump): each
+   * connection selected shows the direction that carries the most data (docs/cli.md#directions). */
+  dirAuto: boolean;
   view: View;
   sort: string;
   desc: boolean;
@@ -41,7 +44,7 @@ export interface State {
 // Worst first, as `tcpscope screen` ranks them.
 export const DEFAULT_SORT = "severity";
 
-export const state: State = { ids: [], mon: null, dir: "a2b", view: {}, sort: DEFAULT_SORT, desc: true, filter: "", boring: false, history: [], events: [], focusFrame: null };
+export const state: State = { ids: [], mon: null, dir: "a2b", dirAuto: true, view: {}, sort: DEFAULT_SORT, desc: true, filter: "", boring: false, history: [], events: [], focusFrame: null };
 
 /** What changed, for `changed`: each part redone is named; `delay` (ms): fetch once input pauses. */
 export interface Change {
@@ -87,7 +90,7 @@ export function writeUrl() {
   const q = new URLSearchParams();
   if (state.mon !== null) q.set("m", String(state.mon));
   else if (state.ids.length) q.set("c", state.ids.join(","));
-  if (state.dir !== "a2b") q.set("d", state.dir);
+  if (!state.dirAuto) q.set("d", state.dir);
   const v = state.view;
   if (v.t0 !== undefined && v.t1 !== undefined) q.set("t", `${v.t0},${v.t1}`);
   if (v.s0 !== undefined && v.s1 !== undefined) q.set("s", `${Math.floor(v.s0)},${Math.ceil(v.s1)}`);
@@ -108,7 +111,9 @@ export function readUrl() {
   state.ids = nums("c").slice(0, 2);
   const m = nums("m");
   state.mon = m.length ? m[0] : null;
-  state.dir = q.get("d") === "b2a" ? "b2a" : "a2b";
+  const d = q.get("d");
+  state.dirAuto = d !== "a2b" && d !== "b2a";
+  if (!state.dirAuto) state.dir = d as Dir;
   const t = nums("t"), s = nums("s");
   state.view = {};
   if (t.length === 2 && t[1] > t[0]) Object.assign(state.view, { t0: t[0], t1: t[1] });

@@ -65,7 +65,7 @@ export function bindHover(p: Surface, dragging: () => boolean) {
       p.hover = m;
       p.drawOverlay();
       showTip(p, m, e.clientX, e.clientY);
-    } else if (m) moveTip(e.clientX, e.clientY);
+    } else if (m >= 0) moveTip(e.clientX, e.clientY); // mark 0 too (a bare `if (m)` left its tip behind)
   });
   o.addEventListener("mouseleave", () => {
     p.hover = -1;

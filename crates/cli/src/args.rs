@@ -13,6 +13,37 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// Parses the command line; `-r FILE` joins the TRACEs (first), so that the commands see
+    /// one list.
+    pub fn parse_args() -> Cli {
+        let mut cli = Cli::parse();
+        match &mut cli.command {
+            Command::Conns(c)
+            | Command::Print(PrintArgs { common: c })
+            | Command::Stats(StatsArgs { common: c, .. }) => c.take_read(),
+            Command::Screen(s) => s.common.take_read(),
+            Command::View(v) => v.common.take_read(),
+            Command::Report(r) => r.common.take_read(),
+            Command::Plot(p) => p.trace = p.read.take().or(p.trace_arg.take()).unwrap_or_default(),
+            _ => {}
+        }
+        cli
+    }
+}
+
+impl CommonArgs {
+    fn take_read(&mut self) {
+        self.traces.splice(0..0, self.read.drain(..));
+    }
+}
+
+impl ViewCommon {
+    fn take_read(&mut self) {
+        self.traces.splice(0..0, self.read.drain(..));
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// List connections, one line each: endpoints, packets and bytes each way, duration, state.
@@ -25,6 +56,9 @@ pub enum Command {
     /// Draw a plot of one connection (or several on one scale) as SVG, PNG or xplot (.xpl).
     Plot(PlotArgs),
     /// Open the interactive viewer in the browser (a local web server; docs/viewer.md).
+    ///
+    /// The server serves only the TRACEs named. A monitor recording (`.tsm`) given first shows
+    /// its timeline, with the captures' time-sequence plots of its connections under it.
     View(ViewArgs),
     /// Write one self-contained HTML report: the connection table and plots of the most
     /// troubled connections (opens offline).
@@ -54,8 +88,11 @@ pub enum Command {
 pub struct CommonArgs {
     /// Capture files (pcap, pcapng; plain, .gz or .zst) or directories of them (a capture
     /// ring, read as one trace in time order); `-` reads standard input.
-    #[arg(required = true, value_name = "TRACE")]
+    #[arg(required_unless_present = "read", value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
+    /// A TRACE given as tcpdump and tshark take it (repeatable).
+    #[arg(short = 'r', long = "read", value_name = "FILE")]
+    pub read: Vec<PathBuf>,
     /// Treat all files as one trace in time order (pieces of one capture) instead of analysing
     /// each on its own.
     #[arg(long)]
@@ -122,6 +159,10 @@ pub struct PrintArgs {
 pub struct StatsArgs {
     #[command(flatten)]
     pub common: CommonArgs,
+    /// Show dates and times in the local time zone (TZ, else the system's) instead of UTC.
+    /// JSON and CSV keep seconds since the epoch.
+    #[arg(long)]
+    pub local: bool,
 }
 
 /// Plot kind.
@@ -167,14 +208,21 @@ pub enum DirArg {
 pub struct PlotArgs {
     /// Capture file (pcap, pcapng; plain, .gz or .zst), or a directory (a capture ring, read
     /// whole as one trace in time order).
-    #[arg(value_name = "TRACE")]
+    #[arg(value_name = "TRACE", required_unless_present = "read")]
+    trace_arg: Option<PathBuf>,
+    /// The TRACE given as tcpdump and tshark take it.
+    #[arg(short = 'r', long = "read", value_name = "FILE", conflicts_with = "trace_arg")]
+    read: Option<PathBuf>,
+    /// The trace: TRACE or `-r FILE` (set by [`Cli::parse_args`]).
+    #[arg(skip)]
     pub trace: PathBuf,
     /// Connection id (as `tcpscope conns` shows it).
     #[arg(short = 'c', long = "conn", value_name = "ID")]
     pub conn: usize,
-    /// Direction whose data is plotted (the acks come from the other one).
-    #[arg(long, value_enum, default_value = "a2b")]
-    pub dir: DirArg,
+    /// Direction whose data is plotted (the acks come from the other one). Default: the one
+    /// that sent the most payload bytes (b2a on a download), named in the title.
+    #[arg(long, value_enum)]
+    pub dir: Option<DirArg>,
     /// What to plot (docs/plots.md): `tsg` time-sequence (thesis ch. 2), `rtt`, `tput`,
     /// `flight`, `ssize`, `burst`, `burst-cdf` (thesis ch. 4), `dupack`.
     #[arg(short = 'k', long, value_enum, default_value = "tsg")]
@@ -246,10 +294,12 @@ pub struct ScreenArgs {
 #[derive(Args, Debug)]
 pub struct ViewCommon {
     /// Capture files (pcap, pcapng; plain, .gz or .zst), or ring directories (each read whole as
-    /// one trace). Only these are served. `view` also takes a monitor recording (`.tsm`) first:
-    /// its timeline, with the captures' time-sequence plots of its connections.
-    #[arg(required = true, value_name = "TRACE")]
+    /// one trace).
+    #[arg(required_unless_present = "read", value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
+    /// A TRACE given as tcpdump and tshark take it (repeatable).
+    #[arg(short = 'r', long = "read", value_name = "FILE")]
+    pub read: Vec<PathBuf>,
     /// Window scale to assume for connections whose handshake was not captured (0-14).
     #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u8).range(0..=14))]
     pub wscale: Option<u8>,
@@ -265,8 +315,8 @@ pub struct ViewCommon {
 pub struct ViewArgs {
     #[command(flatten)]
     pub common: ViewCommon,
-    /// Port to listen on (default: a free one).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// Port to listen on (default: a free one, chosen by the system).
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     pub port: u16,
     /// Address to listen on. Anything but loopback puts a random token in the URL, which every
     /// request must carry.

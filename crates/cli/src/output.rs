@@ -17,6 +17,8 @@ use tcpscope_core::flow::Endpoint;
 use tcpscope_core::pass::Analysis;
 use tcpscope_core::stats::ConnStats;
 
+use jiff::tz::TimeZone;
+
 use crate::args::CommonArgs;
 
 mod fixed;
@@ -185,7 +187,8 @@ struct ConnsDoc<R> {
     connections: R,
 }
 
-pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Result<()> {
+/// `stats`: JSON, CSV, or the text with its times in `tz` (UTC unless `--local`).
+pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs, tz: &TimeZone) -> io::Result<()> {
     check_ids(an.conns.len(), args)?;
     let doc = json::document(an, selected(args));
     if args.json {
@@ -204,7 +207,7 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
             write!(out, ", skipped {}", why.join(", "))?;
         }
         if !f.anomalies.is_empty() {
-            let what: Vec<String> = f.anomalies.iter().map(|(k, v)| format!("{v} {k}")).collect();
+            let what: Vec<String> = f.anomalies.iter().map(|(k, v)| anomaly_text(k, *v)).collect();
             write!(out, "; anomalies: {}", what.join(", "))?;
         }
         writeln!(out)?;
@@ -214,7 +217,7 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
     }
     // Connections are formatted in parallel, a block at a time, and written in order: the text
     // for 200,000 connections (~800 MB) cost three times the analysis when printed by one thread.
-    let table = Table::new();
+    let table = Table::new(tz.clone());
     in_parallel_blocks(out, &ids, TEXT_BLOCK, |ids| {
         let mut buf = Vec::with_capacity(ids.len() * 4096);
         let mut cell = Vec::with_capacity(32);
@@ -223,6 +226,40 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
         }
         Ok(buf)
     })
+}
+
+/// An anomaly count in words. A payload cut by the snaplen is what every header-only capture
+/// does (`tcpdump -s 128`): said so, lest it read as damage (issue 17).
+fn anomaly_text(kind: &str, n: u64) -> String {
+    match kind {
+        "truncated_payload" => format!(
+            "{n} segment{} with the payload cut by the snaplen (normal for header-only captures)",
+            if n == 1 { "" } else { "s" }
+        ),
+        _ => format!("{n} {kind}"),
+    }
+}
+
+/// `2026-11-22 12:16:10.849758 UTC`: a time in seconds since the epoch (a JSON `_time` value)
+/// as a date and clock time in `tz`, rounded to the µs as [`clock_of_secs`] rounds it, with
+/// the zone's abbreviation.
+fn date_time(secs: f64, tz: &TimeZone) -> String {
+    // 1.8e15 µs: exact in an f64, so the rounding gives the µs the capture said.
+    let us = (secs * 1e6).round();
+    match jiff::Timestamp::from_microsecond(us as i64) {
+        Ok(ts) if us.is_finite() => ts.to_zoned(tz.clone()).strftime("%Y-%m-%d %H:%M:%S%.6f %Z").to_string(),
+        _ => format!("{secs:.6}"),
+    }
+}
+
+/// A time in seconds since the epoch (a JSON `_time` value) as a clock time in `tz`,
+/// `12:16:10.849758`, rounded to the µs.
+fn clock_of_secs(secs: f64, tz: &TimeZone) -> String {
+    let us = (secs * 1e6).round();
+    if !(0.0..1e17).contains(&us) {
+        return format!("{secs:.6}");
+    }
+    tcpscope_core::capture::time::clock(us as u64 * 1000, tz)
 }
 
 /// Writes `make` of every run of [`TEXT_CHUNK`] items, made in parallel `block` items at a time
@@ -322,16 +359,20 @@ const ROW: usize = 2 + NAME_WIDTH + 2 * CELL_WIDTH + 1;
 struct Table {
     /// The column heads and every row with blank cells.
     blank: Vec<u8>,
+    /// The zone times are shown in.
+    tz: TimeZone,
     /// How each row's values are written.
     rows: [CellFormat; json::DIR_FIELDS],
 }
 
 /// How the values of a row are written: unknown is "-" (the window scale says "unknown"),
-/// floats rounded to what their unit makes useful.
+/// floats rounded to what their unit makes useful, times (`_time`, seconds since the epoch)
+/// as clock times (the date is in the connection's head).
 #[derive(Clone, Copy)]
 struct CellFormat {
     decimals: usize,
     null: &'static [u8],
+    clock: bool,
 }
 
 impl CellFormat {
@@ -343,11 +384,16 @@ impl CellFormat {
         } else {
             1
         };
-        CellFormat { decimals, null: if name == "window_scale" { b"unknown" } else { b"-" } }
+        CellFormat {
+            decimals,
+            null: if name == "window_scale" { b"unknown" } else { b"-" },
+            clock: name.ends_with("_time"),
+        }
     }
 
-    fn write(self, buf: &mut Vec<u8>, v: Cell) {
+    fn write(self, buf: &mut Vec<u8>, v: Cell, tz: &TimeZone) {
         match v {
+            Cell::Float(f) if self.clock => buf.extend_from_slice(clock_of_secs(f, tz).as_bytes()),
             Cell::Null => buf.extend_from_slice(self.null),
             Cell::Bool(b) => buf.extend_from_slice(if b { b"yes" } else { b"no" }),
             Cell::Int(i) => buf.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
@@ -358,9 +404,14 @@ impl CellFormat {
     /// Writes `v` right-aligned into `slot` (blank), as [`CellFormat::write`] would; false when
     /// it is wider than the slot. Floats go through `scratch`.
     #[inline]
-    fn put(self, slot: &mut [u8], v: Cell, scratch: &mut Vec<u8>) -> bool {
+    fn put(self, slot: &mut [u8], v: Cell, scratch: &mut Vec<u8>, tz: &TimeZone) -> bool {
         let mut ib = itoa::Buffer::new();
         let text = match v {
+            Cell::Float(f) if self.clock => {
+                scratch.clear();
+                scratch.extend_from_slice(clock_of_secs(f, tz).as_bytes());
+                scratch
+            }
             // Most counters of short connections are single digits.
             Cell::Int(i) if i < 10 => {
                 slot[slot.len() - 1] = b'0' + i as u8;
@@ -388,7 +439,7 @@ impl CellFormat {
 }
 
 impl Table {
-    fn new() -> Self {
+    fn new(tz: TimeZone) -> Self {
         let mut blank = COLUMNS.to_vec();
         for name in json::DirJson::NAMES {
             debug_assert!(name.len() <= NAME_WIDTH, "{name} is wider than the names' column");
@@ -397,20 +448,20 @@ impl Table {
             blank[at + 2..at + 2 + name.len()].copy_from_slice(name.as_bytes());
             blank[at + ROW - 1] = b'\n';
         }
-        Table { blank, rows: json::DirJson::NAMES.map(CellFormat::of) }
+        Table { blank, tz, rows: json::DirJson::NAMES.map(CellFormat::of) }
     }
 
     /// Appends one connection's text; `cell` is scratch space.
     fn connection(&self, buf: &mut Vec<u8>, c: &ConnStats, id: usize, cell: &mut Vec<u8>) {
         let start = buf.len();
-        conn_head(buf, c, id);
+        conn_head(buf, c, id, &self.tz);
         let rows_at = buf.len() + COLUMNS.len();
         buf.extend_from_slice(&self.blank);
         let (a, b) = (json::DirJson::from(&c.dir[0]).cells(), json::DirJson::from(&c.dir[1]).cells());
         let rows = buf[rows_at..].chunks_exact_mut(ROW);
         for (((row, fmt), va), vb) in rows.zip(&self.rows).zip(a).zip(b) {
             let (sa, sb) = row[ROW - 1 - 2 * CELL_WIDTH..ROW - 1].split_at_mut(CELL_WIDTH);
-            if !(fmt.put(sa, va, cell) && fmt.put(sb, vb, cell)) {
+            if !(fmt.put(sa, va, cell, &self.tz) && fmt.put(sb, vb, cell, &self.tz)) {
                 // A cell wider than its column pushes the rest of the row right.
                 buf.truncate(start);
                 return self.connection_by_rows(buf, c, id);
@@ -420,7 +471,7 @@ impl Table {
 
     /// [`Table::connection`] a row at a time, for cells of any width.
     fn connection_by_rows(&self, buf: &mut Vec<u8>, c: &ConnStats, id: usize) {
-        conn_head(buf, c, id);
+        conn_head(buf, c, id, &self.tz);
         buf.extend_from_slice(COLUMNS);
         let (a, b) = (json::DirJson::from(&c.dir[0]).cells(), json::DirJson::from(&c.dir[1]).cells());
         for (((name, fmt), va), vb) in json::DirJson::NAMES.iter().zip(&self.rows).zip(a).zip(b) {
@@ -429,7 +480,7 @@ impl Table {
             buf.resize(buf.len() + NAME_WIDTH.saturating_sub(name.len()), b' ');
             for v in [va, vb] {
                 let at = buf.len();
-                fmt.write(buf, v);
+                fmt.write(buf, v, &self.tz);
                 let n = buf.len() - at;
                 if n < CELL_WIDTH {
                     // Right-align: move the cell right and fill in front of it.
@@ -444,7 +495,7 @@ impl Table {
 }
 
 /// The first two lines of a connection in the `stats` text: who, state, and times.
-fn conn_head(buf: &mut Vec<u8>, c: &ConnStats, id: usize) {
+fn conn_head(buf: &mut Vec<u8>, c: &ConnStats, id: usize, tz: &TimeZone) {
     buf.extend_from_slice(b"\nconnection ");
     buf.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
     buf.extend_from_slice(b": ");
@@ -459,10 +510,14 @@ fn conn_head(buf: &mut Vec<u8>, c: &ConnStats, id: usize) {
     }
     buf.extend_from_slice(b")\n");
     let [first, last, duration, idle] = json::conn_times(c);
+    let (first, last) = (date_time(first, tz), date_time(last, tz));
     buf.extend_from_slice(b"  first packet ");
-    push_fixed(buf, first, 6);
+    buf.extend_from_slice(first.as_bytes());
     buf.extend_from_slice(b"  last packet ");
-    push_fixed(buf, last, 6);
+    // The date and zone once, unless the connection ran past midnight.
+    let same_day = first.get(..11) == last.get(..11);
+    let last = if same_day { last.get(11..26).unwrap_or(&last) } else { &last };
+    buf.extend_from_slice(last.as_bytes());
     buf.extend_from_slice(b"  duration ");
     push_fixed(buf, duration, 6);
     buf.extend_from_slice(b" s  longest idle ");
@@ -558,20 +613,31 @@ mod tests {
                 None => String::new(),
             }
         );
+        // Times in UTC, through jiff's civil time rather than the code's own path.
+        let utc = |secs: f64| {
+            let ts = jiff::Timestamp::from_microsecond((secs * 1e6).round() as i64).unwrap();
+            ts.to_zoned(TimeZone::UTC).datetime()
+        };
+        let (first, last) = (utc(c.first_time), utc(c.last_time));
+        let last = if first.date() == last.date() {
+            last.strftime("%H:%M:%S%.6f").to_string()
+        } else {
+            last.strftime("%Y-%m-%d %H:%M:%S%.6f UTC").to_string()
+        };
         out += &format!(
-            "  first packet {:.6}  last packet {:.6}  duration {:.6} s  longest idle {:.6} s\n",
-            c.first_time,
-            c.last_time,
+            "  first packet {} UTC  last packet {last}  duration {:.6} s  longest idle {:.6} s\n",
+            first.strftime("%Y-%m-%d %H:%M:%S%.6f"),
             c.duration_s,
             c.max_idle_s.unwrap_or_default()
         );
         out += &format!("  {:<26} {:>20} {:>20}\n", "", "a2b", "b2a");
         for ((k, va), vb) in json::DirJson::NAMES.iter().zip(c.a2b.cells()).zip(c.b2a.cells()) {
             let [a, b] = [va, vb].map(|v| match v {
+                Cell::Float(f) if k.ends_with("_time") => utc(f).strftime("%H:%M:%S%.6f").to_string(),
                 Cell::Float(f) => format!("{f:.*}", CellFormat::of(k).decimals),
                 v => {
                     let mut s = Vec::new();
-                    CellFormat::of(k).write(&mut s, v);
+                    CellFormat::of(k).write(&mut s, v, &TimeZone::UTC);
                     String::from_utf8(s).unwrap()
                 }
             });
@@ -606,7 +672,7 @@ mod tests {
 
     #[test]
     fn table_is_the_formatted_text() {
-        let table = Table::new();
+        let table = Table::new(TimeZone::UTC);
         let mut cell = Vec::new();
         for id in 1..=12 {
             for (v6, huge) in [(false, false), (true, false), (false, true), (true, true)] {

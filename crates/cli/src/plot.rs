@@ -21,7 +21,8 @@ const XPL_COLUMNS_FACTOR: u32 = 4;
 struct Target {
     trace: PathBuf,
     conn: usize,
-    dir: Dir,
+    /// The direction asked for; `None`: the one that carries the most data.
+    dir: Option<Dir>,
 }
 
 fn dir_of(d: DirArg) -> Dir {
@@ -32,13 +33,13 @@ fn dir_of(d: DirArg) -> Dir {
 }
 
 /// Parses `TRACE:ID[:DIR]`, splitting at the last colons so that a path may contain colons.
-fn parse_with(s: &str, default_dir: Dir) -> io::Result<Target> {
+fn parse_with(s: &str, default_dir: Option<Dir>) -> io::Result<Target> {
     let bad = || io::Error::other(format!("--with {s}: expected TRACE:ID or TRACE:ID:DIR (DIR a2b or b2a)"));
     let (rest, last) = s.rsplit_once(':').ok_or_else(bad)?;
     let (trace, id, dir) = match last {
         "a2b" | "b2a" => {
             let (trace, id) = rest.rsplit_once(':').ok_or_else(bad)?;
-            (trace, id, if last == "a2b" { Dir::AtoB } else { Dir::BtoA })
+            (trace, id, Some(if last == "a2b" { Dir::AtoB } else { Dir::BtoA }))
         }
         id => (rest, id, default_dir),
     };
@@ -84,20 +85,27 @@ pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
     {
         return Err(io::Error::other("--seq-to must be above --seq-from"));
     }
-    let dir = dir_of(args.dir);
-    let kind = kind_name(args.kind);
-    let out = args.output.clone().unwrap_or_else(|| PathBuf::from(format!("{kind}-{}-{}.svg", args.conn, dir.name())));
-    let ext = out.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
-    let xpl = ext == "xpl";
+    let dir = args.dir.map(dir_of);
     let mut targets = vec![Target { trace: args.trace.clone(), conn: args.conn, dir }];
     for w in &args.with {
         targets.push(parse_with(w, dir)?);
     }
+    let ext_of = |p: &Path| p.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    let xpl = args.output.as_deref().is_some_and(|p| ext_of(p) == "xpl");
     let columns = plot::svg::columns(args.width) * if xpl { XPL_COLUMNS_FACTOR } else { 1 };
     let mut figs = Vec::with_capacity(targets.len());
-    for t in &targets {
-        figs.push(figure(args, t, columns)?);
+    let mut first_dir = Dir::AtoB;
+    for (i, t) in targets.iter().enumerate() {
+        let (fig, d) = figure(args, t, columns)?;
+        if i == 0 {
+            first_dir = d;
+        }
+        figs.push(fig);
     }
+    let kind = kind_name(args.kind);
+    let out =
+        args.output.clone().unwrap_or_else(|| PathBuf::from(format!("{kind}-{}-{}.svg", args.conn, first_dir.name())));
+    let ext = ext_of(&out);
     if figs.len() > 1 {
         plot::share_scale(&mut figs);
         if args.title.is_none() {
@@ -130,7 +138,8 @@ pub(crate) fn write(path: &Path, figs: &[Figure], args: &PlotArgs, ext: &str) ->
         "png" => png(&plot::svg::render_row(figs, args.width, args.height))?,
         _ => plot::svg::render_row(figs, args.width, args.height).into_bytes(),
     };
-    std::fs::write(path, bytes).map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
+    std::fs::write(path, bytes)
+        .map_err(|e| io::Error::other(format!("{}: cannot write the plot: {e}", path.display())))?;
     writeln!(io::stderr(), "tcpscope: wrote {}", path.display())
 }
 
@@ -189,12 +198,12 @@ fn time_limits(args: &PlotArgs, t0: u64) -> io::Result<(Option<f64>, Option<f64>
 
 /// The --seq-from/--seq-to limits as relative offsets. Absolute ones (`--abs-seq`) are turned
 /// into offsets by the direction's sequence base ([`offset_from`]).
-fn seq_limits(args: &PlotArgs, t: &Target, base: Option<SeqNum>) -> io::Result<(Option<i64>, Option<i64>)> {
+fn seq_limits(args: &PlotArgs, t: &Target, dir: Dir, base: Option<SeqNum>) -> io::Result<(Option<i64>, Option<i64>)> {
     if !args.abs_seq || (args.seq_from.is_none() && args.seq_to.is_none()) {
         return Ok((args.seq_from, args.seq_to));
     }
     let base = base.ok_or_else(|| {
-        io::Error::other(format!("{}: connection {} has no {} segment", t.trace.display(), t.conn, t.dir.name()))
+        io::Error::other(format!("{}: connection {} has no {} segment", t.trace.display(), t.conn, dir.name()))
     })?;
     let rel = |abs: i64| -> io::Result<i64> {
         let abs = u32::try_from(abs)
@@ -204,70 +213,110 @@ fn seq_limits(args: &PlotArgs, t: &Target, base: Option<SeqNum>) -> io::Result<(
     Ok((args.seq_from.map(rel).transpose()?, args.seq_to.map(rel).transpose()?))
 }
 
-/// Runs the pass for one connection and builds its figure: one read of the trace, for the
-/// series and for what the limits are resolved against.
-fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<Figure> {
+/// Runs the pass for one connection and returns the series and what the limits are resolved
+/// against, in the direction asked for or, when none was, the one that carries the most data
+/// (both directions' series are collected in the one pass, and the other dropped).
+fn series_of<M: OneConnection + Send>(args: &PlotArgs, t: &Target) -> io::Result<(M::Series, Origin, Dir)> {
     let settings = Settings { assume_wscale: args.wscale, ..Settings::default() };
-    let no_conn = || io::Error::other(format!("{}: no connection {}", t.trace.display(), t.conn));
-    let (path, c, d) = (t.trace.as_path(), t.conn - 1, t.dir);
-    let origin: Option<Origin>;
-    macro_rules! series {
-        ($m:ty) => {{
-            let sinks = (<$m as OneConnection>::for_conn(c, d), Origin::new(c, d));
-            let ((s, o), summary) = series::run_file(path, settings, sinks)
-                .map_err(|e| io::Error::other(format!("{}: {e}", t.trace.display())))?;
-            if let Some(e) = summary.error {
-                writeln!(io::stderr(), "tcpscope: {}: {e}", t.trace.display())?;
-            }
-            origin = Some(o);
-            s.into_series().ok_or_else(no_conn)?
-        }};
-    }
-    let figure = |args: &PlotArgs, origin: &Option<Origin>| -> io::Result<(View, Option<f64>, Option<f64>)> {
-        let t0 = origin.as_ref().and_then(|o| o.t0).ok_or_else(no_conn)?;
-        let (from_s, to_s) = time_limits(args, t0)?;
-        let view = View { from_s, to_s, title: args.title.clone(), columns: Some(columns), window_s: args.window };
-        Ok((view, from_s, to_s))
+    let c = t.conn - 1;
+    let input = |e: String| crate::run::input_error(crate::run::on_path(&t.trace, &e));
+    let (one, other, origin, summary) = match t.dir {
+        Some(d) => {
+            let ((s, o), summary) =
+                series::run_file(&t.trace, settings, (M::for_conn(c, d), Origin::new(c))).map_err(input)?;
+            (Some((s, d)), None, o, summary)
+        }
+        None => {
+            let sinks = (M::for_conn(c, Dir::AtoB), (M::for_conn(c, Dir::BtoA), Origin::new(c)));
+            let ((a2b, (b2a, o)), summary) = series::run_file(&t.trace, settings, sinks).map_err(input)?;
+            (Some((a2b, Dir::AtoB)), Some((b2a, Dir::BtoA)), o, summary)
+        }
     };
-    Ok(match args.kind {
+    if let Some(e) = summary.error {
+        writeln!(io::stderr(), "tcpscope: {}", crate::run::on_path(&t.trace, &e))?;
+    }
+    let dir = t.dir.unwrap_or_else(|| origin.busier());
+    let sink = [one, other].into_iter().flatten().find(|(_, d)| *d == dir).map(|(s, _)| s);
+    let no_conn = || io::Error::other(format!("{}: no connection {}", t.trace.display(), t.conn));
+    let series = sink.and_then(M::into_series).ok_or_else(no_conn)?;
+    Ok((series, origin, dir))
+}
+
+/// Runs the pass for one connection and builds its figure: one read of the trace, for the
+/// series and for what the limits are resolved against. Returns the direction drawn.
+fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<(Figure, Dir)> {
+    // The time limits, checked against the connection's span: a window without any of its
+    // packets is the same error as `stats --from` past the end (docs/cli.md#time-windows).
+    let limits = |origin: &Origin| -> io::Result<(Option<f64>, Option<f64>)> {
+        let (Some(t0), Some(t1)) = (origin.t0, origin.t_last) else {
+            return Err(io::Error::other(format!("{}: no connection {}", t.trace.display(), t.conn)));
+        };
+        let (from_s, to_s) = time_limits(args, t0)?;
+        let span_s = (t1 - t0) as f64 / 1e9;
+        if from_s.is_some_and(|f| f > span_s) || to_s.is_some_and(|t| t < 0.0) {
+            let show = |v: Option<f64>, none: &str| v.map_or(none.to_string(), |v| format!("{v} s"));
+            return Err(crate::run::input_error(format!(
+                "{}: connection {} has no packets from {} to {} (it runs from 0 s to {span_s:.6} s)",
+                t.trace.display(),
+                t.conn,
+                show(from_s, "its start"),
+                show(to_s, "its end"),
+            )));
+        }
+        Ok((from_s, to_s))
+    };
+    let view =
+        |from_s, to_s| View { from_s, to_s, title: args.title.clone(), columns: Some(columns), window_s: args.window };
+    let (mut fig, dir) = match args.kind {
         KindArg::Tsg => {
-            let s = series!(tsg::TsgSink);
-            let (_, from_s, to_s) = figure(args, &origin)?;
-            let (seq_from, seq_to) = seq_limits(args, t, origin.and_then(|o| o.base))?;
+            let (s, origin, dir) = series_of::<tsg::TsgSink>(args, t)?;
+            let (from_s, to_s) = limits(&origin)?;
+            let (seq_from, seq_to) = seq_limits(args, t, dir, origin.base(dir))?;
             let v = TsgView { from_s, to_s, seq_from, seq_to, columns: Some(columns), title: args.title.clone() };
-            plot::tsg::tsg(&s, &v)
+            (plot::tsg::tsg(&s, &v), dir)
         }
         KindArg::Rtt => {
-            let s = series!(rtt::RttSink);
-            let (_, from_s, to_s) = figure(args, &origin)?;
-            plot::rtt::rtt(&s, &RttView { from_s, to_s, title: args.title.clone(), columns: Some(columns) })
+            let (s, origin, dir) = series_of::<rtt::RttSink>(args, t)?;
+            let (from_s, to_s) = limits(&origin)?;
+            (plot::rtt::rtt(&s, &RttView { from_s, to_s, title: args.title.clone(), columns: Some(columns) }), dir)
         }
         KindArg::Tput => {
-            let s = series!(tput::TputSink);
-            plot::tput::tput(&s, &figure(args, &origin)?.0)
+            let (s, origin, dir) = series_of::<tput::TputSink>(args, t)?;
+            let (from_s, to_s) = limits(&origin)?;
+            (plot::tput::tput(&s, &view(from_s, to_s)), dir)
         }
         KindArg::Flight => {
-            let s = series!(flight::FlightSink);
-            plot::flight::flight(&s, &figure(args, &origin)?.0)
+            let (s, origin, dir) = series_of::<flight::FlightSink>(args, t)?;
+            let (from_s, to_s) = limits(&origin)?;
+            (plot::flight::flight(&s, &view(from_s, to_s)), dir)
         }
         KindArg::Ssize => {
-            let s = series!(ssize::SsizeSink);
-            plot::ssize::ssize(&s, &figure(args, &origin)?.0)
+            let (s, origin, dir) = series_of::<ssize::SsizeSink>(args, t)?;
+            let (from_s, to_s) = limits(&origin)?;
+            (plot::ssize::ssize(&s, &view(from_s, to_s)), dir)
         }
         KindArg::Burst => {
-            let s = series!(burst::BurstSink);
-            plot::burst::burst(&s, &figure(args, &origin)?.0)
+            let (s, origin, dir) = series_of::<burst::BurstSink>(args, t)?;
+            let (from_s, to_s) = limits(&origin)?;
+            (plot::burst::burst(&s, &view(from_s, to_s)), dir)
         }
         KindArg::BurstCdf => {
-            let s = series!(burst::BurstSink);
-            plot::burst::burst_cdf(&s, &figure(args, &origin)?.0)
+            let (s, origin, dir) = series_of::<burst::BurstSink>(args, t)?;
+            let (from_s, to_s) = limits(&origin)?;
+            (plot::burst::burst_cdf(&s, &view(from_s, to_s)), dir)
         }
         KindArg::Dupack => {
-            let s = series!(dupack::DupackSink);
-            plot::dupack::dupack(&s, &figure(args, &origin)?.0)
+            let (s, origin, dir) = series_of::<dupack::DupackSink>(args, t)?;
+            let (from_s, to_s) = limits(&origin)?;
+            (plot::dupack::dupack(&s, &view(from_s, to_s)), dir)
         }
         KindArg::Cwnd | KindArg::Bw | KindArg::Limits | KindArg::Timeline => {
             return Err(io::Error::other("-k cwnd, bw, limits and timeline plot recordings of `tcpscope monitor`"));
         }
-    })
+    };
+    if t.dir.is_none() && args.title.is_none() {
+        // Say that the direction was chosen, and by what.
+        fig.title.push_str(" · the direction with the most data");
+    }
+    Ok((fig, dir))
 }

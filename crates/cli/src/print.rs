@@ -33,16 +33,15 @@ pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
     } else if args.csv {
         Out::Csv(Box::new(csv::Writer::from_writer(buf)))
     } else {
-        let mut buf = buf;
-        buf.write_all(PacketLine::TEXT_HEADER.as_bytes())?;
-        Out::Text(buf)
+        // The header is written with the first line, or at the end when the input was read
+        // but the window has no packets of the wanted connections: never over a failed input.
+        Out::Text { w: buf, header: false }
     };
     let printer =
         Printer { out, tz: tz.clone(), wanted: args.conn.clone(), names: Vec::new(), conns: Vec::new(), failed: None };
     let (mut printer, files, trace) = query.run_one(printer, &|_, _| {})?;
-    printer.out.flush()?;
     if let Some(e) = trace.error {
-        return Err(io::Error::other(e));
+        return Err(if trace.window_error { io::Error::other(e) } else { crate::run::input_error(e) });
     }
     let mut err = io::stderr().lock();
     for w in &trace.warnings {
@@ -53,17 +52,22 @@ pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
     }
     for f in &files {
         if let Some(e) = &f.error {
-            writeln!(err, "tcpscope: {}: {e}", f.path.display())?;
+            writeln!(err, "tcpscope: {}", crate::run::on_path(&f.path, e))?;
         }
     }
+    drop(err);
     let n = printer.conns.len();
     for &id in &args.conn {
         if id == 0 || id > n {
-            writeln!(err, "tcpscope: no connection {id} in this window (it has {n})")?;
-            return Ok(ExitCode::from(2));
+            return Err(io::Error::other(format!("no connection {id} in this window (it has {n})")));
         }
     }
-    Ok(crate::run::status(&Analysis { files, conns: Vec::new() }))
+    let an = Analysis { files, conns: Vec::new() };
+    if !an.nothing_read() {
+        printer.out.header()?;
+    }
+    printer.out.flush()?;
+    Ok(crate::run::status(&an))
 }
 
 /// Writes each segment of the wanted connections as it is analysed; a failed write stops the
@@ -109,7 +113,11 @@ impl<W: Write> Sink for Printer<W> {
 
 /// Where lines go, in which form.
 enum Out<W: Write> {
-    Text(W),
+    /// Text lines under a header, written once (`header`: it was).
+    Text {
+        w: W,
+        header: bool,
+    },
     Json(W),
     Csv(Box<csv::Writer<W>>),
 }
@@ -117,7 +125,13 @@ enum Out<W: Write> {
 impl<W: Write> Out<W> {
     fn write(&mut self, line: &PacketLine<'_>, tz: &jiff::tz::TimeZone) -> io::Result<()> {
         match self {
-            Out::Text(w) => line.write_text(w, &time::clock(line.ts_ns, tz)),
+            Out::Text { w, header } => {
+                if !*header {
+                    w.write_all(PacketLine::TEXT_HEADER.as_bytes())?;
+                    *header = true;
+                }
+                line.write_text(w, &time::clock(line.ts_ns, tz))
+            }
             Out::Json(w) => {
                 serde_json::to_writer(&mut *w, line).map_err(io::Error::from)?;
                 w.write_all(b"\n")
@@ -130,9 +144,18 @@ impl<W: Write> Out<W> {
         }
     }
 
+    /// Writes the text header if no line did.
+    fn header(&mut self) -> io::Result<()> {
+        if let Out::Text { w, header: header @ false } = self {
+            w.write_all(PacketLine::TEXT_HEADER.as_bytes())?;
+            *header = true;
+        }
+        Ok(())
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Out::Text(w) | Out::Json(w) => w.flush(),
+            Out::Text { w, .. } | Out::Json(w) => w.flush(),
             Out::Csv(w) => w.flush(),
         }
     }

@@ -17,19 +17,27 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
     match cli.command {
         Command::Conns(args) => {
             let an = analyse(&args)?;
+            if an.nothing_read() {
+                // Why was said on stderr; no empty table on stdout.
+                return Ok(status(&an));
+            }
             let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
             output::conns(&mut out, &an, &args)?;
             out.flush()?;
             Ok(status(&an))
         }
         Command::Stats(s) => {
+            let tz = if s.local { tcpscope_core::capture::time::local_zone() } else { jiff::tz::TimeZone::UTC };
             let args = s.common;
             if let Some(r) = crate::monitor::stats_if_recording(&args) {
                 return r;
             }
             let an = analyse(&args)?;
+            if an.nothing_read() {
+                return Ok(status(&an));
+            }
             let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-            output::stats(&mut out, &an, &args)?;
+            output::stats(&mut out, &an, &args, &tz)?;
             out.flush()?;
             Ok(status(&an))
         }
@@ -49,7 +57,45 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
 
 /// Exit 0 when something useful was read (errors were reported on stderr), 1 when nothing.
 pub fn status(an: &Analysis) -> ExitCode {
-    if an.nothing_read() { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    if an.nothing_read() { ExitCode::from(EXIT_INPUT) } else { ExitCode::SUCCESS }
+}
+
+/// The exit status when the input could not be read, or held nothing to analyse (no packets
+/// in the time window): docs/cli.md#exit-status.
+pub const EXIT_INPUT: u8 = 1;
+/// The exit status of a usage error: a bad flag, or one the input cannot satisfy (no such
+/// connection), or an output that cannot be written.
+pub const EXIT_USAGE: u8 = 2;
+
+/// An error about the input, which exits [`EXIT_INPUT`]: the message names the input.
+#[derive(Debug)]
+struct InputError(String);
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// An error saying the input could not be read or held nothing to analyse: the command exits
+/// [`EXIT_INPUT`]. Any other error is a usage error ([`EXIT_USAGE`]).
+pub fn input_error(msg: impl Into<String>) -> io::Error {
+    io::Error::other(InputError(msg.into()))
+}
+
+/// `path: msg`, unless `msg` already begins with the path (errors about a ring directory name
+/// it themselves): a path is said once.
+pub fn on_path(path: &std::path::Path, msg: &str) -> String {
+    let p = path.display().to_string();
+    if msg.starts_with(&format!("{p}: ")) { msg.to_string() } else { format!("{p}: {msg}") }
+}
+
+/// The exit status of a command that failed with `e`.
+pub fn exit_status(e: &io::Error) -> ExitCode {
+    let input = e.get_ref().is_some_and(|r| r.downcast_ref::<InputError>().is_some());
+    ExitCode::from(if input { EXIT_INPUT } else { EXIT_USAGE })
 }
 
 pub fn settings(args: &CommonArgs) -> io::Result<Settings> {
@@ -87,11 +133,12 @@ pub fn analyse_query<S: Sink + Send>(
     let progress = Progress::new(query.input_bytes(), args.quiet);
     let run = query.run(make, &|bytes, packets| progress.add(bytes, packets));
     progress.finish();
+    // The only error here is one a sink stopped the pass with (a closed pipe, say): kept as is.
     let run = run?;
     let mut err = io::stderr().lock();
     for t in &run.traces {
         if let Some(e) = &t.error {
-            return Err(io::Error::other(e.clone()));
+            return Err(if t.window_error { io::Error::other(e.clone()) } else { input_error(e.clone()) });
         }
         for w in &t.warnings {
             writeln!(err, "tcpscope: {w}")?;
@@ -102,7 +149,7 @@ pub fn analyse_query<S: Sink + Send>(
     }
     for f in &run.files {
         if let Some(e) = &f.error {
-            writeln!(err, "tcpscope: {}: {e}", f.path.display())?;
+            writeln!(err, "tcpscope: {}", on_path(&f.path, e))?;
         }
         for (lt, n) in &f.unknown_link_types {
             writeln!(err, "tcpscope: {}: {n} packets of unsupported link type {lt} skipped", f.path.display())?;

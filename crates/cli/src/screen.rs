@@ -33,8 +33,13 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
             screens.extend(s);
         }
     }
+    let an = Analysis { files, conns: Vec::new() };
+    if an.nothing_read() {
+        // Why was said on stderr; no empty table on stdout.
+        return Ok(status(&an));
+    }
     check_ids(screens.len(), &args.common)?;
-    let status = status(&Analysis { files, conns: Vec::new() });
+    let status = status(&an);
 
     // Most troubled first (screen::rank). Boring ones hidden unless asked for (or named).
     let named = !args.common.conn.is_empty();

@@ -23,11 +23,15 @@ fn load_paths(c: &ViewCommon, paths: Vec<std::path::PathBuf>) -> io::Result<Trac
     let mut err = io::stderr().lock();
     for f in &t.an.files {
         if let Some(e) = &f.error {
-            writeln!(err, "tcpscope: {}: {e}", f.path.display())?;
+            writeln!(err, "tcpscope: {}", crate::run::on_path(&f.path, e))?;
         }
     }
     if !t.paths.is_empty() && t.an.nothing_read() {
-        return Err(io::Error::other("nothing could be read from the traces"));
+        // A window that ends before it starts is the command line's fault (exit 2).
+        if t.bad_window {
+            return Err(io::Error::other("the time window is empty (see above)"));
+        }
+        return Err(crate::run::input_error("nothing could be read from the traces"));
     }
     Ok(t)
 }
@@ -45,29 +49,58 @@ pub fn view(args: &ViewArgs) -> io::Result<ExitCode> {
         (None, load(&args.common)?)
     };
     let opts = tcpscope_view::Options { bind: args.bind, port: args.port };
-    let server = tcpscope_view::Server::start_with(Arc::new(traces), monitor, &opts)?;
+    let server = tcpscope_view::Server::start_with(Arc::new(traces), monitor, &opts).map_err(|e| {
+        let at = std::net::SocketAddr::new(args.bind, args.port);
+        match e.kind() {
+            io::ErrorKind::AddrInUse => io::Error::other(format!(
+                "{at}: the port is in use; choose another with --port, or leave --port out for a free one"
+            )),
+            io::ErrorKind::PermissionDenied => io::Error::other(format!(
+                "{at}: not allowed to listen there (ports below 1024 need root); choose another with --port"
+            )),
+            io::ErrorKind::AddrNotAvailable => {
+                io::Error::other(format!("{at}: this machine has no such address; choose another with --bind"))
+            }
+            _ => io::Error::other(format!("listening on {at}: {e}")),
+        }
+    })?;
     let mut out = io::stdout().lock();
     writeln!(out, "tcpscope viewer: {}", server.url)?;
     out.flush()?;
     drop(out);
-    if !args.no_open
-        && let Err(e) = tcpscope_view::open_browser(&server.url)
-    {
-        writeln!(io::stderr(), "tcpscope: could not open a browser ({e}); open the URL above")?;
+    if !args.no_open {
+        // A launcher may wait for the browser it started: not on the way of the server.
+        let url = server.url.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = tcpscope_view::open_browser(&url) {
+                let _ = writeln!(io::stderr(), "tcpscope: could not open a browser: {e}; open the URL above");
+            }
+        });
     }
     server.wait();
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn report(args: &ReportArgs) -> io::Result<ExitCode> {
+    // Before the analysis, which may take minutes: an output that cannot be written.
+    if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        return Err(io::Error::other(format!(
+            "{}: cannot write the report: there is no directory {}",
+            args.output.display(),
+            dir.display()
+        )));
+    }
     let traces = load(&args.common)?;
     let (ids, listed) = tcpscope_view::report::write(&traces, args.plots, args.rows, &args.output)?;
     let list: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
     let total = traces.an.conns.len();
     writeln!(
         io::stdout(),
-        "{}: {total} connections{}, plots of {}",
+        "{}: {total} connection{}{}, plots of {}",
         args.output.display(),
+        if total == 1 { "" } else { "s" },
         if listed < total { format!(" ({listed} most troubled listed; --rows to list more)") } else { String::new() },
         if list.is_empty() { "none".to_string() } else { list.join(", ") }
     )?;

@@ -119,6 +119,7 @@ fn key(a: &str, pa: &str, b: &str, pb: &str) -> Vec<(IpAddr, u16)> {
 }
 
 #[test]
+#[cfg_attr(no_public_traces, ignore = "../shared/traces/public is absent")]
 fn per_direction_counts_agree_with_tcptrace() {
     if !have("tcptrace") {
         eprintln!("skipping: tcptrace is not installed (make test installs it)");
@@ -170,6 +171,7 @@ fn per_direction_counts_agree_with_tcptrace() {
 }
 
 #[test]
+#[cfg_attr(no_public_traces, ignore = "../shared/traces/public is absent")]
 fn dup_acks_and_zero_windows_agree_with_tshark() {
     if !have("tshark") {
         eprintln!("skipping: tshark is not installed (make test installs it)");

@@ -227,7 +227,8 @@ fn bad_times_and_empty_windows_are_clear_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("empty time window"));
     let empty = util::tempdir("print-empty");
     let out = util::run(&["conns", empty.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
+    // Nothing to read is an input error (exit 1, docs/cli.md#exit-status), not a usage one.
+    assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no capture files"));
     // A window with no packet: nothing read (exit 1), and where the trace is.
     let out =

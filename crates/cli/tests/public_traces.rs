@@ -6,6 +6,7 @@ mod util;
 use util::*;
 
 #[test]
+#[cfg_attr(no_public_traces, ignore = "../shared/traces/public is absent")]
 fn every_public_trace_is_read_and_conserves_bytes() {
     let Some(dir) = public_traces() else {
         eprintln!("skipping: ../shared/traces/public is absent");

@@ -205,6 +205,7 @@ fn connections_are_ranked_by_severity_across_files() {
 
 /// Every public trace screens without failing, and the results are consistent.
 #[test]
+#[cfg_attr(no_public_traces, ignore = "../shared/traces/public is absent")]
 fn every_public_trace_screens() {
     for f in public_files() {
         let out = run(&["screen", "--all", "--json", f.to_str().unwrap()]);

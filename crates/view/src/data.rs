@@ -247,6 +247,9 @@ pub struct Traces {
     /// What was read of each file: the details pass reads the same.
     parts: Vec<Part>,
     details: Mutex<HashMap<usize, DetailCell>>,
+    /// A TRACE's time window could not be placed on it (it ends before it starts): the
+    /// command line's fault, not the input's (`tcpscope view` exits 2 for it, docs/cli.md).
+    pub bad_window: bool,
 }
 
 /// What the viewer reads of a TRACE: a file whole, or a trace set — a ring directory, or any
@@ -260,19 +263,21 @@ enum Part {
 /// One pass with `sink` over what the viewer reads of `path`: all of it, or `[from, to)` of it
 /// as a trace set (`span`). Returns the sink, one summary for the trace (a set's files summed,
 /// their first error named by its file; an empty window is an error saying where the trace
-/// is), and the window read when it was read as a set.
-fn pass_over<S: Sink + Send>(query: Query, path: &Path, sink: S) -> (S, pass::FileSummary, Option<(u64, u64)>) {
+/// is), the window read when it was read as a set, and whether the error is the window's (it
+/// could not be placed: a usage error).
+fn pass_over<S: Sink + Send>(query: Query, path: &Path, sink: S) -> (S, pass::FileSummary, Option<(u64, u64)>, bool) {
     let (sink, files, trace) = match query.run_one(sink, &|_, _| {}) {
         Ok(done) => done,
         // The viewer's sinks do not fail.
         Err(e) => unreachable!("a viewer sink failed: {e}"),
     };
     let mut sum = pass::FileSummary::sum(path, &files);
+    let bad_window = trace.error.is_some() && trace.window_error;
     if let Some(e) = trace.error.or(trace.empty) {
         sum = pass::FileSummary::default();
         (sum.path, sum.error) = (path.to_path_buf(), Some(e));
     }
-    (sink, sum, trace.window)
+    (sink, sum, trace.window, bad_window)
 }
 
 impl Traces {
@@ -292,10 +297,12 @@ impl Traces {
         // A trace alone is read by one thread and analysed by another.
         let threads = if paths.len() == 1 { 2 } else { 1 };
         let rules = Rules::default();
+        let mut bad_window = false;
         for p in &paths {
             let sinks = (StatsSink::default(), ScreenSink::new(rules.clone()));
             let query = Query::new(vec![p.clone()]).settings(settings).window(*window).threads(threads);
-            let ((mut stats, screen), file, span) = pass_over(query, p, sinks);
+            let ((mut stats, screen), file, span, bad) = pass_over(query, p, sinks);
+            bad_window |= bad;
             let part = match span {
                 Some((from, to)) => Part::Set { from, to },
                 None => Part::File,
@@ -315,7 +322,7 @@ impl Traces {
             an.conns.extend(stats.conns);
             screens.extend(screen);
         }
-        Traces { paths, settings, an, screens, base, parts, details: Mutex::new(HashMap::new()) }
+        Traces { paths, settings, an, screens, base, parts, details: Mutex::new(HashMap::new()), bad_window }
     }
 
     /// The detail of connection `id` (1-based), from memory or from one pass over its file.
@@ -347,7 +354,7 @@ impl Traces {
         let earlier = self.an.conns[self.base[file]..id - 1].iter().filter(|c| key(&c.info) == own).count();
         let path = &self.paths[file];
         let query = Query::new(vec![path.clone()]).settings(self.settings).only(own);
-        let (sink, sum, _) = pass_over(query, path, DetailSink::new(earlier, packets));
+        let (sink, sum, _, _) = pass_over(query, path, DetailSink::new(earlier, packets));
         if sum.unopened() {
             return Err(format!("{}: {}", path.display(), sum.error.unwrap_or_default()));
         }
@@ -409,7 +416,7 @@ impl Traces {
             }
             Part::Set { from, to } => {
                 let query = Query::new(vec![path.clone()]).settings(self.settings).span(from, to);
-                let (sink, sum, _) = pass_over(query, path, sink);
+                let (sink, sum, _, _) = pass_over(query, path, sink);
                 (sink, sum.error)
             }
         })

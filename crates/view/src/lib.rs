@@ -365,7 +365,30 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
     }
 }
 
-/// Opens `url` in the user's browser, without waiting for it.
+/// Opens `url` in the user's browser: tries the system's launchers (`xdg-open`, `gio open`, ...
+/// as the `open` crate orders them) until one succeeds. Waits for the launcher (which may wait
+/// for the browser: call it from a thread of its own). The error says, in words, what each
+/// launcher that exists did ("xdg-open exited with status 3"), or that none exists.
 pub fn open_browser(url: &str) -> io::Result<()> {
-    open::that_detached(url)
+    use std::process::Stdio;
+    let mut failed = Vec::new();
+    let mut missing = Vec::new();
+    for mut cmd in open::commands(url) {
+        let name = cmd.get_program().to_string_lossy().into_owned();
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        match cmd.status() {
+            Ok(s) if s.success() => return Ok(()),
+            Ok(s) => failed.push(match s.code() {
+                Some(c) => format!("{name} exited with status {c}"),
+                None => format!("{name} was killed by a signal"),
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => missing.push(name),
+            Err(e) => failed.push(format!("{name}: {e}")),
+        }
+    }
+    Err(io::Error::other(if failed.is_empty() {
+        format!("no browser launcher is installed (tried {})", missing.join(", "))
+    } else {
+        failed.join("; ")
+    }))
 }

@@ -32,6 +32,10 @@ pub const TEXT_KEYS: [&str; 4] = ["endpoints", "state", "verdict", "file"];
 /// Top-level numeric keys, after `id`.
 const CONN_KEYS: [&str; 6] = ["trace", "first_time", "last_time", "duration_s", "max_idle_s", "severity"];
 
+/// Counters summed over both directions, as `both.NAME`: the list's rexmit and zwin columns
+/// show the sum, and sort by it (they sorted by one direction: issue 17).
+pub const BOTH_KEYS: [&str; 3] = ["both.payload_bytes", "both.rexmit_packets", "both.zero_window_adverts"];
+
 /// What the page asks of the list.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListQuery {
@@ -80,7 +84,8 @@ pub fn keys() -> Vec<String> {
     let cells = DirJson::from(&DirStats::default()).cells();
     let dir: Vec<&str> =
         DirJson::NAMES.iter().zip(cells).filter(|(_, c)| !matches!(c, Cell::Bool(_))).map(|(n, _)| *n).collect();
-    let mut k: Vec<String> = ["id"].iter().chain(&TEXT_KEYS).chain(&CONN_KEYS).map(|s| s.to_string()).collect();
+    let mut k: Vec<String> =
+        ["id"].iter().chain(&TEXT_KEYS).chain(&CONN_KEYS).chain(&BOTH_KEYS).map(|s| s.to_string()).collect();
     for d in ["a2b", "b2a"] {
         k.extend(dir.iter().map(|n| format!("{d}.{n}")));
     }
@@ -122,6 +127,14 @@ fn column(t: &Traces, key: &str) -> Result<Column, String> {
                 return Ok(num(&|i| Some(conn_times(&conns[i])[k - 1])));
             }
             let bad = || format!("bad sort: {key:?} (one of the keys the list answers with)");
+            if BOTH_KEYS.contains(&key) {
+                let k = DirJson::NAMES.iter().position(|&x| Some(x) == key.strip_prefix("both.")).ok_or_else(bad)?;
+                let int = |d: &DirStats| match DirJson::from(d).cells()[k] {
+                    Cell::Int(v) => Some(v as f64),
+                    _ => None,
+                };
+                return Ok(num(&|i| Some(int(&conns[i].dir[0])? + int(&conns[i].dir[1])?)));
+            }
             let (d, name) = key.split_once('.').ok_or_else(bad)?;
             let d = ["a2b", "b2a"].iter().position(|&x| x == d).ok_or_else(bad)?;
             let k = DirJson::NAMES.iter().position(|&x| x == name).ok_or_else(bad)?;

@@ -122,6 +122,6 @@ pub fn write(t: &Traces, n: usize, rows: usize, out: &Path) -> io::Result<(Vec<u
     let ids = most_troubled(t, n);
     let data = report_data(t, &ids, rows).map_err(io::Error::other)?;
     let listed = data["report"]["listed"].as_u64().unwrap_or(0) as usize;
-    std::fs::write(out, render(&data))?;
+    std::fs::write(out, render(&data)).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", out.display())))?;
     Ok((ids, listed))
 }

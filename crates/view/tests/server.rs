@@ -399,6 +399,12 @@ fn the_list_is_filtered_sorted_and_paged_on_the_server() {
     let value = |c: &Value, key: &str| -> Value {
         match key {
             "endpoints" => Value::from(endpoints(c)),
+            // Both directions summed (issue 17: the list's rexmit column showed the sum and
+            // sorted by a2b).
+            _ if key.starts_with("both.") => {
+                let n = &key[5..];
+                Value::from(c["a2b"][n].as_u64().unwrap() + c["b2a"][n].as_u64().unwrap())
+            }
             _ => key.split('.').fold(c.clone(), |v, k| v[k].clone()),
         }
     };
@@ -457,6 +463,10 @@ fn the_list_is_filtered_sorted_and_paged_on_the_server() {
     assert_eq!(check("sort=id&desc=0", "id", false, "", false), all.len() - boring, "boring rows left out");
     check("sort=a2b.rexmit_packets&desc=1&boring=1", "a2b.rexmit_packets", true, "", true);
     check("sort=b2a.rtt_avg_ms&desc=0&boring=1", "b2a.rtt_avg_ms", false, "", true);
+    for k in tcpscope_view::list::BOTH_KEYS {
+        check(&format!("sort={k}&desc=1&boring=1"), k, true, "", true);
+        check(&format!("sort={k}&desc=0&boring=1"), k, false, "", true);
+    }
     check("sort=severity&desc=1", "severity", true, "", false);
     check("sort=endpoints&desc=0&boring=1", "endpoints", false, "", true);
     check("sort=verdict&desc=1&boring=1", "verdict", true, "", true);

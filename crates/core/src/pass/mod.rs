@@ -79,6 +79,9 @@ pub struct Trace<S> {
     /// Why the trace could not be read at all: its set could not be opened, or the window not
     /// placed on it.
     pub error: Option<String>,
+    /// `error` is about the time window asked for (it ends before it starts, or a time cannot
+    /// be placed on the trace), not about the input: a usage error.
+    pub window_error: bool,
     /// The window held no packet: what to tell the user (the window, and where the trace is).
     pub empty: Option<String>,
     /// Stale or invalid index sidecars that were ignored, one message each.
@@ -217,8 +220,15 @@ impl Query {
         }
         let run = self.run_made(&make, false, progress)?;
         let t = run.traces.into_iter().next().expect("one trace");
-        let rest =
-            Trace { sink: (), files: t.files, window: t.window, error: t.error, empty: t.empty, warnings: t.warnings };
+        let rest = Trace {
+            sink: (),
+            files: t.files,
+            window: t.window,
+            error: t.error,
+            window_error: t.window_error,
+            empty: t.empty,
+            warnings: t.warnings,
+        };
         Ok((t.sink, run.files, rest))
     }
 
@@ -243,11 +253,12 @@ impl Query {
                     files: start..start,
                     window: None,
                     error: None,
+                    window_error: false,
                     empty: None,
                     warnings: Vec::new(),
                 };
                 match self.open_set(&group) {
-                    Err(e) => trace.error = Some(e),
+                    Err((e, window_error)) => (trace.error, trace.window_error) = (Some(e), window_error),
                     Ok((set, window)) => {
                         trace.warnings = set.warnings.clone();
                         let delta = Delta::new(progress);
@@ -291,6 +302,7 @@ impl Query {
                     files: i..i + 1,
                     window: None,
                     error: None,
+                    window_error: false,
                     empty: None,
                     warnings: vec![],
                 });
@@ -314,11 +326,12 @@ impl Query {
     }
 
     /// Opens the trace set of `paths` and places the window on it.
-    fn open_set(&self, paths: &[PathBuf]) -> Result<(TraceSet, (u64, u64)), String> {
-        let set = TraceSet::open(paths).map_err(|e| e.to_string())?;
+    /// The set of `paths` and the window on it; the error says whether it is about the window.
+    fn open_set(&self, paths: &[PathBuf]) -> Result<(TraceSet, (u64, u64)), (String, bool)> {
+        let set = TraceSet::open(paths).map_err(|e| (e.to_string(), false))?;
         let window = match self.span {
             Some(span) => span,
-            None => set.window(&self.window, &self.zone())?,
+            None => set.window(&self.window, &self.zone()).map_err(|e| (e, true))?,
         };
         Ok((set, window))
     }

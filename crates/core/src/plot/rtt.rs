@@ -46,14 +46,14 @@ pub fn rtt(series: &RttSeries, view: &RttView) -> Figure {
     if karn > 0 {
         legend.push(LegendEntry {
             color: Color::Green,
-            sample: Sample::Letter("◆"),
+            sample: Sample::Letter("◇"),
             text: "Karn sample (data → ACK)".into(),
         });
     }
     if ts > 0 {
         legend.push(LegendEntry {
             color: Color::Blue,
-            sample: Sample::Letter("■"),
+            sample: Sample::Letter("□"),
             text: "timestamp echo sample".into(),
         });
     }

@@ -39,7 +39,7 @@ pub fn ssize(series: &SsizeSeries, view: &View) -> Figure {
             "ssize ooo" => "out of order",
             _ => "zero-window probe",
         };
-        legend.push(LegendEntry { color, sample: Sample::Letter("◆"), text: text.into() });
+        legend.push(LegendEntry { color, sample: Sample::Letter("◇"), text: text.into() });
     }
     if let Some(mss) = series.peer_mss {
         let y = mss as f64;

@@ -198,7 +198,7 @@ fn panel(o: &mut String, fig: &Figure, width: u32, height: u32, id: usize) {
         });
         let head = seg_px.map_or(ARROW_H, |l| (l / 3.0).clamp(2.0, ARROW_H));
         for p in &m.prims {
-            prim(o, &p.shape, p.color, head, &sx, &sy);
+            prim(o, &p.shape, p.color, head, &sx, &sy, (LEFT, TOP, LEFT + pw, TOP + ph));
         }
         o.push_str("</g>\n");
     }
@@ -255,8 +255,23 @@ fn coverage(
     covered
 }
 
-/// One primitive in pixel space.
-fn prim(o: &mut String, shape: &Shape, color: Color, head: f64, sx: &dyn Fn(f64) -> f64, sy: &dyn Fn(f64) -> f64) {
+/// Width of a label of `n` characters at font size 10, px: sans-serif's average advance, a little
+/// generous (the legend's estimate, scaled to 10 px).
+fn label_width(n: usize) -> f64 {
+    6.0 * n as f64
+}
+
+/// One primitive in pixel space; `area` (left, top, right, bottom) is the plot area, which a
+/// label is kept inside of: "SYN" at the left edge was clipped to "YN" (issue 17).
+fn prim(
+    o: &mut String,
+    shape: &Shape,
+    color: Color,
+    head: f64,
+    sx: &dyn Fn(f64) -> f64,
+    sy: &dyn Fn(f64) -> f64,
+    area: (f64, f64, f64, f64),
+) {
     let c = color.svg();
     match shape {
         Shape::Line { x1, y1, x2, y2 } => {
@@ -349,12 +364,27 @@ fn prim(o: &mut String, shape: &Shape, color: Color, head: f64, sx: &dyn Fn(f64)
                 Anchor::Right => (px + 4.0, py + 4.0, "start"),
                 Anchor::Center => (px, py + 4.0, "middle"),
             };
+            let (tx, ta) = inside(tx, ta, label_width(text.chars().count()), area);
+            // Baselines: the text's 8 px above it and 3 below it stay inside too.
+            let ty = ty.clamp(area.1 + 9.0, (area.3 - 3.0).max(area.1 + 9.0));
             let _ = write!(
                 o,
                 r#"<text x="{tx:.1}" y="{ty:.1}" text-anchor="{ta}" fill="{c}" stroke="none" font-size="10">{}</text>"#,
                 esc(text)
             );
         }
+    }
+}
+
+/// A label at `tx` with `anchor`, `w` px wide, moved (and turned, for a start or end anchor)
+/// so that it lies inside `area`'s left and right edges (when it fits at all).
+fn inside(tx: f64, anchor: &'static str, w: f64, area: (f64, f64, f64, f64)) -> (f64, &'static str) {
+    let (left, right) = (area.0 + 1.0, area.2 - 1.0);
+    match anchor {
+        "start" if tx + w > right => ((tx - 8.0).min(right), "end"),
+        "end" if tx - w < left => ((tx + 8.0).max(left), "start"),
+        "middle" if right - left > w => (tx.clamp(left + w / 2.0, right - w / 2.0), "middle"),
+        _ => (tx, anchor),
     }
 }
 

@@ -244,9 +244,13 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
     let seg_visible = |s: &&DataSeg| in_x(s.t_ns) && in_y(s.payload_start().min(s.seq_off), s.end());
 
     let mut marks = Vec::new();
-    // Extent of what is drawn, for the automatic y range.
+    // Extent of the data and the ack line, for the automatic y range. The window line does not
+    // set it: an advertised window far above the data left the data in the lower 40 % of the
+    // plot (issue 17); the line leaves the top instead, marked (`win above`).
     let mut ylo = i64::MAX;
     let mut yhi = i64::MIN;
+    // Highest window edge drawn.
+    let mut whi = i64::MIN;
     let mut extend = |lo: i64, hi: i64| {
         ylo = ylo.min(lo);
         yhi = yhi.max(hi);
@@ -309,7 +313,7 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
                 }
             }
             if in_y(pedge.min(edge), pedge.max(edge)) {
-                extend(pedge.min(edge), pedge.max(edge));
+                whi = whi.max(pedge.max(edge));
                 let y = Color::Yellow;
                 let prims = vec![line(px, pedge as f64, x, pedge as f64, y), line(x, pedge as f64, x, edge as f64, y)];
                 win_marks.push(Mark { class: "win step agg", frame: Some(col[0].frame), count: (j - i) as u32, prims });
@@ -351,7 +355,7 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
             ack_marks.push(Mark { class, frame: Some(p.frame), count: 1, prims });
         }
         if in_y(pedge.min(edge), pedge.max(edge)) {
-            extend(pedge.min(edge), pedge.max(edge));
+            whi = whi.max(pedge.max(edge));
             let c = Color::Yellow;
             let mut prims = vec![line(px, pedge as f64, x, pedge as f64, c)];
             let class = if p.edge_repeats {
@@ -397,7 +401,10 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
         marks.push(Mark { class: "sack agg", frame: Some(frame), count: n, prims: sack_bar(x, lo, hi) });
     }
     if ack_cols.is_some() || sack_cols.is_some() {
-        remarks.push(format!("returning packets drawn per pixel column: {} ACKs, {n_sack} SACK blocks", visible.len()));
+        remarks.push(format!(
+            "{} ACKs and {n_sack} SACK blocks, too many to draw one by one: each pixel column shows their range",
+            visible.len()
+        ));
     }
 
     // --- Data segments, aggregated per pixel column if there are too many ---
@@ -481,8 +488,10 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
                 ];
                 marks.push(Mark { class: "seg agg", frame: Some(frame), count: n, prims });
             }
-            remarks
-                .push(format!("{n_plain} new segments drawn per pixel column ({cols} columns); events drawn singly"));
+            remarks.push(format!(
+                "{n_plain} new segments, too many to draw one by one: each of the {cols} pixel columns shows \
+                 the range its segments cover; events drawn singly"
+            ));
         }
         _ => {
             // New data first, so retransmissions are drawn on top.
@@ -543,6 +552,34 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
             (a.map_or(ylo as f64 - pad, |v| v as f64), b.map_or(yhi as f64 + pad, |v| v as f64))
         }
     };
+    if view.seq_to.is_none() && whi as f64 > y1 {
+        // Where the window line first goes above the top: an arrow and "window ↑" there.
+        let above = |ya: f64, yb: f64| ya.max(yb) > y1;
+        let first = marks
+            .iter()
+            .filter(|m| m.class.starts_with("win"))
+            .flat_map(|m| &m.prims)
+            .filter_map(|p| match p.shape {
+                Shape::Line { x1: xa, y1: ya, x2: xb, y2: yb } if above(ya, yb) => {
+                    Some(if ya > y1 { xa.min(xb) } else { xb.max(xa) })
+                }
+                Shape::Tick { x, y, .. } if y > y1 => Some(x),
+                _ => None,
+            })
+            .fold(f64::INFINITY, f64::min)
+            .max(x0);
+        if first.is_finite() {
+            let c = Color::Yellow;
+            let prims = vec![
+                at(Shape::Arrow { x: first, y: y1, way: Way::Up }, c),
+                text(first, y1, Anchor::Below, "window ↑", c),
+            ];
+            marks.push(Mark { class: "win above", frame: None, count: 1, prims });
+            remarks.push(format!(
+                "the window line leaves the top from {first:.3} s (up to {whi} bytes); the y scale follows the data"
+            ));
+        }
+    }
     let x = Axis::new("time (s since the connection's first packet)", x0, x1, 8);
     let y = Axis::new("relative sequence number (bytes, first payload byte = 0)", y0, y1, 8);
 
@@ -585,6 +622,9 @@ fn legend(marks: &[Mark]) -> Vec<LegendEntry> {
     add(Color::Yellow, Sample::Step, "window line (ack + window)");
     if has("win dup") {
         add(Color::Yellow, Sample::UpTick, "window edge repeated");
+    }
+    if has("win above") {
+        add(Color::Yellow, Sample::Letter("↑"), "window line above the top");
     }
     if has("sack") || has("dsack") {
         add(Color::Purple, Sample::Bar, "SACK block (D: D-SACK)");

@@ -173,6 +173,7 @@ mod tests {
             dir: Dir::AtoB,
             info: crate::series::test_info(),
             last_ns: 2_000_000,
+            rtt_min_ns: None,
             points: pts
                 .iter()
                 .enumerate()

@@ -86,22 +86,42 @@ impl Base {
     }
 }
 
-/// What a plot's limits are resolved against: when connection `conn`'s first packet was seen,
-/// and the sequence base (the wire number of offset 0) of its direction `dir`. A sink to run
-/// beside a series sink, so that one pass gives both.
+/// What a plot's limits are resolved against: when connection `conn`'s first and last packets
+/// were seen, the sequence base (the wire number of offset 0) of each direction, and the payload
+/// bytes each direction sent (which one carries the data). A sink to run beside a series sink,
+/// so that one pass gives both.
 pub struct Origin {
     conn: ConnIdx,
-    dir: Dir,
     /// Time of the connection's first packet (either direction), ns since the epoch.
     pub t0: Option<u64>,
-    /// The wire sequence number of offset 0 in `dir`, once a segment of it was seen.
-    pub base: Option<crate::seq::SeqNum>,
+    /// Time of its last packet (either direction), ns since the epoch.
+    pub t_last: Option<u64>,
+    /// The wire sequence number of offset 0 in each direction (by [`Dir`] index), once a
+    /// segment of it was seen.
+    pub bases: [Option<crate::seq::SeqNum>; 2],
+    /// Payload bytes sent in each direction (by [`Dir`] index), retransmissions included.
+    pub payload_bytes: [u64; 2],
 }
 
 impl Origin {
-    /// For connection `conn` (0-based) and direction `dir`.
-    pub fn new(conn: ConnIdx, dir: Dir) -> Self {
-        Origin { conn, dir, t0: None, base: None }
+    /// For connection `conn` (0-based).
+    pub fn new(conn: ConnIdx) -> Self {
+        Origin { conn, t0: None, t_last: None, bases: [None; 2], payload_bytes: [0; 2] }
+    }
+
+    /// The wire sequence number of offset 0 in `dir`.
+    pub fn base(&self, dir: Dir) -> Option<crate::seq::SeqNum> {
+        self.bases[dir as usize]
+    }
+
+    /// The direction that sent the most payload bytes (a→b on a tie): the one a plot shows
+    /// unless told otherwise. On a download that is b→a, not the request.
+    pub fn busier(&self) -> Dir {
+        if self.payload_bytes[Dir::BtoA as usize] > self.payload_bytes[Dir::AtoB as usize] {
+            Dir::BtoA
+        } else {
+            Dir::AtoB
+        }
     }
 }
 
@@ -111,9 +131,12 @@ impl Sink for Origin {
             return;
         }
         self.t0.get_or_insert(s.at.ts_ns);
-        if s.at.dir == self.dir && self.base.is_none() {
+        self.t_last = Some(s.at.ts_ns);
+        let d = s.at.dir as usize;
+        self.payload_bytes[d] += u64::from(s.len);
+        if self.bases[d].is_none() {
             // offset = wire - base (mod 2^32), for every segment of the direction.
-            self.base = Some(crate::seq::SeqNum(s.seq.0.wrapping_sub(s.seq_off.0 as u32)));
+            self.bases[d] = Some(crate::seq::SeqNum(s.seq.0.wrapping_sub(s.seq_off.0 as u32)));
         }
     }
 }

@@ -58,6 +58,9 @@ pub struct TputSeries {
     pub last_ns: u64,
     /// Data packets in trace order.
     pub points: Vec<DataPoint>,
+    /// The lowest RTT sample of the direction's data (either kind), ns: what the plot's
+    /// default moving-average window is chosen from (`None`: no sample).
+    pub rtt_min_ns: Option<u64>,
 }
 
 /// Which bytes a rate counts.
@@ -141,12 +144,13 @@ impl TputSeries {
 pub struct TputSink {
     base: super::Base,
     points: Vec<DataPoint>,
+    rtt_min_ns: Option<u64>,
 }
 
 impl TputSink {
     /// A sink for one connection and direction.
     pub fn new(conn: ConnIdx, dir: Dir) -> Self {
-        TputSink { base: super::Base::new(conn, dir), points: Vec::new() }
+        TputSink { base: super::Base::new(conn, dir), points: Vec::new(), rtt_min_ns: None }
     }
 
     /// Room for `own` packets of its direction and `other` of the returning one (module doc).
@@ -158,7 +162,14 @@ impl TputSink {
     /// The series, `None` if the connection never appeared.
     pub fn finish(self) -> Option<TputSeries> {
         let b = self.base;
-        Some(TputSeries { conn: b.conn, dir: b.dir, info: b.info?, last_ns: b.last_ns, points: self.points })
+        Some(TputSeries {
+            conn: b.conn,
+            dir: b.dir,
+            info: b.info?,
+            last_ns: b.last_ns,
+            points: self.points,
+            rtt_min_ns: self.rtt_min_ns,
+        })
     }
 }
 
@@ -181,9 +192,15 @@ impl Sink for TputSink {
             });
         }
     }
-    fn event(&mut self, at: &At, _ev: &Event) {
+    fn event(&mut self, at: &At, ev: &Event) {
         if at.conn == self.base.conn {
             self.base.rel(at.ts_ns);
+            // RTT samples carry the direction of the data they time.
+            if let Event::RttSample { rtt_ns, .. } = ev
+                && at.dir == self.base.dir
+            {
+                self.rtt_min_ns = Some(self.rtt_min_ns.map_or(*rtt_ns, |m| m.min(*rtt_ns)));
+            }
         }
     }
 }
@@ -199,6 +216,7 @@ mod tests {
             dir: Dir::AtoB,
             info,
             last_ns: pts.last().map_or(0, |p| p.0),
+            rtt_min_ns: None,
             points: pts
                 .iter()
                 .enumerate()
