@@ -93,6 +93,9 @@ pub fn analyse_with<S: Sink + Send>(args: &CommonArgs, make: impl Fn() -> S + Sy
         }
     }
     for f in &run.files {
+        for d in &f.damaged {
+            writeln!(err, "tcpscope: {}: {}", f.path.display(), d.describe())?;
+        }
         if let Some(e) = &f.error {
             writeln!(err, "tcpscope: {}: {e}", f.path.display())?;
         }
