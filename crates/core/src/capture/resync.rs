@@ -28,15 +28,15 @@ const CHAIN_NG: usize = 2;
 /// limit for ordinary link types).
 pub(super) const MAX_CAPLEN: u32 = 262_144;
 /// Largest original length believed (GSO/BIG TCP frames reach hundreds of kB, not 16 MB).
-const MAX_ORIG_LEN: u32 = 1 << 24;
+pub(super) const MAX_ORIG_LEN: u32 = 1 << 24;
 /// Largest pcapng block believed (a packet block's data is bounded as a pcap record's; name
 /// resolution and custom blocks can be larger, not this large).
 pub(super) const MAX_BLOCK: u32 = 1 << 24;
 /// Where reading resumes, consecutive records are at most this many seconds apart.
 const CHAIN_JUMP_S: u64 = 86_400;
-/// After a record whose length is not confirmed otherwise, the next record is at most this
-/// many seconds away (real files have jumps of years where captures were concatenated: those
-/// follow records that hold whole packets or the snaplen, and are not checked so).
+/// After a record whose length is not confirmed otherwise, a next record further away than
+/// this in time must be followed by a plausible header too (a damaged timestamp in an intact
+/// record, or captures concatenated years apart, are; a header read from a wrong place is not).
 const NEXT_JUMP_S: u64 = 366 * 86_400;
 
 /// A stretch of a file that was skipped because its bytes could not be records.
@@ -146,10 +146,12 @@ impl RecHeader {
     }
 
     /// Why the header after a record of a length it does not confirm (neither the whole packet
-    /// nor the snaplen) cannot be right: [`RecHeader::fault`], a fraction out of range or a
-    /// time more than [`NEXT_JUMP_S`] from the record's (`prev_s`). A length damaged by a few
-    /// bytes puts this header a few bytes off, where its fields are shifted bytes of the real
-    /// ones and fail these.
+    /// nor the snaplen) cannot be right: [`RecHeader::fault`], a fraction out of range, or a
+    /// time more than [`NEXT_JUMP_S`] from the record's (`prev_s`; then
+    /// [`CaptureReader::next_pcap_checked`] looks one header further before it decides). A
+    /// length damaged by a few bytes puts this header a few bytes off, where its fields are
+    /// shifted bytes of the real ones: the fraction takes a byte of the seconds or of the
+    /// captured length as its top or bottom byte, and is out of range but for a few in 256.
     #[inline]
     pub fn next_fault(self, bound: u32, nanos: bool, prev_s: u32) -> Option<Fault> {
         if let Some(f) = self.fault(bound) {
@@ -276,6 +278,7 @@ impl CaptureReader {
             if avail >= len + hl
                 && !self.whole_or_snapped(h)
                 && let Some(f) = RecHeader::read(self.window(), len, big_endian).next_fault(bound, nanos, h.ts_sec)
+                && !(matches!(f, Fault::TimeJump(_)) && self.framed_after(len, hl, big_endian, bound)?)
             {
                 let start = self.pos;
                 let at = start + len as u64;
@@ -291,6 +294,20 @@ impl CaptureReader {
             let rec = Record { ts_ns, data: &[], orig_len: h.orig, link_type, frame: self.frame, offset };
             return Ok(Some((start, h.caplen as usize, rec)));
         }
+    }
+
+    /// Whether the record whose header is at `at` in the window (plausible but for its time)
+    /// is followed by a plausible header, or by the end of the file.
+    fn framed_after(&mut self, at: usize, hl: usize, big_endian: bool, bound: u32) -> Result<bool, CaptureError> {
+        let next = RecHeader::read(self.window(), at, big_endian);
+        let after = at + hl + next.caplen as usize;
+        self.fill(after + hl)?;
+        let w = self.window();
+        Ok(if w.len() >= after + hl {
+            RecHeader::read(w, after, big_endian).plausible(bound)
+        } else {
+            self.at_eof() && w.len() == after
+        })
     }
 
     /// Whether a record's length is believed without the header after it: it holds the whole

@@ -403,3 +403,26 @@ fn the_damaged_regression_inputs_report_each_kind_of_damage() {
         ]
     );
 }
+
+#[test]
+fn a_time_jump_after_a_cut_record_is_believed_when_the_framing_goes_on() {
+    // Record 4 is cut (60 of 140 bytes, not the snaplen): the header after it is checked more
+    // strictly. Record 5 three years later, then the end of the file: both read, no damage.
+    let mut f = pcap(&pkts(), false, false);
+    let rec5 = 24 + 156 * 3 + 16 + 60;
+    let sec = u32::from_le_bytes(f[rec5..rec5 + 4].try_into().unwrap()) + 3 * 366 * 86_400;
+    f[rec5..rec5 + 4].copy_from_slice(&sec.to_le_bytes());
+    let (got, err, damage) = read_damaged(f.clone());
+    assert_eq!((got.len(), err.is_none(), damage.len()), (5, true, 0));
+    // The same with a sixth record after it (a plausible header where record 5 ends).
+    let mut six = f.clone();
+    six.extend_from_slice(&f[24..24 + 156]);
+    let (got, err, damage) = read_damaged(six);
+    assert_eq!((got.len(), err.is_none(), damage.len()), (6, true, 0));
+    // But with garbage where record 5 ends, record 4's length is not believed.
+    let mut bad = f;
+    bad.extend_from_slice(&[0xff; 16]);
+    let (got, _, damage) = read_damaged(bad);
+    assert_eq!(got.len(), 3, "{damage:?}");
+    assert!(damage[0].reason.contains("timestamp jumps"), "{damage:?}");
+}
