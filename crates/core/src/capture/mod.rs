@@ -20,12 +20,14 @@ mod merge;
 mod resync;
 pub mod set;
 pub mod time;
+mod write;
 
 pub use index::{Index, IndexBuilder};
 pub use merge::MergedReader;
 pub use resync::Damage;
 pub use set::{Cursor, SetError, SetReader, TraceSet};
 pub use time::{TimeSpec, Window};
+pub use write::PcapWriter;
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -328,6 +330,11 @@ impl CaptureReader {
             Framing::Pcap { .. } => Format::Pcap,
             Framing::Pcapng { .. } => Format::Pcapng,
         }
+    }
+
+    /// A classic pcap file's snapshot length (`None` for pcapng: each interface has its own).
+    pub fn snaplen(&self) -> Option<u32> {
+        matches!(self.framing, Framing::Pcap { .. }).then_some(self.snaplen)
     }
 
     /// How the file was compressed.
