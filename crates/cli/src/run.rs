@@ -38,6 +38,7 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
         Command::View(args) => crate::view::view(&args),
         Command::Report(args) => crate::view::report(&args),
         Command::Print(p) => crate::print::print(&p.common),
+        Command::Repair(a) => crate::repair::repair(&a),
         #[cfg(feature = "capture")]
         Command::Capture(a) => crate::print::capture(&a),
         Command::Monitor(a) => crate::monitor::monitor(&a),
