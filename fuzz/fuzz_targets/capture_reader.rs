@@ -1,11 +1,12 @@
 //! Arbitrary bytes as a capture file (pcap, pcapng, gzip or zstd of either).
 //!
-//! Never panics; every record is well formed; a file read through `MergedReader` (twice, as two
-//! inputs) yields the same records, in the same per-file order, as read alone; and read a few
-//! bytes at a time (so that no record is ever whole in the reader's window, and the general
-//! path built on pcap-parser reads everything) it yields the same records and the same error as
-//! read whole (where the direct reading of pcap records and pcapng enhanced packet blocks
-//! applies).
+//! Never panics; every record is well formed; damage skipped is in file order, holds no record
+//! and accounts, with the records before it, for every record read; a file read through
+//! `MergedReader` (twice, as two inputs) yields the same records, in the same per-file order,
+//! as read alone; and read a few bytes at a time (so that no record is ever whole in the
+//! reader's window, and the general path reads everything) it yields the same records, the same
+//! damage and the same error as read whole (where the direct reading of pcap records and pcapng
+//! enhanced packet blocks applies).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -59,6 +60,20 @@ fuzz_target!(|data: &[u8]| {
     if errored.is_some() {
         assert!(matches!(r.next_record(), Ok(None)), "a reader is finished after an error");
     }
+    // Damage skipped: in file order, each stretch non-empty, no record read from inside one.
+    let damage = r.damage();
+    let mut after = 0;
+    for d in &damage {
+        assert!(after <= d.start && d.start < d.end, "damage out of order or empty: {damage:?}");
+        assert!(!recs.iter().any(|rec| rec.4 >= d.start && rec.4 < d.end), "a record inside damage {d:?}");
+        after = d.end;
+    }
+    if !compressed {
+        assert!(after <= data.len() as u64, "damage past the end");
+    }
+    if !capped {
+        assert_eq!(damage.iter().map(|d| d.records_after).sum::<u64>() + first_damage_frame(&damage, &recs), recs.len() as u64);
+    }
     if capped || recs.len() > 10_000 {
         return;
     }
@@ -76,6 +91,7 @@ fuzz_target!(|data: &[u8]| {
         };
         assert!(trickled == recs, "records read a few bytes at a time differ");
         assert_eq!(err, errored, "errors read a few bytes at a time differ");
+        assert_eq!(t.damage(), damage, "damage read a few bytes at a time differs");
     }
 
     // The same bytes twice through the k-way merge.
@@ -104,6 +120,14 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(errors[i], errored.is_some() as usize, "file {i}: merged errors differ");
     }
 });
+
+/// Records read before the first damage (all of them when there is none).
+fn first_damage_frame(damage: &[tcpscope_core::capture::Damage], recs: &[Rec]) -> u64 {
+    match damage.first() {
+        Some(d) => recs.iter().filter(|r| r.4 < d.start).count() as u64,
+        None => recs.len() as u64,
+    }
+}
 
 /// Hands out at most 7 bytes per read.
 struct Trickle(std::io::Cursor<Vec<u8>>);

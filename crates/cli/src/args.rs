@@ -63,6 +63,9 @@ pub enum Command {
     /// Write one self-contained HTML report: the connection table and plots of the most
     /// troubled connections (opens offline).
     Report(ReportArgs),
+    /// Write the records of a damaged capture that can be recovered to a clean pcap file, so
+    /// that other tools read it too (docs/capture.md, "Damaged captures").
+    Repair(crate::repair::RepairArgs),
     /// One line per packet of a time window (thesis fig. 2.2): time, addresses, ports, seq, ack,
     /// window, length, flags, connection id.
     Print(PrintArgs),

@@ -11,6 +11,7 @@ mod monitor;
 mod output;
 mod plot;
 mod print;
+mod repair;
 mod run;
 mod screen;
 mod view;

@@ -46,6 +46,7 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
         Command::View(args) => crate::view::view(&args),
         Command::Report(args) => crate::view::report(&args),
         Command::Print(p) => crate::print::print(&p.common),
+        Command::Repair(a) => crate::repair::repair(&a),
         #[cfg(feature = "capture")]
         Command::Capture(a) => crate::print::capture(&a),
         Command::Monitor(a) => crate::monitor::monitor(&a),
@@ -148,6 +149,9 @@ pub fn analyse_query<S: Sink + Send>(
         }
     }
     for f in &run.files {
+        for d in &f.damaged {
+            writeln!(err, "tcpscope: {}: {}", f.path.display(), d.describe())?;
+        }
         if let Some(e) = &f.error {
             writeln!(err, "tcpscope: {}", on_path(&f.path, e))?;
         }

@@ -17,13 +17,17 @@
 
 pub mod index;
 mod merge;
+mod resync;
 pub mod set;
 pub mod time;
+mod write;
 
 pub use index::{Index, IndexBuilder};
 pub use merge::MergedReader;
+pub use resync::Damage;
 pub use set::{Cursor, SetError, SetReader, TraceSet};
 pub use time::{TimeSpec, Window};
+pub use write::PcapWriter;
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -202,6 +206,13 @@ pub struct CaptureReader {
     pub bad_timestamps: u64,
     /// Count of pcapng packets naming an interface that was never described.
     pub unknown_interface: u64,
+    /// A pcap file's snapshot length (0 for pcapng).
+    snaplen: u32,
+    /// The largest captured length a pcap record may have: the snaplen, at least
+    /// [`resync::MAX_CAPLEN`].
+    caplen_bound: u32,
+    /// Stretches skipped as damaged, each with the records read before it.
+    damage: Vec<(Damage, u64)>,
 }
 
 const STREAM_CHUNK: usize = 1 << 16;
@@ -268,6 +279,9 @@ impl CaptureReader {
             sections: 0,
             bad_timestamps: 0,
             unknown_interface: 0,
+            snaplen: 0,
+            caplen_bound: resync::MAX_CAPLEN,
+            damage: Vec::new(),
         };
         r.fill(24)?;
         let head = r.window();
@@ -293,6 +307,8 @@ impl CaptureReader {
                     }
                 };
                 let consumed = head.len() - rest.len();
+                r.snaplen = h.snaplen;
+                r.caplen_bound = h.snaplen.clamp(resync::MAX_CAPLEN, resync::MAX_BLOCK);
                 r.framing = Framing::Pcap {
                     big_endian: h.is_bigendian(),
                     nanos: h.is_nanosecond_precision(),
@@ -314,6 +330,11 @@ impl CaptureReader {
             Framing::Pcap { .. } => Format::Pcap,
             Framing::Pcapng { .. } => Format::Pcapng,
         }
+    }
+
+    /// A classic pcap file's snapshot length (`None` for pcapng: each interface has its own).
+    pub fn snaplen(&self) -> Option<u32> {
+        matches!(self.framing, Framing::Pcap { .. }).then_some(self.snaplen)
     }
 
     /// How the file was compressed.
@@ -401,33 +422,35 @@ impl CaptureReader {
     /// The common case, a classic pcap record wholly in the window, read without the general
     /// machinery below: the record header is four fixed integers, and going through
     /// pcap-parser's result types, the block enum and [`Action`] cost ~15 instructions a record
-    /// more (2.5 % of the reading thread on bulk). `None` sends the caller to [`CaptureReader::next_inner`] (other formats,
-    /// a record not yet in the window, the end of the file), which reads the same record the
-    /// same way.
+    /// more (2.5 % of the reading thread on bulk). The record is taken only when it and the
+    /// header after it pass [`resync::RecHeader::fault`]'s checks (`resync` says why). `None`
+    /// sends the caller to [`CaptureReader::next_inner`] (other formats, a record or the next
+    /// header not yet in the window, the end of the file, a record failing its checks), which
+    /// reads the same record the same way.
     #[inline]
     fn next_pcap_record(&mut self) -> Option<(usize, usize, Record<'static>)> {
         let Framing::Pcap { big_endian, nanos, modified: false, link_type } = self.framing else { return None };
         let w = self.window();
-        let head: &[u8; 16] = w.get(..16)?.try_into().ok()?;
-        let word = |i: usize| {
-            let b = [head[i], head[i + 1], head[i + 2], head[i + 3]];
-            if big_endian { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) }
-        };
-        let (ts_sec, frac, caplen, origlen) = (word(0), word(4), word(8) as usize, word(12));
-        if w.len() - 16 < caplen {
+        if w.len() < 16 {
             return None;
         }
-        let ts_ns = self.pcap_time(ts_sec, frac, nanos);
+        let bound = self.caplen_bound();
+        let h = resync::RecHeader::read(w, 0, big_endian);
+        let caplen = h.caplen as usize;
+        if !h.plausible(bound)
+            || w.len() < 32 + caplen
+            || (!self.whole_or_snapped(h)
+                && resync::RecHeader::read(w, 16 + caplen, big_endian).next_fault(bound, nanos, h.ts_sec).is_some())
+        {
+            return None;
+        }
+        let ts_ns = self.pcap_time(h.ts_sec, h.frac, nanos);
         let offset = self.pos;
         let start = self.source.start + 16;
         self.consume(16 + caplen);
         self.frame += 1;
         self.last_ts_ns = ts_ns;
-        Some((
-            start,
-            caplen,
-            Record { ts_ns, data: &[], orig_len: origlen.max(caplen as u32), link_type, frame: self.frame, offset },
-        ))
+        Some((start, caplen, Record { ts_ns, data: &[], orig_len: h.orig, link_type, frame: self.frame, offset }))
     }
 
     /// The common case of a pcapng file (Wireshark's and dumpcap's format), an enhanced packet
@@ -459,6 +482,10 @@ impl CaptureReader {
         }
         let caplen = caplen as usize;
         if caplen.next_multiple_of(4) > total - 32 || word(total - 4)? as usize != total {
+            return None;
+        }
+        // Options after the data (or a captured length damaged short): they must check out.
+        if caplen.next_multiple_of(4) != total - 32 && !resync::epb_fits(&w[..total], caplen, big_endian) {
             return None;
         }
         let iface = self.interfaces.get(word(8)? as usize)?;
@@ -493,123 +520,97 @@ impl CaptureReader {
             }
             let offset = self.pos;
             let base = window.as_ptr() as usize;
-            let parsed = match self.framing {
-                Framing::Pcap { big_endian, modified, .. } => {
-                    let r = if modified {
-                        pcap::parse_pcap_frame_modified(window)
-                    } else if big_endian {
-                        pcap::parse_pcap_frame_be(window)
-                    } else {
-                        pcap::parse_pcap_frame(window)
-                    };
-                    r.map(|(rest, b)| (rest.len(), Parsed::Legacy(b.ts_sec, b.ts_usec, b.origlen, b.data)))
-                }
-                Framing::Pcapng { big_endian } => {
-                    let r = if window.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]) {
-                        pcapng::parse_sectionheaderblock(window).map(|(rest, b)| (rest, Block::SectionHeader(b)))
-                    } else if big_endian {
-                        pcapng::parse_block_be(window)
-                    } else {
-                        pcapng::parse_block_le(window)
-                    };
-                    r.map(|(rest, b)| (rest.len(), Parsed::Ng(b)))
-                }
+            let Framing::Pcapng { big_endian } = self.framing else { return self.next_pcap_checked() };
+            if let Some(fault) = self.pcapng_fault(big_endian) {
+                self.pcapng_resync(fault)?;
+                continue;
+            }
+            let window = self.window();
+            let parsed = if window.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]) {
+                pcapng::parse_sectionheaderblock(window).map(|(rest, b)| (rest, Block::SectionHeader(b)))
+            } else if big_endian {
+                pcapng::parse_block_be(window)
+            } else {
+                pcapng::parse_block_le(window)
             };
-            let (rest_len, parsed) = match parsed {
-                Ok(v) => v,
-                Err(nom::Err::Incomplete(needed)) => {
-                    let needed = match needed {
-                        nom::Needed::Size(n) => n.get(),
-                        nom::Needed::Unknown => 1,
-                    };
-                    if self.at_eof() {
-                        return Err(CaptureError::Truncated { offset, needed });
-                    }
-                    self.fill(window.len() + needed)?;
+            let parsed = parsed.map(|(rest, b)| (rest.len(), b));
+            let needed = match &parsed {
+                Err(nom::Err::Incomplete(needed)) => Some(match needed {
+                    nom::Needed::Size(n) => n.get(),
+                    nom::Needed::Unknown => 1,
+                }),
+                Err(nom::Err::Error(PcapError::Incomplete(n)) | nom::Err::Failure(PcapError::Incomplete(n))) => {
+                    Some((*n).max(1))
+                }
+                _ => None,
+            };
+            if let Some(needed) = needed {
+                if !self.at_eof() {
+                    let want = self.window().len() + needed;
+                    self.fill(want)?;
                     continue;
                 }
-                Err(nom::Err::Error(e)) | Err(nom::Err::Failure(e)) => {
-                    if let PcapError::Incomplete(needed) = e {
-                        if self.at_eof() {
-                            return Err(CaptureError::Truncated { offset, needed });
-                        }
-                        let want = window.len() + needed.max(1);
-                        self.fill(want)?;
-                        continue;
-                    }
-                    let what = match self.framing {
-                        Framing::Pcap { .. } => "pcap record".to_string(),
-                        // Not pcap-parser's message: it lists the bytes left in the window.
-                        Framing::Pcapng { .. } => match e {
-                            PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind) => match kind {
-                                nom::error::ErrorKind::Verify => {
-                                    "pcapng block (a length or type that does not check out)".to_string()
-                                }
-                                kind => format!("pcapng block (parse error: {})", kind.description()),
-                            },
-                            e => format!("pcapng block ({e})"),
-                        },
-                    };
-                    return Err(CaptureError::Corrupt { what, offset });
+                // The file ends inside the block: cut off, unless good blocks follow its start.
+                if self.pcapng_cut_is_corrupt() {
+                    let w = self.window();
+                    let lead = [w[4], w[5], w[6], w[7]];
+                    let length = if big_endian { u32::from_be_bytes(lead) } else { u32::from_le_bytes(lead) } as u64;
+                    self.pcapng_resync(resync::Fault::PastEnd { length })?;
+                    continue;
+                }
+                return Err(CaptureError::Truncated { offset, needed });
+            }
+            let (rest_len, parsed) = match parsed {
+                Ok(v) => v,
+                Err(_) => {
+                    self.pcapng_resync(resync::Fault::Unparsable)?;
+                    continue;
                 }
             };
             let consumed = window.len() - rest_len;
             // Turn the borrowed block into owned facts before touching `self`.
             let action = match parsed {
-                Parsed::Legacy(ts_sec, frac, origlen, data) => {
-                    let Framing::Pcap { nanos, link_type, .. } = self.framing else { unreachable!() };
-                    let start = data.as_ptr() as usize - base;
-                    let (len, ts_ns) = (data.len(), self.pcap_time(ts_sec, frac, nanos));
-                    Action::Packet { start, len, ts_ns: Some(ts_ns), orig_len: origlen, link_type }
+                Block::SectionHeader(shb) => Action::Section { big_endian: shb.big_endian() },
+                Block::InterfaceDescription(idb) => {
+                    // pcap-parser 0.17 reads `if_tsoffset` little-endian in either byte
+                    // order, and rejects every power-of-2 `if_tsresol` (its range check
+                    // includes the flag bit): both taken from the raw values here.
+                    let big_endian = matches!(self.framing, Framing::Pcapng { big_endian: true });
+                    let offset_s = if big_endian { idb.if_tsoffset.swap_bytes() } else { idb.if_tsoffset };
+                    let units = units_per_sec(idb.if_tsresol).unwrap_or(1_000_000);
+                    Action::Interface(Interface::new(idb.linktype.0 as u32, units, offset_s, idb.snaplen))
                 }
-                Parsed::Ng(block) => match block {
-                    Block::SectionHeader(shb) => Action::Section { big_endian: shb.big_endian() },
-                    Block::InterfaceDescription(idb) => {
-                        // pcap-parser 0.17 reads `if_tsoffset` little-endian in either byte
-                        // order, and rejects every power-of-2 `if_tsresol` (its range check
-                        // includes the flag bit): both taken from the raw values here.
-                        let big_endian = matches!(self.framing, Framing::Pcapng { big_endian: true });
-                        let offset_s = if big_endian { idb.if_tsoffset.swap_bytes() } else { idb.if_tsoffset };
-                        let units = units_per_sec(idb.if_tsresol).unwrap_or(1_000_000);
-                        Action::Interface(Interface::new(idb.linktype.0 as u32, units, offset_s, idb.snaplen))
+                Block::EnhancedPacket(epb) => match self.interfaces.get(epb.if_id as usize) {
+                    Some(iface) => {
+                        let ticks = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
+                        let ts_ns = iface.ts_ns(ticks);
+                        let start = epb.data.as_ptr() as usize - base;
+                        let len = (epb.caplen as usize).min(epb.data.len());
+                        Action::Packet {
+                            start,
+                            len,
+                            ts_ns: Some(ts_ns),
+                            orig_len: epb.origlen,
+                            link_type: iface.link_type,
+                        }
                     }
-                    Block::EnhancedPacket(epb) => match self.interfaces.get(epb.if_id as usize) {
-                        Some(iface) => {
-                            let ticks = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
-                            let ts_ns = iface.ts_ns(ticks);
-                            let start = epb.data.as_ptr() as usize - base;
-                            let len = (epb.caplen as usize).min(epb.data.len());
-                            Action::Packet {
-                                start,
-                                len,
-                                ts_ns: Some(ts_ns),
-                                orig_len: epb.origlen,
-                                link_type: iface.link_type,
-                            }
-                        }
-                        None => Action::UnknownInterface,
-                    },
-                    Block::SimplePacket(spb) => match self.interfaces.first() {
-                        Some(iface) => {
-                            let mut len = (spb.origlen as usize).min(spb.data.len());
-                            if iface.snaplen != 0 {
-                                len = len.min(iface.snaplen as usize);
-                            }
-                            let start = spb.data.as_ptr() as usize - base;
-                            // A simple packet block has no timestamp: the previous one is reused.
-                            Action::Packet {
-                                start,
-                                len,
-                                ts_ns: None,
-                                orig_len: spb.origlen,
-                                link_type: iface.link_type,
-                            }
-                        }
-                        None => Action::UnknownInterface,
-                    },
-                    // Statistics, name resolution, custom and unknown blocks carry no packets.
-                    _ => Action::None,
+                    None => Action::UnknownInterface,
                 },
+                Block::SimplePacket(spb) => match self.interfaces.first() {
+                    Some(iface) => {
+                        let mut len = (spb.origlen as usize).min(spb.data.len());
+                        if iface.snaplen != 0 {
+                            len = len.min(iface.snaplen as usize);
+                        }
+                        let start = spb.data.as_ptr() as usize - base;
+                        // A simple packet block has no timestamp: the previous one is reused.
+                        Action::Packet { start, len, ts_ns: None, orig_len: spb.origlen, link_type: iface.link_type }
+                    }
+                    None => Action::UnknownInterface,
+                },
+                // Statistics, name resolution, custom and unknown blocks carry no packets.
+                Block::Unknown(b) if !resync::known_block(b.block_type) => Action::Unknown(b.block_type),
+                _ => Action::None,
             };
             let mut out = None;
             match action {
@@ -624,6 +625,22 @@ impl CaptureReader {
                 }
                 Action::Interface(iface) => self.interfaces.push(iface),
                 Action::UnknownInterface => self.unknown_interface += 1,
+                Action::Unknown(t) => {
+                    // Not a type pcapng defines: most likely a damaged one, reported as such
+                    // (the block, framed by its lengths, is all that is skipped).
+                    let start = self.pos;
+                    self.consume(consumed);
+                    self.damage.push((
+                        Damage {
+                            start,
+                            end: self.pos,
+                            reason: resync::Fault::BlockType(t).to_string(),
+                            records_after: 0,
+                        },
+                        self.frame,
+                    ));
+                    continue;
+                }
                 Action::None => {}
             }
             let window_start = self.window_start();
@@ -699,12 +716,8 @@ enum Action {
     Section { big_endian: bool },
     Interface(Interface),
     UnknownInterface,
+    Unknown(u32),
     None,
-}
-
-enum Parsed<'a> {
-    Legacy(u32, u32, u32, &'a [u8]),
-    Ng(Block<'a>),
 }
 
 fn compression_of(head: &[u8]) -> Compression {
@@ -744,5 +757,7 @@ fn ticks_to_ns(ticks: u64, units_per_sec: u64, offset_s: i64) -> u64 {
     ns.clamp(0, u64::MAX as i128) as u64
 }
 
+#[cfg(test)]
+mod damage_tests;
 #[cfg(test)]
 mod tests;

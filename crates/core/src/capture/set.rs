@@ -523,6 +523,8 @@ pub struct SetReader<'s> {
     pub records_read: u64,
     /// Records with an out-of-range timestamp fraction, by file (index into the set's files).
     pub bad_timestamps: Vec<u64>,
+    /// Stretches skipped as damaged, by file (filled when the file is done).
+    pub damage: Vec<Vec<super::Damage>>,
 }
 
 impl<'s> SetReader<'s> {
@@ -550,6 +552,7 @@ impl<'s> SetReader<'s> {
             opened: Vec::new(),
             records_read: 0,
             bad_timestamps: vec![0; set.files.len()],
+            damage: vec![Vec::new(); set.files.len()],
         }
     }
 
@@ -583,6 +586,9 @@ impl<'s> SetReader<'s> {
     fn advance(&mut self, a: &mut Active) -> bool {
         let more = self.advance_to_window(a);
         self.bad_timestamps[a.file] = a.reader.bad_timestamps;
+        if !more {
+            self.damage[a.file] = a.reader.damage();
+        }
         more
     }
 

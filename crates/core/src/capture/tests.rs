@@ -115,31 +115,108 @@ fn not_a_capture_is_an_error_naming_the_magic() {
     assert!(matches!(CaptureReader::from_bytes(vec![]), Err(CaptureError::NotACapture { .. })));
 }
 
+/// Every record, the error that ended the file if any, and the damage skipped.
+fn read_damaged(bytes: Vec<u8>) -> (Vec<Rec>, Option<CaptureError>, Vec<Damage>) {
+    let mut r = CaptureReader::from_bytes(bytes).unwrap();
+    let (recs, err) = read_from(&mut r);
+    (recs, err, r.damage())
+}
+
+fn read_from(r: &mut CaptureReader) -> (Vec<Rec>, Option<CaptureError>) {
+    let mut out = Vec::new();
+    loop {
+        match r.next_record() {
+            Ok(Some(rec)) => out.push((rec.ts_ns, rec.data.to_vec(), rec.orig_len, rec.link_type, rec.frame)),
+            Ok(None) => return (out, None),
+            Err(e) => return (out, Some(e)),
+        }
+    }
+}
+
 #[test]
-fn a_corrupt_pcapng_block_length_stops_with_its_offset() {
+fn a_corrupt_pcapng_block_length_is_skipped_and_the_blocks_after_it_read() {
+    let good = read_all(pcapng(&pkts())).0;
     let mut f = pcapng(&pkts());
     // The first EPB follows SHB (28), two IDBs (20 + 44) and the custom block (20).
     let epb = 28 + 20 + 44 + 20;
     assert_eq!(u32::from_le_bytes(f[epb..epb + 4].try_into().unwrap()), 6);
     f[epb + 4..epb + 8].copy_from_slice(&7u32.to_le_bytes()); // length not a multiple of 4
-    let (got, err) = read_all(f);
-    assert!(got.is_empty());
-    let err = err.expect("an error");
-    assert_eq!(err.offset(), epb as u64, "{err}");
+    let (got, err, damage) = read_damaged(f);
+    assert!(err.is_none(), "{err:?}");
+    let data = |r: &[Rec]| r.iter().map(|r| (r.0, r.1.clone())).collect::<Vec<_>>();
+    assert_eq!(data(&got), data(&good[1..]), "the four packets after the damaged one");
+    assert_eq!(damage.len(), 1);
+    let d = &damage[0];
+    let second = epb as u64 + u32::from_le_bytes(pcapng(&pkts())[epb + 4..epb + 8].try_into().unwrap()) as u64;
+    assert_eq!((d.start, d.end, d.records_after), (epb as u64, second, 4));
     assert_eq!(
-        err.to_string(),
-        format!("corrupt pcapng block (a length or type that does not check out) at byte offset {epb}")
+        d.describe(),
+        format!("bytes {epb}..{second} corrupt (block length 7), skipped; 4 records read after it")
     );
 }
 
 #[test]
+fn a_corrupt_pcap_record_header_is_skipped_and_the_records_after_it_read() {
+    let good = read_all(pcap(&pkts(), false, false)).0;
+    // Record 2's captured length: 16-byte header + 140 bytes each.
+    let rec2 = 24 + 156;
+    for (what, at, value, lost) in [
+        ("caplen far too big", rec2 + 8, 0x4000_0000u32, 1usize),
+        ("caplen above orig len", rec2 + 8, 141, 1),
+        ("caplen shortened: the next header is read from inside the packet", rec2 + 8, 100, 1),
+        ("orig len zero", rec2 + 12, 0, 1),
+    ] {
+        let mut f = pcap(&pkts(), false, false);
+        f[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        let (got, err, damage) = read_damaged(f);
+        assert!(err.is_none(), "{what}: {err:?}");
+        assert_eq!(got.len(), good.len() - lost, "{what}");
+        assert_eq!(got[0].1, good[0].1, "{what}");
+        for (g, want) in got[1..].iter().zip(&good[1 + lost..]) {
+            assert_eq!((g.0, &g.1), (want.0, &want.1), "{what}");
+        }
+        assert_eq!(damage.len(), 1, "{what}");
+        assert_eq!((damage[0].start, damage[0].end), (rec2 as u64, rec2 as u64 + 156), "{what}");
+        assert_eq!(damage[0].records_after, 3, "{what}");
+    }
+}
+
+#[test]
+fn a_damaged_pcap_read_a_few_bytes_at_a_time_gives_the_same_records_and_damage() {
+    let mut f = pcap(&pkts(), false, false);
+    f[24 + 156 + 8] = 0xff;
+    f[24 + 156 * 3 + 40] ^= 0x55; // inside a packet's bytes: no damage to the framing
+    let whole = read_damaged(f.clone());
+    let mut r = CaptureReader::from_reader(Box::new(Trickle(io::Cursor::new(f)))).unwrap();
+    let (recs, err) = read_from(&mut r);
+    assert_eq!(format!("{whole:?}"), format!("{:?}", (recs, err, r.damage())));
+    assert_eq!(whole.0.len(), 4);
+}
+
+#[test]
+fn garbage_to_the_end_of_the_file_is_damage_with_nothing_after_it() {
+    let mut f = pcap(&pkts()[..2], false, false);
+    let end = f.len() as u64;
+    f.extend((0..1000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    let (got, err, damage) = read_damaged(f);
+    assert_eq!(got.len(), 2);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(damage.len(), 1);
+    assert_eq!((damage[0].start, damage[0].end, damage[0].records_after), (end, end + 1000, 0));
+}
+
+#[test]
 fn a_huge_record_length_is_not_a_huge_allocation() {
-    // A record header claiming 2 GB of data, then EOF: a truncation error, no panic, no OOM.
+    // A record header claiming 2 GB of data, then EOF: damage, no panic, no OOM.
     let mut f = pcap(&pkts()[..1], false, false);
     f.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0x80]);
-    let (got, err) = read_all(gzip(&f));
+    let mut r = CaptureReader::from_bytes(gzip(&f)).unwrap();
+    let (got, err) = read_from(&mut r);
     assert_eq!(got.len(), 1);
-    assert!(matches!(err, Some(CaptureError::Corrupt { offset: 180, .. })), "{err:?}");
+    assert!(err.is_none(), "{err:?}");
+    let d = r.damage();
+    assert_eq!((d[0].start, d[0].end), (180, 196));
+    assert_eq!(d[0].reason, "captured length 2147483648 above the 262144-byte bound");
 }
 
 #[test]
@@ -268,17 +345,84 @@ fn enhanced_packet_blocks_read_directly_as_through_the_general_path() {
                     Err(e) => break Some(e.to_string()),
                 }
             };
-            (recs, err, r.unknown_interface)
+            (recs, err, r.unknown_interface, r.damage())
         };
         let whole = read(CaptureReader::from_bytes(bytes.clone()).unwrap());
         let pieces = read(CaptureReader::from_reader(Box::new(Trickle(io::Cursor::new(bytes)))).unwrap());
         assert_eq!(whole, pieces, "big endian {big_endian}");
-        let (recs, err, unknown) = whole;
+        let (recs, err, unknown, damage) = whole;
         assert_eq!((recs.len(), unknown), (6, 1), "five enhanced packets and the simple one");
         assert_eq!(recs[1].1.len(), 61);
         assert_eq!(recs[0].0, 1_700_000_000_123_000_000, "µs");
         assert_eq!(recs[1].0, 1_700_000_000_000_000_000 + 1_000_000_000 / 1024, "2^-10 s");
         assert_eq!(recs[2].0, 1_700_000_000_125_000_000 + 5_000_000_000, "ms, offset 5 s");
-        assert!(err.is_some_and(|e| e.contains("pcapng block")), "the block with two lengths");
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(damage.len(), 1, "the block with two lengths");
+        assert!(damage[0].reason.contains("trailing block length"), "{:?}", damage[0]);
     }
+}
+
+/// The damaged inputs kept with the fuzz regressions: each kind of damage reported, with the
+/// records after it.
+#[test]
+fn the_damaged_regression_inputs_report_each_kind_of_damage() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions/capture_reader");
+    let read = |name: &str| {
+        let mut r = CaptureReader::from_bytes(std::fs::read(dir.join(name)).unwrap()).unwrap();
+        let (recs, err) = read_from(&mut r);
+        let reasons: Vec<String> = r.damage().iter().map(Damage::describe).collect();
+        (recs.len(), err.map(|e| e.to_string()), reasons)
+    };
+    // 30 records; damaged: 3 (caplen), 8 (orig len 0), 9 (caplen shortened: its next header
+    // is read from inside the packet), 14 (200 bytes of garbage from its 6th byte), 20 to 22
+    // (zeroed).
+    let (n, err, damage) = read("damaged-pcap-resync");
+    assert_eq!((n, err), (22, None));
+    assert_eq!(
+        damage,
+        [
+            "bytes 286..430 corrupt (captured length 2147418112 above the 262144-byte bound), skipped; 4 records read after it",
+            "bytes 1006..1294 corrupt (captured length 128 above the original length 0), skipped; 4 records read after it",
+            "bytes 1808..2096 corrupt (captured length 3629503055 above the 262144-byte bound), skipped; 4 records read after it",
+            "bytes 2548..2918 corrupt (captured length 128 above the original length 0), skipped; 7 records read after it",
+        ]
+    );
+    // 30 enhanced packet blocks; damaged: 2 (length 7), 6 (trailing length), 10 (type), 13
+    // (captured length shortened), 17 (length past the end), 22 to 24 (zeroed).
+    let (n, err, damage) = read("damaged-pcapng-resync");
+    assert_eq!((n, err), (22, None));
+    assert_eq!(
+        damage,
+        [
+            "bytes 264..364 corrupt (block length 7), skipped; 3 records read after it",
+            "bytes 844..1004 corrupt (trailing block length 176 differs from the leading 160), skipped; 3 records read after it",
+            "bytes 1484..1644 corrupt (unknown block type 0x77), skipped; 2 records read after it",
+            "bytes 1964..2064 corrupt (captured length 57 does not fit the packet block), skipped; 3 records read after it",
+            "bytes 2484..2644 corrupt (length 16777200 runs past the end of the file), skipped; 4 records read after it",
+            "bytes 3224..3644 corrupt (block length 0), skipped; 5 records read after it",
+        ]
+    );
+}
+
+#[test]
+fn a_time_jump_after_a_cut_record_is_believed_when_the_framing_goes_on() {
+    // Record 4 is cut (60 of 140 bytes, not the snaplen): the header after it is checked more
+    // strictly. Record 5 three years later, then the end of the file: both read, no damage.
+    let mut f = pcap(&pkts(), false, false);
+    let rec5 = 24 + 156 * 3 + 16 + 60;
+    let sec = u32::from_le_bytes(f[rec5..rec5 + 4].try_into().unwrap()) + 3 * 366 * 86_400;
+    f[rec5..rec5 + 4].copy_from_slice(&sec.to_le_bytes());
+    let (got, err, damage) = read_damaged(f.clone());
+    assert_eq!((got.len(), err.is_none(), damage.len()), (5, true, 0));
+    // The same with a sixth record after it (a plausible header where record 5 ends).
+    let mut six = f.clone();
+    six.extend_from_slice(&f[24..24 + 156]);
+    let (got, err, damage) = read_damaged(six);
+    assert_eq!((got.len(), err.is_none(), damage.len()), (6, true, 0));
+    // But with garbage where record 5 ends, record 4's length is not believed.
+    let mut bad = f;
+    bad.extend_from_slice(&[0xff; 16]);
+    let (got, _, damage) = read_damaged(bad);
+    assert_eq!(got.len(), 3, "{damage:?}");
+    assert!(damage[0].reason.contains("timestamp jumps"), "{damage:?}");
 }

@@ -530,6 +530,12 @@ impl Table for FilesTable {
         Field::new("last_ts_ns", Kind::Int, "ns since the epoch", "last record"),
         Field::nullable("error", Kind::Text, "", "why reading stopped early"),
         Field::nullable("error_offset", Kind::Int, "bytes", "where: the byte offset (in the decompressed stream)"),
+        Field::new(
+            "damaged",
+            Kind::List,
+            "",
+            "stretches skipped because their bytes cannot be records, in file order: `start` and `end` (byte offsets in the decompressed stream: the first byte skipped, where reading resumed or the file's end), `reason` (what was wrong with the record or block at `start`), `records_after` (records read after it, up to the next damage or the end); reading goes on after each ([capture.md](capture.md#damaged-captures))",
+        ),
     ];
 }
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::capture::{CaptureError, CaptureReader, Compression, Format, Record};
+use crate::capture::{CaptureError, CaptureReader, Compression, Damage, Format, Record};
 use crate::decode::{self, Anomaly, Segment, Skip};
 use crate::stats::ConnStats;
 
@@ -49,6 +49,10 @@ pub struct FileSummary {
     pub error: Option<String>,
     /// Byte offset of that error.
     pub error_offset: Option<u64>,
+    /// Stretches of the file skipped because their bytes could not be records, in file order,
+    /// each with the records read after it (reading goes on after damage; `error` is for what
+    /// stopped it).
+    pub damaged: Vec<Damage>,
 }
 
 /// Counts a record in the file's summary and decodes it; `None` when it carries no TCP segment
@@ -208,6 +212,7 @@ pub(crate) fn read_records(
         }
     }
     sum.bad_timestamps = reader.bad_timestamps;
+    sum.damaged = reader.damage();
     progress(reader.position(), sum.packets);
     error
 }

@@ -107,6 +107,7 @@ pub(crate) fn set<S: Sink>(
             summaries[p].format = Some(format);
             summaries[p].compression = Some(compression);
             summaries[p].bad_timestamps = reader.bad_timestamps[f];
+            summaries[p].damaged = std::mem::take(&mut reader.damage[f]);
         }
     }
     let failed = an.take_failure();

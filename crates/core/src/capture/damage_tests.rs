@@ -1,0 +1,274 @@
+//! Real recorded traces damaged at seeded random places: what is read back must be records of
+//! the original file (never garbage), and most intact records must be recovered.
+//!
+//! The damage is made at test time from the trace in `tests/data/` (always there) and from
+//! public traces in `../shared/traces/public/` when that directory exists (skipped otherwise).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+/// splitmix64: a deterministic stream of numbers from a seed.
+pub(crate) struct Rng(pub u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// (ts_ns, data, orig_len, link_type) by byte offset.
+type Recs = BTreeMap<u64, (u64, Vec<u8>, u32, u32)>;
+
+fn records(bytes: Vec<u8>) -> (Recs, Vec<Damage>, Option<String>) {
+    let mut r = CaptureReader::from_bytes(bytes).unwrap();
+    let mut out = Recs::new();
+    let err = loop {
+        match r.next_record() {
+            Ok(Some(rec)) => {
+                out.insert(rec.offset, (rec.ts_ns, rec.data.to_vec(), rec.orig_len, rec.link_type));
+            }
+            Ok(None) => break None,
+            Err(e) => break Some(e.to_string()),
+        }
+    };
+    (out, r.damage(), err)
+}
+
+/// The same packets as a little-endian pcapng file (one interface, µs), for pcapng damage.
+pub(crate) fn to_pcapng(recs: &Recs) -> Vec<u8> {
+    fn block(f: &mut Vec<u8>, kind: u32, body: &[u8]) {
+        let len = 12 + body.len().next_multiple_of(4) as u32;
+        f.extend_from_slice(&kind.to_le_bytes());
+        f.extend_from_slice(&len.to_le_bytes());
+        f.extend_from_slice(body);
+        f.resize(f.len() + body.len().next_multiple_of(4) - body.len(), 0);
+        f.extend_from_slice(&len.to_le_bytes());
+    }
+    let mut f = Vec::new();
+    let shb = [&0x1a2b_3c4du32.to_le_bytes()[..], &1u16.to_le_bytes(), &0u16.to_le_bytes(), &(-1i64).to_le_bytes()];
+    block(&mut f, 0x0a0d_0d0a, &shb.concat());
+    let link = recs.values().next().map_or(1, |r| r.3) as u16;
+    block(&mut f, 1, &[&link.to_le_bytes()[..], &0u16.to_le_bytes(), &0u32.to_le_bytes()].concat());
+    for (ts_ns, data, orig, _) in recs.values() {
+        let us = ts_ns / 1000;
+        let head = [(us >> 32) as u32, us as u32, data.len() as u32, *orig];
+        let mut body = 0u32.to_le_bytes().to_vec();
+        for w in head {
+            body.extend_from_slice(&w.to_le_bytes());
+        }
+        body.extend_from_slice(data);
+        block(&mut f, 6, &body);
+    }
+    f
+}
+
+/// What reading a damaged copy gave.
+#[derive(Debug)]
+struct Outcome {
+    /// Original records none of whose bytes were overwritten.
+    intact: usize,
+    /// Of those, read back identical.
+    recovered: usize,
+    /// Records read back that are not an original record at the same offset with the same
+    /// lengths (a wrong frame), or an intact record read back different.
+    invented: usize,
+    /// Records read in all (damaged ones at the right place included).
+    read: usize,
+    /// Damaged regions reported.
+    regions: usize,
+}
+
+/// Overwrites `n` bytes at seeded random offsets from `from` on and reads the copy back.
+fn damage_and_read(original: &[u8], from: usize, n: usize, seed: u64) -> Outcome {
+    let ng = original.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]);
+    let (orig, damage, err) = records(original.to_vec());
+    assert!(damage.is_empty() && err.is_none(), "the original reads cleanly: {damage:?} {err:?}");
+    let mut bytes = original.to_vec();
+    let mut rng = Rng(seed);
+    let mut hit = BTreeSet::new();
+    for _ in 0..n {
+        let at = from + rng.below(bytes.len() - from);
+        bytes[at] = rng.next() as u8;
+        hit.insert(at as u64);
+    }
+    // Each original record spans its offset to the next one's (or the file's end).
+    let ends: Vec<u64> = orig.keys().skip(1).copied().chain([original.len() as u64]).collect();
+    let intact: BTreeSet<u64> =
+        orig.keys().zip(&ends).filter(|&(&s, &e)| hit.range(s..e).next().is_none()).map(|(&s, _)| s).collect();
+    let (got, damage, err) = records(bytes);
+    if std::env::var("DAMAGE_DEBUG").is_ok() {
+        eprintln!("  error {err:?}");
+        for d in damage.iter().filter(|d| d.end - d.start > 2000) {
+            eprintln!("  {}", d.describe());
+        }
+    }
+    let mut out = Outcome { intact: intact.len(), recovered: 0, invented: 0, read: got.len(), regions: damage.len() };
+    for (off, rec) in &got {
+        match orig.get(off) {
+            // At an original record's offset with its length: framed right. (In pcapng the
+            // block's length frames it; a captured length damaged within the block's padding
+            // is damage to the packet, as a damaged timestamp is.)
+            Some(o)
+                if o.1.len() == rec.1.len()
+                    || (ng && o.1.len().next_multiple_of(4) == rec.1.len().next_multiple_of(4)) =>
+            {
+                if intact.contains(off) {
+                    if o == rec {
+                        out.recovered += 1;
+                    } else {
+                        out.invented += 1;
+                    }
+                }
+            }
+            o => {
+                if std::env::var("DAMAGE_DEBUG").is_ok() {
+                    let near = orig.range(..=off).next_back().map(|(k, v)| (*k, v.1.len(), v.2));
+                    let hits: Vec<_> = hit.range(off.saturating_sub(40)..off + 40).collect();
+                    eprintln!(
+                        "  invented at {off}: len {} orig {} (original here: {:?}; before: {near:?}; hits {hits:?})",
+                        rec.1.len(),
+                        rec.2,
+                        o.map(|o| (o.1.len(), o.2))
+                    );
+                }
+                out.invented += 1
+            }
+        }
+    }
+    out
+}
+
+fn check(name: &str, original: &[u8], from: usize, n: usize) -> Outcome {
+    let mut total = Outcome { intact: 0, recovered: 0, invented: 0, read: 0, regions: 0 };
+    for seed in 1..=5u64 {
+        let o = damage_and_read(original, from, n, seed);
+        eprintln!("{name}, {n} bytes overwritten, seed {seed}: {o:?}");
+        assert_eq!(o.invented, 0, "{name} seed {seed}: records read that are not the original's: {o:?}");
+        assert!(o.recovered * 10 >= o.intact * 9, "{name} seed {seed}: under 90 % of intact records: {o:?}");
+        total.intact += o.intact;
+        total.recovered += o.recovered;
+        total.read += o.read;
+        total.regions += o.regions;
+    }
+    total
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Bytes overwritten for a file of `len` bytes at the issue's density (3,000 in 1.6 MB).
+fn density(len: usize) -> usize {
+    len * 3000 / 1_600_000
+}
+
+#[test]
+fn a_damaged_recorded_pcap_gives_back_most_records_and_no_garbage() {
+    let f = std::fs::read(repo().join("tests/data/randloss-snd.pcap")).unwrap();
+    check("randloss-snd.pcap", &f, 24, density(f.len()));
+    // Ten times as dense: regions run into each other.
+    let o = damage_and_read(&f, 24, 10 * density(f.len()), 9);
+    assert_eq!(o.invented, 0, "{o:?}");
+}
+
+#[test]
+fn a_damaged_recorded_pcapng_gives_back_most_records_and_no_garbage() {
+    let f = std::fs::read(repo().join("tests/data/randloss-snd.pcap")).unwrap();
+    let ng = to_pcapng(&records(f).0);
+    // After the section and interface blocks (damage there is another story: see capture.md).
+    check("randloss-snd.pcapng", &ng, 48, density(ng.len()));
+}
+
+#[test]
+fn damaged_public_traces_give_back_most_records_and_no_garbage() {
+    let dir = repo().join("../shared/traces/public");
+    if !dir.is_dir() {
+        eprintln!("skipped: {} is absent", dir.display());
+        return;
+    }
+    for name in ["tcptrace__dsack.pcap", "zeek__http_1000-requests-one-dropped-response.pcap", "zeek__ssh.pcap"] {
+        let f = std::fs::read(dir.join(name)).unwrap();
+        check(name, &f, 24, density(f.len()));
+        let ng = to_pcapng(&records(f).0);
+        check(&format!("{name} as pcapng"), &ng, 48, density(ng.len()));
+    }
+    for name in ["zeek__irc-dcc-send.pcapng", "chrissanders__http_espn.pcapng"] {
+        let f = std::fs::read(dir.join(name)).unwrap();
+        // Past the section header and first interface (their sizes differ per file).
+        let first = *records(f.clone()).0.keys().next().unwrap() as usize;
+        check(name, &f, first, density(f.len()));
+    }
+}
+
+/// A damaged file's records written out as pcap read back the same, with no damage, by
+/// tcpscope and (when installed) by tshark.
+#[test]
+fn the_records_of_a_damaged_file_written_as_pcap_read_back_clean() {
+    let f = std::fs::read(repo().join("tests/data/randloss-snd.pcap")).unwrap();
+    let ng = to_pcapng(&records(f.clone()).0);
+    for (name, original) in [("pcap", f), ("pcapng", ng)] {
+        let mut bytes = original.clone();
+        let mut rng = Rng(7);
+        for _ in 0..density(bytes.len()) {
+            let at = 48 + rng.below(bytes.len() - 48);
+            bytes[at] = rng.next() as u8;
+        }
+        let (got, damage, err) = records(bytes);
+        assert!(!damage.is_empty() && err.is_none(), "{name}");
+        // The snaplen the records were cut at (what `repair` writes: the pcap file's, or the
+        // largest captured length of a pcapng file's), so a cut record reads as such.
+        let snaplen = got.values().map(|r| r.1.len() as u32).max().unwrap();
+        let mut w: Option<PcapWriter<Vec<u8>>> = None;
+        for (off, (ts_ns, data, orig_len, link_type)) in &got {
+            let rec =
+                Record { ts_ns: *ts_ns, data, orig_len: *orig_len, link_type: *link_type, frame: 0, offset: *off };
+            let w = w.get_or_insert_with(|| PcapWriter::new(Vec::new(), *link_type, snaplen).unwrap());
+            w.write(&rec).unwrap();
+        }
+        let out = w.unwrap().finish().unwrap();
+        let (back, damage, err) = records(out.clone());
+        assert!(damage.is_empty() && err.is_none(), "{name}: {damage:?} {err:?}");
+        // The same records, but for damaged original lengths (written as the captured length)
+        // and times past 2106 (damaged pcapng timestamps: pcap's seconds are 32 bits).
+        let values = |r: &Recs| {
+            r.values()
+                .map(|(ts, data, orig, lt)| {
+                    let ts = (ts / 1_000_000_000).min(u32::MAX as u64) * 1_000_000_000 + ts % 1_000_000_000;
+                    (ts, data.clone(), if *orig > 1 << 24 { data.len() as u32 } else { *orig }, *lt)
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(values(&back), values(&got), "{name}");
+        let tmp = std::env::temp_dir().join(format!("tcpscope-repair-test-{}-{name}.pcap", std::process::id()));
+        std::fs::write(&tmp, &out).unwrap();
+        match std::process::Command::new("tshark")
+            .args(["-r"])
+            .arg(&tmp)
+            .args(["-T", "fields", "-e", "frame.len"])
+            .output()
+        {
+            Ok(o) => {
+                let lens: Vec<u32> =
+                    String::from_utf8_lossy(&o.stdout).lines().map(|l| l.trim().parse().unwrap()).collect();
+                assert!(o.status.success(), "{name}: tshark: {}", String::from_utf8_lossy(&o.stderr));
+                assert_eq!(
+                    lens,
+                    values(&back).iter().map(|r| r.2).collect::<Vec<_>>(),
+                    "{name}: tshark's frame lengths"
+                );
+            }
+            Err(_) => eprintln!("tshark not installed: not checked with it"),
+        }
+        let _ = std::fs::remove_file(&tmp);
+    }
+}

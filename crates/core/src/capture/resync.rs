@@ -1,0 +1,485 @@
+//! Damaged captures: telling a record that cannot be right from a good one, and finding the
+//! next good one after it.
+//!
+//! A classic pcap file has no framing but the record lengths: one wrong length and every later
+//! header is read from the wrong place. A record is accepted only when its header is plausible
+//! (captured length within the bound and not above the original length, an original length
+//! that is not zero) *and* so is the header right after it (or the file ends there): a length
+//! damaged into another plausible one sends the next header into the middle of a packet, which
+//! is then almost never plausible. pcapng blocks carry their length twice, so a block is checked
+//! on its own. When a record or block fails, the reader scans forward a byte at a time for the
+//! next offset where [`CHAIN`] records (or [`CHAIN_NG`] blocks) in a row pass stricter checks (timestamps
+//! close to each other and to the last good record, a fraction in range, a known block type),
+//! and goes on from there; the bytes skipped are a [`Damage`]. These checks run only after a
+//! record failed: the per-record path adds a few comparisons.
+
+use std::fmt;
+
+use super::{CaptureError, CaptureReader, Framing, Record};
+
+/// pcap records in a row that must be plausible where reading resumes, fewer only when the
+/// file ends right after them.
+pub(super) const CHAIN: usize = 4;
+/// pcapng blocks in a row, likewise: a block carries its length at both ends, so two blocks
+/// that check out are already far from chance (and more would lose the good blocks between
+/// damage close together).
+const CHAIN_NG: usize = 2;
+/// Largest captured length of a pcap record when the file's snaplen is smaller (Wireshark's
+/// limit for ordinary link types).
+pub(super) const MAX_CAPLEN: u32 = 262_144;
+/// Largest original length believed (GSO/BIG TCP frames reach hundreds of kB, not 16 MB).
+pub(super) const MAX_ORIG_LEN: u32 = 1 << 24;
+/// Largest pcapng block believed (a packet block's data is bounded as a pcap record's; name
+/// resolution and custom blocks can be larger, not this large).
+pub(super) const MAX_BLOCK: u32 = 1 << 24;
+/// Where reading resumes, consecutive records are at most this many seconds apart.
+const CHAIN_JUMP_S: u64 = 86_400;
+/// After a record whose length is not confirmed otherwise, a next record further away than
+/// this in time must be followed by a plausible header too (a damaged timestamp in an intact
+/// record, or captures concatenated years apart, are; a header read from a wrong place is not).
+const NEXT_JUMP_S: u64 = 366 * 86_400;
+
+/// A stretch of a file that was skipped because its bytes could not be records.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Damage {
+    /// Byte offset of the first byte skipped (in the decompressed file).
+    pub start: u64,
+    /// Byte offset where reading resumed (the file's end if it did not).
+    pub end: u64,
+    /// Why the record (block) at `start` could not be right.
+    pub reason: String,
+    /// Records read after it, up to the next damage or the end of the file.
+    pub records_after: u64,
+}
+
+impl Damage {
+    /// One line for a person: `bytes A..B corrupt (reason), skipped; N records read after it`.
+    pub fn describe(&self) -> String {
+        format!(
+            "bytes {}..{} corrupt ({}), skipped; {} records read after it",
+            self.start, self.end, self.reason, self.records_after
+        )
+    }
+}
+
+/// Why a record header cannot be right.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Fault {
+    CapTooBig { caplen: u32, bound: u32 },
+    CapAboveOrig { caplen: u32, orig: u32 },
+    OrigZero,
+    OrigTooBig(u32),
+    Fraction(u32),
+    TimeJump(u64),
+    BlockLength(u32),
+    BlockType(u32),
+    TrailingLength { lead: u32, trail: u32 },
+    Unparsable,
+    EpbCaplen(u32),
+    PastEnd { length: u64 },
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Fault::CapTooBig { caplen, bound } => write!(f, "captured length {caplen} above the {bound}-byte bound"),
+            Fault::CapAboveOrig { caplen, orig } => {
+                write!(f, "captured length {caplen} above the original length {orig}")
+            }
+            Fault::OrigZero => write!(f, "original length 0"),
+            Fault::OrigTooBig(n) => write!(f, "original length {n}"),
+            Fault::Fraction(n) => write!(f, "timestamp fraction {n} out of range"),
+            Fault::TimeJump(s) => write!(f, "timestamp jumps more than {s} s"),
+            Fault::BlockLength(n) => write!(f, "block length {n}"),
+            Fault::BlockType(t) => write!(f, "unknown block type {t:#x}"),
+            Fault::TrailingLength { lead, trail } => {
+                write!(f, "trailing block length {trail} differs from the leading {lead}")
+            }
+            Fault::Unparsable => write!(f, "block does not parse"),
+            Fault::EpbCaplen(n) => write!(f, "captured length {n} does not fit the packet block"),
+            Fault::PastEnd { length } => write!(f, "length {length} runs past the end of the file"),
+        }
+    }
+}
+
+/// The four words every pcap record header starts with.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RecHeader {
+    pub ts_sec: u32,
+    pub frac: u32,
+    pub caplen: u32,
+    pub orig: u32,
+}
+
+impl RecHeader {
+    /// The header at `at` in `w`, which must hold 16 bytes there.
+    #[inline]
+    pub fn read(w: &[u8], at: usize, big_endian: bool) -> RecHeader {
+        let word = |i: usize| {
+            let b = [w[at + i], w[at + i + 1], w[at + i + 2], w[at + i + 3]];
+            if big_endian { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) }
+        };
+        RecHeader { ts_sec: word(0), frac: word(4), caplen: word(8), orig: word(12) }
+    }
+
+    /// Whether it can be a record's header (`bound`: the largest captured length): what
+    /// [`RecHeader::fault`] checks, in two comparisons for the per-record path.
+    #[inline(always)]
+    pub fn plausible(self, bound: u32) -> bool {
+        self.caplen <= self.orig.min(bound) && self.orig.wrapping_sub(1) < MAX_ORIG_LEN
+    }
+
+    /// Why it cannot be a record's header (`bound`: the largest captured length), if it cannot.
+    #[inline]
+    pub fn fault(self, bound: u32) -> Option<Fault> {
+        if self.caplen > bound {
+            Some(Fault::CapTooBig { caplen: self.caplen, bound })
+        } else if self.caplen > self.orig {
+            Some(Fault::CapAboveOrig { caplen: self.caplen, orig: self.orig })
+        } else if self.orig == 0 {
+            Some(Fault::OrigZero)
+        } else if self.orig > MAX_ORIG_LEN {
+            Some(Fault::OrigTooBig(self.orig))
+        } else {
+            None
+        }
+    }
+
+    /// Why the header after a record of a length it does not confirm (neither the whole packet
+    /// nor the snaplen) cannot be right: [`RecHeader::fault`], a fraction out of range, or a
+    /// time more than [`NEXT_JUMP_S`] from the record's (`prev_s`; then
+    /// [`CaptureReader::next_pcap_checked`] looks one header further before it decides). A
+    /// length damaged by a few bytes puts this header a few bytes off, where its fields are
+    /// shifted bytes of the real ones: the fraction takes a byte of the seconds or of the
+    /// captured length as its top or bottom byte, and is out of range but for a few in 256.
+    #[inline]
+    pub fn next_fault(self, bound: u32, nanos: bool, prev_s: u32) -> Option<Fault> {
+        if let Some(f) = self.fault(bound) {
+            return Some(f);
+        }
+        if self.frac >= if nanos { 1_000_000_000 } else { 1_000_000 } {
+            return Some(Fault::Fraction(self.frac));
+        }
+        if self.ts_sec.abs_diff(prev_s) as u64 > NEXT_JUMP_S {
+            return Some(Fault::TimeJump(NEXT_JUMP_S));
+        }
+        None
+    }
+
+    /// [`RecHeader::fault`] plus what a header where reading resumes must also satisfy: a
+    /// fraction in range and a time within [`CHAIN_JUMP_S`] of the record before (`prev_s`).
+    fn strict_fault(self, bound: u32, nanos: bool, prev_s: Option<u64>) -> Option<Fault> {
+        if let Some(f) = self.fault(bound) {
+            return Some(f);
+        }
+        if self.frac >= if nanos { 1_000_000_000 } else { 1_000_000 } {
+            return Some(Fault::Fraction(self.frac));
+        }
+        match prev_s {
+            Some(p) if (self.ts_sec as u64).abs_diff(p) > CHAIN_JUMP_S => Some(Fault::TimeJump(CHAIN_JUMP_S)),
+            _ => None,
+        }
+    }
+}
+
+/// Whether what follows the data of an enhanced packet block (`block`, the whole block) is
+/// options an enhanced packet block may have, ending exactly at the block's end: a damaged
+/// captured length leaves packet bytes there, which almost never are.
+#[inline]
+pub(super) fn epb_fits(block: &[u8], caplen: usize, big_endian: bool) -> bool {
+    let Some(mut at) = 28usize.checked_add(caplen.next_multiple_of(4)) else { return false };
+    let end = block.len().saturating_sub(4);
+    while at < end {
+        let Some(&[a, b, c, d]) = block.get(at..at + 4) else { return false };
+        let (code, len) = if big_endian {
+            (u16::from_be_bytes([a, b]), u16::from_be_bytes([c, d]))
+        } else {
+            (u16::from_le_bytes([a, b]), u16::from_le_bytes([c, d]))
+        };
+        if code == 0 {
+            // opt_endofopt: empty, and the last thing in the block.
+            return len == 0 && at + 4 == end;
+        }
+        // The options an enhanced packet block may have: comment, flags, hash, drop count,
+        // packet id, queue, verdict, and the custom ones.
+        if !matches!(code, 1..=7 | 2988 | 2989 | 19372 | 19373) {
+            return false;
+        }
+        at += 4 + (len as usize).next_multiple_of(4);
+    }
+    at == end
+}
+
+/// pcapng block types a chain where reading resumes may hold.
+pub(super) fn known_block(t: u32) -> bool {
+    matches!(t, 0x0A0D0D0A | 1 | 2 | 3 | 4 | 5 | 6 | 9 | 0xA | 0xBAD | 0x4000_0BAD)
+}
+
+impl CaptureReader {
+    /// The largest captured length a pcap record of this file may have.
+    #[inline(always)]
+    pub(super) fn caplen_bound(&self) -> u32 {
+        self.caplen_bound
+    }
+
+    /// Notes the bytes from `start` to the position as damaged.
+    fn damaged(&mut self, start: u64, fault: String) {
+        let d = Damage { start, end: self.pos, reason: fault, records_after: 0 };
+        self.damage.push((d, self.frame));
+    }
+
+    /// Every damaged stretch so far, with the records read after each.
+    pub fn damage(&self) -> Vec<Damage> {
+        let mut out: Vec<Damage> = self.damage.iter().map(|(d, _)| d.clone()).collect();
+        for (i, d) in out.iter_mut().enumerate() {
+            let until = self.damage.get(i + 1).map_or(self.frame, |(_, f)| *f);
+            d.records_after = until - self.damage[i].1;
+        }
+        out
+    }
+
+    /// A classic pcap record, checked, on the general path: whatever
+    /// [`CaptureReader::next_pcap_record`] leaves (a record not wholly in the window, the end
+    /// of the file, a record that fails its checks, the modified format's longer header).
+    pub(super) fn next_pcap_checked(&mut self) -> Result<Option<(usize, usize, Record<'static>)>, CaptureError> {
+        let Framing::Pcap { big_endian, nanos, modified, link_type } = self.framing else { return Ok(None) };
+        let hl = if modified { 24 } else { 16 };
+        let bound = self.caplen_bound();
+        loop {
+            self.fill(hl)?;
+            let avail = self.window().len();
+            if avail == 0 {
+                return Ok(None);
+            }
+            if avail < hl {
+                return Err(CaptureError::Truncated { offset: self.pos, needed: hl - avail });
+            }
+            let h = RecHeader::read(self.window(), 0, big_endian);
+            if let Some(f) = h.fault(bound) {
+                let start = self.pos;
+                self.resync(1)?;
+                self.damaged(start, f.to_string());
+                continue;
+            }
+            let len = hl + h.caplen as usize;
+            self.fill(len + hl)?;
+            let avail = self.window().len();
+            if avail < len {
+                // The file ends inside the record: a cut-off last record, unless good records
+                // follow its header (then its length was wrong).
+                let start = self.pos;
+                if self.chain_after(1) {
+                    self.resync(1)?;
+                    self.damaged(start, Fault::PastEnd { length: h.caplen as u64 }.to_string());
+                    continue;
+                }
+                return Err(CaptureError::Truncated { offset: start, needed: len - avail });
+            }
+            if avail >= len + hl
+                && !self.whole_or_snapped(h)
+                && let Some(f) = RecHeader::read(self.window(), len, big_endian).next_fault(bound, nanos, h.ts_sec)
+                && !(matches!(f, Fault::TimeJump(_)) && self.framed_after(len, hl, big_endian, bound)?)
+            {
+                let start = self.pos;
+                let at = start + len as u64;
+                self.resync(1)?;
+                self.damaged(start, format!("the record header after it, at byte {at}: {f}"));
+                continue;
+            }
+            let ts_ns = self.pcap_time(h.ts_sec, h.frac, nanos);
+            let (offset, start) = (self.pos, self.source.start + hl);
+            self.consume(len);
+            self.frame += 1;
+            self.last_ts_ns = ts_ns;
+            let rec = Record { ts_ns, data: &[], orig_len: h.orig, link_type, frame: self.frame, offset };
+            return Ok(Some((start, h.caplen as usize, rec)));
+        }
+    }
+
+    /// Whether the record whose header is at `at` in the window (plausible but for its time)
+    /// is followed by a plausible header, or by the end of the file.
+    fn framed_after(&mut self, at: usize, hl: usize, big_endian: bool, bound: u32) -> Result<bool, CaptureError> {
+        let next = RecHeader::read(self.window(), at, big_endian);
+        let after = at + hl + next.caplen as usize;
+        self.fill(after + hl)?;
+        let w = self.window();
+        Ok(if w.len() >= after + hl {
+            RecHeader::read(w, after, big_endian).plausible(bound)
+        } else {
+            self.at_eof() && w.len() == after
+        })
+    }
+
+    /// Whether a record's length is believed without the header after it: it holds the whole
+    /// packet or exactly the snaplen (a damaged length rarely lands on either), so a bad header
+    /// after it is damage after it, not a sign that its own length is wrong.
+    #[inline]
+    pub(super) fn whole_or_snapped(&self, h: RecHeader) -> bool {
+        h.caplen == h.orig || h.caplen == self.snaplen
+    }
+
+    /// Whether a chain starts somewhere in the window after its first `skip` bytes, the end of
+    /// the file being in the window (no bytes are read or consumed).
+    fn chain_after(&mut self, skip: usize) -> bool {
+        (skip..self.window().len()).any(|off| self.chain_in_window(off) == Some(true))
+    }
+
+    /// Skips `skip` bytes and then every byte up to the next offset where a chain starts, or to
+    /// the end of the file.
+    fn resync(&mut self, skip: usize) -> Result<(), CaptureError> {
+        self.fill(skip)?;
+        self.consume(skip.min(self.window().len()));
+        loop {
+            // A chain needs at most CHAIN records of the largest size: read that far ahead.
+            let ahead = CHAIN * (self.caplen_bound() as usize + 24) + 32;
+            self.fill(ahead.min(1 << 22))?;
+            if self.window().is_empty() {
+                return Ok(());
+            }
+            let w = self.window().len();
+            let reach = if self.at_eof() { w } else { w.saturating_sub(ahead.min(1 << 22)).max(1) };
+            for off in 0..reach {
+                if self.chain_in_window(off) == Some(true) {
+                    self.consume(off);
+                    return Ok(());
+                }
+            }
+            self.consume(reach);
+        }
+    }
+
+    /// Whether [`CHAIN`] records or [`CHAIN_NG`] blocks start at `off` in the window and pass the strict
+    /// checks (fewer when the file ends right after them); `None` when the window ends first
+    /// and the file goes on.
+    fn chain_in_window(&self, off: usize) -> Option<bool> {
+        match self.framing {
+            Framing::Pcap { big_endian, nanos, modified, .. } => {
+                let hl = if modified { 24 } else { 16 };
+                self.pcap_chain(off, hl, big_endian, nanos)
+            }
+            Framing::Pcapng { big_endian } => self.pcapng_chain(off, big_endian),
+        }
+    }
+
+    fn pcap_chain(&self, mut off: usize, hl: usize, big_endian: bool, nanos: bool) -> Option<bool> {
+        let w = self.window();
+        let bound = self.caplen_bound();
+        // Consecutive records close in time; not compared with the last good record, whose
+        // timestamp may be one of the damaged bytes.
+        let mut prev = None;
+        for i in 0..CHAIN {
+            if w.len() < off + hl {
+                return if self.at_eof() { Some(i > 0 && w.len() == off) } else { None };
+            }
+            let h = RecHeader::read(w, off, big_endian);
+            if h.strict_fault(bound, nanos, prev).is_some() {
+                return Some(false);
+            }
+            prev = Some(h.ts_sec as u64);
+            off += hl + h.caplen as usize;
+        }
+        if w.len() < off {
+            return if self.at_eof() { Some(false) } else { None };
+        }
+        Some(true)
+    }
+
+    fn pcapng_chain(&self, mut off: usize, big_endian: bool) -> Option<bool> {
+        let w = self.window();
+        let word = |i: usize, be: bool| {
+            let b: [u8; 4] = w.get(i..i + 4)?.try_into().ok()?;
+            Some(if be { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) })
+        };
+        let mut be = big_endian;
+        for i in 0..CHAIN_NG {
+            if w.len() < off + 12 {
+                return if self.at_eof() { Some(i > 0 && w.len() == off) } else { None };
+            }
+            let t = word(off, be)?;
+            if t == 0x0A0D0D0A {
+                // A section header gives its own byte order.
+                be = match w.get(off + 8..off + 12)? {
+                    [0x1a, 0x2b, 0x3c, 0x4d] => true,
+                    [0x4d, 0x3c, 0x2b, 0x1a] => false,
+                    _ => return Some(false),
+                };
+            } else if !known_block(t) {
+                return Some(false);
+            }
+            let len = word(off + 4, be)?;
+            if len < 12 || len % 4 != 0 || len > MAX_BLOCK {
+                return Some(false);
+            }
+            let len = len as usize;
+            if w.len() < off + len {
+                return if self.at_eof() { Some(false) } else { None };
+            }
+            if word(off + len - 4, be)? as usize != len {
+                return Some(false);
+            }
+            if t == 6 {
+                // An enhanced packet block: a described interface, its data within the block.
+                let (iface, caplen) = (word(off + 8, be)?, word(off + 20, be)? as usize);
+                let ok = len >= 32
+                    && epb_fits(&w[off..off + len], caplen, be)
+                    && (self.interfaces.is_empty() || (iface as usize) < self.interfaces.len());
+                if !ok {
+                    return Some(false);
+                }
+            }
+            off += len;
+        }
+        Some(true)
+    }
+
+    /// The header of the pcapng block at the window's start, if it cannot be right: an unknown
+    /// type is let through (pcapng allows new types), a length that is not a multiple of 4,
+    /// too small or too large is not, nor a length that runs past a file that goes on.
+    pub(super) fn pcapng_fault(&self, big_endian: bool) -> Option<Fault> {
+        let w = self.window();
+        let b: [u8; 8] = w.get(..8)?.try_into().ok()?;
+        let word = |i: usize| {
+            let b = [b[i], b[i + 1], b[i + 2], b[i + 3]];
+            if big_endian { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) }
+        };
+        if word(0) == 0x0A0D0D0A {
+            return None;
+        }
+        let len = word(4);
+        if len < 12 || len % 4 != 0 || len > MAX_BLOCK {
+            return Some(Fault::BlockLength(len));
+        }
+        if word(0) == 6 && len < 32 {
+            return Some(Fault::BlockLength(len));
+        }
+        let block = w.get(..len as usize)?;
+        let t: [u8; 4] = block[block.len() - 4..].try_into().ok()?;
+        let trail = if big_endian { u32::from_be_bytes(t) } else { u32::from_le_bytes(t) };
+        if trail != len {
+            return Some(Fault::TrailingLength { lead: len, trail });
+        }
+        if word(0) == 6 {
+            let c: [u8; 4] = block[20..24].try_into().ok()?;
+            let caplen = if big_endian { u32::from_be_bytes(c) } else { u32::from_le_bytes(c) };
+            if !epb_fits(block, caplen as usize, big_endian) {
+                return Some(Fault::EpbCaplen(caplen));
+            }
+        }
+        None
+    }
+
+    /// After a pcapng block at the position failed (`fault`): skips to the next chain of good
+    /// blocks and notes the damage.
+    pub(super) fn pcapng_resync(&mut self, fault: Fault) -> Result<(), CaptureError> {
+        let start = self.pos;
+        self.resync(1)?;
+        self.damaged(start, fault.to_string());
+        Ok(())
+    }
+
+    /// At the end of the file inside a pcapng block at the position: whether good blocks
+    /// follow its start (its length was wrong, not the file cut).
+    pub(super) fn pcapng_cut_is_corrupt(&mut self) -> bool {
+        self.chain_after(1)
+    }
+}
