@@ -18,6 +18,7 @@ use tcpscope_core::pass::Analysis;
 use tcpscope_core::stats::ConnStats;
 
 use jiff::tz::TimeZone;
+use tcpscope_core::capture::time::{push_micros, second_text};
 
 use crate::args::CommonArgs;
 
@@ -246,10 +247,19 @@ fn anomaly_text(kind: &str, n: u64) -> String {
 fn date_time(secs: f64, tz: &TimeZone) -> String {
     // 1.8e15 µs: exact in an f64, so the rounding gives the µs the capture said.
     let us = (secs * 1e6).round();
-    match jiff::Timestamp::from_microsecond(us as i64) {
-        Ok(ts) if us.is_finite() => ts.to_zoned(tz.clone()).strftime("%Y-%m-%d %H:%M:%S%.6f %Z").to_string(),
-        _ => format!("{secs:.6}"),
+    if !us.is_finite() || jiff::Timestamp::from_microsecond(us as i64).is_err() {
+        return format!("{secs:.6}");
     }
+    let (sec, frac) = ((us as i64).div_euclid(1_000_000), (us as i64).rem_euclid(1_000_000));
+    let Some(text) = second_text(sec, tz, "%Y-%m-%d %H:%M:%S %Z") else { return format!("{secs:.6}") };
+    // The µs go between the clock and the zone (an abbreviation or offset, without spaces).
+    let (clock, zone) = text.rsplit_once(' ').unwrap_or((&text, ""));
+    let mut s = String::with_capacity(text.len() + 7);
+    s.push_str(clock);
+    push_micros(&mut s, frac as u32);
+    s.push(' ');
+    s.push_str(zone);
+    s
 }
 
 /// A time in seconds since the epoch (a JSON `_time` value) as a clock time in `tz`,
