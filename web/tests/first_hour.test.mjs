@@ -185,6 +185,8 @@ test("the RTT panel colours Karn samples as `tcpscope plot -k rtt` does", async 
 test("the bytes panel follows the bytes in flight; the advertised window leaves its top", async () => {
   const pg = await page("#c=1");
   await drawn(pg);
+  // The panels redraw when their series arrive, after the plot: wait for the bytes panel's.
+  await pg.waitForFunction(() => (window.tcpscopePanels()[2]?.y1 ?? 0) > 1, null, { timeout: 10000 });
   const bytes = (await pg.evaluate(() => window.tcpscopePanels()))[2];
   const line = (label) => bytes.lines.find((l) => l.label.startsWith(label));
   const [flight, win, cwnd] = [line("in flight"), line("advertised window"), line("cwnd")];
