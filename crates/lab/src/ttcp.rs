@@ -264,6 +264,34 @@ pub struct Report {
 }
 
 impl Report {
+    /// A run's report: `role`, the configuration, the socket as set up (buffer, cc, peer, as
+    /// [`settings`] reads them), what was moved (bytes, calls) and the timer's reading.
+    fn of(
+        role: &'static str,
+        cfg: &Config,
+        (sockbuf_actual, cc, peer): (usize, String, String),
+        (bytes, calls): (u64, u64),
+        (real_s, usage, start_unix_ns): (f64, Usage, u128),
+    ) -> Report {
+        Report {
+            role,
+            buflen: cfg.buflen,
+            nbuf: cfg.nbuf,
+            port: cfg.port,
+            sockbufsize: cfg.sockbufsize,
+            sockbuf_actual,
+            nodelay: cfg.nodelay,
+            data: cfg.data,
+            cc,
+            peer,
+            bytes,
+            real_s,
+            calls,
+            usage,
+            start_unix_ns,
+        }
+    }
+
     /// Bytes per second over the real seconds (ttcp floors the time at 1 ms).
     pub fn bytes_per_s(&self) -> f64 {
         self.bytes as f64 / self.real_s.max(0.001)
@@ -402,23 +430,7 @@ impl Receiver {
         let _ = out.flush();
         let (real_s, usage, start_unix_ns) = timer.stop();
         res.map_err(at("IO"))?;
-        Ok(Report {
-            role: "receive",
-            buflen: cfg.buflen,
-            nbuf: cfg.nbuf,
-            port: cfg.port,
-            sockbufsize: cfg.sockbufsize,
-            sockbuf_actual: buf_actual,
-            nodelay: cfg.nodelay,
-            data: cfg.data,
-            cc,
-            peer,
-            bytes,
-            real_s,
-            calls,
-            usage,
-            start_unix_ns,
-        })
+        Ok(Report::of("receive", &cfg, (buf_actual, cc, peer), (bytes, calls), (real_s, usage, start_unix_ns)))
     }
 }
 
@@ -481,23 +493,7 @@ pub fn transmit(cfg: &Config, input: &mut dyn Read, mes: Messages<'_>) -> Result
     let _ = stream.shutdown(std::net::Shutdown::Write);
     let mut sink = [0u8; 64];
     while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
-    Ok(Report {
-        role: "transmit",
-        buflen: cfg.buflen,
-        nbuf: cfg.nbuf,
-        port: cfg.port,
-        sockbufsize: cfg.sockbufsize,
-        sockbuf_actual: buf_actual,
-        nodelay: cfg.nodelay,
-        data: cfg.data,
-        cc,
-        peer,
-        bytes,
-        real_s,
-        calls,
-        usage,
-        start_unix_ns,
-    })
+    Ok(Report::of("transmit", cfg, (buf_actual, cc, peer), (bytes, calls), (real_s, usage, start_unix_ns)))
 }
 
 /// Writes all of `b`, counting each write(2); a short write is continued (ttcp stops there).
