@@ -8,12 +8,13 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
+import { startViewer } from "./util.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -82,19 +83,6 @@ function download() {
 
 let server, url, browser;
 
-function startViewer(args) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(bin, ["view", "--no-open", ...args], { stdio: ["ignore", "pipe", "inherit"] });
-    let buf = "";
-    p.stdout.on("data", (d) => {
-      buf += d;
-      const m = buf.match(/http:\/\/\S+/);
-      if (m) resolve([p, m[0]]);
-    });
-    p.on("exit", (code) => reject(new Error(`tcpscope view exited ${code}`)));
-  });
-}
-
 async function page(hash = "") {
   const ctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
   const pg = await ctx.newPage();
@@ -121,7 +109,7 @@ async function drawn(pg) {
 before(async () => {
   assert.ok(existsSync(bin), `${bin} missing: build it first (make build)`);
   writeFileSync(DOWNLOAD, download());
-  [server, url] = await startViewer([LOSS, DOWNLOAD]);
+  [server, url] = await startViewer(bin, [LOSS, DOWNLOAD]);
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox", "--headless=new"] });
 });
 

@@ -16,6 +16,7 @@ import os from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
+import { startViewer } from "./util.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -80,20 +81,6 @@ async function transfer(port, events) {
   ev.close();
 }
 
-/** Starts `tcpscope view` and resolves with the URL it prints. */
-function startViewer(args) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(bin, ["view", "--no-open", ...args], { stdio: ["ignore", "pipe", "inherit"] });
-    let buf = "";
-    p.stdout.on("data", (d) => {
-      buf += d;
-      const m = buf.match(/http:\/\/\S+/);
-      if (m) resolve([p, m[0]]);
-    });
-    p.on("exit", (code) => reject(new Error(`tcpscope view exited ${code}`)));
-  });
-}
-
 before(async () => {
   assert.ok(existsSync(bin), `${bin} missing: build it first (make build)`);
   dir = mkdtempSync(path.join(os.tmpdir(), "tcpscope-timeline-"));
@@ -110,7 +97,7 @@ before(async () => {
   cap.kill("SIGTERM");
   await exited(cap);
   assert.equal(await exited(mon), 0, "the monitor ran");
-  [server, url] = await startViewer(captured ? [rec, ring] : [rec]);
+  [server, url] = await startViewer(bin, captured ? [rec, ring] : [rec]);
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox", "--headless=new"] });
 });
 
@@ -244,7 +231,7 @@ test("timeline of a recording: lanes, the capture under it, zoom, hover", async 
 });
 
 test("a capture without the recorded connection: said under the timeline", async () => {
-  const [other, otherUrl] = await startViewer([rec, path.join(root, "tests/data/loss-snd.pcap")]);
+  const [other, otherUrl] = await startViewer(bin, [rec, path.join(root, "tests/data/loss-snd.pcap")]);
   try {
     const ctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
     const pg = await ctx.newPage();

@@ -6,12 +6,13 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, existsSync, readdirSync, writeFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
+import { startViewer } from "./util.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -22,20 +23,6 @@ const data = (f) => path.join(root, "tests/data", f);
 const TRACES = [data("loss-snd.pcap"), data("zerowin-snd.pcap")];
 
 let server, url, browser;
-
-/** Starts `tcpscope view` and resolves with the URL it prints. */
-function startViewer(args) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(bin, ["view", "--no-open", ...args], { stdio: ["ignore", "pipe", "inherit"] });
-    let buf = "";
-    p.stdout.on("data", (d) => {
-      buf += d;
-      const m = buf.match(/http:\/\/\S+/);
-      if (m) resolve([p, m[0]]);
-    });
-    p.on("exit", (code) => reject(new Error(`tcpscope view exited ${code}`)));
-  });
-}
 
 /** A page that fails the test on any console error or uncaught exception. */
 async function page() {
@@ -107,7 +94,7 @@ async function expectOneScale(pg, when) {
 
 before(async () => {
   assert.ok(existsSync(bin), `${bin} missing: build it first (make build)`);
-  [server, url] = await startViewer(TRACES);
+  [server, url] = await startViewer(bin, TRACES);
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox", "--headless=new"] });
 });
 
@@ -386,7 +373,7 @@ test("the connection list builds only the rows in sight; sort, filter and select
   const all = readdirSync(path.join(root, "tests/data")).filter((f) => f.endsWith(".pcap")).map(data);
   const files = [...all, ...all, ...all];
   const listed = JSON.parse(execFileSync(bin, ["conns", "--json", ...files])).connections;
-  const [srv, u] = await startViewer(files);
+  const [srv, u] = await startViewer(bin, files);
   try {
     const ctx = await browser.newContext({ viewport: { width: 1500, height: 480 } });
     const pg = await ctx.newPage();
@@ -477,7 +464,7 @@ test("jumping to an event opens the plot of the direction whose data it is about
   // the page follows the server's data_dir (it once flipped acked_unseen to the wrong plot).
   const trace = path.join(root, "../shared/traces/public/tcptrace__zwnd.pcap");
   if (!existsSync(trace)) return t.skip("../shared/traces/public is absent");
-  const [srv, u] = await startViewer([trace]);
+  const [srv, u] = await startViewer(bin, [trace]);
   try {
     const conns = JSON.parse(execFileSync(bin, ["conns", "--json", trace])).connections;
     let checked = 0;
@@ -512,7 +499,7 @@ test("a list of more connections than a page: rows asked for as they come into s
   writeFileSync(file, unansweredSyns(700));
   const listed = JSON.parse(execFileSync(bin, ["conns", "--json", file])).connections;
   assert.equal(listed.length, 700);
-  const [srv, u] = await startViewer([file]);
+  const [srv, u] = await startViewer(bin, [file]);
   try {
     const pg = await page();
     const asked = [];
