@@ -199,24 +199,29 @@ pub fn clock(ts_ns: u64, tz: &TimeZone) -> String {
 }
 
 /// Whole second `sec` (since the epoch) in `tz` as `format` (strftime) gives it, remembered
-/// per thread: zoning and formatting with jiff cost ~1,600 instructions, paid once a second
-/// instead of once a packet (`print`) or a connection (`stats`). `None` out of jiff's range.
+/// per thread and format (two formats: `stats` alternates a date and a clock time): zoning and
+/// formatting with jiff cost ~1,600 instructions, paid once a second instead of once a packet
+/// (`print`) or a connection (`stats`). `None` out of jiff's range.
 pub fn second_text(sec: i64, tz: &TimeZone, format: &'static str) -> Option<std::rc::Rc<str>> {
-    type Last = Option<(i64, TimeZone, &'static str, std::rc::Rc<str>)>;
+    type Last = [Option<(i64, TimeZone, &'static str, std::rc::Rc<str>)>; 2];
     thread_local! {
-        static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new(None) };
+        static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new([None, None]) };
     }
     LAST.with_borrow_mut(|last| {
-        if let Some((s, z, f, text)) = last.as_ref()
+        // The slot of this format, else an empty one, else the first.
+        let k = (0..2)
+            .find(|&k| last[k].as_ref().is_some_and(|l| l.2 == format))
+            .or_else(|| (0..2).find(|&k| last[k].is_none()))
+            .unwrap_or(0);
+        if let Some((s, z, _, text)) = last[k].as_ref().filter(|l| l.2 == format)
             && *s == sec
-            && *f == format
             && z == tz
         {
             return Some(text.clone());
         }
         let ts = Timestamp::from_second(sec).ok()?;
         let text: std::rc::Rc<str> = ts.to_zoned(tz.clone()).strftime(format).to_string().into();
-        *last = Some((sec, tz.clone(), format, text.clone()));
+        last[k] = Some((sec, tz.clone(), format, text.clone()));
         Some(text)
     })
 }
