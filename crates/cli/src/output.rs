@@ -103,27 +103,6 @@ fn write_csv_header<W: Write, I: IntoIterator<Item = impl AsRef<[u8]>>>(out: &mu
 /// Rows built per parallel block of [`write_csv`].
 const CSV_BLOCK: usize = 2048;
 
-/// Fields `conns` prints in CSV, in order.
-const CONNS_FIELDS: &[&str] = &[
-    "id",
-    "file",
-    "a_addr",
-    "a_port",
-    "b_addr",
-    "b_port",
-    "state",
-    "handshake",
-    "first_time",
-    "last_time",
-    "duration_s",
-    "a2b_packets",
-    "a2b_payload_bytes",
-    "a2b_unique_bytes",
-    "b2a_packets",
-    "b2a_payload_bytes",
-    "b2a_unique_bytes",
-];
-
 pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Result<()> {
     check_ids(an.conns.len(), args)?;
     let doc = json::document(an, selected(args));
@@ -139,11 +118,7 @@ pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
     }
     if args.csv {
         let ids: Vec<usize> = (1..=an.conns.len()).filter(|&id| (doc.selected)(id)).collect();
-        return write_csv(out, &ids, |&id| {
-            let mut flat = Vec::new();
-            flatten("", &to_value(&doc.connection(id))?, &mut flat);
-            Ok(CONNS_FIELDS.iter().filter_map(|k| flat.iter().find(|(fk, _)| fk == k).cloned()).collect())
-        });
+        return conns_csv(out, an, &ids, Rows::Brief);
     }
     let w_ep =
         an.conns.iter().map(|c| c.info.a.to_string().len().max(c.info.b.to_string().len())).max().unwrap_or(10).max(10);
@@ -198,7 +173,7 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs, tz: &TimeZ
     }
     let ids: Vec<usize> = (1..=an.conns.len()).filter(|&id| (doc.selected)(id)).collect();
     if args.csv {
-        return stats_csv(out, an, &ids);
+        return conns_csv(out, an, &ids, Rows::Stats);
     }
     for f in &an.files {
         let skipped: u64 = f.skipped.values().sum();
@@ -289,20 +264,31 @@ fn in_parallel_blocks<W: Write, T: Sync>(
     Ok(())
 }
 
-/// `stats --csv`: the flattened `stats --json` connection, one row each, written straight from the
-/// statistics (a test holds the two together): building a JSON value per row was ~50 µs a
-/// connection. Rows are made in parallel a block at a time and written in order.
-fn stats_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize]) -> io::Result<()> {
+/// What a CSV row of a connection holds: its `stats --json` or its `conns --json` fields.
+#[derive(Clone, Copy)]
+enum Rows {
+    Stats,
+    Brief,
+}
+
+/// `stats --csv` and `conns --csv`: the flattened JSON connection, one row each, written straight
+/// from the statistics (a test holds the two together): building a JSON value per row was ~50 µs
+/// a connection. Rows are made in parallel a block at a time and written in order.
+fn conns_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize], rows: Rows) -> io::Result<()> {
     if ids.is_empty() {
         return Ok(()); // no row, no header
     }
     let files: Vec<String> = an.files.iter().map(|f| f.path.display().to_string()).collect();
-    write_csv_header(out, json::stats_csv_columns())?;
+    let head = match rows {
+        Rows::Stats => json::stats_csv_columns(),
+        Rows::Brief => json::conns_csv_columns(),
+    };
+    write_csv_header(out, head)?;
     in_parallel_blocks(out, ids, CSV_BLOCK, |ids| {
         let mut w = csv::Writer::from_writer(Vec::with_capacity(ids.len() * 1024));
         for &id in ids {
             let c = &an.conns[id - 1];
-            stats_csv_row(&mut w, c, id, files.get(c.info.file).map_or("", String::as_str))?;
+            conn_csv_row(&mut w, c, id, files.get(c.info.file).map_or("", String::as_str), rows)?;
         }
         w.into_inner().map_err(|e| e.into_error())
     })
@@ -310,7 +296,7 @@ fn stats_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize]) -> io::Result<
 
 /// One connection's row, fields as serde_json writes the values (floats shortest round-trip
 /// through `zmij`, as serde_json does; `null` empty).
-fn stats_csv_row(w: &mut csv::Writer<Vec<u8>>, c: &ConnStats, id: usize, file: &str) -> io::Result<()> {
+fn conn_csv_row(w: &mut csv::Writer<Vec<u8>>, c: &ConnStats, id: usize, file: &str, rows: Rows) -> io::Result<()> {
     let mut ib = itoa::Buffer::new();
     w.write_field(ib.format(id))?;
     w.write_field(file)?;
@@ -324,12 +310,25 @@ fn stats_csv_row(w: &mut csv::Writer<Vec<u8>>, c: &ConnStats, id: usize, file: &
     w.write_field(c.state().name())?;
     csv_cell(w, Cell::Bool(c.handshake()))?;
     w.write_field(c.info.reuse.map_or("", json::reuse_name))?;
-    for t in json::conn_times(c) {
+    let [first, last, duration, max_idle] = json::conn_times(c);
+    for t in [first, last, duration] {
         csv_cell(w, Cell::Float(t))?;
     }
-    for d in &c.dir {
-        for v in json::DirJson::from(d).cells() {
-            csv_cell(w, v)?;
+    match rows {
+        Rows::Stats => {
+            csv_cell(w, Cell::Float(max_idle))?;
+            for d in &c.dir {
+                for v in json::DirJson::from(d).cells() {
+                    csv_cell(w, v)?;
+                }
+            }
+        }
+        Rows::Brief => {
+            for d in &c.dir {
+                for v in json::DirBrief::from(&json::DirJson::from(d)).cells() {
+                    csv_cell(w, v)?;
+                }
+            }
         }
     }
     w.write_record(None::<&[u8]>)?;
@@ -664,18 +663,24 @@ mod tests {
                 let mut c = sample(id, v6, huge);
                 c.info.file = id % 2;
                 c.dir[1].rtt.add(u64::MAX); // a mean of 1.8e13 ms, and rates in the exponent form
-                let mut flat = Vec::new();
-                flatten("", &to_value(&json::ConnJson::new(&c, id, files[id % 2].to_string())).unwrap(), &mut flat);
-                let header: Vec<String> = flat.iter().map(|(k, _)| k.clone()).collect();
-                assert_eq!(json::stats_csv_columns(), header);
-                let mut want = csv::Writer::from_writer(Vec::new());
-                want.write_record(flat.iter().map(|(_, v)| csv_field(v))).unwrap();
-                let mut got = csv::Writer::from_writer(Vec::new());
-                stats_csv_row(&mut got, &c, id, files[id % 2]).unwrap();
-                assert_eq!(
-                    String::from_utf8(got.into_inner().unwrap()).unwrap(),
-                    String::from_utf8(want.into_inner().unwrap()).unwrap()
-                );
+                let conn = || json::ConnJson::new(&c, id, files[id % 2].to_string());
+                for (rows, value, columns) in [
+                    (Rows::Stats, to_value(&conn()).unwrap(), json::stats_csv_columns()),
+                    (Rows::Brief, to_value(&conn().brief()).unwrap(), json::conns_csv_columns()),
+                ] {
+                    let mut flat = Vec::new();
+                    flatten("", &value, &mut flat);
+                    let header: Vec<String> = flat.iter().map(|(k, _)| k.clone()).collect();
+                    assert_eq!(columns, header);
+                    let mut want = csv::Writer::from_writer(Vec::new());
+                    want.write_record(flat.iter().map(|(_, v)| csv_field(v))).unwrap();
+                    let mut got = csv::Writer::from_writer(Vec::new());
+                    conn_csv_row(&mut got, &c, id, files[id % 2], rows).unwrap();
+                    assert_eq!(
+                        String::from_utf8(got.into_inner().unwrap()).unwrap(),
+                        String::from_utf8(want.into_inner().unwrap()).unwrap()
+                    );
+                }
             }
         }
     }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::flow::{Endpoint, SplitReason};
 use crate::pass::Analysis;
 use crate::stats::{ConnStats, DirStats, Summary};
-use crate::table::{Field, Kind, KindOf, Table};
+use crate::table::{Field, Kind, KindOf, Table, names};
 
 /// An endpoint.
 #[derive(Serialize)]
@@ -316,6 +316,17 @@ pub struct DirBrief {
     pub unique_bytes: u64,
 }
 
+impl DirBrief {
+    /// Its fields' names, in order: each is the [`DirJson`] field of that name (a test holds
+    /// them to the serialized keys and to `DirJson`'s list).
+    pub const NAMES: [&'static str; 4] = ["packets", "data_packets", "payload_bytes", "unique_bytes"];
+
+    /// Every field's value, in the order of [`DirBrief::NAMES`].
+    pub fn cells(&self) -> [Cell; 4] {
+        [self.packets, self.data_packets, self.payload_bytes, self.unique_bytes].map(Cell::Int)
+    }
+}
+
 impl From<&DirJson> for DirBrief {
     fn from(d: &DirJson) -> Self {
         DirBrief {
@@ -390,11 +401,23 @@ impl Table for ConnJson {
 /// The CSV columns of `stats --csv`: the connection table's fields flattened as the JSON is
 /// (`a` as `a_addr`, `a_port`; each direction's fields as `a2b_NAME`, `b2a_NAME`).
 pub fn stats_csv_columns() -> Vec<String> {
+    csv_columns(&names(DirJson::FIELDS), true)
+}
+
+/// The CSV columns of `conns --csv`: its brief JSON rows flattened the same way (no
+/// `max_idle_s`; each direction's [`DirBrief::NAMES`]).
+pub fn conns_csv_columns() -> Vec<String> {
+    csv_columns(&DirBrief::NAMES, false)
+}
+
+/// [`ConnJson::FIELDS`] flattened, with `dir` as each direction's fields.
+fn csv_columns(dir: &[&str], max_idle: bool) -> Vec<String> {
     let mut cols = Vec::new();
     for f in ConnJson::FIELDS {
         match f.name {
             "a" | "b" => cols.extend(["addr", "port"].map(|k| format!("{}_{k}", f.name))),
-            "a2b" | "b2a" => cols.extend(DirJson::FIELDS.iter().map(|d| format!("{}_{}", f.name, d.name))),
+            "a2b" | "b2a" => cols.extend(dir.iter().map(|d| format!("{}_{d}", f.name))),
+            "max_idle_s" if !max_idle => {}
             name => cols.push(name.to_string()),
         }
     }
@@ -568,10 +591,8 @@ mod tests {
         let mut want = names(ConnJson::FIELDS);
         want.retain(|&n| n != "max_idle_s");
         same(keys(&brief), want);
-        same(
-            keys(&brief.a2b),
-            names(&DirJson::FIELDS[..2]).into_iter().chain(["payload_bytes", "unique_bytes"]).collect(),
-        );
+        same(keys(&brief.a2b), DirBrief::NAMES.to_vec());
+        assert!(DirBrief::NAMES.iter().all(|n| DirJson::NAMES.contains(n)));
         assert_eq!(DirJson::NAMES.to_vec(), names(DirJson::FIELDS));
     }
 
