@@ -1,16 +1,16 @@
 //! Arbitrary bytes as a capture file (pcap, pcapng, gzip or zstd of either).
 //!
 //! Never panics; every record is well formed; damage skipped is in file order, holds no record
-//! and accounts, with the records before it, for every record read; a file read through
-//! `MergedReader` (twice, as two inputs) yields the same records, in the same per-file order,
-//! as read alone; and read a few bytes at a time (so that no record is ever whole in the
-//! reader's window, and the general path reads everything) it yields the same records, the same
-//! damage and the same error as read whole (where the direct reading of pcap records and pcapng
-//! enhanced packet blocks applies).
+//! and accounts, with the records before it, for every record read; a file read as two files
+//! of a trace set (`SetReader`, as `--merge` and time windows read) yields the same records, in
+//! the same per-file order, as read alone; and read a few bytes at a time (so that no record is
+//! ever whole in the reader's window, and the general path reads everything) it yields the same
+//! records, the same damage and the same error as read whole (where the direct reading of pcap
+//! records and pcapng enhanced packet blocks applies).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tcpscope_core::capture::{CaptureReader, MergedReader};
+use tcpscope_core::capture::{CaptureReader, SetReader, TraceSet};
 
 /// Records read at most per input (a 16-byte pcap record header is the smallest record).
 const MAX_RECORDS: usize = 100_000;
@@ -94,30 +94,40 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(t.damage(), damage, "damage read a few bytes at a time differs");
     }
 
-    // The same bytes twice through the k-way merge.
-    let (Ok(a), Ok(b)) = (CaptureReader::from_bytes(data.to_vec()), CaptureReader::from_bytes(data.to_vec())) else {
-        panic!("from_bytes is not deterministic");
-    };
-    let mut merged = MergedReader::new(vec![a, b]);
+    // The same bytes as two files of a trace set, read through its time-ordered merge.
+    let dir = std::env::temp_dir().join(format!("tcpscope-fuzz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let paths = [dir.join("a"), dir.join("b")];
+    for p in &paths {
+        std::fs::write(p, data).expect("a scratch file");
+    }
+    let set = TraceSet::open(&paths).expect("two files open as a set");
+    let mut merged = SetReader::new(&set, 0, u64::MAX);
     let mut per_file: [Vec<Rec>; 2] = [Vec::new(), Vec::new()];
+    let mut frames = [0u64; 2];
     let mut errors = [0usize; 2];
-    let mut frame = 0u64;
     let mut steps = 0usize;
-    while let Some(item) = merged.next_record() {
+    while let Some(item) = merged.next() {
         steps += 1;
-        assert!(steps <= 2 * recs.len() + 4, "merge yields more than its inputs");
+        assert!(steps <= 2 * recs.len() + 4, "the set yields more than its files");
         match item {
             Ok((i, rec)) => {
-                frame += 1;
-                assert_eq!(rec.frame, frame, "merged frame numbers count the merged trace");
+                frames[i] += 1;
+                assert_eq!(rec.frame, frames[i], "a set's frame numbers count each file's records");
                 per_file[i].push((rec.ts_ns, rec.data.to_vec(), rec.orig_len, rec.link_type, rec.offset));
             }
             Err((i, _)) => errors[i] += 1,
         }
     }
+    // A file without a first record is left out of the set's reading (its error, if any, is
+    // the set's: `SetFile::error`); otherwise the set reads it as it reads alone.
     for i in 0..2 {
-        assert!(per_file[i] == recs, "file {i}: merged records differ from the file read alone");
-        assert_eq!(errors[i], errored.is_some() as usize, "file {i}: merged errors differ");
+        if recs.is_empty() {
+            assert!(per_file[i].is_empty() && errors[i] == 0, "file {i}: read from a file without a record");
+        } else {
+            assert!(per_file[i] == recs, "file {i}: records in the set differ from the file read alone");
+            assert_eq!(errors[i], errored.is_some() as usize, "file {i}: errors in the set differ");
+        }
     }
 });
 

@@ -16,14 +16,12 @@
 //! ```
 
 pub mod index;
-mod merge;
 mod resync;
 pub mod set;
 pub mod time;
 mod write;
 
 pub use index::{Index, IndexBuilder};
-pub use merge::MergedReader;
 pub use resync::Damage;
 pub use set::{Cursor, SetError, SetReader, TraceSet};
 pub use time::{TimeSpec, Window};

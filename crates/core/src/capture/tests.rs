@@ -219,25 +219,6 @@ fn a_huge_record_length_is_not_a_huge_allocation() {
     assert_eq!(d[0].reason, "captured length 2147483648 above the 262144-byte bound");
 }
 
-#[test]
-fn merged_files_come_out_in_time_order() {
-    let p = pkts();
-    let odd: Vec<Pkt> = p.iter().skip(1).step_by(2).cloned().collect();
-    let even: Vec<Pkt> = p.iter().step_by(2).cloned().collect();
-    let readers = vec![
-        CaptureReader::from_bytes(pcap(&odd, false, false)).unwrap(),
-        CaptureReader::from_bytes(pcapng(&even)).unwrap(),
-    ];
-    let mut m = MergedReader::new(readers);
-    let mut seen = Vec::new();
-    while let Some(r) = m.next_record() {
-        let (file, rec) = r.unwrap();
-        seen.push((file, rec.ts_ns, rec.frame));
-    }
-    let expect: Vec<_> = p.iter().enumerate().map(|(i, p)| ((i + 1) % 2, p.ts_ns, i as u64 + 1)).collect();
-    assert_eq!(seen, expect);
-}
-
 /// A stream that hands out a few bytes per read, so that no record is ever wholly in the
 /// reader's window: it takes the general path where a file read in chunks takes the direct one.
 struct Trickle(io::Cursor<Vec<u8>>);
