@@ -78,6 +78,13 @@ impl SegmentInfo {
         (self.win_bytes >> self.wscale.unwrap_or(0)) as u16
     }
 
+    /// The wire sequence number of its direction's offset 0 (offset = wire − base, modulo
+    /// 2^32): the ISN + 1 when the SYN was seen, else the first segment's sequence number. The
+    /// same for every segment of a direction.
+    pub fn seq_base(&self) -> SeqNum {
+        SeqNum(self.seq.0.wrapping_sub(self.seq_off.0 as u32))
+    }
+
     /// Whether it carried a TCP timestamps option.
     pub fn has_timestamps(&self) -> bool {
         self.tsval.is_some()

@@ -6,6 +6,7 @@
 
 use crate::analysis::{At, ConnIdx, Event, RttKind, SegmentInfo, Sink};
 use crate::flow::ConnInfo;
+use crate::seq::SeqNum;
 
 pub use crate::summary::Summary;
 
@@ -104,6 +105,10 @@ pub struct DirStats {
     pub last_ack_advance_ts_ns: u64,
     /// Analysis hit a capacity limit (numbers approximate from then on).
     pub partial: bool,
+    /// The sequence number of this side's SYN as on the wire, when its SYN was seen.
+    pub isn: Option<SeqNum>,
+    /// The wire sequence number of offset 0 ([`SegmentInfo::seq_base`]), once a segment was seen.
+    pub seq_base: Option<SeqNum>,
 }
 
 impl DirStats {
@@ -246,6 +251,7 @@ impl Sink for StatsSink {
         let d = &mut c.dir[s.at.dir.idx()];
         if d.packets == 0 {
             d.first_ts_ns = t;
+            d.seq_base = Some(s.seq_base());
         } else {
             d.max_idle_ns = d.max_idle_ns.max(t.saturating_sub(d.last_ts_ns));
         }
@@ -265,6 +271,9 @@ impl Sink for StatsSink {
         d.unique_bytes += s.new_bytes as u64;
         d.rexmit_packets += s.is_rexmit as u64;
         d.rexmit_bytes += s.rexmit_bytes as u64;
+        if f.syn() && d.isn.is_none() {
+            d.isn = Some(s.seq);
+        }
         d.syn += f.syn() as u64;
         d.fin += f.fin() as u64;
         d.rst += f.rst() as u64;
@@ -337,6 +346,29 @@ mod tests {
         let mean = xs.iter().map(|&x| x as f64).sum::<f64>() / n;
         let var = xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
         (mean, var.sqrt())
+    }
+
+    /// Each side's ISN is its SYN's wire number and its sequence base the number offset 0 is
+    /// counted from: ISN + 1 after a SYN; the first segment's own number without one.
+    #[test]
+    fn isn_and_sequence_base_as_on_the_wire() {
+        use crate::testutil::{flag::*, scripted};
+        let stats = |pkts: &[crate::testutil::Pkt]| {
+            crate::series::run_pkts(pkts, Default::default(), super::StatsSink::default()).conns
+        };
+        let handshake = [
+            scripted(true, 0.0, SYN, 0, 0, 0, 65535, vec![]),
+            scripted(false, 10.0, SYN | ACK, 0, 0, 0, 65535, vec![]),
+            scripted(true, 20.0, ACK, 0, 0, 100, 65535, vec![]),
+            scripted(false, 30.0, ACK, 0, 100, 0, 65535, vec![]),
+        ];
+        let c = &stats(&handshake)[0];
+        let got = c.dir.each_ref().map(|d| (d.isn.map(|n| n.0), d.seq_base.map(|n| n.0)));
+        assert_eq!(got, [(Some(1000), Some(1001)), (Some(5000), Some(5001))]);
+        // Captured after the handshake: no ISN, and the first segment's number is offset 0.
+        let c = &stats(&handshake[2..])[0];
+        let got = c.dir.each_ref().map(|d| (d.isn.map(|n| n.0), d.seq_base.map(|n| n.0)));
+        assert_eq!(got, [(None, Some(1001)), (None, Some(5001))]);
     }
 
     #[test]

@@ -106,6 +106,11 @@ impl From<u16> for Cell {
         Cell::Int(v as u64)
     }
 }
+impl From<u32> for Cell {
+    fn from(v: u32) -> Cell {
+        Cell::Int(v as u64)
+    }
+}
 impl From<u8> for Cell {
     fn from(v: u8) -> Cell {
         Cell::Int(v as u64)
@@ -207,6 +212,8 @@ dir_json! {
     data_time_s: f64, "s", "first to last data segment";
     max_idle_s: f64, "s", "longest gap between two segments of this direction";
     analysis_partial: bool, "", "a fixed-capacity structure overflowed: numbers after it may be approximate";
+    isn: Option<u32>, "", "initial sequence number: this side's SYN's sequence number as on the wire; null when its SYN was not seen";
+    seq_base: Option<u32>, "", "the wire sequence number that relative offsets (plots, events, `--seq-from`) count from: `isn` + 1 after a SYN, else this direction's first sequence number; null without a segment";
 }
 
 fn secs(ns: u64) -> f64 {
@@ -280,6 +287,8 @@ impl From<&DirStats> for DirJson {
             data_time_s: secs(d.data_time_ns()),
             max_idle_s: secs(d.max_idle_ns),
             analysis_partial: d.partial,
+            isn: d.isn.map(|n| n.0),
+            seq_base: d.seq_base.map(|n| n.0),
         }
     }
 }

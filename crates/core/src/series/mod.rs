@@ -134,10 +134,7 @@ impl Sink for Origin {
         self.t_last = Some(s.at.ts_ns);
         let d = s.at.dir as usize;
         self.payload_bytes[d] += u64::from(s.len);
-        if self.bases[d].is_none() {
-            // offset = wire - base (mod 2^32), for every segment of the direction.
-            self.bases[d] = Some(crate::seq::SeqNum(s.seq.0.wrapping_sub(s.seq_off.0 as u32)));
-        }
+        self.bases[d].get_or_insert(s.seq_base());
     }
 }
 
