@@ -185,6 +185,9 @@ export type Conn = Record<string, unknown> & {
   id: number;
   trace: number;
   file: string;
+  /** The connection's trace as given, and its 1-based index there: its name in any run. */
+  input: string;
+  conn: number;
   a: { addr: string; port: number };
   b: { addr: string; port: number };
   state: string;

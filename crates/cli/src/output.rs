@@ -288,7 +288,8 @@ fn conns_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize], rows: Rows) ->
         let mut w = csv::Writer::from_writer(Vec::with_capacity(ids.len() * 1024));
         for &id in ids {
             let c = &an.conns[id - 1];
-            conn_csv_row(&mut w, c, id, files.get(c.info.file).map_or("", String::as_str), rows)?;
+            let file = files.get(c.info.file).map_or("", String::as_str);
+            conn_csv_row(&mut w, c, id, [file, an.inputs.get(c.trace).map_or("", String::as_str)], rows)?;
         }
         w.into_inner().map_err(|e| e.into_error())
     })
@@ -296,10 +297,20 @@ fn conns_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize], rows: Rows) ->
 
 /// One connection's row, fields as serde_json writes the values (floats shortest round-trip
 /// through `zmij`, as serde_json does; `null` empty).
-fn conn_csv_row(w: &mut csv::Writer<Vec<u8>>, c: &ConnStats, id: usize, file: &str, rows: Rows) -> io::Result<()> {
+/// `names` are its file's and its trace's.
+fn conn_csv_row(
+    w: &mut csv::Writer<Vec<u8>>,
+    c: &ConnStats,
+    id: usize,
+    names: [&str; 2],
+    rows: Rows,
+) -> io::Result<()> {
     let mut ib = itoa::Buffer::new();
     w.write_field(ib.format(id))?;
+    let [file, input] = names;
     w.write_field(file)?;
+    w.write_field(input)?;
+    w.write_field(ib.format(c.idx + 1))?;
     let mut addr = Vec::with_capacity(40);
     for e in [c.info.a, c.info.b] {
         addr.clear();
@@ -601,7 +612,7 @@ mod tests {
             file: 0,
             reuse: [None, Some(SplitReason::NewIsn), Some(SplitReason::IdleGap)][id % 3],
         };
-        ConnStats { max_idle_ns: id as u64 * 1_000_000_007, dir, idx: id - 1, info }
+        ConnStats { max_idle_ns: id as u64 * 1_000_000_007, dir, idx: id % 5, info, trace: id % 2 }
     }
 
     /// An endpoint from its JSON form, as the text wrote it before.
@@ -663,7 +674,7 @@ mod tests {
                 let mut c = sample(id, v6, huge);
                 c.info.file = id % 2;
                 c.dir[1].rtt.add(u64::MAX); // a mean of 1.8e13 ms, and rates in the exponent form
-                let conn = || json::ConnJson::new(&c, id, files[id % 2].to_string());
+                let conn = || json::ConnJson::new(&c, id, files[id % 2].to_string(), files[1 - id % 2].to_string());
                 for (rows, value, columns) in [
                     (Rows::Stats, to_value(&conn()).unwrap(), json::stats_csv_columns()),
                     (Rows::Brief, to_value(&conn().brief()).unwrap(), json::conns_csv_columns()),
@@ -675,7 +686,7 @@ mod tests {
                     let mut want = csv::Writer::from_writer(Vec::new());
                     want.write_record(flat.iter().map(|(_, v)| csv_field(v))).unwrap();
                     let mut got = csv::Writer::from_writer(Vec::new());
-                    conn_csv_row(&mut got, &c, id, files[id % 2], rows).unwrap();
+                    conn_csv_row(&mut got, &c, id, [files[id % 2], files[1 - id % 2]], rows).unwrap();
                     assert_eq!(
                         String::from_utf8(got.into_inner().unwrap()).unwrap(),
                         String::from_utf8(want.into_inner().unwrap()).unwrap()
@@ -692,7 +703,7 @@ mod tests {
         for id in 1..=12 {
             for (v6, huge) in [(false, false), (true, false), (false, true), (true, true)] {
                 let c = sample(id, v6, huge);
-                let want = reference(&json::ConnJson::new(&c, id, String::new()));
+                let want = reference(&json::ConnJson::new(&c, id, String::new(), String::new()));
                 let mut fast = b"before".to_vec();
                 table.connection(&mut fast, &c, id, &mut cell);
                 assert_eq!(String::from_utf8(fast).unwrap(), format!("before{want}"));

@@ -62,7 +62,7 @@ pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
             return Err(io::Error::other(format!("no connection {id} in this window (it has {n})")));
         }
     }
-    let an = Analysis { files, conns: Vec::new() };
+    let an = Analysis { files, ..Analysis::default() };
     if !an.nothing_read() {
         printer.out.header()?;
     }

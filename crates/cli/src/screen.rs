@@ -33,7 +33,7 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
             screens.extend(s);
         }
     }
-    let an = Analysis { files, conns: Vec::new() };
+    let an = Analysis { files, ..Analysis::default() };
     if an.nothing_read() {
         // Why was said on stderr; no empty table on stdout.
         return Ok(status(&an));

@@ -112,7 +112,7 @@ fn conns_prints_one_line_per_connection_and_csv_has_a_header() {
     let out = run(&["conns", "--csv", &f]);
     let text = String::from_utf8(out.stdout).unwrap();
     let mut lines = text.lines();
-    assert!(lines.next().unwrap().starts_with("id,file,a_addr,a_port,b_addr,b_port,state"));
+    assert!(lines.next().unwrap().starts_with("id,file,input,conn,a_addr,a_port,b_addr,b_port,state"));
     assert!(lines.next().unwrap().starts_with("1,"));
     let out = run(&["stats", "--csv", &f]);
     let text = String::from_utf8(out.stdout).unwrap();

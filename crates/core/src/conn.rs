@@ -25,6 +25,19 @@ impl std::fmt::Display for Endpoint {
 /// Index of a connection in the order of first appearance (0-based; shown 1-based as `id`).
 pub type ConnIdx = usize;
 
+/// A connection's name that stays the same whatever else is read with it: its trace (an input
+/// as given, or all of them with `--merge`) and its index among that trace's connections. The
+/// `id` outputs show numbers the connections of a whole run, for `-c`, so it moves when another
+/// input is read before; this pair does not, so the tables of several runs (exports of many
+/// traces, a cluster's parts) concatenate and join on it (`input`, `conn` in the outputs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId {
+    /// Index of the trace among the run's inputs (0 with one input).
+    pub trace: usize,
+    /// Index of the connection in its trace, in order of first appearance (shown 1-based).
+    pub index: ConnIdx,
+}
+
 /// Direction of a packet within its connection. `AtoB` is from the endpoint that sent the SYN
 /// (or, without a SYN, the sender of the first packet seen).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

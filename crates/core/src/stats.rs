@@ -5,6 +5,7 @@
 //! taken when b's ACK arrives), as tcptrace does.
 
 use crate::analysis::{At, ConnIdx, Event, RttKind, SegmentInfo, Sink};
+use crate::conn::ConnId;
 use crate::flow::ConnInfo;
 use crate::seq::SeqNum;
 
@@ -167,16 +168,18 @@ pub struct ConnStats {
     pub max_idle_ns: u64,
     /// Per direction: `[a2b, b2a]`.
     pub dir: [DirStats; 2],
-    /// Index (id - 1).
+    /// Index in its trace, in order of first appearance.
     pub idx: ConnIdx,
     /// Endpoints, file, reuse reason.
     pub info: ConnInfo,
+    /// Index of its trace among the run's ([`crate::pass::Analysis::inputs`]).
+    pub trace: usize,
 }
 
 impl ConnStats {
-    /// 1-based id, stable for a given input.
-    pub fn id(&self) -> usize {
-        self.idx + 1
+    /// Its name whatever else was read in the same run: its trace and its index there.
+    pub fn conn_id(&self) -> ConnId {
+        ConnId { trace: self.trace, index: self.idx }
     }
     /// First packet (ns).
     pub fn first_ts_ns(&self) -> u64 {
@@ -236,7 +239,13 @@ impl Sink for StatsSink {
     }
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
         debug_assert_eq!(conn, self.conns.len());
-        self.conns.push(Box::new(ConnStats { idx: conn, info: *info, dir: Default::default(), max_idle_ns: 0 }));
+        self.conns.push(Box::new(ConnStats {
+            idx: conn,
+            info: *info,
+            dir: Default::default(),
+            max_idle_ns: 0,
+            trace: 0,
+        }));
     }
 
     // Inlined into the analysis, which builds `s` only to hand it here.

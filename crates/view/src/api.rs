@@ -46,7 +46,7 @@ pub fn conn_row(t: &Traces, i: usize) -> ConnRow {
     let s = t.screens.get(i);
     ConnRow {
         trace: c.info.file,
-        conn: ConnJson::new(c, i + 1, file),
+        conn: ConnJson::new(c, i + 1, file, t.an.inputs.get(c.trace).cloned().unwrap_or_default()),
         verdict: s.map(|s| s.verdict.clone()),
         boring: s.map(|s| s.boring),
         severity: s.map(|s| s.severity),

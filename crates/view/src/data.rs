@@ -312,6 +312,7 @@ impl Traces {
             // One entry per TRACE, a ring included: the details pass reads the same part again.
             for c in &mut stats.conns {
                 c.info.file = i;
+                c.trace = i;
             }
             for s in &mut screen {
                 s.info.file = i;
@@ -319,6 +320,7 @@ impl Traces {
             base.push(an.conns.len());
             parts.push(part);
             an.files.push(file);
+            an.inputs.push(p.display().to_string());
             an.conns.extend(stats.conns);
             screens.extend(screen);
         }

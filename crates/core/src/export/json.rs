@@ -300,6 +300,8 @@ impl From<&DirStats> for DirJson {
 pub struct ConnJson<D = DirJson> {
     pub id: usize,
     pub file: String,
+    pub input: String,
+    pub conn: usize,
     pub a: EndpointJson,
     pub b: EndpointJson,
     pub state: &'static str,
@@ -353,6 +355,8 @@ impl ConnJson {
         ConnJson {
             id: self.id,
             file: self.file,
+            input: self.input,
+            conn: self.conn,
             a: self.a,
             b: self.b,
             state: self.state,
@@ -378,6 +382,18 @@ impl Table for ConnJson {
             "1-based, in order of first appearance, continuing across files; `-c ID` selects",
         ),
         Field::new("file", Kind::Text, "", "the file the connection was seen in"),
+        Field::new(
+            "input",
+            Kind::Text,
+            "",
+            "its trace: the input as given (a file, a ring directory), or with `--merge` the inputs joined by ` + `",
+        ),
+        Field::new(
+            "conn",
+            Kind::Int,
+            "",
+            "1-based index among the connections of `input`: (`input`, `conn`) names the connection whatever else is read in the same run, so tables of several runs join on it",
+        ),
         Field::new(
             "a",
             Kind::Object,
@@ -434,12 +450,15 @@ fn csv_columns(dir: &[&str], max_idle: bool) -> Vec<String> {
 }
 
 impl ConnJson {
-    /// Builds the JSON view; `id` is the connection's global id, `file` its file's path.
-    pub fn new(c: &ConnStats, id: usize, file: String) -> Self {
+    /// Builds the JSON view; `id` is the connection's id in the run, `file` its file's path,
+    /// `input` its trace's name.
+    pub fn new(c: &ConnStats, id: usize, file: String, input: String) -> Self {
         let [first_time, last_time, duration_s, max_idle_s] = conn_times(c);
         ConnJson {
             id,
             file,
+            input,
+            conn: c.idx + 1,
             a: c.info.a.into(),
             b: c.info.b.into(),
             state: c.state().name(),
@@ -488,7 +507,7 @@ impl<F: Fn(usize) -> bool> Document<'_, F> {
     pub fn connection(&self, id: usize) -> ConnJson {
         let c = &self.an.conns[id - 1];
         let file = self.an.files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
-        ConnJson::new(c, id, file)
+        ConnJson::new(c, id, file, self.an.inputs.get(c.trace).cloned().unwrap_or_default())
     }
 }
 

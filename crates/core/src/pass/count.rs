@@ -153,6 +153,9 @@ pub struct Analysis {
     pub files: Vec<FileSummary>,
     /// Connection statistics, in order of first appearance.
     pub conns: Vec<Box<ConnStats>>,
+    /// Each trace's name, by [`ConnStats::trace`]: its input as given, or with `--merge` the
+    /// inputs joined by ` + `.
+    pub inputs: Vec<String>,
 }
 
 impl Analysis {

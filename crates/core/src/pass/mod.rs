@@ -71,6 +71,8 @@ pub struct Query {
 pub struct Trace<S> {
     /// The sink that saw this trace's packets.
     pub sink: S,
+    /// Its name: the input as given, or with `merge` the inputs joined by ` + `.
+    pub input: String,
     /// This trace's files: a range of [`Run::files`].
     pub files: Range<usize>,
     /// The window `[from, to)` read (ns since the epoch), when the trace was read as a trace
@@ -107,7 +109,15 @@ impl<S> Run<S> {
 impl Run<StatsSink> {
     /// The files' summaries and every connection's statistics, in trace order.
     pub fn into_analysis(self) -> Analysis {
-        Analysis { files: self.files, conns: self.traces.into_iter().flat_map(|t| t.sink.conns).collect() }
+        let mut an = Analysis { files: self.files, ..Analysis::default() };
+        for (i, t) in self.traces.into_iter().enumerate() {
+            an.inputs.push(t.input);
+            an.conns.extend(t.sink.conns.into_iter().map(|mut c| {
+                c.trace = i;
+                c
+            }));
+        }
+        an
     }
 }
 
@@ -222,6 +232,7 @@ impl Query {
         let t = run.traces.into_iter().next().expect("one trace");
         let rest = Trace {
             sink: (),
+            input: t.input,
             files: t.files,
             window: t.window,
             error: t.error,
@@ -250,6 +261,7 @@ impl Query {
                 let start = run.files.len();
                 let mut trace = Trace {
                     sink: make(),
+                    input: group.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" + "),
                     files: start..start,
                     window: None,
                     error: None,
@@ -299,6 +311,7 @@ impl Query {
                 run.files.push(file);
                 run.traces.push(Trace {
                     sink,
+                    input: self.inputs[i].display().to_string(),
                     files: i..i + 1,
                     window: None,
                     error: None,

@@ -221,6 +221,28 @@ fn merge_with_and_without_a_window_agree() {
     assert_eq!(frames.last, packets);
 }
 
+/// A connection's (trace, index) name does not depend on the other inputs of the run, where its
+/// run-wide id does: a trace read alone and read after another gives each connection the same
+/// name and the same statistics.
+#[test]
+fn a_connection_is_named_by_its_trace_whatever_else_is_read() {
+    let paths = paths_of();
+    let alone = Query::new(vec![paths[1].clone()]).stats(&|_, _| {}).unwrap();
+    let both = Query::new(paths.clone()).stats(&|_, _| {}).unwrap();
+    assert_eq!(both.inputs, paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>());
+    let first = both.conns.iter().filter(|c| c.trace == 0).count();
+    assert!(first > 0 && alone.conns.len() == both.conns.len() - first);
+    for (a, b) in alone.conns.iter().zip(&both.conns[first..]) {
+        assert_eq!(a.conn_id().index, b.conn_id().index);
+        assert_eq!((a.conn_id().trace, b.conn_id().trace), (0, 1));
+        assert_eq!(alone.inputs[a.trace], both.inputs[b.trace]);
+        assert_eq!(format!("{:?}", a.dir), format!("{:?}", b.dir));
+    }
+    let merged = Query::new(paths.clone()).merge(true).stats(&|_, _| {}).unwrap();
+    assert_eq!(merged.inputs, [format!("{} + {}", paths[0].display(), paths[1].display())]);
+    assert!(merged.conns.iter().enumerate().all(|(i, c)| c.conn_id() == crate::conn::ConnId { trace: 0, index: i }));
+}
+
 fn paths_of() -> Vec<PathBuf> {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
     vec![data.join("loss-rcv.pcap"), data.join("randloss-snd.pcap")]
