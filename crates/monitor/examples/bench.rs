@@ -2,7 +2,9 @@
 //! traffic, sampled at 10 Hz for some seconds; prints the sampler's CPU (share of one core), the
 //! recording's bytes per socket-sample, and the same dumps done as flent does, by running
 //! `ss -tin` and parsing its text, for comparison; then the kernel's part alone (bare dumps, not
-//! decoded, with more and more extensions asked for): the floor of any `NETLINK_SOCK_DIAG` reader.
+//! decoded, with more and more extensions asked for): the floor of any `NETLINK_SOCK_DIAG` reader;
+//! the monitor with the BPF sampler (`--sampler bpf`) beside the netlink one, and the BPF
+//! iterator's passes read and not decoded.
 //!
 //! `cargo run --release -p tcpscope-monitor --example bench -- [PAIRS] [SECONDS]` (default
 //! 5000 pairs = 10,000 sockets, 10 s). Needs an open-file limit above 2 × PAIRS + 100
@@ -21,8 +23,10 @@ use netlink_packet_sock_diag::SockDiagMessage;
 use netlink_packet_sock_diag::constants::{AF_INET, AF_INET6, IPPROTO_TCP};
 use netlink_packet_sock_diag::inet::{ExtensionFlags, InetRequest, SocketId, StateFlags};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
+use tcpscope_monitor::bpf::BpfIter;
 use tcpscope_monitor::filter::Filter;
 use tcpscope_monitor::record::{self, Options};
+use tcpscope_monitor::source::SamplerKind;
 
 /// CPU seconds (user + system) of this process, and of its waited-for children.
 fn cpu() -> (f64, f64) {
@@ -143,7 +147,7 @@ fn main() {
     std::thread::sleep(Duration::from_secs_f64(secs));
     let (c1, _) = cpu();
     let base = (c1 - c0) / secs;
-    // 2. The monitor recording at 10 Hz.
+    // 2. The monitor recording at 10 Hz, with each sampler in turn.
     let path = std::env::temp_dir().join(format!("tcpscope-bench-{}.tsm", std::process::id()));
     let opts = Options {
         filter: format!("port {}", addr.port()),
@@ -157,36 +161,45 @@ fn main() {
         cpu_budget: None,
     };
     let never = AtomicBool::new(false);
-    let (c2, _) = cpu();
-    let (u2, s2) = user_sys();
-    let f2 = minflt();
-    let t = Instant::now();
-    let r = record::run(&opts, Some(&path), None, &never, |_| {}).expect("monitor");
-    let wall = t.elapsed().as_secs_f64();
-    let (c3, _) = cpu();
-    let (u3, s3) = user_sys();
-    let f3 = minflt();
-    // The sampler runs on this thread: its own CPU time, kernel time of the dumps included.
-    let mon = ((u3 - u2) + (s3 - s2)) / wall;
-    println!(
-        "monitor: {} sockets, {} dumps in {wall:.1} s ({} late), {} samples, {} bytes: {:.2} bytes/socket-sample; \
-         {:.2} ms CPU and {} page faults per dump; CPU {:.1}% of one core (user {:.1}%, system {:.1}%; the whole process {:.1}%, \
-         traffic alone {:.1}%)",
-        2 * pairs,
-        r.dumps,
-        r.overruns,
-        r.samples,
-        r.bytes,
-        r.bytes as f64 / r.samples.max(1) as f64,
-        mon * wall * 1000.0 / r.dumps.max(1) as f64,
-        (f3 - f2) / r.dumps.max(1),
-        mon * 100.0,
-        (u3 - u2) / wall * 100.0,
-        (s3 - s2) / wall * 100.0,
-        (c3 - c2) / wall * 100.0,
-        base * 100.0
-    );
-    let _ = std::fs::remove_file(&path);
+    for sampler in [SamplerKind::Netlink, SamplerKind::Bpf] {
+        let (c2, _) = cpu();
+        let (u2, s2) = user_sys();
+        let f2 = minflt();
+        let t = Instant::now();
+        let r = match record::run_with(&opts, sampler, Some(&path), None, &never, |_| {}) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("monitor ({sampler:?}): not run: {e}");
+                continue;
+            }
+        };
+        let wall = t.elapsed().as_secs_f64();
+        let (c3, _) = cpu();
+        let (u3, s3) = user_sys();
+        let f3 = minflt();
+        // The sampler runs on this thread: its own CPU time, kernel time of the dumps included.
+        let mon = ((u3 - u2) + (s3 - s2)) / wall;
+        println!(
+            "monitor ({} sampler): {} sockets, {} dumps in {wall:.1} s ({} late), {} samples, {} bytes: {:.2} \
+             bytes/socket-sample; {:.2} ms CPU and {} page faults per dump; CPU {:.1}% of one core (user {:.1}%, \
+             system {:.1}%; the whole process {:.1}%, traffic alone {:.1}%)",
+            r.sampler,
+            2 * pairs,
+            r.dumps,
+            r.overruns,
+            r.samples,
+            r.bytes,
+            r.bytes as f64 / r.samples.max(1) as f64,
+            mon * wall * 1000.0 / r.dumps.max(1) as f64,
+            (f3 - f2) / r.dumps.max(1),
+            mon * 100.0,
+            (u3 - u2) / wall * 100.0,
+            (s3 - s2) / wall * 100.0,
+            (c3 - c2) / wall * 100.0,
+            base * 100.0
+        );
+        let _ = std::fs::remove_file(&path);
+    }
     // 2b. The same with the CLI's default budget (5 % of one core with the default interval):
     // the sampler spaces its dumps out to stay within it.
     let budget = Options { cpu_budget: Some(0.05), ..opts.clone() };
@@ -275,6 +288,29 @@ fn main() {
             sum.1 += bytes / f64::from(rounds);
             sum.2 += recvs / f64::from(rounds);
         }
+    }
+    // The BPF sampler's kernel part: the iterator's passes at 10 Hz, read and not decoded.
+    match BpfIter::new(Filter::parse(&filter).expect("filter")) {
+        Ok(mut it) => {
+            let n = 5 * rounds;
+            let (mut cpu_ns, mut bytes) = (0u64, 0usize);
+            let mut next = Instant::now();
+            for _ in 0..n {
+                let c0 = thread_ns();
+                bytes += it.pass().expect("bpf iterator pass");
+                cpu_ns += thread_ns() - c0;
+                next += Duration::from_millis(100);
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+            let ms = cpu_ns as f64 / 1e6 / f64::from(n);
+            println!(
+                "kernel floor: BPF iterator pass, records read not decoded: {ms:.2} ms CPU per pass = {:.1}% of one \
+                 core at 10 Hz, {:.0} bytes per socket",
+                ms * 10.0 / 1000.0 * 100.0,
+                bytes as f64 / f64::from(n) / (2 * pairs) as f64
+            );
+        }
+        Err(e) => println!("kernel floor: BPF iterator: not run: {e}"),
     }
     for ((what, ..), (ms, bytes, recvs)) in variants.iter().zip(sums) {
         // At 10 Hz, X ms of CPU per dump is X ms per 100 ms: 10·X ‰, X % of one core.
