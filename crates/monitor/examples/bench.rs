@@ -113,6 +113,28 @@ fn bare_dumps(family: u8, ext: ExtensionFlags, filter: &str, n: u32) -> (f64, f6
     (cpu as f64 / 1e6 / f64::from(n), bytes as f64 / f64::from(n), recvs as f64 / f64::from(n))
 }
 
+/// The object's `tcpscope_tcp_walk`, loaded: the tcp iterator with a program that does nothing.
+fn walk_program() -> Result<aya::Ebpf, String> {
+    let btf = aya::Btf::from_sys_fs().map_err(|e| e.to_string())?;
+    let mut ebpf =
+        aya::EbpfLoader::new().btf(Some(&btf)).load(tcpscope_monitor::bpf::OBJECT).map_err(|e| e.to_string())?;
+    let prog: &mut aya::programs::Iter =
+        ebpf.program_mut("tcpscope_tcp_walk").ok_or("no walk program")?.try_into().map_err(|e| format!("{e}"))?;
+    prog.load("tcp", &btf).map_err(|e| e.to_string())?;
+    Ok(ebpf)
+}
+
+/// One pass of the walk program, read to its (empty) end.
+fn walk_pass(ebpf: &mut aya::Ebpf) -> Result<(), String> {
+    let prog: &mut aya::programs::Iter =
+        ebpf.program_mut("tcpscope_tcp_walk").ok_or("no walk program")?.try_into().map_err(|e| format!("{e}"))?;
+    let id = prog.attach().map_err(|e| e.to_string())?;
+    let mut f = prog.take_link(id).map_err(|e| e.to_string())?.into_file().map_err(|e| e.to_string())?;
+    let mut sink = Vec::new();
+    f.read_to_end(&mut sink).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let pairs: usize = args.next().map_or(5000, |a| a.parse().expect("PAIRS"));
@@ -289,28 +311,38 @@ fn main() {
             sum.2 += recvs / f64::from(rounds);
         }
     }
-    // The BPF sampler's kernel part: the iterator's passes at 10 Hz, read and not decoded.
-    match BpfIter::new(Filter::parse(&filter).expect("filter")) {
-        Ok(mut it) => {
-            let n = 5 * rounds;
-            let (mut cpu_ns, mut bytes) = (0u64, 0usize);
+    // The BPF sampler's kernel part: the iterator's passes at 10 Hz, records read and not
+    // decoded, and the same walk with a program that writes nothing (the iterator's own cost),
+    // in turns of 5.
+    match (BpfIter::new(Filter::parse(&filter).expect("filter")).map_err(|e| e.to_string()), walk_program()) {
+        (Ok(mut it), Ok(mut walk)) => {
+            let (mut cpu_ns, mut walk_ns, mut bytes) = (0u64, 0u64, 0usize);
             let mut next = Instant::now();
-            for _ in 0..n {
-                let c0 = thread_ns();
-                bytes += it.pass().expect("bpf iterator pass");
-                cpu_ns += thread_ns() - c0;
-                next += Duration::from_millis(100);
-                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            for _ in 0..rounds {
+                for k in 0..10 {
+                    let c0 = thread_ns();
+                    if k < 5 {
+                        bytes += it.pass().expect("bpf iterator pass");
+                        cpu_ns += thread_ns() - c0;
+                    } else {
+                        walk_pass(&mut walk).expect("bpf iterator walk");
+                        walk_ns += thread_ns() - c0;
+                    }
+                    next += Duration::from_millis(100);
+                    std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                }
             }
-            let ms = cpu_ns as f64 / 1e6 / f64::from(n);
-            println!(
-                "kernel floor: BPF iterator pass, records read not decoded: {ms:.2} ms CPU per pass = {:.1}% of one \
-                 core at 10 Hz, {:.0} bytes per socket",
-                ms * 10.0 / 1000.0 * 100.0,
-                bytes as f64 / f64::from(n) / (2 * pairs) as f64
-            );
+            let n = f64::from(5 * rounds);
+            for (what, ns) in [("the sampler's program", cpu_ns), ("a program that writes nothing", walk_ns)] {
+                let ms = ns as f64 / 1e6 / n;
+                println!(
+                    "kernel floor: BPF iterator pass, {what}: {ms:.2} ms CPU per pass = {:.1}% of one core at 10 Hz",
+                    ms * 10.0 / 1000.0 * 100.0
+                );
+            }
+            println!("  ({:.0} bytes of records per socket)", bytes as f64 / n / (2 * pairs) as f64);
         }
-        Err(e) => println!("kernel floor: BPF iterator: not run: {e}"),
+        (Err(e), _) | (_, Err(e)) => println!("kernel floor: BPF iterator: not run: {e}"),
     }
     for ((what, ..), (ms, bytes, recvs)) in variants.iter().zip(sums) {
         // At 10 Hz, X ms of CPU per dump is X ms per 100 ms: 10·X ‰, X % of one core.
