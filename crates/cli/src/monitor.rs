@@ -77,10 +77,11 @@ pub struct MonitorArgs {
     /// No progress line on standard error.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// How to read the kernel's sockets: `bpf` (a BPF iterator over TCP sockets; needs root
-    /// and kernel BTF), `netlink` (NETLINK_SOCK_DIAG, as ss), or `auto`: bpf if it loads, else
-    /// netlink. The closing summary says which one ran (docs/monitor.md, The BPF sampler).
-    #[arg(long, value_name = "auto|netlink|bpf", default_value = "auto")]
+    /// How to read the kernel's sockets: `netlink` (NETLINK_SOCK_DIAG, as ss), `bpf` (a BPF
+    /// iterator over TCP sockets; needs root and kernel BTF; no BBR fields), or `auto`: bpf if
+    /// it loads, else netlink. The closing summary says which one ran (docs/monitor.md, The BPF
+    /// sampler).
+    #[arg(long, value_name = "netlink|bpf|auto", default_value = "netlink")]
     pub sampler: tcpscope_monitor::source::SamplerKind,
 }
 
