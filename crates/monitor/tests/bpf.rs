@@ -302,3 +302,42 @@ fn bpf_object_is_reproducible() {
     let committed = std::fs::read(dir.join("tcp_iter.bpf.o")).unwrap();
     assert!(built == committed, "bpf/tcp_iter.bpf.o is not what bpf/build.sh makes from tcp_iter.bpf.c: rerun it");
 }
+
+/// A recording made with `--sampler bpf` says so, and holds the connection's samples with
+/// their `tcp_info` fields (as `tcpscope monitor --sampler bpf -w FILE` makes it).
+#[test]
+fn a_recording_with_the_bpf_sampler_says_so() {
+    use tcpscope_monitor::record::{self, Options};
+    let Some(ns) = Netns::new("record") else { return };
+    ns.run(|| {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let (c, s) = transfer(c, s, 200_000, Duration::ZERO);
+        let port = l.local_addr().unwrap().port();
+        let path = std::env::temp_dir().join(format!("tcpscope-bpf-rec-{}.tsm", std::process::id()));
+        let opts = Options {
+            filter: format!("port {port}"),
+            interval: Duration::from_millis(20),
+            pid: None,
+            duration: Some(Duration::from_millis(300)),
+            events: None,
+            cpu_every: None,
+            to: None,
+            to_grace: Duration::ZERO,
+            cpu_budget: None,
+        };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let r = record::run_with(&opts, SamplerKind::Bpf, Some(&path), None, &stop, |_| {}).unwrap();
+        assert_eq!((r.sampler, r.sampler_note.as_deref()), ("bpf", None));
+        let rec = tcpscope_monitor::tsm::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(rec.header.as_ref().unwrap().sampler, "bpf");
+        assert_eq!(rec.conns.len(), 2);
+        assert!(rec.conns.iter().all(|c| c.info_len == 280 && c.cong.is_some() && c.inode != 0));
+        assert!(rec.samples.len() >= 4, "{} samples", rec.samples.len());
+        let acked = rec.samples.iter().filter_map(|s| s.get("bytes_acked")).max().unwrap();
+        assert!(acked > 200_000, "bytes_acked {acked}");
+        drop((c, s));
+    });
+}
