@@ -14,7 +14,7 @@ pub enum SamplerKind {
     /// The BPF iterator if it loads, else netlink.
     Auto,
     /// `NETLINK_SOCK_DIAG`, the default: the BPF sampler measured no cheaper at scale
-    /// (docs/monitor.md, Cost at scale), starts 0.3 s later and lacks BBR's fields.
+    /// (docs/monitor.md, Cost at scale), starts 0.25 s later and lacks BBR's fields.
     #[default]
     Netlink,
     Bpf,
