@@ -4,7 +4,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/tcpscope
 DEMO_TRACE := tests/data/loss-snd.pcap
 
-.PHONY: all build build-deps demo demo-lab test lint deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list bench-monitor
+.PHONY: all build build-deps demo demo-lab test lint deps bpf-deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list bench-monitor
 
 all: build
 
@@ -41,6 +41,14 @@ demo-lab: build
 # The peer tools are test oracles: install them on a fresh Debian machine if missing.
 deps:
 	@tools/need-debian.sh --soft "oracle tests will be skipped" tcptrace:tcptrace tshark:tshark
+
+# The monitor's BPF sampler ships its program compiled (crates/monitor/bpf/tcp_iter.bpf.o), so
+# building needs no clang; these rebuild it (crates/monitor/bpf/build.sh), which a test does to
+# check that the committed object is what the source makes.
+deps: bpf-deps
+bpf-deps:
+	@tools/need-debian.sh --soft "the BPF object's rebuild test will be skipped" \
+	  clang-14:clang-14 llvm-strip-14:llvm-14 /usr/include/bpf/bpf_helpers.h:libbpf-dev
 
 # `tcpscope capture` links libpcap; its tests make network namespaces (ip) and read the files
 # back with tcpdump as an oracle.

@@ -77,6 +77,12 @@ pub struct MonitorArgs {
     /// No progress line on standard error.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// How to read the kernel's sockets: `netlink` (NETLINK_SOCK_DIAG, as ss), `bpf` (a BPF
+    /// iterator over TCP sockets; needs root and kernel BTF; no BBR fields), or `auto`: bpf if
+    /// it loads, else netlink. The closing summary says which one ran (docs/monitor.md, The BPF
+    /// sampler).
+    #[arg(long, value_name = "netlink|bpf|auto", default_value = "netlink")]
+    pub sampler: tcpscope_monitor::source::SamplerKind,
 }
 
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
@@ -143,20 +149,26 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
         cpu_budget,
     };
     if a.top {
-        tcpscope_monitor::top::run(&opts, &stop)?;
+        tcpscope_monitor::top::run(&opts, a.sampler, &stop)?;
         return Ok(ExitCode::SUCCESS);
     }
     let stdout = io::stdout();
     let mut lock = io::BufWriter::new(stdout.lock());
     let progress = !a.quiet && io::stderr().is_terminal();
     let mut live = 0i64;
-    let report =
-        record::run(&opts, a.write.as_deref(), format.map(|f| (f, &mut lock as &mut dyn Write)), &stop, |step| {
+    let report = record::run_with(
+        &opts,
+        a.sampler,
+        a.write.as_deref(),
+        format.map(|f| (f, &mut lock as &mut dyn Write)),
+        &stop,
+        |step| {
             live += step.started.len() as i64 - step.ended.len() as i64;
             if progress {
                 eprint!("\r{live} connections, {} sockets in the last sample   ", step.samples.len());
             }
-        })?;
+        },
+    )?;
     lock.flush()?;
     if !a.quiet {
         if progress {
@@ -167,13 +179,17 @@ pub fn monitor(a: &MonitorArgs) -> io::Result<ExitCode> {
             let all = if sent >= report.bytes { "all" } else { "not all: the rest waits in the spill" };
             eprintln!("monitor: collector has {sent} of {} bytes ({all}; {connects} connections)", report.bytes);
         }
+        if let Some(why) = &report.sampler_note {
+            eprintln!("monitor: sampling with netlink: {why}");
+        }
         if let Some(e) = &report.first_bad_event {
             eprintln!("monitor: {} event lines skipped, the first: {e}", report.bad_events);
         }
         eprintln!(
-            "monitor: {} dumps in {:.1} s ({} late{}), {} connections, {} samples, {} events, {} CPU samples{}; \
-             filter ran in the {}",
+            "monitor: {} dumps ({} sampler) in {:.1} s ({} late{}), {} connections, {} samples, {} events, {} CPU \
+             samples{}; filter ran in the {}",
             report.dumps,
+            report.sampler,
             report.elapsed.as_secs_f64(),
             report.overruns,
             match (report.stretched, cpu_budget) {

@@ -2,7 +2,9 @@
 //! traffic, sampled at 10 Hz for some seconds; prints the sampler's CPU (share of one core), the
 //! recording's bytes per socket-sample, and the same dumps done as flent does, by running
 //! `ss -tin` and parsing its text, for comparison; then the kernel's part alone (bare dumps, not
-//! decoded, with more and more extensions asked for): the floor of any `NETLINK_SOCK_DIAG` reader.
+//! decoded, with more and more extensions asked for): the floor of any `NETLINK_SOCK_DIAG` reader;
+//! the monitor with the BPF sampler (`--sampler bpf`) beside the netlink one, and the BPF
+//! iterator's passes read and not decoded.
 //!
 //! `cargo run --release -p tcpscope-monitor --example bench -- [PAIRS] [SECONDS]` (default
 //! 5000 pairs = 10,000 sockets, 10 s). Needs an open-file limit above 2 × PAIRS + 100
@@ -21,8 +23,10 @@ use netlink_packet_sock_diag::SockDiagMessage;
 use netlink_packet_sock_diag::constants::{AF_INET, AF_INET6, IPPROTO_TCP};
 use netlink_packet_sock_diag::inet::{ExtensionFlags, InetRequest, SocketId, StateFlags};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
+use tcpscope_monitor::bpf::BpfIter;
 use tcpscope_monitor::filter::Filter;
 use tcpscope_monitor::record::{self, Options};
+use tcpscope_monitor::source::SamplerKind;
 
 /// CPU seconds (user + system) of this process, and of its waited-for children.
 fn cpu() -> (f64, f64) {
@@ -109,6 +113,28 @@ fn bare_dumps(family: u8, ext: ExtensionFlags, filter: &str, n: u32) -> (f64, f6
     (cpu as f64 / 1e6 / f64::from(n), bytes as f64 / f64::from(n), recvs as f64 / f64::from(n))
 }
 
+/// The object's `tcpscope_tcp_walk`, loaded: the tcp iterator with a program that does nothing.
+fn walk_program() -> Result<aya::Ebpf, String> {
+    let btf = aya::Btf::from_sys_fs().map_err(|e| e.to_string())?;
+    let mut ebpf =
+        aya::EbpfLoader::new().btf(Some(&btf)).load(tcpscope_monitor::bpf::OBJECT).map_err(|e| e.to_string())?;
+    let prog: &mut aya::programs::Iter =
+        ebpf.program_mut("tcpscope_tcp_walk").ok_or("no walk program")?.try_into().map_err(|e| format!("{e}"))?;
+    prog.load("tcp", &btf).map_err(|e| e.to_string())?;
+    Ok(ebpf)
+}
+
+/// One pass of the walk program, read to its (empty) end.
+fn walk_pass(ebpf: &mut aya::Ebpf) -> Result<(), String> {
+    let prog: &mut aya::programs::Iter =
+        ebpf.program_mut("tcpscope_tcp_walk").ok_or("no walk program")?.try_into().map_err(|e| format!("{e}"))?;
+    let id = prog.attach().map_err(|e| e.to_string())?;
+    let mut f = prog.take_link(id).map_err(|e| e.to_string())?.into_file().map_err(|e| e.to_string())?;
+    let mut sink = Vec::new();
+    f.read_to_end(&mut sink).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let pairs: usize = args.next().map_or(5000, |a| a.parse().expect("PAIRS"));
@@ -143,7 +169,7 @@ fn main() {
     std::thread::sleep(Duration::from_secs_f64(secs));
     let (c1, _) = cpu();
     let base = (c1 - c0) / secs;
-    // 2. The monitor recording at 10 Hz.
+    // 2. The monitor recording at 10 Hz, with each sampler in turn.
     let path = std::env::temp_dir().join(format!("tcpscope-bench-{}.tsm", std::process::id()));
     let opts = Options {
         filter: format!("port {}", addr.port()),
@@ -157,36 +183,45 @@ fn main() {
         cpu_budget: None,
     };
     let never = AtomicBool::new(false);
-    let (c2, _) = cpu();
-    let (u2, s2) = user_sys();
-    let f2 = minflt();
-    let t = Instant::now();
-    let r = record::run(&opts, Some(&path), None, &never, |_| {}).expect("monitor");
-    let wall = t.elapsed().as_secs_f64();
-    let (c3, _) = cpu();
-    let (u3, s3) = user_sys();
-    let f3 = minflt();
-    // The sampler runs on this thread: its own CPU time, kernel time of the dumps included.
-    let mon = ((u3 - u2) + (s3 - s2)) / wall;
-    println!(
-        "monitor: {} sockets, {} dumps in {wall:.1} s ({} late), {} samples, {} bytes: {:.2} bytes/socket-sample; \
-         {:.2} ms CPU and {} page faults per dump; CPU {:.1}% of one core (user {:.1}%, system {:.1}%; the whole process {:.1}%, \
-         traffic alone {:.1}%)",
-        2 * pairs,
-        r.dumps,
-        r.overruns,
-        r.samples,
-        r.bytes,
-        r.bytes as f64 / r.samples.max(1) as f64,
-        mon * wall * 1000.0 / r.dumps.max(1) as f64,
-        (f3 - f2) / r.dumps.max(1),
-        mon * 100.0,
-        (u3 - u2) / wall * 100.0,
-        (s3 - s2) / wall * 100.0,
-        (c3 - c2) / wall * 100.0,
-        base * 100.0
-    );
-    let _ = std::fs::remove_file(&path);
+    for sampler in [SamplerKind::Netlink, SamplerKind::Bpf] {
+        let (c2, _) = cpu();
+        let (u2, s2) = user_sys();
+        let f2 = minflt();
+        let t = Instant::now();
+        let r = match record::run_with(&opts, sampler, Some(&path), None, &never, |_| {}) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("monitor ({sampler:?}): not run: {e}");
+                continue;
+            }
+        };
+        let wall = t.elapsed().as_secs_f64();
+        let (c3, _) = cpu();
+        let (u3, s3) = user_sys();
+        let f3 = minflt();
+        // The sampler runs on this thread: its own CPU time, kernel time of the dumps included.
+        let mon = ((u3 - u2) + (s3 - s2)) / wall;
+        println!(
+            "monitor ({} sampler): {} sockets, {} dumps in {wall:.1} s ({} late), {} samples, {} bytes: {:.2} \
+             bytes/socket-sample; {:.2} ms CPU and {} page faults per dump; CPU {:.1}% of one core (user {:.1}%, \
+             system {:.1}%; the whole process {:.1}%, traffic alone {:.1}%)",
+            r.sampler,
+            2 * pairs,
+            r.dumps,
+            r.overruns,
+            r.samples,
+            r.bytes,
+            r.bytes as f64 / r.samples.max(1) as f64,
+            mon * wall * 1000.0 / r.dumps.max(1) as f64,
+            (f3 - f2) / r.dumps.max(1),
+            mon * 100.0,
+            (u3 - u2) / wall * 100.0,
+            (s3 - s2) / wall * 100.0,
+            (c3 - c2) / wall * 100.0,
+            base * 100.0
+        );
+        let _ = std::fs::remove_file(&path);
+    }
     // 2b. The same with the CLI's default budget (5 % of one core with the default interval):
     // the sampler spaces its dumps out to stay within it.
     let budget = Options { cpu_budget: Some(0.05), ..opts.clone() };
@@ -275,6 +310,39 @@ fn main() {
             sum.1 += bytes / f64::from(rounds);
             sum.2 += recvs / f64::from(rounds);
         }
+    }
+    // The BPF sampler's kernel part: the iterator's passes at 10 Hz, records read and not
+    // decoded, and the same walk with a program that writes nothing (the iterator's own cost),
+    // in turns of 5.
+    match (BpfIter::new(Filter::parse(&filter).expect("filter")).map_err(|e| e.to_string()), walk_program()) {
+        (Ok(mut it), Ok(mut walk)) => {
+            let (mut cpu_ns, mut walk_ns, mut bytes) = (0u64, 0u64, 0usize);
+            let mut next = Instant::now();
+            for _ in 0..rounds {
+                for k in 0..10 {
+                    let c0 = thread_ns();
+                    if k < 5 {
+                        bytes += it.pass().expect("bpf iterator pass");
+                        cpu_ns += thread_ns() - c0;
+                    } else {
+                        walk_pass(&mut walk).expect("bpf iterator walk");
+                        walk_ns += thread_ns() - c0;
+                    }
+                    next += Duration::from_millis(100);
+                    std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                }
+            }
+            let n = f64::from(5 * rounds);
+            for (what, ns) in [("the sampler's program", cpu_ns), ("a program that writes nothing", walk_ns)] {
+                let ms = ns as f64 / 1e6 / n;
+                println!(
+                    "kernel floor: BPF iterator pass, {what}: {ms:.2} ms CPU per pass = {:.1}% of one core at 10 Hz",
+                    ms * 10.0 / 1000.0 * 100.0
+                );
+            }
+            println!("  ({:.0} bytes of records per socket)", bytes as f64 / n / (2 * pairs) as f64);
+        }
+        (Err(e), _) | (_, Err(e)) => println!("kernel floor: BPF iterator: not run: {e}"),
     }
     for ((what, ..), (ms, bytes, recvs)) in variants.iter().zip(sums) {
         // At 10 Hz, X ms of CPU per dump is X ms per 100 ms: 10·X ‰, X % of one core.

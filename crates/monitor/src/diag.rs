@@ -200,7 +200,20 @@ impl Diag {
 }
 
 /// Congestion-control names seen, so that each reply's name is a shared string, not a new one.
-type Congs = Vec<(Vec<u8>, Arc<str>)>;
+pub(crate) type Congs = Vec<(Vec<u8>, Arc<str>)>;
+
+/// The shared string of a NUL-terminated congestion-control name.
+pub(crate) fn cong_name(congs: &mut Congs, v: &[u8]) -> Arc<str> {
+    let name = v.split(|&b| b == 0).next().unwrap_or(v);
+    match congs.iter().find(|(n, _)| n == name) {
+        Some((_, a)) => Arc::clone(a),
+        None => {
+            let a: Arc<str> = String::from_utf8_lossy(name).into();
+            congs.push((name.to_vec(), Arc::clone(&a)));
+            a
+        }
+    }
+}
 
 /// One reply: the `inet_diag_msg` header by the crate's buffer view and its attributes by the
 /// crate's iterator, values borrowed from the receive buffer. `None` if it does not parse.
@@ -220,18 +233,7 @@ fn sock_info(payload: &[u8], congs: &mut Congs, keep_info: bool) -> Option<SockI
         let v: &[u8] = nla.into_inner().get(4..len)?;
         match kind {
             INET_DIAG_INFO => info = v,
-            INET_DIAG_CONG => {
-                // A NUL-terminated name.
-                let name = v.split(|&b| b == 0).next().unwrap_or(v);
-                cong = Some(match congs.iter().find(|(n, _)| n == name) {
-                    Some((_, a)) => Arc::clone(a),
-                    None => {
-                        let a: Arc<str> = String::from_utf8_lossy(name).into();
-                        congs.push((name.to_vec(), Arc::clone(&a)));
-                        a
-                    }
-                });
-            }
+            INET_DIAG_CONG => cong = Some(cong_name(congs, v)),
             INET_DIAG_MEMINFO => mem = Some(v),
             INET_DIAG_BBRINFO => bbr = Some(v),
             _ => {}

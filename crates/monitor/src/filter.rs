@@ -38,7 +38,7 @@ pub struct Filter {
 }
 
 /// The endpoints of a socket as the filter sees them.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ends {
     pub src: IpAddr,
     pub sport: u16,

@@ -1,5 +1,8 @@
 //! Live TCP monitoring (issue 19): the kernel's own view of chosen connections.
 //!
+//! - [`source`]: where samples come from: [`bpf`], a BPF iterator over the kernel's TCP sockets
+//!   (loaded with aya), or [`diag`], and which one (`--sampler`);
+//! - [`bpf`]: one pass of the BPF iterator, records decoded into [`diag`]'s per-socket values;
 //! - [`diag`]: one dump of the kernel's TCP sockets over `NETLINK_SOCK_DIAG` (`tcp_info`,
 //!   congestion control, BBR info, memory), filtered in the kernel by [`filter`]'s bytecode;
 //! - [`fields`]: every value of a sample defined once (name, unit, source, Web100 name, meaning),
@@ -13,9 +16,10 @@
 //! - [`plot`]: figures of a recorded connection (cwnd, RTT, bandwidth, limits);
 //! - [`ship`]: reliable collection of recordings by a collector.
 //!
-//! No `unsafe` here: `netlink-sys` owns the socket.
+//! No `unsafe` here: `netlink-sys` owns the socket, aya the BPF program.
 #![forbid(unsafe_code)]
 
+pub mod bpf;
 pub mod diag;
 pub mod events;
 pub mod fields;
@@ -23,6 +27,7 @@ pub mod filter;
 pub mod plot;
 pub mod record;
 pub mod ship;
+pub mod source;
 pub mod top;
 pub mod track;
 pub mod triage;

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::diag::Diag;
 use crate::fields::{Sample, csv_header};
 use crate::filter::Filter;
 use crate::ship::ShipState;
+use crate::source::{SamplerKind, Source};
 use crate::track::{Sampler, Step};
 use crate::tsm::{Header, Writer};
 
@@ -64,6 +64,10 @@ pub struct Report {
     /// Dumps put off by the CPU budget.
     pub stretched: u64,
     pub kernel_filter: bool,
+    /// The sampler used (`bpf` or `netlink`), and why it is not the BPF iterator when
+    /// `auto` fell back.
+    pub sampler: &'static str,
+    pub sampler_note: Option<String>,
     /// Bytes of the recording.
     pub bytes: u64,
     pub elapsed: Duration,
@@ -106,22 +110,36 @@ impl History {
 
 /// Runs until `stop` is set or the duration passes. Writes the recording to `path` if given,
 /// streams samples to `stream` if given, and calls `each` after every dump (for progress).
+/// Samples with netlink; [`run_with`] chooses the sampler.
 pub fn run(
     opts: &Options,
+    path: Option<&Path>,
+    stream: Option<(Stream, &mut dyn Write)>,
+    stop: &AtomicBool,
+    each: impl FnMut(&Step),
+) -> io::Result<Report> {
+    run_with(opts, SamplerKind::Netlink, path, stream, stop, each)
+}
+
+/// [`run`] with the sampler `sampler` (`--sampler`: the BPF iterator, netlink, or `auto`, the
+/// first that works); the report says which one ran.
+pub fn run_with(
+    opts: &Options,
+    sampler: SamplerKind,
     path: Option<&Path>,
     mut stream: Option<(Stream, &mut dyn Write)>,
     stop: &AtomicBool,
     mut each: impl FnMut(&Step),
 ) -> io::Result<Report> {
     let filter = Filter::parse(&opts.filter).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let diag = Diag::new(filter)?;
+    let (source, sampler_note) = Source::open(filter, sampler)?;
     let listener = opts
         .events
         .as_deref()
         .map(|spec| crate::events::Listener::bind(spec).and_then(crate::events::Receiver::start))
         .transpose()?;
     let mut last_cpu: Option<Instant> = None;
-    let mut sampler = Sampler::new(diag, opts.interval, opts.pid);
+    let mut sampler = Sampler::new(source, opts.interval, opts.pid);
     sampler.cpu_budget = opts.cpu_budget;
     let started = Instant::now();
     // The first dump tells whether the kernel takes the bytecode, which the header records.
@@ -130,8 +148,14 @@ pub fn run(
     let mut stream_id = String::new();
     let mut writer = match path {
         Some(p) => {
-            let h =
-                Header::new(opts.interval.as_nanos() as u64, &opts.filter, sampler.diag.kernel_filter, opts.pid, t0);
+            let mut h = Header::new(
+                opts.interval.as_nanos() as u64,
+                &opts.filter,
+                sampler.source.kernel_filter(),
+                opts.pid,
+                t0,
+            );
+            h.sampler = sampler.source.name().into();
             let at = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", p.display()));
             if opts.to.is_some() {
                 let (w, h) = Writer::append(p, &h).map_err(at)?;
@@ -237,7 +261,9 @@ pub fn run(
     report.dumps = sampler.dumps;
     report.overruns = sampler.overruns;
     report.stretched = sampler.stretched;
-    report.kernel_filter = sampler.diag.kernel_filter;
+    report.kernel_filter = sampler.source.kernel_filter();
+    report.sampler = sampler.source.name();
+    report.sampler_note = sampler_note;
     report.elapsed = started.elapsed();
     Ok(report)
 }

@@ -13,7 +13,6 @@ use ratatui::layout::Constraint;
 use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Row as TRow, Table};
 
-use crate::diag::Diag;
 use crate::fields::{Sample, index};
 use crate::filter::Filter;
 use crate::record::Options;
@@ -155,9 +154,10 @@ pub fn render(frame: &mut Frame, rows: &[Row], title: &str) {
 
 /// Runs the view until `q`, Esc, Ctrl-C, `stop`, or the duration ends. The screen refreshes at
 /// most every 250 ms whatever the sampling interval.
-pub fn run(opts: &Options, stop: &AtomicBool) -> io::Result<()> {
+pub fn run(opts: &Options, sampler: crate::source::SamplerKind, stop: &AtomicBool) -> io::Result<()> {
     let filter = Filter::parse(&opts.filter).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let mut sampler = Sampler::new(Diag::new(filter)?, opts.interval, opts.pid);
+    let (source, _) = crate::source::Source::open(filter, sampler)?;
+    let mut sampler = Sampler::new(source, opts.interval, opts.pid);
     let mut top = Top::default();
     let mut terminal = ratatui::init();
     let started = Instant::now();
@@ -173,9 +173,10 @@ pub fn run(opts: &Options, stop: &AtomicBool) -> io::Result<()> {
             if drawn.elapsed() >= Duration::from_millis(250) {
                 let rows = top.rows();
                 let title = format!(
-                    " tcpscope monitor --top: {} connections, every {} ms; filter `{}`; q quits ",
+                    " tcpscope monitor --top: {} connections, every {} ms ({} sampler); filter `{}`; q quits ",
                     rows.len(),
                     opts.interval.as_millis(),
+                    sampler.source.name(),
                     opts.filter
                 );
                 terminal.draw(|f| render(f, &rows, &title))?;

@@ -6,8 +6,9 @@ use rustc_hash::FxHashMap;
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::diag::{Diag, SockInfo, show_addr};
+use crate::diag::{SockInfo, show_addr};
 use crate::fields::Sample;
+use crate::source::Source;
 use crate::tsm::{ConnEnd, ConnStart};
 
 /// What one dump changed.
@@ -138,7 +139,8 @@ pub fn pid_sockets(pid: u32) -> io::Result<HashSet<u32>> {
 /// Sampling at a fixed interval: dumps, keeps the sockets of `pid` if given, and hands each
 /// step to `sink` until it returns `false` or `until` passes.
 pub struct Sampler {
-    pub diag: Diag,
+    /// The BPF iterator or netlink.
+    pub source: Source,
     pub tracker: Tracker,
     pub interval: Duration,
     pub pid: Option<u32>,
@@ -162,9 +164,9 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn new(diag: Diag, interval: Duration, pid: Option<u32>) -> Sampler {
+    pub fn new(source: impl Into<Source>, interval: Duration, pid: Option<u32>) -> Sampler {
         Sampler {
-            diag,
+            source: source.into(),
             tracker: Tracker::default(),
             interval,
             pid,
@@ -192,7 +194,7 @@ impl Sampler {
         let t_ns = crate::record::now_ns();
         let (tracker, step) = (&mut self.tracker, &mut self.step);
         tracker.begin(step);
-        self.diag.dump(|s| {
+        self.source.dump(|s| {
             if inodes.as_ref().is_none_or(|set| set.contains(&s.inode)) {
                 tracker.add(t_ns, s, step);
             }

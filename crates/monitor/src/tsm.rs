@@ -70,6 +70,9 @@ pub struct Header {
     /// collector files the stream under it (`ship.rs`).
     #[serde(default)]
     pub stream: String,
+    /// The sampler that made the recording: `bpf` or `netlink` (absent in older files).
+    #[serde(default)]
+    pub sampler: String,
 }
 
 impl Header {
@@ -87,6 +90,7 @@ impl Header {
             host,
             start_ns,
             stream: new_stream_id(),
+            sampler: "netlink".into(),
         }
     }
 }
