@@ -12,7 +12,7 @@
 //! (RPS, set by the run): without that a send into a veth also ran the router's forwarding of
 //! the frame, 13 µs a frame. To reorder, a frame is chosen with a given probability and released
 //! `gap` later than the delay, so the frames behind it overtake it (netem's "reorder" with a gap
-//! in time).
+//! in time); which frames is drawn from a seed the run gives, so a run repeats its choices.
 //!
 //! Like mahimahi's `mm-link` log it writes, per direction, a line per frame: `T + SIZE` when it
 //! arrived and `T - SIZE DELAY` when it left (µs since the run's start), and `T d SIZE` when the
@@ -68,10 +68,13 @@ pub struct Stats {
     pub reordered: u64,
     /// Frames that left after a frame that arrived after them: the reordering on the wire.
     pub overtaken: u64,
+    /// The seed of the choice of frames held back ([`Coin`]): the same seed and the same
+    /// arrivals hold back the same frames.
+    pub seed: u64,
 }
 
 /// What one direction does to frames.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Effect {
     /// Hold every frame this long.
     pub delay: Duration,
@@ -79,6 +82,31 @@ pub struct Effect {
     pub reorder: f64,
     /// The extra hold of a reordered frame.
     pub gap: Duration,
+    /// Seed of the choice of frames to reorder ([`Coin`]).
+    pub seed: u64,
+}
+
+/// The choice of frames to hold back: one draw per frame that arrives (in order), a frame held
+/// back when the draw is below the probability. splitmix64 from a seed the run derives from the
+/// sweep point and trial, so a run repeats its choices (hand-written, a dozen lines, as the
+/// lab's arrival times in `flows`: the workspace has no random-number crate).
+#[derive(Debug, Clone)]
+pub struct Coin(u64);
+
+impl Coin {
+    /// A generator from its seed.
+    pub fn new(seed: u64) -> Coin {
+        Coin(seed)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
 /// An AF_PACKET socket bound to one interface (all protocols, outgoing copies ignored).
@@ -211,7 +239,7 @@ impl Forwarder {
         for (i, (from, to)) in [(a, b), (b, a)].into_iter().enumerate() {
             let (from, to, stop, log, ready) =
                 (from.to_string(), to.to_string(), Arc::clone(&stop), logs[i].clone(), ready_tx.clone());
-            let effect = effects[i];
+            let effect = effects[i].clone();
             let h = crate::netns::spawn_in(ns, move || {
                 let socks = PacketSocket::bind(&from).and_then(|r| Ok((r, PacketSocket::bind(&to)?)));
                 let (rx, tx) = match socks {
@@ -365,10 +393,11 @@ fn forward(
     let mut out = BufWriter::with_capacity(1 << 16, std::fs::File::create(log)?);
     writeln!(
         out,
-        "# tcpscope lab delay forwarder: one-way delay {} us, reorder {} with gap {} us{}",
+        "# tcpscope lab delay forwarder: one-way delay {} us, reorder {} with gap {} us (seed {}){}",
         effect.delay.as_micros(),
         effect.reorder,
         effect.gap.as_micros(),
+        effect.seed,
         if realtime { ", SCHED_FIFO 50" } else { ", normal priority (SCHED_FIFO refused)" }
     )?;
     writeln!(
@@ -386,15 +415,8 @@ fn forward(
     // Frames' buffers, reused.
     let mut free: Vec<Vec<u8>> = Vec::new();
     let (mut seq, mut last_sent) = (0u64, 0u64);
-    // xorshift64*, seeded from the clock: which frames are reordered need not be repeatable,
-    // only independent with the given probability.
-    let mut rng = (t0.elapsed().as_nanos() as u64 ^ 0x9e37_79b9_7f4a_7c15) | 1;
-    let mut coin = move || {
-        rng ^= rng >> 12;
-        rng ^= rng << 25;
-        rng ^= rng >> 27;
-        (rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut coin = Coin::new(effect.seed);
+    st.seed = effect.seed;
     let us = |t: Instant| t.duration_since(t0).as_micros();
     while !stop.load(Ordering::Relaxed) {
         // Send what is due.
@@ -433,7 +455,7 @@ fn forward(
                 writeln!(out, "{} d {n}", us(now))?;
                 continue;
             }
-            let held_back = effect.reorder > 0.0 && coin() < effect.reorder;
+            let held_back = effect.reorder > 0.0 && coin.unit() < effect.reorder;
             let release = now + effect.delay + if held_back { effect.gap } else { Duration::ZERO };
             if held_back {
                 st.reordered += 1;
@@ -473,4 +495,43 @@ fn forward(
     }
     st.frames_per_read = if reads > 0 { read_frames as f64 / reads as f64 } else { 0.0 };
     Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coin_draws_are_binomial_over_seeds() {
+        // The seeds runs use (point << 40 | trial) for 10 points × 40 trials; 5,000 frames at
+        // 3 % each: the number held back is binomial, z-scores of mean 0 and variance 1.
+        let (n, p) = (5000u32, 0.03);
+        let (mean, sd) = (f64::from(n) * p, (f64::from(n) * p * (1.0 - p)).sqrt());
+        let zs: Vec<f64> = (0u64..10)
+            .flat_map(|pt| (1u64..=40).map(move |t| pt << 40 | t))
+            .map(|seed| {
+                let mut c = Coin::new(seed);
+                let k = (0..n).filter(|_| c.unit() < p).count() as f64;
+                (k - mean) / sd
+            })
+            .collect();
+        let m = zs.iter().sum::<f64>() / zs.len() as f64;
+        let var = zs.iter().map(|z| (z - m) * (z - m)).sum::<f64>() / (zs.len() - 1) as f64;
+        // 400 samples: the mean's sd is 0.05, the variance's about 0.07.
+        assert!(m.abs() < 0.2, "mean z {m}");
+        assert!((0.75..1.25).contains(&var), "variance of z {var}");
+        assert!(zs.iter().all(|z| z.abs() < 4.5), "{zs:?}");
+        // Uniform: the draws fill [0, 1) evenly (ten bins, chi-square, 9 degrees of freedom,
+        // below its 0.999 quantile 27.9).
+        let mut c = Coin::new(7);
+        let mut bins = [0u32; 10];
+        for _ in 0..100_000 {
+            bins[(c.unit() * 10.0) as usize] += 1;
+        }
+        let chi2: f64 = bins.iter().map(|&b| (f64::from(b) - 10_000.0).powi(2) / 10_000.0).sum();
+        assert!(chi2 < 27.9, "{bins:?}");
+        // The same seed, the same draws.
+        let (mut a, mut b) = (Coin::new(42), Coin::new(42));
+        assert!((0..100).all(|_| a.unit() == b.unit()));
+    }
 }

@@ -321,8 +321,10 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool) -> Result<RunRe
     let forwarder = match (delay, &dly) {
         (Some(d), Some(n)) => {
             let gap = Duration::from_micros(e.path.reorder_gap.map_or(1000, |g| g.0));
-            let forward = crate::delay::Effect { delay: d, reorder: e.path.reorder, gap };
-            let back = crate::delay::Effect { delay: d, reorder: 0.0, gap };
+            // The choice of frames to reorder repeats with the point and trial.
+            let seed = (p.index as u64) << 40 | u64::from(trial);
+            let forward = crate::delay::Effect { delay: d, reorder: e.path.reorder, gap, seed };
+            let back = crate::delay::Effect { delay: d, reorder: 0.0, gap, seed };
             Some(crate::delay::Forwarder::start(
                 n,
                 "dly0",
