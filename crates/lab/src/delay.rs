@@ -13,6 +13,8 @@
 //! the frame, 13 µs a frame. To reorder, a frame is chosen with a given probability and released
 //! `gap` later than the delay, so the frames behind it overtake it (netem's "reorder" with a gap
 //! in time); which frames is drawn from a seed the run gives, so a run repeats its choices.
+//! Per host (by IPv4 address), a frame may be held longer than the delay: several senders
+//! with round-trip times of their own.
 //!
 //! Like mahimahi's `mm-link` log it writes, per direction, a line per frame: `T + SIZE` when it
 //! arrived and `T - SIZE DELAY` when it left (µs since the run's start), and `T d SIZE` when the
@@ -24,6 +26,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, BufWriter, Write};
+use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,7 +69,8 @@ pub struct Stats {
     pub frames_per_read: f64,
     /// Frames held back to be reordered.
     pub reordered: u64,
-    /// Frames that left after a frame that arrived after them: the reordering on the wire.
+    /// Frames that left after a frame of the same host (see [`Effect::hosts`]) that arrived
+    /// after them: the reordering on the wire.
     pub overtaken: u64,
     /// The seed of the choice of frames held back ([`Coin`]): the same seed and the same
     /// arrivals hold back the same frames.
@@ -82,8 +86,38 @@ pub struct Effect {
     pub reorder: f64,
     /// The extra hold of a reordered frame.
     pub gap: Duration,
+    /// Per host, a delay added to `delay` for its IPv4 frames: a frame whose address (its
+    /// source or its destination, by `by`) is one of these is held that much longer (several
+    /// senders with different round-trip times). Other frames (ARP, other hosts) take `delay`.
+    pub hosts: Vec<(Ipv4Addr, Duration)>,
+    /// Which address of a frame names its host in `hosts`.
+    pub by: Addr,
     /// Seed of the choice of frames to reorder ([`Coin`]).
     pub seed: u64,
+}
+
+/// Which address of an IPv4 frame [`Effect::hosts`] looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addr {
+    /// The source: frames from the host (its data, towards the receiver).
+    Source,
+    /// The destination: frames to the host (its ACKs, on the way back).
+    Destination,
+}
+
+impl Effect {
+    /// The host class of a frame (1-based index into `hosts`, 0 for none) and its delay.
+    fn classify(&self, frame: &[u8]) -> (usize, Duration) {
+        if self.hosts.is_empty() || frame.len() < 34 || frame[12..14] != [0x08, 0x00] {
+            return (0, self.delay);
+        }
+        let at = if self.by == Addr::Source { 26 } else { 30 };
+        let ip = Ipv4Addr::new(frame[at], frame[at + 1], frame[at + 2], frame[at + 3]);
+        match self.hosts.iter().position(|(h, _)| *h == ip) {
+            Some(i) => (i + 1, self.delay + self.hosts[i].1),
+            None => (0, self.delay),
+        }
+    }
 }
 
 /// The choice of frames to hold back: one draw per frame that arrives (in order), a frame held
@@ -290,9 +324,9 @@ impl Drop for Forwarder {
     }
 }
 
-/// A frame held: (release time, arrival order, arrival time, frame); the heap's top (the
-/// smallest) is the next due, and frames due at once leave in arrival order.
-type Held = (Instant, u64, Instant, Vec<u8>);
+/// A frame held: (release time, arrival order, arrival time, host class, frame); the heap's
+/// top (the smallest) is the next due, and frames due at once leave in arrival order.
+type Held = (Instant, u64, Instant, usize, Vec<u8>);
 
 /// Frames read per `recvmmsg` call at most.
 const BATCH: usize = 32;
@@ -393,11 +427,20 @@ fn forward(
     let mut out = BufWriter::with_capacity(1 << 16, std::fs::File::create(log)?);
     writeln!(
         out,
-        "# tcpscope lab delay forwarder: one-way delay {} us, reorder {} with gap {} us (seed {}){}",
+        "# tcpscope lab delay forwarder: one-way delay {} us, reorder {} with gap {} us (seed {}){}{}",
         effect.delay.as_micros(),
         effect.reorder,
         effect.gap.as_micros(),
         effect.seed,
+        effect
+            .hosts
+            .iter()
+            .map(|(h, d)| format!(
+                ", +{} us for {} {h}",
+                d.as_micros(),
+                if effect.by == Addr::Source { "from" } else { "to" }
+            ))
+            .collect::<String>(),
         if realtime { ", SCHED_FIFO 50" } else { ", normal priority (SCHED_FIFO refused)" }
     )?;
     writeln!(
@@ -414,21 +457,24 @@ fn forward(
     let mut stamps = [t0; BATCH];
     // Frames' buffers, reused.
     let mut free: Vec<Vec<u8>> = Vec::new();
-    let (mut seq, mut last_sent) = (0u64, 0u64);
+    // The arrival order of the last frame sent, per host class (overtaking is counted within
+    // a host: with per-host delays frames of different hosts pass each other by design).
+    let mut seq = 0u64;
+    let mut last_sent = vec![0u64; effect.hosts.len() + 1];
     let mut coin = Coin::new(effect.seed);
     st.seed = effect.seed;
     let us = |t: Instant| t.duration_since(t0).as_micros();
     while !stop.load(Ordering::Relaxed) {
         // Send what is due.
         while queue.peek().is_some_and(|Reverse((t, ..))| *t <= Instant::now()) {
-            let Some(Reverse((release, n, arrived, frame))) = queue.pop() else { break };
+            let Some(Reverse((release, n, arrived, class, frame))) = queue.pop() else { break };
             let handed = Instant::now();
             tx.send(&frame)?;
             let left = Instant::now();
-            if n < last_sent {
+            if n < last_sent[class] {
                 st.overtaken += 1;
             }
-            last_sent = last_sent.max(n);
+            last_sent[class] = last_sent[class].max(n);
             let held = handed.duration_since(arrived);
             let err = handed.duration_since(release).as_secs_f64() * 1e6;
             let done_err = left.duration_since(release).as_secs_f64() * 1e6;
@@ -456,7 +502,8 @@ fn forward(
                 continue;
             }
             let held_back = effect.reorder > 0.0 && coin.unit() < effect.reorder;
-            let release = now + effect.delay + if held_back { effect.gap } else { Duration::ZERO };
+            let (class, delay) = effect.classify(&b[..n]);
+            let release = now + delay + if held_back { effect.gap } else { Duration::ZERO };
             if held_back {
                 st.reordered += 1;
                 writeln!(out, "{} r {n}", us(now))?;
@@ -467,7 +514,7 @@ fn forward(
             let mut frame = free.pop().unwrap_or_default();
             frame.clear();
             frame.extend_from_slice(&b[..n]);
-            queue.push(Reverse((release, seq, now, frame)));
+            queue.push(Reverse((release, seq, now, class, frame)));
             st.max_queue = st.max_queue.max(queue.len());
         }
         if got == BATCH {
@@ -533,5 +580,31 @@ mod tests {
         // The same seed, the same draws.
         let (mut a, mut b) = (Coin::new(42), Coin::new(42));
         assert!((0..100).all(|_| a.unit() == b.unit()));
+    }
+
+    #[test]
+    fn hosts_by_address() {
+        let e = Effect {
+            delay: Duration::from_millis(1),
+            reorder: 0.0,
+            gap: Duration::ZERO,
+            hosts: vec![(Ipv4Addr::new(10, 9, 1, 2), Duration::from_millis(8))],
+            by: Addr::Source,
+            seed: 0,
+        };
+        // An IPv4 frame from 10.9.1.2 to 10.9.2.1, and the reply.
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[26..30].copy_from_slice(&[10, 9, 1, 2]);
+        f[30..34].copy_from_slice(&[10, 9, 2, 1]);
+        assert_eq!(e.classify(&f), (1, Duration::from_millis(9)));
+        let back = Effect { by: Addr::Destination, ..e.clone() };
+        assert_eq!(back.classify(&f), (0, Duration::from_millis(1)));
+        f[30..34].copy_from_slice(&[10, 9, 1, 2]);
+        assert_eq!(back.classify(&f), (1, Duration::from_millis(9)));
+        // ARP and short frames: the path's delay.
+        f[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(e.classify(&f), (0, Duration::from_millis(1)));
+        assert_eq!(e.classify(&f[..20]), (0, Duration::from_millis(1)));
     }
 }

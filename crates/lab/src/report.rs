@@ -111,6 +111,10 @@ pub struct SenderRow {
     pub rexmit_packets: Option<u64>,
     /// Its mean RTT (ms).
     pub rtt_ms: Option<f64>,
+    /// Its smallest RTT (ms).
+    pub rtt_min_ms: Option<f64>,
+    /// Its path's configured one-way delay (µs): `path.delay` plus its `topology.delay`.
+    pub delay_us: u64,
     /// Its connections the capture holds.
     pub connections_seen: u64,
     /// Its short connections' completion times.
@@ -198,6 +202,8 @@ pub struct PointRow {
     pub sender_bps: Vec<Stat>,
     /// Per sender: its congestion control.
     pub sender_cc: Vec<String>,
+    /// Per sender: its mean RTT (ms), from the capture.
+    pub sender_rtt_ms: Vec<Stat>,
 }
 
 /// The whole report.
@@ -318,6 +324,9 @@ pub fn report(dir: &Path) -> Result<Report, String> {
                     .max_by_key(|r| r.senders.len())
                     .map(|r| r.senders.iter().map(|s| s.cc.clone()).collect())
                     .unwrap_or_default(),
+                sender_rtt_ms: (0..ok.iter().map(|r| r.senders.len()).max().unwrap_or(0))
+                    .map(|i| st(&|r| r.senders.get(i).and_then(|s| s.rtt_ms)))
+                    .collect(),
             }
         })
         .collect();
@@ -399,6 +408,8 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
             data_packets: None,
             rexmit_packets: None,
             rtt_ms: None,
+            rtt_min_ms: None,
+            delay_us: info.settings.sender_delay_us(s.sender),
             connections_seen: 0,
             fct: Fct::of(&own),
         });
@@ -488,6 +499,7 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
             s.data_packets = Some(a.data_packets);
             s.rexmit_packets = Some(a.rexmit_packets);
             s.rtt_ms = a.rtt_ms();
+            s.rtt_min_ms = a.rtt_min_ns.map(|ns| ns as f64 / 1e6);
             s.connections_seen = a.conns;
         }
     }
@@ -799,7 +811,7 @@ fn senders_csv(r: &Report) -> String {
     for k in &r.keys {
         s += &format!(",{}", csv_field(k));
     }
-    s += ",sender,cc,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rtt_ms,connections_seen,fct_n,fct_mean_s,fct_p50_s,fct_p90_s,fct_p99_s,fct_max_s\n";
+    s += ",sender,cc,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rtt_ms,rtt_min_ms,delay_us,connections_seen,fct_n,fct_mean_s,fct_p50_s,fct_p90_s,fct_p99_s,fct_max_s\n";
     for x in &r.runs {
         for d in &x.senders {
             s += &format!("{},{}", x.point, x.trial);
@@ -808,7 +820,7 @@ fn senders_csv(r: &Report) -> String {
             }
             let u = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
             s += &format!(
-                ",{},{},{},{},{},{},{},{},{}\n",
+                ",{},{},{},{},{},{},{},{},{},{},{}\n",
                 d.sender,
                 csv_field(&d.cc),
                 num(d.throughput_bps),
@@ -816,6 +828,8 @@ fn senders_csv(r: &Report) -> String {
                 u(d.data_packets),
                 u(d.rexmit_packets),
                 num(d.rtt_ms),
+                num(d.rtt_min_ms),
+                d.delay_us,
                 d.connections_seen,
                 fct_cells(d.fct)
             );
@@ -1268,7 +1282,9 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
             );
             for i in 0..nsend {
                 let cc = p.sender_cc.get(i).map(|c| format!(" ({})", esc(c))).unwrap_or_default();
-                let _ = write!(out, "<td>{}{cc}</td>", ms(p.sender_bps.get(i).copied().unwrap_or_default(), 1e6));
+                let rtt =
+                    p.sender_rtt_ms.get(i).and_then(|s| s.mean).map(|m| format!(", RTT {m:.1} ms")).unwrap_or_default();
+                let _ = write!(out, "<td>{}{cc}{rtt}</td>", ms(p.sender_bps.get(i).copied().unwrap_or_default(), 1e6));
             }
             if nsend > 1 {
                 let _ = write!(out, "<td>{}</td>", ms(p.jain, 1.0));

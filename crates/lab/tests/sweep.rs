@@ -417,6 +417,79 @@ seconds = 4
 }
 
 #[test]
+fn each_sender_has_its_own_delay() {
+    if let Some(why) = missing_tool() {
+        eprintln!("SKIPPED each_sender_has_its_own_delay: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // The path's 1 ms each way for both, plus 1 ms for sender 1 and 9 ms for sender 2: round
+    // trips of 4 and 20 ms. Short connections at a light load (2 × 1.6 Mbit/s offered on 20
+    // Mbit/s), so that the queue is empty often enough for the smallest RTT to be the path's:
+    // with two bulk senders the queue that the short-RTT sender fills kept every sample of the
+    // other 1.5 ms above its path (measured, one run in four).
+    let text = r#"
+name = "ci-sender-delays"
+timeout = 30
+[topology]
+senders = 2
+delay = ["1ms", "9ms"]
+[path]
+rate = "20mbit"
+queue_packets = 100
+delay = "1ms"
+[hosts]
+cc = "cubic"
+[traffic]
+kind = "short"
+connections = 12
+bytes = 50000
+arrival_rate = 4
+"#;
+    let plan = experiment::parse(text).unwrap();
+    let dir = tempdir();
+    assert_eq!(run::run_plan(&plan, &dir).unwrap(), (1, 0, 0));
+    assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
+    let rep = report::report(&dir).unwrap();
+    let r = &rep.runs[0];
+    assert_eq!(r.error, None);
+    let res: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("p00/t1/result.json")).unwrap()).unwrap();
+    for (s, want_ms) in r.senders.iter().zip([4.0, 20.0]) {
+        assert_eq!(s.delay_us as f64, want_ms * 500.0, "sender {}", s.sender);
+        assert_eq!(s.connections_seen, 12, "sender {}", s.sender);
+        // The smallest RTT in the capture (taken before the forwarder, so it sees the whole
+        // path): twice the sender's delay plus the links' and the forwarder's lateness
+        // (measured: 4.06 and 20.04-20.07 ms).
+        let min = s.rtt_min_ms.unwrap();
+        assert!((want_ms..want_ms + 1.0).contains(&min), "sender {}: smallest RTT {min} ms for {want_ms}", s.sender);
+        // The kernel's own: the smallest tcp_info min_rtt (µs) of the sender's connections,
+        // recorded on its host (measured: 4.10-4.11 and 20.09-20.13 ms).
+        let rec = tcpscope_monitor::tsm::read(&dir.join(format!("p00/t1/tcpinfo-s{}.tsm", s.sender))).unwrap();
+        let kmin = rec.samples.iter().filter_map(|x| x.get("min_rtt")).min().unwrap() as f64 / 1e3;
+        assert!(
+            (want_ms..want_ms + 1.0).contains(&kmin),
+            "sender {}: tcp_info min_rtt {kmin} ms for {want_ms}",
+            s.sender
+        );
+        // No connection completes faster than its path allows: 1.5 RTT + 50 kB at 20 Mbit/s.
+        let fastest = res["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["sender"] == s.sender)
+            .filter_map(|f| f["completion_s"].as_f64())
+            .fold(f64::INFINITY, f64::min);
+        let least = 1.5 * want_ms / 1e3 + 8.0 * 50_000.0 / RATE_BPS;
+        assert!(fastest >= least, "sender {}: a connection took {fastest} s, less than {least}", s.sender);
+    }
+    // Frames of different senders pass each other in the forwarder, by design; the frames of
+    // one sender keep their order.
+    assert_eq!(res["delay_forwarder"][0]["overtaken"], 0, "{}", res["delay_forwarder"][0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn short_connections_take_at_least_the_path() {
     if let Some(why) = missing_tool() {
         eprintln!("SKIPPED short_connections_take_at_least_the_path: {why}");
