@@ -58,6 +58,15 @@ pub struct Stats {
     /// Frames held more than 100 µs longer than the delay (reordered frames measured against
     /// their longer hold).
     pub late_100us: u64,
+    /// Percentiles of the lateness (time held − its delay, as `mean_error_us`), µs, by 1 µs
+    /// steps up to 10 ms (later counts as 10 ms): the median, 90th, 99th and 99.9th.
+    pub late_p50_us: f64,
+    /// The 90th percentile.
+    pub late_p90_us: f64,
+    /// The 99th percentile.
+    pub late_p99_us: f64,
+    /// The 99.9th percentile.
+    pub late_p999_us: f64,
     /// Mean duration of the `send` calls, µs. A send into a veth also runs, in the same call,
     /// the receiving side's processing of the frame when that runs on the forwarder's CPU.
     pub send_mean_us: f64,
@@ -328,6 +337,42 @@ impl Drop for Forwarder {
 /// top (the smallest) is the next due, and frames due at once leave in arrival order.
 type Held = (Instant, u64, Instant, usize, Vec<u8>);
 
+/// Lateness counts by whole µs, 0 to [`Histogram::TOP`] (earlier counts as 0, later as the top):
+/// percentiles of a run's frames in fixed memory.
+struct Histogram {
+    counts: Vec<u64>,
+    n: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram { counts: vec![0; Histogram::TOP + 1], n: 0 }
+    }
+}
+
+impl Histogram {
+    const TOP: usize = 10_000;
+
+    fn add(&mut self, us: f64) {
+        let i = if us > 0.0 { (us as usize).min(Self::TOP) } else { 0 };
+        self.counts[i] += 1;
+        self.n += 1;
+    }
+
+    /// The smallest whole µs at or below which a share `q` of the counts lie (nearest rank).
+    fn quantile(&self, q: f64) -> f64 {
+        let rank = ((q * self.n as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (us, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return us as f64;
+            }
+        }
+        0.0
+    }
+}
+
 /// Frames read per `recvmmsg` call at most.
 const BATCH: usize = 32;
 
@@ -461,6 +506,7 @@ fn forward(
     // a host: with per-host delays frames of different hosts pass each other by design).
     let mut seq = 0u64;
     let mut last_sent = vec![0u64; effect.hosts.len() + 1];
+    let mut late_hist = Histogram::default();
     let mut coin = Coin::new(effect.seed);
     st.seed = effect.seed;
     let us = |t: Instant| t.duration_since(t0).as_micros();
@@ -482,6 +528,7 @@ fn forward(
             done_err_sum += done_err;
             send_sum += left.duration_since(handed).as_secs_f64() * 1e6;
             st.max_error_us = st.max_error_us.max(err);
+            late_hist.add(err);
             st.late_100us += u64::from(err > 100.0);
             st.done_late_100us += u64::from(done_err > 100.0);
             st.frames += 1;
@@ -539,6 +586,8 @@ fn forward(
     if st.frames > 0 {
         let n = st.frames as f64;
         (st.mean_error_us, st.done_mean_error_us, st.send_mean_us) = (err_sum / n, done_err_sum / n, send_sum / n);
+        [st.late_p50_us, st.late_p90_us, st.late_p99_us, st.late_p999_us] =
+            [0.5, 0.9, 0.99, 0.999].map(|q| late_hist.quantile(q));
     }
     st.frames_per_read = if reads > 0 { read_frames as f64 / reads as f64 } else { 0.0 };
     Ok(st)
@@ -580,6 +629,20 @@ mod tests {
         // The same seed, the same draws.
         let (mut a, mut b) = (Coin::new(42), Coin::new(42));
         assert!((0..100).all(|_| a.unit() == b.unit()));
+    }
+
+    #[test]
+    fn lateness_percentiles_by_nearest_rank() {
+        let mut h = Histogram::default();
+        for us in 1..=1000 {
+            h.add(f64::from(us) + 0.5);
+        }
+        assert_eq!([0.5, 0.9, 0.99, 0.999].map(|q| h.quantile(q)), [500.0, 900.0, 990.0, 999.0]);
+        // Early frames count as 0, very late ones as the top.
+        h.add(-3.0);
+        h.add(1e9);
+        assert_eq!((h.counts[0], h.counts[Histogram::TOP]), (1, 1));
+        assert_eq!(Histogram::default().quantile(0.5), 0.0);
     }
 
     #[test]

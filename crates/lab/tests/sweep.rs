@@ -282,6 +282,13 @@ seconds = 3
     let held: Vec<u64> =
         log.lines().filter(|l| l.contains(" - ")).filter_map(|l| l.split_whitespace().nth(3)?.parse().ok()).collect();
     assert!(held.iter().all(|&us| us >= 10_000), "a frame left before its delay");
+    // The lateness percentiles in result.json are the log's, by nearest rank (whole µs).
+    let mut late: Vec<u64> = held.iter().map(|us| us - 10_000).collect();
+    late.sort_unstable();
+    for (q, key) in [(0.5, "late_p50_us"), (0.9, "late_p90_us"), (0.99, "late_p99_us"), (0.999, "late_p999_us")] {
+        let rank = ((q * late.len() as f64).ceil() as usize).max(1);
+        assert_eq!(fwd[key].as_f64().unwrap(), late[rank - 1].min(10_000) as f64, "{key}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
