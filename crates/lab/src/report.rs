@@ -694,10 +694,7 @@ fn num(v: Option<f64>) -> String {
 }
 
 fn params_text(p: &serde_json::Map<String, Value>) -> String {
-    p.iter()
-        .map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
-        .collect::<Vec<_>>()
-        .join(" ")
+    p.iter().map(|(k, v)| format!("{k}={}", value_label(v))).collect::<Vec<_>>().join(" ")
 }
 
 fn points_csv(r: &Report) -> String {
@@ -755,6 +752,15 @@ fn points_csv(r: &Report) -> String {
 
 fn value_plain(v: &Value) -> String {
     v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())
+}
+
+/// A swept value as the figures label it: a list (`topology.cc`, `topology.delay`) as its items
+/// joined by `+`, as in the point directories' names (`5ms+40ms`).
+fn value_label(v: &Value) -> String {
+    match v.as_array() {
+        Some(a) => a.iter().map(value_plain).collect::<Vec<_>>().join("+"),
+        None => value_plain(v),
+    }
 }
 
 fn runs_csv(r: &Report) -> String {
@@ -1013,10 +1019,10 @@ fn series_of(r: &Report, fig: &dyn Fn(&PointRow) -> Stat, label: &str, dashed: b
         let Some(st) = Some(fig(p)).filter(|s| s.mean.is_some()) else { continue };
         let xvalue = p.params.get(xk).cloned().unwrap_or(Value::Null);
         let rest: Vec<String> =
-            p.params.iter().filter(|(k, _)| *k != xk).map(|(k, v)| format!("{}={}", last(k), value_plain(v))).collect();
+            p.params.iter().filter(|(k, _)| *k != xk).map(|(k, v)| format!("{}={}", last(k), value_label(v))).collect();
         let name = if rest.is_empty() { label.to_string() } else { format!("{label} {}", rest.join(" ")) };
         let pt =
-            (value_plain(&xvalue), xvalue.as_f64().unwrap_or(f64::NAN), st.mean.unwrap_or(0.0), st.ci95.unwrap_or(0.0));
+            (value_label(&xvalue), xvalue.as_f64().unwrap_or(f64::NAN), st.mean.unwrap_or(0.0), st.ci95.unwrap_or(0.0));
         match groups.iter_mut().find(|g| g.0 == name) {
             Some(g) => g.1.push(pt),
             None => groups.push((name, vec![pt])),
@@ -1045,7 +1051,7 @@ fn queue_series(r: &Report, dir: &Path) -> Vec<Series> {
         let label = if p.params.is_empty() {
             "queue".to_string()
         } else {
-            p.params.iter().map(|(k, v)| format!("{}={}", last(k), value_plain(v))).collect::<Vec<_>>().join(" ")
+            p.params.iter().map(|(k, v)| format!("{}={}", last(k), value_label(v))).collect::<Vec<_>>().join(" ")
         };
         out.push(Series { label, pts, dashed: false, dots: false });
     }
@@ -1126,7 +1132,7 @@ fn senders_html(r: &Report, axis: XAxis) -> String {
 }
 
 fn params_short(p: &serde_json::Map<String, Value>) -> String {
-    p.iter().map(|(k, v)| format!("{}={}", last(k), value_plain(v))).collect::<Vec<_>>().join(" ")
+    p.iter().map(|(k, v)| format!("{}={}", last(k), value_label(v))).collect::<Vec<_>>().join(" ")
 }
 
 /// The congestion window over time of each point's first finished run (seed 004's cwnd per
@@ -1313,6 +1319,15 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn list_values_label_as_their_items() {
+        assert_eq!(value_label(&serde_json::json!(["5ms", "40ms"])), "5ms+40ms");
+        assert_eq!(value_label(&serde_json::json!("cubic")), "cubic");
+        assert_eq!(value_label(&serde_json::json!(0.01)), "0.01");
+        // The CSV cells keep the JSON of a list.
+        assert_eq!(value_plain(&serde_json::json!(["reno", "cubic"])), r#"["reno","cubic"]"#);
+    }
 
     #[test]
     fn stat_by_hand() {
