@@ -12,7 +12,9 @@
 //! (RPS, set by the run): without that a send into a veth also ran the router's forwarding of
 //! the frame, 13 µs a frame. To reorder, a frame is chosen with a given probability and released
 //! `gap` later than the delay, so the frames behind it overtake it (netem's "reorder" with a gap
-//! in time).
+//! in time); which frames is drawn from a seed the run gives, so a run repeats its choices.
+//! Per host (by IPv4 address), a frame may be held longer than the delay: several senders
+//! with round-trip times of their own.
 //!
 //! Like mahimahi's `mm-link` log it writes, per direction, a line per frame: `T + SIZE` when it
 //! arrived and `T - SIZE DELAY` when it left (µs since the run's start), and `T d SIZE` when the
@@ -24,6 +26,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, BufWriter, Write};
+use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -55,6 +58,15 @@ pub struct Stats {
     /// Frames held more than 100 µs longer than the delay (reordered frames measured against
     /// their longer hold).
     pub late_100us: u64,
+    /// Percentiles of the lateness (time held − its delay, as `mean_error_us`), µs, by 1 µs
+    /// steps up to 10 ms (later counts as 10 ms): the median, 90th, 99th and 99.9th.
+    pub late_p50_us: f64,
+    /// The 90th percentile.
+    pub late_p90_us: f64,
+    /// The 99th percentile.
+    pub late_p99_us: f64,
+    /// The 99.9th percentile.
+    pub late_p999_us: f64,
     /// Mean duration of the `send` calls, µs. A send into a veth also runs, in the same call,
     /// the receiving side's processing of the frame when that runs on the forwarder's CPU.
     pub send_mean_us: f64,
@@ -66,12 +78,16 @@ pub struct Stats {
     pub frames_per_read: f64,
     /// Frames held back to be reordered.
     pub reordered: u64,
-    /// Frames that left after a frame that arrived after them: the reordering on the wire.
+    /// Frames that left after a frame of the same host (see [`Effect::hosts`]) that arrived
+    /// after them: the reordering on the wire.
     pub overtaken: u64,
+    /// The seed of the choice of frames held back ([`Coin`]): the same seed and the same
+    /// arrivals hold back the same frames.
+    pub seed: u64,
 }
 
 /// What one direction does to frames.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Effect {
     /// Hold every frame this long.
     pub delay: Duration,
@@ -79,6 +95,61 @@ pub struct Effect {
     pub reorder: f64,
     /// The extra hold of a reordered frame.
     pub gap: Duration,
+    /// Per host, a delay added to `delay` for its IPv4 frames: a frame whose address (its
+    /// source or its destination, by `by`) is one of these is held that much longer (several
+    /// senders with different round-trip times). Other frames (ARP, other hosts) take `delay`.
+    pub hosts: Vec<(Ipv4Addr, Duration)>,
+    /// Which address of a frame names its host in `hosts`.
+    pub by: Addr,
+    /// Seed of the choice of frames to reorder ([`Coin`]).
+    pub seed: u64,
+}
+
+/// Which address of an IPv4 frame [`Effect::hosts`] looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addr {
+    /// The source: frames from the host (its data, towards the receiver).
+    Source,
+    /// The destination: frames to the host (its ACKs, on the way back).
+    Destination,
+}
+
+impl Effect {
+    /// The host class of a frame (1-based index into `hosts`, 0 for none) and its delay.
+    fn classify(&self, frame: &[u8]) -> (usize, Duration) {
+        if self.hosts.is_empty() || frame.len() < 34 || frame[12..14] != [0x08, 0x00] {
+            return (0, self.delay);
+        }
+        let at = if self.by == Addr::Source { 26 } else { 30 };
+        let ip = Ipv4Addr::new(frame[at], frame[at + 1], frame[at + 2], frame[at + 3]);
+        match self.hosts.iter().position(|(h, _)| *h == ip) {
+            Some(i) => (i + 1, self.delay + self.hosts[i].1),
+            None => (0, self.delay),
+        }
+    }
+}
+
+/// The choice of frames to hold back: one draw per frame that arrives (in order), a frame held
+/// back when the draw is below the probability. splitmix64 from a seed the run derives from the
+/// sweep point and trial, so a run repeats its choices (hand-written, a dozen lines, as the
+/// lab's arrival times in `flows`: the workspace has no random-number crate).
+#[derive(Debug, Clone)]
+pub struct Coin(u64);
+
+impl Coin {
+    /// A generator from its seed.
+    pub fn new(seed: u64) -> Coin {
+        Coin(seed)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
 /// An AF_PACKET socket bound to one interface (all protocols, outgoing copies ignored).
@@ -211,7 +282,7 @@ impl Forwarder {
         for (i, (from, to)) in [(a, b), (b, a)].into_iter().enumerate() {
             let (from, to, stop, log, ready) =
                 (from.to_string(), to.to_string(), Arc::clone(&stop), logs[i].clone(), ready_tx.clone());
-            let effect = effects[i];
+            let effect = effects[i].clone();
             let h = crate::netns::spawn_in(ns, move || {
                 let socks = PacketSocket::bind(&from).and_then(|r| Ok((r, PacketSocket::bind(&to)?)));
                 let (rx, tx) = match socks {
@@ -262,9 +333,45 @@ impl Drop for Forwarder {
     }
 }
 
-/// A frame held: (release time, arrival order, arrival time, frame); the heap's top (the
-/// smallest) is the next due, and frames due at once leave in arrival order.
-type Held = (Instant, u64, Instant, Vec<u8>);
+/// A frame held: (release time, arrival order, arrival time, host class, frame); the heap's
+/// top (the smallest) is the next due, and frames due at once leave in arrival order.
+type Held = (Instant, u64, Instant, usize, Vec<u8>);
+
+/// Lateness counts by whole µs, 0 to [`Histogram::TOP`] (earlier counts as 0, later as the top):
+/// percentiles of a run's frames in fixed memory.
+struct Histogram {
+    counts: Vec<u64>,
+    n: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram { counts: vec![0; Histogram::TOP + 1], n: 0 }
+    }
+}
+
+impl Histogram {
+    const TOP: usize = 10_000;
+
+    fn add(&mut self, us: f64) {
+        let i = if us > 0.0 { (us as usize).min(Self::TOP) } else { 0 };
+        self.counts[i] += 1;
+        self.n += 1;
+    }
+
+    /// The smallest whole µs at or below which a share `q` of the counts lie (nearest rank).
+    fn quantile(&self, q: f64) -> f64 {
+        let rank = ((q * self.n as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (us, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return us as f64;
+            }
+        }
+        0.0
+    }
+}
 
 /// Frames read per `recvmmsg` call at most.
 const BATCH: usize = 32;
@@ -365,10 +472,20 @@ fn forward(
     let mut out = BufWriter::with_capacity(1 << 16, std::fs::File::create(log)?);
     writeln!(
         out,
-        "# tcpscope lab delay forwarder: one-way delay {} us, reorder {} with gap {} us{}",
+        "# tcpscope lab delay forwarder: one-way delay {} us, reorder {} with gap {} us (seed {}){}{}",
         effect.delay.as_micros(),
         effect.reorder,
         effect.gap.as_micros(),
+        effect.seed,
+        effect
+            .hosts
+            .iter()
+            .map(|(h, d)| format!(
+                ", +{} us for {} {h}",
+                d.as_micros(),
+                if effect.by == Addr::Source { "from" } else { "to" }
+            ))
+            .collect::<String>(),
         if realtime { ", SCHED_FIFO 50" } else { ", normal priority (SCHED_FIFO refused)" }
     )?;
     writeln!(
@@ -385,28 +502,25 @@ fn forward(
     let mut stamps = [t0; BATCH];
     // Frames' buffers, reused.
     let mut free: Vec<Vec<u8>> = Vec::new();
-    let (mut seq, mut last_sent) = (0u64, 0u64);
-    // xorshift64*, seeded from the clock: which frames are reordered need not be repeatable,
-    // only independent with the given probability.
-    let mut rng = (t0.elapsed().as_nanos() as u64 ^ 0x9e37_79b9_7f4a_7c15) | 1;
-    let mut coin = move || {
-        rng ^= rng >> 12;
-        rng ^= rng << 25;
-        rng ^= rng >> 27;
-        (rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
-    };
+    // The arrival order of the last frame sent, per host class (overtaking is counted within
+    // a host: with per-host delays frames of different hosts pass each other by design).
+    let mut seq = 0u64;
+    let mut last_sent = vec![0u64; effect.hosts.len() + 1];
+    let mut late_hist = Histogram::default();
+    let mut coin = Coin::new(effect.seed);
+    st.seed = effect.seed;
     let us = |t: Instant| t.duration_since(t0).as_micros();
     while !stop.load(Ordering::Relaxed) {
         // Send what is due.
         while queue.peek().is_some_and(|Reverse((t, ..))| *t <= Instant::now()) {
-            let Some(Reverse((release, n, arrived, frame))) = queue.pop() else { break };
+            let Some(Reverse((release, n, arrived, class, frame))) = queue.pop() else { break };
             let handed = Instant::now();
             tx.send(&frame)?;
             let left = Instant::now();
-            if n < last_sent {
+            if n < last_sent[class] {
                 st.overtaken += 1;
             }
-            last_sent = last_sent.max(n);
+            last_sent[class] = last_sent[class].max(n);
             let held = handed.duration_since(arrived);
             let err = handed.duration_since(release).as_secs_f64() * 1e6;
             let done_err = left.duration_since(release).as_secs_f64() * 1e6;
@@ -414,6 +528,7 @@ fn forward(
             done_err_sum += done_err;
             send_sum += left.duration_since(handed).as_secs_f64() * 1e6;
             st.max_error_us = st.max_error_us.max(err);
+            late_hist.add(err);
             st.late_100us += u64::from(err > 100.0);
             st.done_late_100us += u64::from(done_err > 100.0);
             st.frames += 1;
@@ -433,8 +548,9 @@ fn forward(
                 writeln!(out, "{} d {n}", us(now))?;
                 continue;
             }
-            let held_back = effect.reorder > 0.0 && coin() < effect.reorder;
-            let release = now + effect.delay + if held_back { effect.gap } else { Duration::ZERO };
+            let held_back = effect.reorder > 0.0 && coin.unit() < effect.reorder;
+            let (class, delay) = effect.classify(&b[..n]);
+            let release = now + delay + if held_back { effect.gap } else { Duration::ZERO };
             if held_back {
                 st.reordered += 1;
                 writeln!(out, "{} r {n}", us(now))?;
@@ -445,7 +561,7 @@ fn forward(
             let mut frame = free.pop().unwrap_or_default();
             frame.clear();
             frame.extend_from_slice(&b[..n]);
-            queue.push(Reverse((release, seq, now, frame)));
+            queue.push(Reverse((release, seq, now, class, frame)));
             st.max_queue = st.max_queue.max(queue.len());
         }
         if got == BATCH {
@@ -470,7 +586,88 @@ fn forward(
     if st.frames > 0 {
         let n = st.frames as f64;
         (st.mean_error_us, st.done_mean_error_us, st.send_mean_us) = (err_sum / n, done_err_sum / n, send_sum / n);
+        [st.late_p50_us, st.late_p90_us, st.late_p99_us, st.late_p999_us] =
+            [0.5, 0.9, 0.99, 0.999].map(|q| late_hist.quantile(q));
     }
     st.frames_per_read = if reads > 0 { read_frames as f64 / reads as f64 } else { 0.0 };
     Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coin_draws_are_binomial_over_seeds() {
+        // The seeds runs use (point << 40 | trial) for 10 points × 40 trials; 5,000 frames at
+        // 3 % each: the number held back is binomial, z-scores of mean 0 and variance 1.
+        let (n, p) = (5000u32, 0.03);
+        let (mean, sd) = (f64::from(n) * p, (f64::from(n) * p * (1.0 - p)).sqrt());
+        let zs: Vec<f64> = (0u64..10)
+            .flat_map(|pt| (1u64..=40).map(move |t| pt << 40 | t))
+            .map(|seed| {
+                let mut c = Coin::new(seed);
+                let k = (0..n).filter(|_| c.unit() < p).count() as f64;
+                (k - mean) / sd
+            })
+            .collect();
+        let m = zs.iter().sum::<f64>() / zs.len() as f64;
+        let var = zs.iter().map(|z| (z - m) * (z - m)).sum::<f64>() / (zs.len() - 1) as f64;
+        // 400 samples: the mean's sd is 0.05, the variance's about 0.07.
+        assert!(m.abs() < 0.2, "mean z {m}");
+        assert!((0.75..1.25).contains(&var), "variance of z {var}");
+        assert!(zs.iter().all(|z| z.abs() < 4.5), "{zs:?}");
+        // Uniform: the draws fill [0, 1) evenly (ten bins, chi-square, 9 degrees of freedom,
+        // below its 0.999 quantile 27.9).
+        let mut c = Coin::new(7);
+        let mut bins = [0u32; 10];
+        for _ in 0..100_000 {
+            bins[(c.unit() * 10.0) as usize] += 1;
+        }
+        let chi2: f64 = bins.iter().map(|&b| (f64::from(b) - 10_000.0).powi(2) / 10_000.0).sum();
+        assert!(chi2 < 27.9, "{bins:?}");
+        // The same seed, the same draws.
+        let (mut a, mut b) = (Coin::new(42), Coin::new(42));
+        assert!((0..100).all(|_| a.unit() == b.unit()));
+    }
+
+    #[test]
+    fn lateness_percentiles_by_nearest_rank() {
+        let mut h = Histogram::default();
+        for us in 1..=1000 {
+            h.add(f64::from(us) + 0.5);
+        }
+        assert_eq!([0.5, 0.9, 0.99, 0.999].map(|q| h.quantile(q)), [500.0, 900.0, 990.0, 999.0]);
+        // Early frames count as 0, very late ones as the top.
+        h.add(-3.0);
+        h.add(1e9);
+        assert_eq!((h.counts[0], h.counts[Histogram::TOP]), (1, 1));
+        assert_eq!(Histogram::default().quantile(0.5), 0.0);
+    }
+
+    #[test]
+    fn hosts_by_address() {
+        let e = Effect {
+            delay: Duration::from_millis(1),
+            reorder: 0.0,
+            gap: Duration::ZERO,
+            hosts: vec![(Ipv4Addr::new(10, 9, 1, 2), Duration::from_millis(8))],
+            by: Addr::Source,
+            seed: 0,
+        };
+        // An IPv4 frame from 10.9.1.2 to 10.9.2.1, and the reply.
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[26..30].copy_from_slice(&[10, 9, 1, 2]);
+        f[30..34].copy_from_slice(&[10, 9, 2, 1]);
+        assert_eq!(e.classify(&f), (1, Duration::from_millis(9)));
+        let back = Effect { by: Addr::Destination, ..e.clone() };
+        assert_eq!(back.classify(&f), (0, Duration::from_millis(1)));
+        f[30..34].copy_from_slice(&[10, 9, 1, 2]);
+        assert_eq!(back.classify(&f), (1, Duration::from_millis(9)));
+        // ARP and short frames: the path's delay.
+        f[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(e.classify(&f), (0, Duration::from_millis(1)));
+        assert_eq!(e.classify(&f[..20]), (0, Duration::from_millis(1)));
+    }
 }

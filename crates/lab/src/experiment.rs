@@ -97,11 +97,16 @@ pub struct Topology {
     /// after the first; default 0: all at once).
     #[serde(default)]
     pub stagger: f64,
+    /// One-way delay per sender, in order (`["5ms", "40ms"]`), each way, added to
+    /// `path.delay` for that sender's packets alone (by the delay forwarder): senders with
+    /// different round-trip times. Empty: none. Otherwise exactly `senders` delays.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delay: Vec<Delay>,
 }
 
 impl Default for Topology {
     fn default() -> Self {
-        Topology { senders: 1, cc: Vec::new(), stagger: 0.0 }
+        Topology { senders: 1, cc: Vec::new(), stagger: 0.0, delay: Vec::new() }
     }
 }
 
@@ -115,6 +120,19 @@ impl Experiment {
     /// The congestion control of sender `i` (1-based): `topology.cc[i - 1]`, else `hosts.cc`.
     pub fn sender_cc(&self, i: u32) -> Option<String> {
         self.topology.cc.get(i as usize - 1).cloned().or_else(|| self.hosts.cc.clone())
+    }
+
+    /// The one-way delay of sender `i`'s path, µs: `path.delay` plus `topology.delay[i - 1]`.
+    pub fn sender_delay_us(&self, i: u32) -> u64 {
+        self.path.delay.map_or(0, |d| d.0) + self.topology.delay.get(i as usize - 1).map_or(0, |d| d.0)
+    }
+
+    /// Whether the delay forwarder is on the path: a delay (the path's or a sender's) or
+    /// reordering.
+    pub fn forwarder(&self) -> bool {
+        self.path.delay.is_some_and(|d| d.0 > 0)
+            || self.topology.delay.iter().any(|d| d.0 > 0)
+            || self.path.reorder > 0.0
     }
 }
 
@@ -647,9 +665,9 @@ fn set(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String> {
 
 /// Checks what types alone cannot.
 pub fn check(e: &Experiment) -> Result<(), String> {
-    if (e.path.delay.is_some() || e.path.reorder > 0.0) && e.hosts.offload {
-        return Err("path.delay or path.reorder with hosts.offload = true: the delay forwarder moves \
-                    wire-sized frames; leave offloads off"
+    if (e.path.delay.is_some() || e.path.reorder > 0.0 || !e.topology.delay.is_empty()) && e.hosts.offload {
+        return Err("path.delay, path.reorder or topology.delay with hosts.offload = true: the delay \
+                    forwarder moves wire-sized frames; leave offloads off"
             .into());
     }
     if !(0.0..1.0).contains(&e.path.reorder) {
@@ -700,6 +718,13 @@ pub fn check(e: &Experiment) -> Result<(), String> {
         return Err(format!(
             "topology.cc names {} algorithms for {} senders: one per sender, or none",
             t.cc.len(),
+            t.senders
+        ));
+    }
+    if !t.delay.is_empty() && t.delay.len() != t.senders as usize {
+        return Err(format!(
+            "topology.delay gives {} delays for {} senders: one per sender, or none",
+            t.delay.len(),
             t.senders
         ));
     }
@@ -831,6 +856,30 @@ mod tests {
         assert!(e.contains("arrival_rate = 0"), "{e}");
         let e = parse("name = \"t\"\n[traffic]\nkind = \"long\"\n").unwrap_err();
         assert!(e.contains("long"), "{e}");
+    }
+
+    #[test]
+    fn per_sender_delays() {
+        let text = "name = \"t\"\n[topology]\nsenders = 2\n[path]\ndelay = \"1ms\"\n[sweep]\n\"topology.delay\" = \
+                    [[\"2ms\", \"10ms\"], [\"2ms\", 2]]\n";
+        let plan = parse(text).unwrap();
+        assert_eq!(plan.points[0].dir_name(), "p00-delay=2ms+10ms");
+        let e = &plan.points[0].exp;
+        assert!(e.forwarder());
+        // path.delay plus the sender's own.
+        assert_eq!((e.sender_delay_us(1), e.sender_delay_us(2)), (3_000, 11_000));
+        assert_eq!(plan.points[1].exp.sender_delay_us(2), 3_000);
+        // A sender's delay alone puts the forwarder on the path.
+        let p = parse("name = \"t\"\n[topology]\nsenders = 2\ndelay = [0, \"250us\"]\n").unwrap();
+        assert!(p.base.forwarder());
+        assert_eq!((p.base.sender_delay_us(1), p.base.sender_delay_us(2)), (0, 250));
+        assert!(!parse("name = \"t\"\n[topology]\nsenders = 2\n").unwrap().base.forwarder());
+        let e = parse("name = \"t\"\n[topology]\nsenders = 3\ndelay = [\"1ms\"]\n").unwrap_err();
+        assert!(e.contains("topology.delay gives 1 delays for 3 senders"), "{e}");
+        let e = parse("name = \"t\"\n[topology]\nsenders = 2\ndelay = [\"1ms\", \"1h\"]\n").unwrap_err();
+        assert!(e.contains("topology") && e.contains("unknown unit"), "{e}");
+        let e = parse("name = \"t\"\n[topology]\ndelay = [1]\n[hosts]\noffload = true\n").unwrap_err();
+        assert!(e.contains("topology.delay with hosts.offload"), "{e}");
     }
 
     #[test]

@@ -111,6 +111,10 @@ pub struct SenderRow {
     pub rexmit_packets: Option<u64>,
     /// Its mean RTT (ms).
     pub rtt_ms: Option<f64>,
+    /// Its smallest RTT (ms).
+    pub rtt_min_ms: Option<f64>,
+    /// Its path's configured one-way delay (µs): `path.delay` plus its `topology.delay`.
+    pub delay_us: u64,
     /// Its connections the capture holds.
     pub connections_seen: u64,
     /// Its short connections' completion times.
@@ -198,6 +202,8 @@ pub struct PointRow {
     pub sender_bps: Vec<Stat>,
     /// Per sender: its congestion control.
     pub sender_cc: Vec<String>,
+    /// Per sender: its mean RTT (ms), from the capture.
+    pub sender_rtt_ms: Vec<Stat>,
 }
 
 /// The whole report.
@@ -318,6 +324,9 @@ pub fn report(dir: &Path) -> Result<Report, String> {
                     .max_by_key(|r| r.senders.len())
                     .map(|r| r.senders.iter().map(|s| s.cc.clone()).collect())
                     .unwrap_or_default(),
+                sender_rtt_ms: (0..ok.iter().map(|r| r.senders.len()).max().unwrap_or(0))
+                    .map(|i| st(&|r| r.senders.get(i).and_then(|s| s.rtt_ms)))
+                    .collect(),
             }
         })
         .collect();
@@ -399,6 +408,8 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
             data_packets: None,
             rexmit_packets: None,
             rtt_ms: None,
+            rtt_min_ms: None,
+            delay_us: info.settings.sender_delay_us(s.sender),
             connections_seen: 0,
             fct: Fct::of(&own),
         });
@@ -488,6 +499,7 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
             s.data_packets = Some(a.data_packets);
             s.rexmit_packets = Some(a.rexmit_packets);
             s.rtt_ms = a.rtt_ms();
+            s.rtt_min_ms = a.rtt_min_ns.map(|ns| ns as f64 / 1e6);
             s.connections_seen = a.conns;
         }
     }
@@ -682,10 +694,7 @@ fn num(v: Option<f64>) -> String {
 }
 
 fn params_text(p: &serde_json::Map<String, Value>) -> String {
-    p.iter()
-        .map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
-        .collect::<Vec<_>>()
-        .join(" ")
+    p.iter().map(|(k, v)| format!("{k}={}", value_label(v))).collect::<Vec<_>>().join(" ")
 }
 
 fn points_csv(r: &Report) -> String {
@@ -745,6 +754,15 @@ fn value_plain(v: &Value) -> String {
     v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())
 }
 
+/// A swept value as the figures label it: a list (`topology.cc`, `topology.delay`) as its items
+/// joined by `+`, as in the point directories' names (`5ms+40ms`).
+fn value_label(v: &Value) -> String {
+    match v.as_array() {
+        Some(a) => a.iter().map(value_plain).collect::<Vec<_>>().join("+"),
+        None => value_plain(v),
+    }
+}
+
 fn runs_csv(r: &Report) -> String {
     let mut s = String::from("point,trial");
     for k in &r.keys {
@@ -799,7 +817,7 @@ fn senders_csv(r: &Report) -> String {
     for k in &r.keys {
         s += &format!(",{}", csv_field(k));
     }
-    s += ",sender,cc,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rtt_ms,connections_seen,fct_n,fct_mean_s,fct_p50_s,fct_p90_s,fct_p99_s,fct_max_s\n";
+    s += ",sender,cc,throughput_bps,ttcp_bps,data_packets,rexmit_packets,rtt_ms,rtt_min_ms,delay_us,connections_seen,fct_n,fct_mean_s,fct_p50_s,fct_p90_s,fct_p99_s,fct_max_s\n";
     for x in &r.runs {
         for d in &x.senders {
             s += &format!("{},{}", x.point, x.trial);
@@ -808,7 +826,7 @@ fn senders_csv(r: &Report) -> String {
             }
             let u = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
             s += &format!(
-                ",{},{},{},{},{},{},{},{},{}\n",
+                ",{},{},{},{},{},{},{},{},{},{},{}\n",
                 d.sender,
                 csv_field(&d.cc),
                 num(d.throughput_bps),
@@ -816,6 +834,8 @@ fn senders_csv(r: &Report) -> String {
                 u(d.data_packets),
                 u(d.rexmit_packets),
                 num(d.rtt_ms),
+                num(d.rtt_min_ms),
+                d.delay_us,
                 d.connections_seen,
                 fct_cells(d.fct)
             );
@@ -999,10 +1019,10 @@ fn series_of(r: &Report, fig: &dyn Fn(&PointRow) -> Stat, label: &str, dashed: b
         let Some(st) = Some(fig(p)).filter(|s| s.mean.is_some()) else { continue };
         let xvalue = p.params.get(xk).cloned().unwrap_or(Value::Null);
         let rest: Vec<String> =
-            p.params.iter().filter(|(k, _)| *k != xk).map(|(k, v)| format!("{}={}", last(k), value_plain(v))).collect();
+            p.params.iter().filter(|(k, _)| *k != xk).map(|(k, v)| format!("{}={}", last(k), value_label(v))).collect();
         let name = if rest.is_empty() { label.to_string() } else { format!("{label} {}", rest.join(" ")) };
         let pt =
-            (value_plain(&xvalue), xvalue.as_f64().unwrap_or(f64::NAN), st.mean.unwrap_or(0.0), st.ci95.unwrap_or(0.0));
+            (value_label(&xvalue), xvalue.as_f64().unwrap_or(f64::NAN), st.mean.unwrap_or(0.0), st.ci95.unwrap_or(0.0));
         match groups.iter_mut().find(|g| g.0 == name) {
             Some(g) => g.1.push(pt),
             None => groups.push((name, vec![pt])),
@@ -1031,7 +1051,7 @@ fn queue_series(r: &Report, dir: &Path) -> Vec<Series> {
         let label = if p.params.is_empty() {
             "queue".to_string()
         } else {
-            p.params.iter().map(|(k, v)| format!("{}={}", last(k), value_plain(v))).collect::<Vec<_>>().join(" ")
+            p.params.iter().map(|(k, v)| format!("{}={}", last(k), value_label(v))).collect::<Vec<_>>().join(" ")
         };
         out.push(Series { label, pts, dashed: false, dots: false });
     }
@@ -1112,7 +1132,7 @@ fn senders_html(r: &Report, axis: XAxis) -> String {
 }
 
 fn params_short(p: &serde_json::Map<String, Value>) -> String {
-    p.iter().map(|(k, v)| format!("{}={}", last(k), value_plain(v))).collect::<Vec<_>>().join(" ")
+    p.iter().map(|(k, v)| format!("{}={}", last(k), value_label(v))).collect::<Vec<_>>().join(" ")
 }
 
 /// The congestion window over time of each point's first finished run (seed 004's cwnd per
@@ -1268,7 +1288,9 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
             );
             for i in 0..nsend {
                 let cc = p.sender_cc.get(i).map(|c| format!(" ({})", esc(c))).unwrap_or_default();
-                let _ = write!(out, "<td>{}{cc}</td>", ms(p.sender_bps.get(i).copied().unwrap_or_default(), 1e6));
+                let rtt =
+                    p.sender_rtt_ms.get(i).and_then(|s| s.mean).map(|m| format!(", RTT {m:.1} ms")).unwrap_or_default();
+                let _ = write!(out, "<td>{}{cc}{rtt}</td>", ms(p.sender_bps.get(i).copied().unwrap_or_default(), 1e6));
             }
             if nsend > 1 {
                 let _ = write!(out, "<td>{}</td>", ms(p.jain, 1.0));
@@ -1297,6 +1319,15 @@ fn html(r: &Report, dir: &Path, log_x: XAxis) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn list_values_label_as_their_items() {
+        assert_eq!(value_label(&serde_json::json!(["5ms", "40ms"])), "5ms+40ms");
+        assert_eq!(value_label(&serde_json::json!("cubic")), "cubic");
+        assert_eq!(value_label(&serde_json::json!(0.01)), "0.01");
+        // The CSV cells keep the JSON of a list.
+        assert_eq!(value_plain(&serde_json::json!(["reno", "cubic"])), r#"["reno","cubic"]"#);
+    }
 
     #[test]
     fn stat_by_hand() {

@@ -284,6 +284,11 @@ fn which(tool: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The address of sender `i` (1-based): 10.9.1.I.
+fn sender_ip(i: u32) -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::new(10, 9, 1, i as u8)
+}
+
 /// The senders' namespaces, in order: `snd` alone, or `snd1` … `sndN`.
 fn sender_roles(n: u32) -> Vec<String> {
     if n == 1 { vec!["snd".into()] } else { (1..=n).map(|i| format!("snd{i}")).collect() }
@@ -300,9 +305,8 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool) -> Result<RunRe
     let n = e.topology.senders;
     // hosts.cc is set on the sockets (TCP_CONGESTION, as ttcp --cc): a namespace's default
     // (net.ipv4.tcp_congestion_control) may only name the kernel's *allowed* algorithms.
-    // The forwarder is on the path for a delay or for reordering.
-    let delay = (e.path.delay.is_some_and(|d| d.0 > 0) || e.path.reorder > 0.0)
-        .then(|| Duration::from_micros(e.path.delay.map_or(0, |d| d.0)));
+    // The forwarder is on the path for a delay (the path's or a sender's) or for reordering.
+    let delay = e.forwarder().then(|| Duration::from_micros(e.path.delay.map_or(0, |d| d.0)));
     let mut roles = sender_roles(n);
     if n > 1 {
         roles.push("sw".into());
@@ -319,12 +323,29 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool) -> Result<RunRe
     build_path(e, &snds, sw.as_deref(), &rtr, &rcv, dly.as_deref())?;
     // Declared after the namespaces: stopped before they are removed.
     let forwarder = match (delay, &dly) {
-        (Some(d), Some(n)) => {
+        (Some(d), Some(dly_ns)) => {
             let gap = Duration::from_micros(e.path.reorder_gap.map_or(1000, |g| g.0));
-            let forward = crate::delay::Effect { delay: d, reorder: e.path.reorder, gap };
-            let back = crate::delay::Effect { delay: d, reorder: 0.0, gap };
+            // Each sender's own delay, on its packets both ways: its data by their source
+            // address, its ACKs by their destination.
+            let hosts: Vec<(std::net::Ipv4Addr, Duration)> = (1..=n)
+                .zip(&e.topology.delay)
+                .filter(|(_, x)| x.0 > 0)
+                .map(|(i, x)| (sender_ip(i), Duration::from_micros(x.0)))
+                .collect();
+            // The choice of frames to reorder repeats with the point and trial.
+            let seed = (p.index as u64) << 40 | u64::from(trial);
+            let forward = crate::delay::Effect {
+                delay: d,
+                reorder: e.path.reorder,
+                gap,
+                hosts: hosts.clone(),
+                by: crate::delay::Addr::Source,
+                seed,
+            };
+            let back =
+                crate::delay::Effect { delay: d, reorder: 0.0, gap, hosts, by: crate::delay::Addr::Destination, seed };
             Some(crate::delay::Forwarder::start(
-                n,
+                dly_ns,
                 "dly0",
                 "dly1",
                 [forward, back],
@@ -679,7 +700,7 @@ fn build_path(
     }
     ip(rtr, &["link", "add", "rtr1", "type", "veth", "peer", "name", "rcv0", "netns", rcv])?;
     for (i, n) in snds.iter().enumerate() {
-        hosts.push((n, "snd0", format!("10.9.1.{}/24", i + 1)));
+        hosts.push((n, "snd0", format!("{}/24", sender_ip(i as u32 + 1))));
     }
     hosts.push((rtr, "rtr0", "10.9.1.254/24".into()));
     hosts.push((rtr, "rtr1", "10.9.2.254/24".into()));
