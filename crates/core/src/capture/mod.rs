@@ -636,6 +636,7 @@ impl CaptureReader {
                             end: self.pos,
                             reason: resync::Fault::BlockType(t).to_string(),
                             records_after: 0,
+                            file: None,
                         },
                         self.frame,
                     ));

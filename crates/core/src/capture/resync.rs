@@ -50,6 +50,10 @@ pub struct Damage {
     pub reason: String,
     /// Records read after it, up to the next damage or the end of the file.
     pub records_after: u64,
+    /// The file it is in, when the summary is a trace's of several files (a ring's, summed by
+    /// [`crate::pass::FileSummary::sum`]); `None` in a file's own summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl Damage {
@@ -227,7 +231,7 @@ impl CaptureReader {
 
     /// Notes the bytes from `start` to the position as damaged.
     fn damaged(&mut self, start: u64, fault: String) {
-        let d = Damage { start, end: self.pos, reason: fault, records_after: 0 };
+        let d = Damage { start, end: self.pos, reason: fault, records_after: 0, file: None };
         self.damage.push((d, self.frame));
     }
 
