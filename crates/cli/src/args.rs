@@ -114,7 +114,8 @@ pub struct CommonArgs {
     /// starts a new connection on the same 4-tuple.
     #[arg(long, value_name = "SECONDS", default_value_t = 240.0)]
     pub idle_split: f64,
-    /// Never show a progress bar.
+    /// Never show a progress bar, nor list the damaged stretches of a capture on stderr
+    /// (errors are still said; `--json` keeps the damage in its file summaries).
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Only these connection ids (repeatable or comma-separated).
@@ -273,6 +274,9 @@ pub struct PlotArgs {
     /// With --with: one file per connection (FILE-1.svg, FILE-2.svg, ...) instead of one image.
     #[arg(long, requires = "with")]
     pub separate: bool,
+    /// Do not list the damaged stretches of a capture on stderr (errors are still said).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -310,6 +314,9 @@ pub struct ViewCommon {
     /// starts a new connection on the same 4-tuple.
     #[arg(long, value_name = "SECONDS", default_value_t = 240.0)]
     pub idle_split: f64,
+    /// Do not list the damaged stretches of a capture on stderr (errors are still said).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     #[command(flatten)]
     pub window: WindowArgs,
 }

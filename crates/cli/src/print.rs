@@ -50,12 +50,8 @@ pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
     if let Some(e) = &trace.empty {
         writeln!(err, "tcpscope: {e}")?;
     }
-    for f in &files {
-        if let Some(e) = &f.error {
-            writeln!(err, "tcpscope: {}", crate::run::on_path(&f.path, e))?;
-        }
-    }
     drop(err);
+    crate::run::say_files(&files, args.quiet)?;
     let n = printer.conns.len();
     for &id in &args.conn {
         if id == 0 || id > n {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tcpscope_core::analysis::{Settings, Sink};
-use tcpscope_core::pass::{Analysis, Query, Run};
+use tcpscope_core::pass::{Analysis, FileSummary, Query, Run};
 use tcpscope_core::stats::StatsSink;
 
 use crate::args::{Cli, Command, CommonArgs};
@@ -148,9 +148,21 @@ pub fn analyse_query<S: Sink + Send>(
             writeln!(err, "tcpscope: {e}")?;
         }
     }
-    for f in &run.files {
-        for d in &f.damaged {
-            writeln!(err, "tcpscope: {}: {}", f.path.display(), d.describe())?;
+    drop(err);
+    say_files(&run.files, args.quiet)?;
+    Ok(run)
+}
+
+/// What reading the files leaves to say on stderr, the same in every command that reads
+/// traces: each damaged stretch (not with `quiet`: `--json` output keeps them in its file
+/// summaries), the error that stopped a file, the packets of link types not decoded.
+pub fn say_files(files: &[FileSummary], quiet: bool) -> io::Result<()> {
+    let mut err = io::stderr().lock();
+    for f in files {
+        if !quiet {
+            for d in &f.damaged {
+                writeln!(err, "tcpscope: {}: {}", d.file.as_ref().unwrap_or(&f.path).display(), d.describe())?;
+            }
         }
         if let Some(e) = &f.error {
             writeln!(err, "tcpscope: {}", on_path(&f.path, e))?;
@@ -159,7 +171,7 @@ pub fn analyse_query<S: Sink + Send>(
             writeln!(err, "tcpscope: {}: {n} packets of unsupported link type {lt} skipped", f.path.display())?;
         }
     }
-    Ok(run)
+    Ok(())
 }
 
 /// A progress bar on stderr, shown only on a terminal and only once the work has taken more
