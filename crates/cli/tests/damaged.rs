@@ -1,12 +1,13 @@
 //! Damaged captures on the command line (issue 18): every command that reads traces says the
-//! damage in the same words (and `-q` quiets it, `--json` keeps it).
+//! damage in the same words (and `-q` quiets it, `--json` keeps it), and `repair` writes records
+//! identical to the original's, which tcpscope, tcpdump and tshark read back.
 
 mod util;
 
 use std::path::{Path, PathBuf};
 
 use tcpscope_core::capture::CaptureReader;
-use util::{data_dir, run, tempdir};
+use util::{data_dir, have, run, tempdir};
 
 /// (time, captured bytes, original length) of every record of a capture.
 type Rec = (u64, Vec<u8>, u32);
@@ -73,5 +74,51 @@ fn every_command_says_the_damage_alike_and_q_quiets_it() {
     let d = &doc["files"][0]["damaged"];
     assert_eq!(d.as_array().map(Vec::len), Some(1), "{doc}");
     assert!(damage[0].contains(&format!("bytes {}..{} corrupt", d[0]["start"], d[0]["end"])), "{d}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Packets tool `cmd` (tcpdump or tshark, `-r FILE`) reads from a file: its output's lines.
+fn read_by(cmd: &str, path: &Path) -> Option<usize> {
+    if !have(cmd) {
+        eprintln!("skipping the {cmd} check: {cmd} is not installed (make test installs it)");
+        return None;
+    }
+    let out = std::process::Command::new(cmd).arg("-n").arg("-r").arg(path).output().unwrap();
+    assert!(out.status.success(), "{cmd} -r {}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+    Some(String::from_utf8_lossy(&out.stdout).lines().count())
+}
+
+#[test]
+fn repair_writes_the_original_records_which_other_tools_read() {
+    let dir = tempdir("repair");
+    let (original, _) = records(&data_dir().join("randloss-snd.pcap"));
+    let damaged = damaged_copy(&dir);
+    let (read_damaged, _) = records(&damaged);
+    let out = dir.join("repaired.pcap");
+    let o = run(&["repair", damaged.to_str().unwrap(), out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(" corrupt ("), "{err}");
+    assert!(err.contains(&format!("wrote {} records", read_damaged.len())), "{err}");
+    let (repaired, _) = records(&out);
+    // What tcpscope read of the damaged file, nothing else, each record byte-identical to one
+    // of the original's, in order; only the damaged record and those its damage hid are lost.
+    assert_eq!(repaired, read_damaged);
+    let mut it = original.iter();
+    for r in &repaired {
+        assert!(it.any(|o| o == r), "a repaired record is not one of the original's, in order: {r:?}");
+    }
+    let lost = original.len() - repaired.len();
+    assert!((1..=4).contains(&lost), "{lost} records lost of {}", original.len());
+    for tool in ["tcpdump", "tshark"] {
+        if let Some(n) = read_by(tool, &out) {
+            assert_eq!(n, repaired.len(), "{tool} reads a different number of packets");
+        }
+    }
+    // An intact file comes out with the same records.
+    let clean = dir.join("clean.pcap");
+    let o = run(&["repair", data_dir().join("randloss-snd.pcap").to_str().unwrap(), clean.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert_eq!(records(&clean).0, original);
     let _ = std::fs::remove_dir_all(&dir);
 }
