@@ -154,8 +154,9 @@ pub fn analyse_query<S: Sink + Send>(
 }
 
 /// What reading the files leaves to say on stderr, the same in every command that reads
-/// traces: each damaged stretch (not with `quiet`: `--json` output keeps them in its file
-/// summaries), the error that stopped a file, the packets of link types not decoded.
+/// traces: each damaged stretch and the count of damaged timestamps (not with `quiet`:
+/// `--json` output keeps them in its file summaries), the error that stopped a file, the
+/// packets of link types not decoded.
 pub fn say_files(files: &[FileSummary], quiet: bool) -> io::Result<()> {
     let mut err = io::stderr().lock();
     for f in files {
@@ -163,6 +164,15 @@ pub fn say_files(files: &[FileSummary], quiet: bool) -> io::Result<()> {
             for d in &f.damaged {
                 writeln!(err, "tcpscope: {}: {}", d.file.as_ref().unwrap_or(&f.path).display(), d.describe())?;
             }
+        }
+        if !quiet && f.bad_timestamps > 0 {
+            let n = f.bad_timestamps;
+            let s = if n == 1 { "" } else { "s" };
+            writeln!(
+                err,
+                "tcpscope: {}: {n} record{s} with a damaged timestamp given the time of the record before",
+                f.path.display()
+            )?;
         }
         if let Some(e) = &f.error {
             writeln!(err, "tcpscope: {}", on_path(&f.path, e))?;

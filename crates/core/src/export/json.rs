@@ -525,7 +525,12 @@ impl Table for FilesTable {
             "",
             "segments carrying other TCP options, by kind (30 MPTCP, 34 TFO, …; kinds ≥ 63 as 63)",
         ),
-        Field::new("bad_timestamps", Kind::Int, "", "records whose µs/ns fraction was out of range"),
+        Field::new(
+            "bad_timestamps",
+            Kind::Int,
+            "",
+            "records with a damaged timestamp (a fraction out of range, or a time more than 10 s outside the span of its neighbours'), each given the time of the record before it ([capture.md](capture.md#damaged-captures))",
+        ),
         Field::new("first_ts_ns", Kind::Int, "ns since the epoch", "first record"),
         Field::new("last_ts_ns", Kind::Int, "ns since the epoch", "last record"),
         Field::nullable("error", Kind::Text, "", "why reading stopped early"),

@@ -39,7 +39,7 @@ pub struct FileSummary {
     /// Segments carrying TCP options other than MSS, window scale, SACK and timestamps, by
     /// option kind (e.g. 30 MPTCP, 34 TCP Fast Open, 172 AccECN); kinds ≥ 63 are counted as 63.
     pub other_tcp_options: BTreeMap<u8, u64>,
-    /// Records with an out-of-range timestamp fraction.
+    /// Records with a damaged timestamp, given the previous record's time (capture.md).
     pub bad_timestamps: u64,
     /// First and last record time (ns since the epoch).
     pub first_ts_ns: u64,
