@@ -25,7 +25,7 @@ use crate::run::query;
 pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
     // All TRACEs as one trace in time order, the window placed on it.
     let query = query(args)?.merge(true);
-    let tz = time::local_zone();
+    let tz = args.zone.get();
     // Not locked: the pass may run its sink on another thread.
     let buf = io::BufWriter::with_capacity(1 << 16, io::stdout());
     let out = if args.json {

@@ -27,8 +27,8 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
             Ok(status(&an))
         }
         Command::Stats(s) => {
-            let tz = if s.local { tcpscope_core::capture::time::local_zone() } else { jiff::tz::TimeZone::UTC };
             let args = s.common;
+            let tz = args.zone.get();
             if let Some(r) = crate::monitor::stats_if_recording(&args) {
                 return r;
             }
@@ -109,7 +109,11 @@ pub fn settings(args: &CommonArgs) -> io::Result<Settings> {
 /// The query the common arguments ask for: the inputs, their window, merged or not, the
 /// analysis settings (the strategy is the query's to choose).
 pub fn query(args: &CommonArgs) -> io::Result<Query> {
-    Ok(Query::new(args.traces.clone()).settings(settings(args)?).window(args.window.get()).merge(args.merge))
+    Ok(Query::new(args.traces.clone())
+        .settings(settings(args)?)
+        .window(args.window.get())
+        .merge(args.merge)
+        .time_zone(args.zone.get()))
 }
 
 /// Analyses the inputs for statistics (see [`analyse_with`]).
