@@ -625,10 +625,19 @@ impl CaptureReader {
                                 if !framed {
                                     return Ok(None);
                                 }
-                                // The block after the next: the next one's length is good.
-                                let w = r.window();
-                                let b: [u8; 4] = w[consumed + 4..consumed + 8].try_into().expect("4 bytes");
-                                let len = if big_endian { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) };
+                                // The block after the next, if the next one is whole (its
+                                // length checked out; the file may end inside it).
+                                let Some(&[a, b, c, d]) = r.window().get(consumed + 4..consumed + 8) else {
+                                    return Ok(None);
+                                };
+                                let len = if big_endian {
+                                    u32::from_be_bytes([a, b, c, d])
+                                } else {
+                                    u32::from_le_bytes([a, b, c, d])
+                                };
+                                if len < 12 || r.window().len() < consumed + len as usize {
+                                    return Ok(None);
+                                }
                                 Ok(r.next_block_time(consumed + len as usize)?.flatten())
                             })?
                         }
