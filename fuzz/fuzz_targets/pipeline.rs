@@ -8,11 +8,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tcpscope_core::analysis::Settings;
+use tcpscope_core::analysis::{Settings, Sink};
 use tcpscope_core::capture::CaptureReader;
 use tcpscope_core::decode;
 use tcpscope_core::flow::FlowKey;
-use tcpscope_core::pass::{Analyzer, Shardable, SweepClock, shard_order};
+use tcpscope_core::pass::{Analyzer, SweepClock, shard_order};
 use tcpscope_core::stats::StatsSink;
 
 const SHARDS: usize = 3;

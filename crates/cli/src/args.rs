@@ -114,7 +114,8 @@ pub struct CommonArgs {
     /// starts a new connection on the same 4-tuple.
     #[arg(long, value_name = "SECONDS", default_value_t = 240.0)]
     pub idle_split: f64,
-    /// Never show a progress bar.
+    /// Never show a progress bar, nor list the damaged stretches of a capture on stderr
+    /// (errors are still said; `--json` keeps the damage in its file summaries).
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Only these connection ids (repeatable or comma-separated).
@@ -122,6 +123,24 @@ pub struct CommonArgs {
     pub conn: Vec<usize>,
     #[command(flatten)]
     pub window: WindowArgs,
+    #[command(flatten)]
+    pub zone: ZoneArgs,
+}
+
+/// The time zone of the times a command shows and reads (docs/cli.md#times-shown).
+#[derive(Args, Debug, Clone, Copy)]
+pub struct ZoneArgs {
+    /// Show and read clock times in the local time zone (TZ, else the system's) instead of
+    /// UTC. JSON and CSV keep seconds since the epoch.
+    #[arg(long)]
+    pub local: bool,
+}
+
+impl ZoneArgs {
+    /// UTC, or the local zone with `--local`.
+    pub fn get(&self) -> jiff::tz::TimeZone {
+        if self.local { tcpscope_core::capture::time::local_zone() } else { jiff::tz::TimeZone::UTC }
+    }
 }
 
 /// The time window of a command: `--from`, `--for`, `--to`.
@@ -162,10 +181,6 @@ pub struct PrintArgs {
 pub struct StatsArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Show dates and times in the local time zone (TZ, else the system's) instead of UTC.
-    /// JSON and CSV keep seconds since the epoch.
-    #[arg(long)]
-    pub local: bool,
 }
 
 /// Plot kind.
@@ -273,6 +288,11 @@ pub struct PlotArgs {
     /// With --with: one file per connection (FILE-1.svg, FILE-2.svg, ...) instead of one image.
     #[arg(long, requires = "with")]
     pub separate: bool,
+    #[command(flatten)]
+    pub zone: ZoneArgs,
+    /// Do not list the damaged stretches of a capture on stderr (errors are still said).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -310,8 +330,13 @@ pub struct ViewCommon {
     /// starts a new connection on the same 4-tuple.
     #[arg(long, value_name = "SECONDS", default_value_t = 240.0)]
     pub idle_split: f64,
+    /// Do not list the damaged stretches of a capture on stderr (errors are still said).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     #[command(flatten)]
     pub window: WindowArgs,
+    #[command(flatten)]
+    pub zone: ZoneArgs,
 }
 
 #[derive(Args, Debug)]

@@ -170,7 +170,7 @@ fn png(svg: &str) -> io::Result<Vec<u8>> {
 /// `t0`, ns since the epoch). A bare number already is; an absolute time is resolved against
 /// the connection's first packet.
 fn time_limits(args: &PlotArgs, t0: u64) -> io::Result<(Option<f64>, Option<f64>)> {
-    use tcpscope_core::capture::time::{TimeSpec, local_zone};
+    use tcpscope_core::capture::time::TimeSpec;
     let limit = |flag: &str, v: &Option<String>| -> io::Result<Option<f64>> {
         let Some(v) = v else { return Ok(None) };
         if let Ok(secs) = v.trim().parse::<f64>() {
@@ -184,7 +184,7 @@ fn time_limits(args: &PlotArgs, t0: u64) -> io::Result<(Option<f64>, Option<f64>
         if let TimeSpec::Offset(ns) = spec {
             return Ok(Some(ns as f64 / 1e9));
         }
-        let at = spec.resolve(t0, &local_zone()).map_err(|e| io::Error::other(format!("{flag}: {e}")))?;
+        let at = spec.resolve(t0, &args.zone.get()).map_err(|e| io::Error::other(format!("{flag}: {e}")))?;
         Ok(Some((at as f64 - t0 as f64) / 1e9))
     };
     let (from, to) = (limit("--from", &args.from)?, limit("--to", &args.to)?);
@@ -232,9 +232,7 @@ fn series_of<M: OneConnection + Send>(args: &PlotArgs, t: &Target) -> io::Result
             (Some((a2b, Dir::AtoB)), Some((b2a, Dir::BtoA)), o, summary)
         }
     };
-    if let Some(e) = summary.error {
-        writeln!(io::stderr(), "tcpscope: {}", crate::run::on_path(&t.trace, &e))?;
-    }
+    crate::run::say_files(std::slice::from_ref(&summary), args.quiet)?;
     let dir = t.dir.unwrap_or_else(|| origin.busier());
     let sink = [one, other].into_iter().flatten().find(|(_, d)| *d == dir).map(|(s, _)| s);
     let no_conn = || io::Error::other(format!("{}: no connection {}", t.trace.display(), t.conn));

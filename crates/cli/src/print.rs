@@ -25,7 +25,7 @@ use crate::run::query;
 pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
     // All TRACEs as one trace in time order, the window placed on it.
     let query = query(args)?.merge(true);
-    let tz = time::local_zone();
+    let tz = args.zone.get();
     // Not locked: the pass may run its sink on another thread.
     let buf = io::BufWriter::with_capacity(1 << 16, io::stdout());
     let out = if args.json {
@@ -50,12 +50,8 @@ pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
     if let Some(e) = &trace.empty {
         writeln!(err, "tcpscope: {e}")?;
     }
-    for f in &files {
-        if let Some(e) = &f.error {
-            writeln!(err, "tcpscope: {}", crate::run::on_path(&f.path, e))?;
-        }
-    }
     drop(err);
+    crate::run::say_files(&files, args.quiet)?;
     let n = printer.conns.len();
     for &id in &args.conn {
         if id == 0 || id > n {

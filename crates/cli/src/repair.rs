@@ -65,6 +65,13 @@ pub fn repair(args: &RepairArgs) -> io::Result<ExitCode> {
     for d in &damage {
         writeln!(err, "tcpscope: {input}: {}", d.describe())?;
     }
+    if reader.bad_timestamps > 0 {
+        let n = reader.bad_timestamps;
+        writeln!(
+            err,
+            "tcpscope: {input}: {n} records with a damaged timestamp written with the time of the record before"
+        )?;
+    }
     if let Some(e) = end {
         writeln!(err, "tcpscope: {input}: {e}")?;
     }

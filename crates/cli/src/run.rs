@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tcpscope_core::analysis::{Settings, Sink};
-use tcpscope_core::pass::{Analysis, Query, Run};
+use tcpscope_core::pass::{Analysis, FileSummary, Query, Run};
 use tcpscope_core::stats::StatsSink;
 
 use crate::args::{Cli, Command, CommonArgs};
@@ -27,8 +27,8 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
             Ok(status(&an))
         }
         Command::Stats(s) => {
-            let tz = if s.local { tcpscope_core::capture::time::local_zone() } else { jiff::tz::TimeZone::UTC };
             let args = s.common;
+            let tz = args.zone.get();
             if let Some(r) = crate::monitor::stats_if_recording(&args) {
                 return r;
             }
@@ -109,7 +109,11 @@ pub fn settings(args: &CommonArgs) -> io::Result<Settings> {
 /// The query the common arguments ask for: the inputs, their window, merged or not, the
 /// analysis settings (the strategy is the query's to choose).
 pub fn query(args: &CommonArgs) -> io::Result<Query> {
-    Ok(Query::new(args.traces.clone()).settings(settings(args)?).window(args.window.get()).merge(args.merge))
+    Ok(Query::new(args.traces.clone())
+        .settings(settings(args)?)
+        .window(args.window.get())
+        .merge(args.merge)
+        .time_zone(args.zone.get()))
 }
 
 /// Analyses the inputs for statistics (see [`analyse_with`]).
@@ -148,9 +152,31 @@ pub fn analyse_query<S: Sink + Send>(
             writeln!(err, "tcpscope: {e}")?;
         }
     }
-    for f in &run.files {
-        for d in &f.damaged {
-            writeln!(err, "tcpscope: {}: {}", f.path.display(), d.describe())?;
+    drop(err);
+    say_files(&run.files, args.quiet)?;
+    Ok(run)
+}
+
+/// What reading the files leaves to say on stderr, the same in every command that reads
+/// traces: each damaged stretch and the count of damaged timestamps (not with `quiet`:
+/// `--json` output keeps them in its file summaries), the error that stopped a file, the
+/// packets of link types not decoded.
+pub fn say_files(files: &[FileSummary], quiet: bool) -> io::Result<()> {
+    let mut err = io::stderr().lock();
+    for f in files {
+        if !quiet {
+            for d in &f.damaged {
+                writeln!(err, "tcpscope: {}: {}", d.file.as_ref().unwrap_or(&f.path).display(), d.describe())?;
+            }
+        }
+        if !quiet && f.bad_timestamps > 0 {
+            let n = f.bad_timestamps;
+            let s = if n == 1 { "" } else { "s" };
+            writeln!(
+                err,
+                "tcpscope: {}: {n} record{s} with a damaged timestamp given the time of the record before",
+                f.path.display()
+            )?;
         }
         if let Some(e) = &f.error {
             writeln!(err, "tcpscope: {}", on_path(&f.path, e))?;
@@ -159,7 +185,7 @@ pub fn analyse_query<S: Sink + Send>(
             writeln!(err, "tcpscope: {}: {n} packets of unsupported link type {lt} skipped", f.path.display())?;
         }
     }
-    Ok(run)
+    Ok(())
 }
 
 /// A progress bar on stderr, shown only on a terminal and only once the work has taken more

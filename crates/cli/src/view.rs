@@ -19,13 +19,8 @@ fn load_paths(c: &ViewCommon, paths: Vec<std::path::PathBuf>) -> io::Result<Trac
     }
     let settings =
         Settings { idle_split_ns: (c.idle_split * 1e9) as u64, assume_wscale: c.wscale, ..Settings::default() };
-    let t = Traces::load_window(paths, settings, &c.window.get());
-    let mut err = io::stderr().lock();
-    for f in &t.an.files {
-        if let Some(e) = &f.error {
-            writeln!(err, "tcpscope: {}", crate::run::on_path(&f.path, e))?;
-        }
-    }
+    let t = Traces::load_window(paths, settings, &c.window.get(), &c.zone.get());
+    crate::run::say_files(&t.an.files, c.quiet)?;
     if !t.paths.is_empty() && t.an.nothing_read() {
         // A window that ends before it starts is the command line's fault (exit 2).
         if t.bad_window {

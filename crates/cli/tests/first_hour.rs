@@ -255,6 +255,63 @@ fn i17_stats_shows_dates_and_clock_times_utc_or_local_and_json_keeps_epoch() {
     assert!((doc["connections"][0]["first_time"].as_f64().unwrap() - 1795306570.849758).abs() < 1e-6);
 }
 
+/// One rule for times of day (docs/cli.md#times-shown): every command shows and reads them in
+/// UTC, or in the local zone with `--local`; print included (it used to show local times
+/// always, and read `--from 00:16:11` in the local zone).
+#[test]
+fn i17_every_command_shows_and_reads_times_in_utc_or_local_with_local() {
+    let t = loss();
+    let tokyo = |args: &[&str]| {
+        let out = tcpscope().env("TZ", "Asia/Tokyo").args(args).output().unwrap();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // The first packet: 00:16:10.849758 UTC, 09:16:10.849758 in Tokyo.
+    let (text, _) = tokyo(&["print", &t, "--for", "0.001"]);
+    assert!(text.lines().nth(1).is_some_and(|l| l.starts_with("00:16:10.849758\t")), "{text}");
+    let (text, _) = tokyo(&["print", "--local", &t, "--for", "0.001"]);
+    assert!(text.lines().nth(1).is_some_and(|l| l.starts_with("09:16:10.849758\t")), "{text}");
+    // A clock time in --from is read in the zone shown: the same packets either way.
+    let (utc, _) = tokyo(&["print", &t, "--from", "00:16:11", "--for", "0.1"]);
+    let (local, _) = tokyo(&["print", "--local", &t, "--from", "09:16:11", "--for", "0.1"]);
+    assert!(utc.lines().count() > 2, "{utc}");
+    let cols = |s: &str| s.lines().skip(1).map(|l| l.split_once('\t').unwrap().1.to_string()).collect::<Vec<_>>();
+    assert_eq!(cols(&utc), cols(&local));
+    assert!(utc.lines().nth(1).unwrap().starts_with("00:16:11."), "{utc}");
+    // Every command takes --local, and its window messages say times in its zone.
+    for cmd in ["conns", "stats", "screen", "print"] {
+        let (_, err) = tokyo(&[cmd, &t, "--from", "+100s"]);
+        assert!(err.contains("its first packet is at 00:16:10.849758"), "{cmd}: {err}");
+        let (_, err) = tokyo(&[cmd, "--local", &t, "--from", "+100s"]);
+        assert!(err.contains("its first packet is at 09:16:10.849758"), "{cmd} --local: {err}");
+    }
+    let dir = std::env::temp_dir().join(format!("tcpscope-i17-zone-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("p.svg");
+    let svg = svg.to_str().unwrap();
+    // plot's absolute --from: 00:16:11 UTC is 0.150242 s into the connection, as 09:16:11 local.
+    for args in [
+        &["plot", &t, "-c", "1", "--from", "00:16:11", "-o", svg][..],
+        &["plot", "--local", &t, "-c", "1", "--from", "09:16:11", "-o", svg],
+    ] {
+        let out = tcpscope().env("TZ", "Asia/Tokyo").args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = tcpscope()
+        .env("TZ", "Asia/Tokyo")
+        .args(["plot", &t, "-c", "1", "--from", "09:16:11", "-o", svg])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "09:16:11 UTC is hours after the connection");
+    let html = dir.join("r.html");
+    let out = tcpscope()
+        .env("TZ", "Asia/Tokyo")
+        .args(["report", "--local", &t, "--from", "09:16:11", "-o", html.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn i17_a_payload_cut_by_the_snaplen_is_said_to_be_normal() {
     // loss-snd.pcap was recorded with a 128-byte snaplen (tests/data/README.md): its 737 data

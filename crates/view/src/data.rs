@@ -283,13 +283,14 @@ fn pass_over<S: Sink + Send>(query: Query, path: &Path, sink: S) -> (S, pass::Fi
 impl Traces {
     /// Analyses each file whole (one pass each) and keeps the connection statistics and screening.
     pub fn load(paths: Vec<PathBuf>, settings: Settings) -> Traces {
-        Traces::load_window(paths, settings, &Window::default())
+        Traces::load_window(paths, settings, &Window::default(), &jiff::tz::TimeZone::UTC)
     }
 
     /// As [`Traces::load`], reading only the time window of each trace (`view --from/--for/--to`,
     /// placed on each trace as `conns` places it); connection ids number the connections seen in
-    /// the window. A trace whose window cannot be read has no connections and its error in `an.files`.
-    pub fn load_window(paths: Vec<PathBuf>, settings: Settings, window: &Window) -> Traces {
+    /// the window; its clock times are in `tz`, as its messages' are. A trace whose window cannot
+    /// be read has no connections and its error in `an.files`.
+    pub fn load_window(paths: Vec<PathBuf>, settings: Settings, window: &Window, tz: &jiff::tz::TimeZone) -> Traces {
         let mut an = Analysis::default();
         let mut screens = Vec::new();
         let mut base = Vec::with_capacity(paths.len());
@@ -300,7 +301,8 @@ impl Traces {
         let mut bad_window = false;
         for p in &paths {
             let sinks = (StatsSink::default(), ScreenSink::new(rules.clone()));
-            let query = Query::new(vec![p.clone()]).settings(settings).window(*window).threads(threads);
+            let query =
+                Query::new(vec![p.clone()]).settings(settings).window(*window).threads(threads).time_zone(tz.clone());
             let ((mut stats, screen), file, span, bad) = pass_over(query, p, sinks);
             bad_window |= bad;
             let part = match span {

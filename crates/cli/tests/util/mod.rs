@@ -67,7 +67,10 @@ pub fn tempdir(name: &str) -> PathBuf {
 /// Whether an external tool is installed. In CI (`CI` set) a missing oracle is a failure, not a
 /// skip: `make test` installs them, so their absence means the oracle tests did not run.
 pub fn have(tool: &str) -> bool {
-    let found = Command::new(tool).arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    // `tcpdump -v` alone starts capturing (and never ends): it is asked its version.
+    let flag = if tool == "tcpdump" { "--version" } else { "-v" };
+    let found =
+        Command::new(tool).arg(flag).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
     assert!(found || std::env::var_os("CI").is_none(), "{tool} is missing in CI: `make test` should have installed it");
     found
 }

@@ -126,6 +126,14 @@ fn damage_and_read(original: &[u8], from: usize, n: usize, seed: u64) -> Outcome
                     if o == rec {
                         out.recovered += 1;
                     } else {
+                        if std::env::var("DAMAGE_DEBUG").is_ok() {
+                            let prev = orig.range(..off).next_back().map(|(_, v)| v.0);
+                            let next = orig.range(off + 1..).next().map(|(_, v)| v.0);
+                            eprintln!(
+                                "  intact at {off} read changed: time {} → {} (prev {prev:?}, next {next:?})",
+                                o.0, rec.0
+                            );
+                        }
                         out.invented += 1;
                     }
                 }
@@ -270,5 +278,133 @@ fn the_records_of_a_damaged_file_written_as_pcap_read_back_clean() {
             Err(_) => eprintln!("tshark not installed: not checked with it"),
         }
         let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// Reads `bytes` (a damaged copy of `original`) and returns how many records read at an
+/// original record's offset have a time more than [`resync::TIME_OUTLIER_NS`] from the
+/// original's, how many fall outside the original's span of times, and `bad_timestamps`.
+fn times_after_damage(original: &[u8], bytes: Vec<u8>) -> (usize, usize, u64) {
+    let (orig, _, _) = records(original.to_vec());
+    let (lo, hi) = orig.values().fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r.0), hi.max(r.0)));
+    let mut r = CaptureReader::from_bytes(bytes).unwrap();
+    let (mut off_time, mut outside) = (0, 0);
+    while let Ok(Some(rec)) = r.next_record() {
+        if let Some(o) = orig.get(&rec.offset)
+            && o.0.abs_diff(rec.ts_ns) > resync::TIME_OUTLIER_NS
+        {
+            off_time += 1;
+            if std::env::var("DAMAGE_DEBUG").is_ok() {
+                let i = orig.range(..rec.offset).count();
+                eprintln!("  record {i} at {}: {} read as {}", rec.offset, o.0, rec.ts_ns);
+            }
+        }
+        if rec.ts_ns.saturating_add(resync::TIME_OUTLIER_NS) < lo
+            || rec.ts_ns > hi.saturating_add(resync::TIME_OUTLIER_NS)
+        {
+            outside += 1;
+        }
+    }
+    (off_time, outside, r.bad_timestamps)
+}
+
+fn overwrite(original: &[u8], from: usize, n: usize, seed: u64) -> Vec<u8> {
+    let mut bytes = original.to_vec();
+    let mut rng = Rng(seed);
+    for _ in 0..n {
+        let at = from + rng.below(bytes.len() - from);
+        bytes[at] = rng.next() as u8;
+    }
+    bytes
+}
+
+/// A damaged timestamp in a record read at its place (far from both neighbours', or a
+/// fraction out of range) is counted and replaced by the previous record's time: no record
+/// is read years away from the capture (issue 18: seed 7 over dsack left one dated 2091).
+#[test]
+fn damaged_timestamps_are_counted_and_replaced() {
+    let f = std::fs::read(repo().join("tests/data/randloss-snd.pcap")).unwrap();
+    let ng = to_pcapng(&records(f.clone()).0);
+    let mut traces = vec![("randloss-snd.pcap".to_string(), f, 24), ("randloss-snd.pcapng".into(), ng, 48)];
+    let dsack = repo().join("../shared/traces/public/tcptrace__dsack.pcap");
+    if dsack.is_file() {
+        let f = std::fs::read(&dsack).unwrap();
+        let ng = to_pcapng(&records(f.clone()).0);
+        traces.push(("tcptrace__dsack.pcap".into(), f, 24));
+        traces.push(("tcptrace__dsack.pcapng".into(), ng, 48));
+    } else {
+        eprintln!("skipped the public trace: {} is absent", dsack.display());
+    }
+    // Two damaged timestamps in a row, or one beside damaged framing, can still pass: at most
+    // 1 in 50 of those found, and none in the issue's case (seed 7 over dsack's pcap).
+    let (mut found, mut passed) = (0, 0);
+    for (name, original, from) in &traces {
+        for seed in 1..=10 {
+            let n = if name.contains("dsack") { 3000 } else { density(original.len()) };
+            let (off_time, outside, bad) = times_after_damage(original, overwrite(original, *from, n, seed));
+            eprintln!("{name}, {n} bytes, seed {seed}: {bad} bad timestamps, {off_time} off, {outside} outside");
+            assert!(bad > 0, "{name} seed {seed}: no damaged timestamp found");
+            if name == "tcptrace__dsack.pcap" && seed == 7 {
+                assert_eq!((off_time, outside), (0, 0), "{name} seed {seed}: damaged times read");
+            }
+            found += bad;
+            passed += off_time as u64;
+        }
+    }
+    eprintln!("{found} damaged timestamps found, {passed} passed");
+    assert!(passed * 50 <= found, "{passed} damaged timestamps passed, {found} found");
+    // One record's seconds moved a year on, another's fraction out of range: both counted,
+    // given the time before; the records around them untouched.
+    let f = &traces[0].1;
+    let (orig, _, _) = records(f.clone());
+    let offs: Vec<u64> = orig.keys().copied().collect();
+    let mut bytes = f.clone();
+    let at = offs[100] as usize;
+    let sec = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) + 366 * 86_400;
+    bytes[at..at + 4].copy_from_slice(&sec.to_le_bytes());
+    let at = offs[200] as usize + 4;
+    bytes[at..at + 4].copy_from_slice(&2_000_000u32.to_le_bytes());
+    let (got, damage, err) = records(bytes);
+    assert!(damage.is_empty() && err.is_none());
+    assert_eq!(got.len(), orig.len());
+    for (i, (off, rec)) in got.iter().enumerate() {
+        let want = if i == 100 || i == 200 { orig[&offs[i - 1]].0 } else { orig[off].0 };
+        assert_eq!(rec.0, want, "record {i}");
+        assert_eq!(rec.1, orig[off].1, "record {i}");
+    }
+    let mut r = CaptureReader::from_bytes(std::fs::read(repo().join("tests/data/randloss-snd.pcap")).unwrap()).unwrap();
+    while let Ok(Some(_)) = r.next_record() {}
+    assert_eq!(r.bad_timestamps, 0, "an intact file has no damaged timestamp");
+}
+
+/// An intact record between two idle stretches longer than the bound (keepalives), and a
+/// clock stepped back, are not damage.
+#[test]
+fn idle_gaps_and_clock_steps_are_not_damaged_timestamps() {
+    let f = std::fs::read(repo().join("tests/data/randloss-snd.pcap")).unwrap();
+    let (orig, _, _) = records(f.clone());
+    let offs: Vec<u64> = orig.keys().copied().collect();
+    let mut bytes = f.clone();
+    // Record 50 alone 60 s after record 49, every later one 120 s after; from record 300 on,
+    // the clock 1,000 s back.
+    for (i, &off) in offs.iter().enumerate().skip(50) {
+        let at = off as usize;
+        let shift: i64 = if i == 50 { 60 } else { 120 } - if i >= 300 { 1000 } else { 0 };
+        let sec = (u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as i64 + shift) as u32;
+        bytes[at..at + 4].copy_from_slice(&sec.to_le_bytes());
+    }
+    let (got, _, _) = records(bytes.clone());
+    let mut r = CaptureReader::from_bytes(bytes).unwrap();
+    while let Ok(Some(_)) = r.next_record() {}
+    assert_eq!(r.bad_timestamps, 0);
+    for (i, (off, rec)) in got.iter().enumerate() {
+        let shift: i64 = if i < 50 {
+            0
+        } else if i == 50 {
+            60
+        } else {
+            120
+        } - if i >= 300 { 1000 } else { 0 };
+        assert_eq!(rec.0 as i64, orig[off].0 as i64 + shift * 1_000_000_000, "record {i}");
     }
 }

@@ -442,7 +442,12 @@ impl CaptureReader {
         {
             return None;
         }
-        let ts_ns = self.pcap_time(h.ts_sec, h.frac, nanos);
+        // A damaged timestamp (resync::TIME_OUTLIER_NS) is for the general path to decide.
+        let (unit, max) = if nanos { (1, 1_000_000_000) } else { (1000, 1_000_000) };
+        let ts_ns = h.ts_sec as u64 * 1_000_000_000 + h.frac as u64 * unit;
+        if h.frac >= max || self.time_suspect(ts_ns) {
+            return None;
+        }
         let offset = self.pos;
         let start = self.source.start + 16;
         self.consume(16 + caplen);
@@ -488,6 +493,9 @@ impl CaptureReader {
         }
         let iface = self.interfaces.get(word(8)? as usize)?;
         let ts_ns = iface.ts_ns(((word(12)? as u64) << 32) | word(16)? as u64);
+        if self.time_suspect(ts_ns) {
+            return None;
+        }
         let (orig_len, link_type) = (word(24)?.max(caplen as u32), iface.link_type);
         let offset = self.pos;
         let start = self.source.start + 28;
@@ -495,14 +503,6 @@ impl CaptureReader {
         self.frame += 1;
         self.last_ts_ns = ts_ns;
         Some((start, caplen, Record { ts_ns, data: &[], orig_len, link_type, frame: self.frame, offset }))
-    }
-
-    /// A classic pcap record's time in ns, counting an out-of-range fraction.
-    #[inline]
-    fn pcap_time(&mut self, ts_sec: u32, frac: u32, nanos: bool) -> u64 {
-        let (unit, max) = if nanos { (1, 1_000_000_000) } else { (1000, 1_000_000) };
-        self.bad_timestamps += (frac >= max) as u64;
-        ts_sec as u64 * 1_000_000_000 + frac as u64 * unit
     }
 
     /// Finds the next packet; returns its data as a range of `buffer()` plus the other fields.
@@ -613,7 +613,35 @@ impl CaptureReader {
             let mut out = None;
             match action {
                 Action::Packet { start, len, ts_ns, orig_len, link_type } => {
-                    let ts_ns = ts_ns.unwrap_or(self.last_ts_ns);
+                    let ts_ns = match ts_ns {
+                        Some(t) if self.time_suspect(t) => {
+                            let (next, framed) = match self.next_block_time(consumed)? {
+                                Some(next) => (next, true),
+                                None => (self.time_after_damage(consumed)?, false),
+                            };
+                            self.checked_time(t, next, |r| {
+                                if !framed {
+                                    return Ok(None);
+                                }
+                                // The block after the next, if the next one is whole (its
+                                // length checked out; the file may end inside it).
+                                let Some(&[a, b, c, d]) = r.window().get(consumed + 4..consumed + 8) else {
+                                    return Ok(None);
+                                };
+                                let len = if big_endian {
+                                    u32::from_be_bytes([a, b, c, d])
+                                } else {
+                                    u32::from_le_bytes([a, b, c, d])
+                                };
+                                if len < 12 || r.window().len() < consumed + len as usize {
+                                    return Ok(None);
+                                }
+                                Ok(r.next_block_time(consumed + len as usize)?.flatten())
+                            })?
+                        }
+                        Some(t) => t,
+                        None => self.last_ts_ns,
+                    };
                     out = Some((start, len, ts_ns, orig_len.max(len as u32), link_type));
                 }
                 Action::Section { big_endian } => {
@@ -634,6 +662,7 @@ impl CaptureReader {
                             end: self.pos,
                             reason: resync::Fault::BlockType(t).to_string(),
                             records_after: 0,
+                            file: None,
                         },
                         self.frame,
                     ));

@@ -39,6 +39,17 @@ const CHAIN_JUMP_S: u64 = 86_400;
 /// record, or captures concatenated years apart, are; a header read from a wrong place is not).
 const NEXT_JUMP_S: u64 = 366 * 86_400;
 
+/// A record whose time lies more than this (ns) outside the span from the time of the record
+/// before it to the record's after it has a damaged timestamp: a capture is in time order but
+/// for small steps, so an intact record lies between its neighbours (a lone keepalive between
+/// two idle minutes too), and a real jump (a clock step, files put together) is followed by the
+/// records after it. A random byte in the seconds moves them by more than this 96 times in 100.
+pub(super) const TIME_OUTLIER_NS: u64 = 10_000_000_000;
+
+/// How far after a record whose time is suspect, and after which damage begins, the record
+/// reading will go on from is looked for (bytes).
+const TIME_SCAN: usize = 1 << 16;
+
 /// A stretch of a file that was skipped because its bytes could not be records.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Damage {
@@ -50,6 +61,10 @@ pub struct Damage {
     pub reason: String,
     /// Records read after it, up to the next damage or the end of the file.
     pub records_after: u64,
+    /// The file it is in, when the summary is a trace's of several files (a ring's, summed by
+    /// [`crate::pass::FileSummary::sum`]); `None` in a file's own summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl Damage {
@@ -225,9 +240,156 @@ impl CaptureReader {
         self.caplen_bound
     }
 
+    /// Whether a record's time needs a look at the record after it (off the per-record path):
+    /// more than [`TIME_OUTLIER_NS`] from the record's before it.
+    #[inline(always)]
+    pub(super) fn time_suspect(&self, ts_ns: u64) -> bool {
+        self.last_ts_ns != 0 && ts_ns.abs_diff(self.last_ts_ns) > TIME_OUTLIER_NS
+    }
+
+    /// The time of a record whose timestamp says `ts_ns`, the record after it saying `next_ns`
+    /// (`None`: no record after it can be read): `ts_ns`, unless it lies outside the span of its
+    /// neighbours' times by more than [`TIME_OUTLIER_NS`] and is not within that of the record
+    /// after the next either (`after_next`: when the next one's timestamp is the damaged one);
+    /// then the timestamp is damaged, counted in `bad_timestamps`, and the record is given the
+    /// time of the record before it (its bytes are intact: leaving it out would make a hole in
+    /// the connection's sequence space, a loss that did not happen).
+    pub(super) fn checked_time(
+        &mut self,
+        ts_ns: u64,
+        next_ns: Option<u64>,
+        after_next: impl FnOnce(&mut Self) -> Result<Option<u64>, CaptureError>,
+    ) -> Result<u64, CaptureError> {
+        let last = self.last_ts_ns;
+        let outside = |n: u64| {
+            let (lo, hi) = (n.min(last), n.max(last));
+            ts_ns.saturating_add(TIME_OUTLIER_NS) < lo || ts_ns > hi.saturating_add(TIME_OUTLIER_NS)
+        };
+        if !self.time_suspect(ts_ns) {
+            return Ok(ts_ns);
+        }
+        // u64::MAX is where pcapng times past 2554 are clamped: a damaged one, so the record
+        // after it is the neighbour; so it is when the next block is not a packet.
+        let mut after_next = Some(after_next);
+        let next_ns = match next_ns {
+            Some(u64::MAX) | None => after_next.take().map_or(Ok(None), |f| f(self))?,
+            n => n,
+        };
+        if !next_ns.is_some_and(outside) {
+            return Ok(ts_ns);
+        }
+        if let Some(f) = after_next
+            && f(self)?.is_some_and(|n| n != u64::MAX && n.abs_diff(ts_ns) <= TIME_OUTLIER_NS)
+        {
+            return Ok(ts_ns);
+        }
+        self.bad_timestamps += 1;
+        Ok(last)
+    }
+
+    /// A classic pcap record's time in ns (`len`: the record's, header included; `next`: the
+    /// header after it, if in the file): a fraction out of range is a damaged timestamp,
+    /// counted and given the record before's time (the first record keeps its seconds); a time
+    /// far from both neighbours' is one too ([`CaptureReader::checked_time`]; when the header
+    /// after it cannot be right, the record after the damage is its neighbour).
+    pub(super) fn pcap_time(
+        &mut self,
+        h: RecHeader,
+        len: usize,
+        next: Option<RecHeader>,
+        nanos: bool,
+    ) -> Result<u64, CaptureError> {
+        let (unit, max) = if nanos { (1, 1_000_000_000) } else { (1000, 1_000_000) };
+        if h.frac >= max {
+            self.bad_timestamps += 1;
+            return Ok(if self.last_ts_ns != 0 { self.last_ts_ns } else { h.ts_sec as u64 * 1_000_000_000 });
+        }
+        let ts_ns = h.ts_sec as u64 * 1_000_000_000 + h.frac as u64 * unit;
+        if !self.time_suspect(ts_ns) {
+            return Ok(ts_ns);
+        }
+        let bound = self.caplen_bound();
+        let hl = len - h.caplen as usize;
+        let time = |n: RecHeader| {
+            (n.frac < max && n.fault(bound).is_none()).then(|| n.ts_sec as u64 * 1_000_000_000 + n.frac as u64 * unit)
+        };
+        let next_ns = match next {
+            Some(n) if time(n).is_some() => time(n),
+            // The header after it cannot be right: the time of the record reading will go on
+            // from.
+            Some(_) => self.time_after_damage(len)?,
+            None => None,
+        };
+        let big_endian = matches!(self.framing, Framing::Pcap { big_endian: true, .. });
+        self.checked_time(ts_ns, next_ns, |r| {
+            let Some(n) = next.filter(|&n| time(n).is_some()) else { return Ok(None) };
+            let at = len + hl + n.caplen as usize;
+            r.fill(at + hl)?;
+            Ok(if r.window().len() >= at + hl { time(RecHeader::read(r.window(), at, big_endian)) } else { None })
+        })
+    }
+
+    /// What the pcapng block `at` bytes into the window says of the time of a record before it
+    /// whose time is suspect: `Some(Some(t))`, the time of an enhanced packet block of a
+    /// described interface; `Some(None)`, nothing (the file ends, another block type);
+    /// `None`, the block cannot be right.
+    pub(super) fn next_block_time(&mut self, at: usize) -> Result<Option<Option<u64>>, CaptureError> {
+        self.fill(at + 28)?;
+        let Framing::Pcapng { big_endian } = self.framing else { return Ok(Some(None)) };
+        let w = self.window();
+        let word = |w: &[u8], i: usize| {
+            let b: [u8; 4] = w.get(at + i..at + i + 4)?.try_into().ok()?;
+            Some(if big_endian { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) })
+        };
+        let (Some(kind), Some(len)) = (word(w, 0), word(w, 4)) else { return Ok(Some(None)) };
+        if kind == 0x0A0D0D0A {
+            return Ok(Some(None));
+        }
+        if !known_block(kind) || len < 12 || len % 4 != 0 || len > MAX_BLOCK || (kind == 6 && len < 32) {
+            return Ok(None);
+        }
+        self.fill(at + len as usize)?;
+        let w = self.window();
+        match word(w, len as usize - 4) {
+            None => return Ok(Some(None)),
+            Some(trail) if trail != len => return Ok(None),
+            Some(_) => {}
+        }
+        if kind != 6 {
+            return Ok(Some(None));
+        }
+        let (iface, hi, lo) = (word(w, 8), word(w, 12), word(w, 16));
+        match (iface.and_then(|i| self.interfaces.get(i as usize)), hi, lo) {
+            (Some(i), Some(hi), Some(lo)) => Ok(Some(Some(i.ts_ns(((hi as u64) << 32) | lo as u64)))),
+            _ => Ok(None),
+        }
+    }
+
+    /// The time of the record where reading will go on after damage that starts `at` bytes
+    /// into the window (the end of a record whose time is suspect): that of the first chain
+    /// ([`CHAIN`] records, [`CHAIN_NG`] blocks) within [`TIME_SCAN`] bytes, if it starts with a
+    /// packet. Only for a suspect time after which damage begins: rare, and off the per-record
+    /// path. The window is filled to a fixed length first, so that the answer does not depend
+    /// on how the bytes arrive.
+    pub(super) fn time_after_damage(&mut self, at: usize) -> Result<Option<u64>, CaptureError> {
+        let ahead = CHAIN * (self.caplen_bound() as usize + 24) + 32;
+        self.fill(at + TIME_SCAN + ahead)?;
+        let Some(off) = (at + 1..at + TIME_SCAN).find(|&off| self.chain_in_window(off) == Some(true)) else {
+            return Ok(None);
+        };
+        Ok(match self.framing {
+            Framing::Pcap { big_endian, nanos, .. } => {
+                let h = RecHeader::read(self.window(), off, big_endian);
+                let unit = if nanos { 1 } else { 1000 };
+                Some(h.ts_sec as u64 * 1_000_000_000 + h.frac as u64 * unit)
+            }
+            Framing::Pcapng { .. } => self.next_block_time(off)?.flatten(),
+        })
+    }
+
     /// Notes the bytes from `start` to the position as damaged.
     fn damaged(&mut self, start: u64, fault: String) {
-        let d = Damage { start, end: self.pos, reason: fault, records_after: 0 };
+        let d = Damage { start, end: self.pos, reason: fault, records_after: 0, file: None };
         self.damage.push((d, self.frame));
     }
 
@@ -289,7 +451,8 @@ impl CaptureReader {
                 self.damaged(start, format!("the record header after it, at byte {at}: {f}"));
                 continue;
             }
-            let ts_ns = self.pcap_time(h.ts_sec, h.frac, nanos);
+            let next = (avail >= len + hl).then(|| RecHeader::read(self.window(), len, big_endian));
+            let ts_ns = self.pcap_time(h, len, next, nanos)?;
             let (offset, start) = (self.pos, self.source.start + hl);
             self.consume(len);
             self.frame += 1;

@@ -234,7 +234,8 @@ impl Read for Trickle {
 fn a_record_read_whole_or_in_pieces_gives_the_same_record_and_counts() {
     for (nanos, big_endian) in [(false, false), (false, true), (true, false), (true, true)] {
         let mut bytes = pcap(&pkts(), nanos, big_endian);
-        // The first record's fraction one second too large: counted, and its time kept as is.
+        // The first record's fraction one second too large: a damaged timestamp, counted; the
+        // first record has no record before it to take the time of, and keeps its seconds.
         let frac_at = 24 + 4;
         let frac = if nanos { 1_500_000_000u32 } else { 1_500_000 };
         let frac = if big_endian { frac.to_be_bytes() } else { frac.to_le_bytes() };
@@ -250,7 +251,7 @@ fn a_record_read_whole_or_in_pieces_gives_the_same_record_and_counts() {
         let pieces = read(CaptureReader::from_reader(Box::new(Trickle(io::Cursor::new(bytes.clone())))).unwrap());
         assert_eq!(whole, pieces, "nanos {nanos}, big endian {big_endian}");
         assert_eq!((whole.0.len(), whole.1, whole.2), (5, 1, bytes.len() as u64));
-        assert_eq!(whole.0[0].0 % 1_000_000_000, 500_000_000, "the out-of-range fraction is kept");
+        assert_eq!(whole.0[0].0 % 1_000_000_000, 0, "the out-of-range fraction is dropped");
     }
 }
 

@@ -576,7 +576,12 @@ impl Table for FilesTable {
             "",
             "segments carrying other TCP options, by kind (30 MPTCP, 34 TFO, …; kinds ≥ 63 as 63)",
         ),
-        Field::new("bad_timestamps", Kind::Int, "", "records whose µs/ns fraction was out of range"),
+        Field::new(
+            "bad_timestamps",
+            Kind::Int,
+            "",
+            "records with a damaged timestamp (a fraction out of range, or a time more than 10 s outside the span of its neighbours'), each given the time of the record before it ([capture.md](capture.md#damaged-captures))",
+        ),
         Field::new("first_ts_ns", Kind::Int, "ns since the epoch", "first record"),
         Field::new("last_ts_ns", Kind::Int, "ns since the epoch", "last record"),
         Field::nullable("error", Kind::Text, "", "why reading stopped early"),
@@ -585,7 +590,7 @@ impl Table for FilesTable {
             "damaged",
             Kind::List,
             "",
-            "stretches skipped because their bytes cannot be records, in file order: `start` and `end` (byte offsets in the decompressed stream: the first byte skipped, where reading resumed or the file's end), `reason` (what was wrong with the record or block at `start`), `records_after` (records read after it, up to the next damage or the end); reading goes on after each ([capture.md](capture.md#damaged-captures))",
+            "stretches skipped because their bytes cannot be records, in file order: `start` and `end` (byte offsets in the decompressed stream: the first byte skipped, where reading resumed or the file's end), `reason` (what was wrong with the record or block at `start`), `records_after` (records read after it, up to the next damage or the end), and `file` (only in a ring directory's summary, summed over its files: the file the stretch is in); reading goes on after each ([capture.md](capture.md#damaged-captures))",
         ),
     ];
 }

@@ -39,7 +39,7 @@ pub struct FileSummary {
     /// Segments carrying TCP options other than MSS, window scale, SACK and timestamps, by
     /// option kind (e.g. 30 MPTCP, 34 TCP Fast Open, 172 AccECN); kinds ≥ 63 are counted as 63.
     pub other_tcp_options: BTreeMap<u8, u64>,
-    /// Records with an out-of-range timestamp fraction.
+    /// Records with a damaged timestamp, given the previous record's time (capture.md).
     pub bad_timestamps: u64,
     /// First and last record time (ns since the epoch).
     pub first_ts_ns: u64,
@@ -108,8 +108,9 @@ impl FileSummary {
         self.format.is_none() && self.packets == 0
     }
 
-    /// One summary for a trace read from `files` (a ring's): the counts summed, the first
-    /// error named by its file. A trace of one file is that file's summary.
+    /// One summary for a trace read from `files` (a ring's): every count summed, the first
+    /// error named by its file (with its offset in that file), each file's damaged stretches
+    /// in file order, named by their file. A trace of one file is that file's summary.
     pub fn sum(path: &Path, files: &[FileSummary]) -> FileSummary {
         if let [one] = files
             && one.path == path
@@ -123,12 +124,22 @@ impl FileSummary {
             sum.packets += f.packets;
             sum.captured_bytes += f.captured_bytes;
             sum.tcp_packets += f.tcp_packets;
+            add_counts(&mut sum.skipped, &f.skipped);
+            add_counts(&mut sum.unknown_link_types, &f.unknown_link_types);
+            add_counts(&mut sum.anomalies, &f.anomalies);
+            add_counts(&mut sum.other_tcp_options, &f.other_tcp_options);
+            for (s, n) in sum.anomaly_counts.iter_mut().zip(f.anomaly_counts) {
+                *s += n;
+            }
+            sum.bad_timestamps += f.bad_timestamps;
+            sum.damaged.extend(f.damaged.iter().map(|d| Damage { file: Some(f.path.clone()), ..d.clone() }));
             sum.first_ts_ns = if sum.first_ts_ns == 0 { f.first_ts_ns } else { sum.first_ts_ns.min(f.first_ts_ns) };
             sum.last_ts_ns = sum.last_ts_ns.max(f.last_ts_ns);
             if sum.error.is_none()
                 && let Some(e) = &f.error
             {
                 sum.error = Some(format!("{}: {e}", f.path.display()));
+                sum.error_offset = f.error_offset;
             }
         }
         sum
@@ -143,6 +154,13 @@ impl FileSummary {
             }
         }
         self
+    }
+}
+
+/// Adds `from`'s counts to `to`'s.
+fn add_counts<K: Ord + Copy>(to: &mut BTreeMap<K, u64>, from: &BTreeMap<K, u64>) {
+    for (k, n) in from {
+        *to.entry(*k).or_default() += n;
     }
 }
 
@@ -234,5 +252,79 @@ pub(crate) fn open(path: &Path) -> (FileSummary, Option<CaptureReader>) {
             record_error(&mut summary, &e);
             (summary, None)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// A summary with every field set, each count `k` times a distinct base.
+    fn full(path: &str, k: u64, damage_at: u64) -> FileSummary {
+        let mut f = FileSummary {
+            path: path.into(),
+            format: Some(Format::Pcap),
+            compression: Some(Compression::None),
+            packets: 100 * k,
+            captured_bytes: 1000 * k,
+            tcp_packets: 90 * k,
+            bad_timestamps: 3 * k,
+            first_ts_ns: 5_000 * k,
+            last_ts_ns: 9_000 * k,
+            error: Some(format!("cut at {}", 77 * k)),
+            error_offset: Some(77 * k),
+            damaged: vec![Damage {
+                start: damage_at,
+                end: damage_at + 8,
+                reason: "r".into(),
+                records_after: k,
+                file: None,
+            }],
+            ..Default::default()
+        };
+        f.skipped.insert("not_tcp", 10 * k);
+        f.unknown_link_types.insert(147, 2 * k);
+        f.anomalies.insert("truncated_payload", 4 * k);
+        f.other_tcp_options.insert(30, 5 * k);
+        f
+    }
+
+    /// Every count of a ring's files is in their sum, damage too (named by its file): checked
+    /// on the JSON, so a field added later and left out of `sum` fails here.
+    #[test]
+    fn sum_keeps_every_count_and_the_damage() {
+        let files = [full("ring/a.pcap", 1, 40), full("ring/b.pcap", 2, 24)];
+        let sum = FileSummary::sum(Path::new("ring"), &files);
+        let (got, parts) = (serde_json::to_value(&sum).unwrap(), files.map(|f| serde_json::to_value(&f).unwrap()));
+        let Value::Object(got) = got else { panic!("a summary is an object") };
+        for (key, v) in &got {
+            let of = |i: usize| &parts[i][key];
+            match key.as_str() {
+                "path" => assert_eq!(v, "ring"),
+                "format" | "compression" => assert_eq!(v, of(0)),
+                "first_ts_ns" => assert_eq!(v, 5_000),
+                "last_ts_ns" => assert_eq!(v, 18_000),
+                "error" => assert_eq!(v, "ring/a.pcap: cut at 77"),
+                "error_offset" => assert_eq!(v, 77),
+                "damaged" => {
+                    let d = v.as_array().unwrap();
+                    assert_eq!(d.len(), 2, "{key}");
+                    assert_eq!((&d[0]["file"], &d[0]["start"]), (&Value::from("ring/a.pcap"), &Value::from(40)));
+                    assert_eq!((&d[1]["file"], &d[1]["start"]), (&Value::from("ring/b.pcap"), &Value::from(24)));
+                }
+                _ if v.is_u64() => assert_eq!(v.as_u64(), Some(of(0).as_u64().unwrap() * 3), "{key}"),
+                _ if v.is_object() => {
+                    let m = v.as_object().unwrap();
+                    assert!(!m.is_empty(), "{key} dropped");
+                    for (k, n) in m {
+                        assert_eq!(n.as_u64(), Some(of(0)[k].as_u64().unwrap() * 3), "{key}.{k}");
+                    }
+                }
+                _ => panic!("{key}: a field this test does not know; say how `sum` adds it"),
+            }
+        }
+        // A file's own summary has no `file` in its damage.
+        assert!(parts[0]["damaged"][0].get("file").is_none());
     }
 }

@@ -27,7 +27,7 @@ mod threads;
 
 pub use count::{Analysis, FileSummary};
 pub use engine::{Analyzer, EVICT_CLOSED_NS, EVICT_IDLE_NS, SweepClock};
-pub use threads::MAX_SHARDS;
+pub use threads::{MAX_SHARDS, shard_order};
 
 use std::io;
 use std::ops::Range;
@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use crate::analysis::Settings;
-use crate::capture::{TraceSet, Window, time};
+use crate::capture::{TraceSet, Window};
 use crate::flow::FlowKey;
 use crate::sink::Sink;
 use crate::stats::StatsSink;
@@ -61,8 +61,7 @@ pub struct Query {
     settings: Settings,
     threads: usize,
     only: Option<FlowKey>,
-    /// `None`: the local zone, looked up when a window needs it (reading the zone database
-    /// costs more than reading a small trace).
+    /// `None`: UTC (docs/cli.md#times-shown).
     tz: Option<jiff::tz::TimeZone>,
 }
 
@@ -176,7 +175,8 @@ impl Query {
         self
     }
 
-    /// The time zone clock times of a window are in (default: the local one).
+    /// The time zone clock times of a window are in, and its messages say times in (default:
+    /// UTC; `--local` gives the local one, docs/cli.md#times-shown).
     pub fn time_zone(mut self, tz: jiff::tz::TimeZone) -> Query {
         self.tz = Some(tz);
         self
@@ -335,7 +335,7 @@ impl Query {
 
     /// The time zone clock times are in.
     fn zone(&self) -> jiff::tz::TimeZone {
-        self.tz.clone().unwrap_or_else(time::local_zone)
+        self.tz.clone().unwrap_or(jiff::tz::TimeZone::UTC)
     }
 
     /// Opens the trace set of `paths` and places the window on it.

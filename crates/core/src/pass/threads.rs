@@ -206,8 +206,9 @@ fn hand_on(batch: &mut Batch, (full, empty): &Pipe) -> bool {
 
 /// The shard of each connection, in order of first appearance, from each shard's first frames
 /// (`firsts[s][k]`: frame of shard s's connection k). Frames are unique within a file, so this
-/// is exactly the order one analysis thread would have numbered them in.
-pub(crate) fn shard_order(firsts: &[Vec<u64>]) -> Vec<u8> {
+/// is exactly the order one analysis thread would have numbered them in. Public for the
+/// pipeline fuzz target, which joins shards it ran itself.
+pub fn shard_order(firsts: &[Vec<u64>]) -> Vec<u8> {
     let mut next = vec![0usize; firsts.len()];
     let total = firsts.iter().map(Vec::len).sum();
     (0..total)
