@@ -219,70 +219,146 @@ pub fn tsg(tsg: &Tsg, view: &TsgView) -> Figure {
     tsg_indexed(tsg, None, view)
 }
 
+/// The part of the plane a view shows: times `[x0, x1]` (s since the connection's first packet)
+/// and sequence numbers `[qlo, qhi]`, and the pixel columns it has.
+struct Frame {
+    x0: f64,
+    x1: f64,
+    qlo: i64,
+    qhi: i64,
+    columns: Option<u32>,
+}
+
+impl Frame {
+    fn of(tsg: &Tsg, view: &TsgView) -> Frame {
+        let x0 = view.from_s.unwrap_or(0.0);
+        Frame {
+            x0,
+            x1: view.to_s.unwrap_or(secs(tsg.last_ns)).max(x0),
+            qlo: view.seq_from.unwrap_or(i64::MIN),
+            qhi: view.seq_to.unwrap_or(i64::MAX),
+            columns: view.columns,
+        }
+    }
+
+    fn in_x(&self, t_ns: u64) -> bool {
+        let t = secs(t_ns);
+        t >= self.x0 && t <= self.x1
+    }
+
+    fn in_y(&self, lo: i64, hi: i64) -> bool {
+        hi >= self.qlo && lo <= self.qhi
+    }
+
+    fn seg_visible(&self, s: &DataSeg) -> bool {
+        self.in_x(s.t_ns) && self.in_y(s.payload_start().min(s.seq_off), s.end())
+    }
+
+    /// The pixel column (of `cols`) of time `t`.
+    fn column(&self, t: f64, cols: usize) -> usize {
+        ((((t - self.x0) / (self.x1 - self.x0).max(f64::MIN_POSITIVE)) * cols as f64) as usize).min(cols - 1)
+    }
+
+    /// The time at the middle of pixel column `c` (of `cols`).
+    fn column_x(&self, c: usize, cols: usize) -> f64 {
+        self.x0 + (c as f64 + 0.5) / cols as f64 * (self.x1 - self.x0)
+    }
+
+    /// The pixel columns when more than `AGGREGATE_FACTOR` items share each.
+    fn crowded(&self, items: usize) -> Option<usize> {
+        self.columns.filter(|&c| c > 0 && items > AGGREGATE_FACTOR * c as usize).map(|c| c as usize)
+    }
+}
+
+/// What was drawn spans, for the automatic y range: the data and the ack line (`lo`..`hi`), and
+/// the highest window edge (`win_hi`). The window line does not set the range: an advertised
+/// window far above the data left the data in the lower 40 % of the plot (issue 17); the line
+/// leaves the top instead, marked (`win above`).
+struct Extent {
+    lo: i64,
+    hi: i64,
+    win_hi: i64,
+}
+
+impl Extent {
+    fn add(&mut self, lo: i64, hi: i64) {
+        self.lo = self.lo.min(lo);
+        self.hi = self.hi.max(hi);
+    }
+}
+
 /// [`tsg`], using `index` (built by [`TsgIndex::new`] from this `tsg`) to aggregate without
 /// visiting every packet: the same figure, faster when zoomed out.
 pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figure {
     let index = index.filter(|ix| ix.lens == (tsg.segments.len(), tsg.acks.len()));
-    let x0 = view.from_s.unwrap_or(0.0);
-    let x1 = view.to_s.unwrap_or(secs(tsg.last_ns)).max(x0);
-    let in_x = |t_ns: u64| {
-        let t = secs(t_ns);
-        t >= x0 && t <= x1
-    };
-    let (qlo, qhi) = (view.seq_from.unwrap_or(i64::MIN), view.seq_to.unwrap_or(i64::MAX));
-    let in_y = |lo: i64, hi: i64| hi >= qlo && lo <= qhi;
+    let f = Frame::of(tsg, view);
+    let mut ext = Extent { lo: i64::MAX, hi: i64::MIN, win_hi: i64::MIN };
+    let mut remarks = Vec::new();
+    let (mut marks, n_acks, acks_crowded) = returning_marks(tsg, index, &f, &mut ext);
+    let (n_sack, sacks_crowded) = sack_marks(tsg, &f, &mut marks);
+    if acks_crowded || sacks_crowded {
+        remarks.push(format!(
+            "{n_acks} ACKs and {n_sack} SACK blocks, too many to draw one by one: each pixel column shows their range"
+        ));
+    }
+    segment_marks(tsg, index, &f, &mut ext, &mut marks, &mut remarks);
+    note_marks(tsg, &f, &mut marks);
 
-    // Packets are in trace order, normally also time order: then the visible ones are found by
-    // binary search (a zoomed-in view of a huge connection costs what it shows), else by a scan.
-    let all = &tsg.segments[..];
-    let (base, candidates) = if tsg.segments_time_ordered {
-        let lo = all.partition_point(|s| secs(s.t_ns) < x0);
-        (lo, &all[lo..lo + all[lo..].partition_point(|s| secs(s.t_ns) <= x1)])
-    } else {
-        (0, all)
+    // --- Axes ---
+    if ext.lo > ext.hi {
+        (ext.lo, ext.hi) = (0, 1);
+    }
+    let (y0, y1) = match (view.seq_from, view.seq_to) {
+        (Some(a), Some(b)) => (a as f64, b as f64),
+        (a, b) => {
+            let pad = ((ext.hi - ext.lo) as f64 * 0.03).max(1.0);
+            (a.map_or(ext.lo as f64 - pad, |v| v as f64), b.map_or(ext.hi as f64 + pad, |v| v as f64))
+        }
     };
-    let seg_visible = |s: &&DataSeg| in_x(s.t_ns) && in_y(s.payload_start().min(s.seq_off), s.end());
+    if view.seq_to.is_none() && ext.win_hi as f64 > y1 {
+        window_above(&mut marks, &mut remarks, f.x0, y1, ext.win_hi);
+    }
+    let x = Axis::new("time (s since the connection's first packet)", f.x0, f.x1, 8);
+    let y = Axis::new("relative sequence number (bytes, first payload byte = 0)", y0, y1, 8);
 
-    let mut marks = Vec::new();
-    // Extent of the data and the ack line, for the automatic y range. The window line does not
-    // set it: an advertised window far above the data left the data in the lower 40 % of the
-    // plot (issue 17); the line leaves the top instead, marked (`win above`).
-    let mut ylo = i64::MAX;
-    let mut yhi = i64::MIN;
-    // Highest window edge drawn.
-    let mut whi = i64::MIN;
-    let mut extend = |lo: i64, hi: i64| {
-        ylo = ylo.min(lo);
-        yhi = yhi.max(hi);
-    };
+    let title = view.title.clone().unwrap_or_else(|| {
+        let (from, to) = match tsg.dir {
+            crate::analysis::Dir::AtoB => (tsg.info.a, tsg.info.b),
+            crate::analysis::Dir::BtoA => (tsg.info.b, tsg.info.a),
+        };
+        format!("connection {} {}: {from} → {to} (time-sequence)", tsg.conn + 1, tsg.dir.name())
+    });
+    let legend = legend(&marks);
+    Figure { title, x, y, marks, legend, remarks }
+}
 
-    // --- Returning packets: ack line and window line, stair steps from the previous point ---
-    // The state at the left edge comes from the last point before it.
-    let first_vis = tsg.acks.partition_point(|p| secs(p.t_ns) < x0);
+/// The ack line and the window line from the returning packets in view, window marks first
+/// (drawn under the ack line): stair steps from the previous point, the state at the left edge
+/// from the last point before it; one step per pixel column when they crowd the columns. Also
+/// gives how many returning packets are in view and whether they were drawn per column.
+fn returning_marks(tsg: &Tsg, index: Option<&TsgIndex>, f: &Frame, ext: &mut Extent) -> (Vec<Mark>, usize, bool) {
+    let first_vis = tsg.acks.partition_point(|p| secs(p.t_ns) < f.x0);
+    // (x, highest ack, window edge) of the previous point.
     let mut prev = first_vis.checked_sub(1).map(|i| {
         let p = &tsg.acks[i];
         // The highest ack so far is that of the last point that advanced the line (each one is
         // above all before it), or the first point's if none did: a short walk back, not a scan.
         let max_ack = tsg.acks[..=i].iter().rev().find(|q| q.advances).unwrap_or(&tsg.acks[0]).ack_off;
-        (x0, max_ack, p.edge())
+        (f.x0, max_ack, p.edge())
     });
-    let mut remarks = Vec::new();
     let mut win_marks = Vec::new();
     let mut ack_marks = Vec::new();
-    let visible = &tsg.acks[first_vis..first_vis + tsg.acks[first_vis..].partition_point(|p| secs(p.t_ns) <= x1)];
-    // Column of a time when there are many more returning packets than pixel columns.
-    let ack_cols = view.columns.filter(|&c| c > 0 && visible.len() > AGGREGATE_FACTOR * c as usize).map(|c| c as usize);
-    let column =
-        |t: f64, cols: usize| ((((t - x0) / (x1 - x0).max(f64::MIN_POSITIVE)) * cols as f64) as usize).min(cols - 1);
+    let visible = &tsg.acks[first_vis..first_vis + tsg.acks[first_vis..].partition_point(|p| secs(p.t_ns) <= f.x1)];
+    let ack_cols = f.crowded(visible.len());
     if let Some(cols) = ack_cols {
         // One stair step per pixel column for each line, ending at the column's last value, and
         // one tick per column standing for all the repeats in it.
         let mut i = 0;
         while i < visible.len() {
-            let c = column(secs(visible[i].t_ns), cols);
-            let j = i + gallop(&visible[i..], |p| column(secs(p.t_ns), cols) == c);
+            let c = f.column(secs(visible[i].t_ns), cols);
+            let j = i + gallop(&visible[i..], |p| f.column(secs(p.t_ns), cols) == c);
             let col = &visible[i..j];
-            let x = x0 + (c as f64 + 0.5) / cols as f64 * (x1 - x0);
+            let x = f.column_x(c, cols);
             let last = &col[col.len() - 1];
             let (ack, repeats, edge_repeats) = match index {
                 // The column's summary from the blocks it spans.
@@ -302,8 +378,8 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
             let edge = last.edge();
             let (px, pack, pedge) = prev.unwrap_or((x, ack, edge));
             let ack = pack.max(ack);
-            if in_y(pack.min(ack), ack) {
-                extend(pack, ack);
+            if f.in_y(pack.min(ack), ack) {
+                ext.add(pack, ack);
                 let g = Color::Green;
                 let prims = vec![line(px, pack as f64, x, pack as f64, g), line(x, pack as f64, x, ack as f64, g)];
                 ack_marks.push(Mark { class: "ack step agg", frame: Some(col[0].frame), count: (j - i) as u32, prims });
@@ -312,8 +388,8 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
                     ack_marks.push(Mark { class: "ack dup agg", frame: Some(col[0].frame), count: repeats, prims });
                 }
             }
-            if in_y(pedge.min(edge), pedge.max(edge)) {
-                whi = whi.max(pedge.max(edge));
+            if f.in_y(pedge.min(edge), pedge.max(edge)) {
+                ext.win_hi = ext.win_hi.max(pedge.max(edge));
                 let y = Color::Yellow;
                 let prims = vec![line(px, pedge as f64, x, pedge as f64, y), line(x, pedge as f64, x, edge as f64, y)];
                 win_marks.push(Mark { class: "win step agg", frame: Some(col[0].frame), count: (j - i) as u32, prims });
@@ -336,13 +412,13 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
         let edge = p.edge();
         let Some((px, pack, pedge)) = prev else {
             // The first ACK of the connection starts both lines.
-            extend(p.ack_off, p.ack_off);
+            ext.add(p.ack_off, p.ack_off);
             prev = Some((x, p.ack_off, edge));
             continue;
         };
         let ack = pack.max(p.ack_off);
-        if in_y(pack.min(ack), ack) || in_y(p.ack_off, p.ack_off) {
-            extend(pack.min(p.ack_off), ack);
+        if f.in_y(pack.min(ack), ack) || f.in_y(p.ack_off, p.ack_off) {
+            ext.add(pack.min(p.ack_off), ack);
             let g = Color::Green;
             let mut prims = vec![line(px, pack as f64, x, pack as f64, g)];
             let class = if p.advances {
@@ -354,8 +430,8 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
             };
             ack_marks.push(Mark { class, frame: Some(p.frame), count: 1, prims });
         }
-        if in_y(pedge.min(edge), pedge.max(edge)) {
-            whi = whi.max(pedge.max(edge));
+        if f.in_y(pedge.min(edge), pedge.max(edge)) {
+            ext.win_hi = ext.win_hi.max(pedge.max(edge));
             let c = Color::Yellow;
             let mut prims = vec![line(px, pedge as f64, x, pedge as f64, c)];
             let class = if p.edge_repeats {
@@ -369,18 +445,21 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
         }
         prev = Some((x, ack, edge));
     }
-    marks.append(&mut win_marks);
-    marks.append(&mut ack_marks);
+    win_marks.append(&mut ack_marks);
+    (win_marks, visible.len(), ack_cols.is_some())
+}
 
-    // --- SACK blocks (D-SACKs always one by one; plain ones per column when too many) ---
-    let sacks: Vec<_> = tsg.sacks.iter().filter(|b| in_x(b.t_ns) && in_y(b.from, b.to)).collect();
+/// SACK blocks in view: D-SACKs always one by one, plain ones per pixel column when they crowd
+/// the columns. Gives how many plain blocks are in view and whether they were drawn per column.
+fn sack_marks(tsg: &Tsg, f: &Frame, marks: &mut Vec<Mark>) -> (usize, bool) {
+    let sacks: Vec<_> = tsg.sacks.iter().filter(|b| f.in_x(b.t_ns) && f.in_y(b.from, b.to)).collect();
     let n_sack = sacks.iter().filter(|b| !b.dsack).count();
-    let sack_cols = view.columns.filter(|&c| c > 0 && n_sack > AGGREGATE_FACTOR * c as usize).map(|c| c as usize);
+    let sack_cols = f.crowded(n_sack);
     let mut sack_buckets: Vec<Option<Bucket>> = vec![None; sack_cols.unwrap_or(0)];
     for b in sacks {
         let c = Color::Purple;
         if let (Some(cols), false) = (sack_cols, b.dsack) {
-            let k = column(secs(b.t_ns), cols);
+            let k = f.column(secs(b.t_ns), cols);
             let e = sack_buckets[k].get_or_insert((b.from, b.to, 0, b.frame));
             e.0 = e.0.min(b.from);
             e.1 = e.1.max(b.to);
@@ -397,22 +476,39 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
     let n_cols = sack_buckets.len();
     for (k, e) in sack_buckets.into_iter().enumerate() {
         let Some((lo, hi, n, frame)) = e else { continue };
-        let x = x0 + (k as f64 + 0.5) / n_cols as f64 * (x1 - x0);
-        marks.push(Mark { class: "sack agg", frame: Some(frame), count: n, prims: sack_bar(x, lo, hi) });
+        marks.push(Mark {
+            class: "sack agg",
+            frame: Some(frame),
+            count: n,
+            prims: sack_bar(f.column_x(k, n_cols), lo, hi),
+        });
     }
-    if ack_cols.is_some() || sack_cols.is_some() {
-        remarks.push(format!(
-            "{} ACKs and {n_sack} SACK blocks, too many to draw one by one: each pixel column shows their range",
-            visible.len()
-        ));
-    }
+    (n_sack, sack_cols.is_some())
+}
 
-    // --- Data segments, aggregated per pixel column if there are too many ---
+/// The data segments in view, aggregated per pixel column when the `new` ones outnumber the
+/// columns; the others (retransmissions, out-of-order, probes) always one by one, on top.
+fn segment_marks(
+    tsg: &Tsg,
+    index: Option<&TsgIndex>,
+    f: &Frame,
+    ext: &mut Extent,
+    marks: &mut Vec<Mark>,
+    remarks: &mut Vec<String>,
+) {
+    // Packets are in trace order, normally also time order: then the visible ones are found by
+    // binary search (a zoomed-in view of a huge connection costs what it shows), else by a scan.
+    let all = &tsg.segments[..];
+    let (base, candidates) = if tsg.segments_time_ordered {
+        let lo = all.partition_point(|s| secs(s.t_ns) < f.x0);
+        (lo, &all[lo..lo + all[lo..].partition_point(|s| secs(s.t_ns) <= f.x1)])
+    } else {
+        (0, all)
+    };
     // One pass over the visible segments (a zoomed-out view of a big connection has millions):
     // the extent, the count of new segments and their per-column buckets (used only if they
     // outnumber the columns), and the others, which are always drawn one by one.
-    let cols = view.columns.filter(|&c| c > 0).map(|c| c as usize);
-    // Per column: lowest start, highest end, count, first frame.
+    let cols = f.columns.filter(|&c| c > 0).map(|c| c as usize);
     let mut buckets: Vec<Option<Bucket>> = vec![None; cols.unwrap_or(0)];
     let (mut n_vis, mut n_plain) = (0usize, 0usize);
     let mut others: Vec<&DataSeg> = Vec::new();
@@ -420,9 +516,9 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
     // the sequence range count by their summaries, only those straddling its edges one by one.
     let indexed = index.filter(|_| tsg.segments_time_ordered).zip(cols);
     let take = |b: &SegSum| {
-        if b.hi_max < qlo || b.lo_min > qhi {
+        if b.hi_max < f.qlo || b.lo_min > f.qhi {
             Take::Nothing
-        } else if b.hi_min >= qlo && b.lo_max <= qhi {
+        } else if b.hi_min >= f.qlo && b.lo_max <= f.qhi {
             Take::All
         } else {
             Take::Look
@@ -431,18 +527,18 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
     if let Some((ix, cols)) = indexed {
         let mut i = 0;
         while i < candidates.len() {
-            let c = column(secs(candidates[i].t_ns), cols);
-            let j = i + gallop(&candidates[i..], |s| column(secs(s.t_ns), cols) == c);
+            let c = f.column(secs(candidates[i].t_ns), cols);
+            let j = i + gallop(&candidates[i..], |s| f.column(secs(s.t_ns), cols) == c);
             let acc = std::cell::Cell::new(None::<SegSum>);
             let add = |b: &SegSum| acc.set(Some(acc.get().map_or(*b, |a| a.merge(b))));
             ix.segs.visit(base + i, base + j, &take, &mut |b| add(b), &mut |k| {
-                if seg_visible(&&all[k]) {
+                if f.seg_visible(&all[k]) {
                     add(&seg_sum(&all[k]));
                 }
             });
             if let Some(b) = acc.get() {
                 n_vis += b.n as usize;
-                extend(b.lo_min, b.hi_max);
+                ext.add(b.lo_min, b.hi_max);
                 if let Some(nb) = b.new {
                     n_plain += nb.2 as usize;
                     buckets[c] = Some(nb);
@@ -452,21 +548,19 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
         }
         let (a, b) =
             (ix.others.partition_point(|&k| k < base), ix.others.partition_point(|&k| k < base + candidates.len()));
-        others.extend(ix.others[a..b].iter().map(|&k| &all[k]).filter(seg_visible));
+        others.extend(ix.others[a..b].iter().map(|&k| &all[k]).filter(|s| f.seg_visible(s)));
     }
-    for s in candidates.iter().filter(seg_visible).filter(|_| indexed.is_none()) {
+    for s in candidates.iter().filter(|s| f.seg_visible(s)).filter(|_| indexed.is_none()) {
         n_vis += 1;
-        extend(s.seq_off.min(s.payload_start()), s.end());
+        ext.add(s.seq_off.min(s.payload_start()), s.end());
         if s.kind != SegKind::New {
             others.push(s);
             continue;
         }
         n_plain += 1;
         if let Some(cols) = cols {
-            let t = secs(s.t_ns);
-            let c = (((t - x0) / (x1 - x0).max(f64::MIN_POSITIVE)) * cols as f64) as usize;
-            let c = c.min(cols - 1);
-            let b = buckets[c].get_or_insert((s.payload_start(), s.payload_end(), 0, s.frame));
+            let b =
+                buckets[f.column(secs(s.t_ns), cols)].get_or_insert((s.payload_start(), s.payload_end(), 0, s.frame));
             b.0 = b.0.min(s.payload_start());
             b.1 = b.1.max(s.payload_end());
             b.2 += 1;
@@ -474,12 +568,12 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
     }
     // PSH diamonds only where segments are at least 4 columns apart on average: on a dense
     // plot (bulk senders set PSH on most segments) they would bury the segments.
-    let psh = view.columns.is_none_or(|c| n_vis * 4 <= c as usize);
+    let psh = f.columns.is_none_or(|c| n_vis * 4 <= c as usize);
     match cols {
         Some(cols) if n_plain > cols => {
             for (c, b) in buckets.iter().enumerate() {
                 let Some((lo, hi, n, frame)) = *b else { continue };
-                let x = x0 + (c as f64 + 0.5) / cols as f64 * (x1 - x0);
+                let x = f.column_x(c, cols);
                 let (lo, hi) = (lo as f64, hi as f64);
                 let prims = vec![
                     line(x, lo, x, hi, Color::Fg),
@@ -501,13 +595,13 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
                     let look = |b: &SegSum| if take(b) == Take::Nothing { Take::Nothing } else { Take::Look };
                     ix.segs.visit(base, base + candidates.len(), &look, &mut |_| {}, &mut |k| {
                         let s = &all[k];
-                        if s.kind == SegKind::New && seg_visible(&s) {
+                        if s.kind == SegKind::New && f.seg_visible(s) {
                             marks.push(segment_mark(s, psh));
                         }
                     });
                 }
                 None => {
-                    for s in candidates.iter().filter(seg_visible).filter(|s| s.kind == SegKind::New) {
+                    for s in candidates.iter().filter(|s| f.seg_visible(s)).filter(|s| s.kind == SegKind::New) {
                         marks.push(segment_mark(s, psh));
                     }
                 }
@@ -517,9 +611,11 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
     for s in others {
         marks.push(segment_mark(s, psh));
     }
+}
 
-    // --- Notes ---
-    for n in tsg.notes.iter().filter(|n| in_x(n.t_ns) && in_y(n.y, n.y)) {
+/// The notes in view: SYN, FIN, RST, URG, ECN, zero window, third duplicate ACK.
+fn note_marks(tsg: &Tsg, f: &Frame, marks: &mut Vec<Mark>) {
+    for n in tsg.notes.iter().filter(|n| f.in_x(n.t_ns) && f.in_y(n.y, n.y)) {
         let (x, y) = (secs(n.t_ns), n.y as f64);
         let (class, color, mut prims) = match n.kind {
             NoteKind::Syn { .. } => ("note syn", Color::Orange, vec![at(Shape::Diamond { x, y }, Color::Orange)]),
@@ -540,58 +636,34 @@ pub fn tsg_indexed(tsg: &Tsg, index: Option<&TsgIndex>, view: &TsgView) -> Figur
         prims.push(text(x, y, anchor, n.kind.label(), color));
         marks.push(Mark { class, frame: Some(n.frame), count: 1, prims });
     }
+}
 
-    // --- Axes ---
-    if ylo > yhi {
-        (ylo, yhi) = (0, 1);
+/// Where the window line first goes above the top `y1` of the plot (from `x0` on): an arrow and
+/// "window ↑" there, and a remark with the highest edge `win_hi`.
+fn window_above(marks: &mut Vec<Mark>, remarks: &mut Vec<String>, x0: f64, y1: f64, win_hi: i64) {
+    let above = |ya: f64, yb: f64| ya.max(yb) > y1;
+    let first = marks
+        .iter()
+        .filter(|m| m.class.starts_with("win"))
+        .flat_map(|m| &m.prims)
+        .filter_map(|p| match p.shape {
+            Shape::Line { x1: xa, y1: ya, x2: xb, y2: yb } if above(ya, yb) => {
+                Some(if ya > y1 { xa.min(xb) } else { xb.max(xa) })
+            }
+            Shape::Tick { x, y, .. } if y > y1 => Some(x),
+            _ => None,
+        })
+        .fold(f64::INFINITY, f64::min)
+        .max(x0);
+    if first.is_finite() {
+        let c = Color::Yellow;
+        let prims =
+            vec![at(Shape::Arrow { x: first, y: y1, way: Way::Up }, c), text(first, y1, Anchor::Below, "window ↑", c)];
+        marks.push(Mark { class: "win above", frame: None, count: 1, prims });
+        remarks.push(format!(
+            "the window line leaves the top from {first:.3} s (up to {win_hi} bytes); the y scale follows the data"
+        ));
     }
-    let (y0, y1) = match (view.seq_from, view.seq_to) {
-        (Some(a), Some(b)) => (a as f64, b as f64),
-        (a, b) => {
-            let pad = ((yhi - ylo) as f64 * 0.03).max(1.0);
-            (a.map_or(ylo as f64 - pad, |v| v as f64), b.map_or(yhi as f64 + pad, |v| v as f64))
-        }
-    };
-    if view.seq_to.is_none() && whi as f64 > y1 {
-        // Where the window line first goes above the top: an arrow and "window ↑" there.
-        let above = |ya: f64, yb: f64| ya.max(yb) > y1;
-        let first = marks
-            .iter()
-            .filter(|m| m.class.starts_with("win"))
-            .flat_map(|m| &m.prims)
-            .filter_map(|p| match p.shape {
-                Shape::Line { x1: xa, y1: ya, x2: xb, y2: yb } if above(ya, yb) => {
-                    Some(if ya > y1 { xa.min(xb) } else { xb.max(xa) })
-                }
-                Shape::Tick { x, y, .. } if y > y1 => Some(x),
-                _ => None,
-            })
-            .fold(f64::INFINITY, f64::min)
-            .max(x0);
-        if first.is_finite() {
-            let c = Color::Yellow;
-            let prims = vec![
-                at(Shape::Arrow { x: first, y: y1, way: Way::Up }, c),
-                text(first, y1, Anchor::Below, "window ↑", c),
-            ];
-            marks.push(Mark { class: "win above", frame: None, count: 1, prims });
-            remarks.push(format!(
-                "the window line leaves the top from {first:.3} s (up to {whi} bytes); the y scale follows the data"
-            ));
-        }
-    }
-    let x = Axis::new("time (s since the connection's first packet)", x0, x1, 8);
-    let y = Axis::new("relative sequence number (bytes, first payload byte = 0)", y0, y1, 8);
-
-    let title = view.title.clone().unwrap_or_else(|| {
-        let (from, to) = match tsg.dir {
-            crate::analysis::Dir::AtoB => (tsg.info.a, tsg.info.b),
-            crate::analysis::Dir::BtoA => (tsg.info.b, tsg.info.a),
-        };
-        format!("connection {} {}: {from} → {to} (time-sequence)", tsg.conn + 1, tsg.dir.name())
-    });
-    let legend = legend(&marks);
-    Figure { title, x, y, marks, legend, remarks }
 }
 
 /// Legend entries for the classes present (the basic ones always).
