@@ -195,7 +195,7 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs, tz: &TimeZ
     // for 200,000 connections (~800 MB) cost three times the analysis when printed by one thread.
     let table = Table::new(tz.clone());
     in_parallel_blocks(out, &ids, TEXT_BLOCK, |ids| {
-        let mut buf = Vec::with_capacity(ids.len() * 4096);
+        let mut buf = Vec::with_capacity(ids.len() * CONN_TEXT);
         let mut cell = Vec::with_capacity(32);
         for &id in ids {
             table.connection(&mut buf, &an.conns[id - 1], id, &mut cell);
@@ -360,6 +360,11 @@ fn csv_cell(w: &mut csv::Writer<Vec<u8>>, v: Cell) -> csv::Result<()> {
 /// within it.
 const TEXT_BLOCK: usize = 2048;
 const TEXT_CHUNK: usize = 256;
+
+/// Bytes of a connection's text, for the buffers: a row per direction field and the head lines
+/// (a guess too small made every block's buffer grow by copying: +90 M instructions of
+/// `memcpy` on 300,000 packets of short connections when two fields were added).
+const CONN_TEXT: usize = ROW * json::DIR_FIELDS + 512;
 
 /// The column heads, as `format!("  {:<26} {:>20} {:>20}\n", "", "a2b", "b2a")`.
 const COLUMNS: &[u8] = b"                                              a2b                  b2a\n";
@@ -566,6 +571,19 @@ mod tests {
     use super::*;
     use tcpscope_core::flow::{ConnInfo, SplitReason};
     use tcpscope_core::stats::DirStats;
+
+    #[test]
+    fn a_connections_text_fits_its_buffer() {
+        let table = Table::new(TimeZone::UTC);
+        let mut cell = Vec::new();
+        for id in 1..=12 {
+            for v6 in [false, true] {
+                let mut buf = Vec::new();
+                table.connection(&mut buf, &sample(id, v6, false), id, &mut cell);
+                assert!(buf.len() <= CONN_TEXT, "{} bytes", buf.len());
+            }
+        }
+    }
 
     #[test]
     fn column_heads_as_formatted() {
