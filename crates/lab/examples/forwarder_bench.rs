@@ -19,10 +19,10 @@
 //! catch up with a burst, so what it offered is measured, not assumed. `FORWARDER_BENCH_RPS=0`:
 //! no RPS on the receiving veths; `FORWARDER_BENCH_LOG=null`: the forwarder logs to /dev/null.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use tcpscope_lab::delay::{Addr, Effect, Forwarder};
+use tcpscope_lab::delay::{Addr, Effect, Forwarder, packet_socket};
 use tcpscope_lab::netns::{Namespaces, cmd, in_ns, spawn_in};
 
 const FRAME: usize = 1514;
@@ -149,7 +149,7 @@ fn run(mbit: f64, secs: f64, burst: u32, rounds: u32) -> Result<(), String> {
 /// `burst`) for `secs`; returns (frames sent, seconds taken).
 fn generate(ns: &str, interval: Duration, burst: u32, secs: f64) -> Result<(u64, f64), String> {
     let h = spawn_in(ns, move || -> Result<(u64, f64), String> {
-        let fd = packet_socket("gen0").map_err(|e| format!("gen0: {e}"))?;
+        let fd = packet_socket("gen0", 0, 0).map_err(|e| format!("gen0: {e}"))?;
         // A frame of an experimental EtherType (0x88b5) to the broadcast address: nothing on the
         // far side takes it, so it is dropped there after the forwarder.
         let mut frame = vec![0u8; FRAME];
@@ -178,37 +178,4 @@ fn generate(ns: &str, interval: Duration, burst: u32, secs: f64) -> Result<(u64,
         Ok((sent, t0.elapsed().as_secs_f64()))
     });
     h.join().map_err(|_| "generator panicked".to_string())??
-}
-
-/// An AF_PACKET socket bound to `ifname`, for sending only (protocol 0: it receives nothing).
-fn packet_socket(ifname: &str) -> std::io::Result<OwnedFd> {
-    let name = std::ffi::CString::new(ifname).map_err(std::io::Error::other)?;
-    // SAFETY: plain system calls with valid arguments; the fd is owned right after.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a new descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: `name` is NUL-terminated and outlives the call.
-    let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-    if ifindex == 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: sockaddr_ll is plain data; all-zero is a valid value to fill in.
-    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_ifindex = ifindex as i32;
-    // SAFETY: `sll` is a valid sockaddr_ll and the length is its size.
-    let r = unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
-            std::mem::size_of::<libc::sockaddr_ll>() as u32,
-        )
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(fd)
 }

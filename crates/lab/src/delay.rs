@@ -152,6 +152,41 @@ impl Coin {
     }
 }
 
+/// An AF_PACKET socket bound to `ifname` for protocol `proto` (network byte order; 0 receives
+/// nothing, for a socket that only sends), with `flags` (`SOCK_NONBLOCK`) on its type.
+pub fn packet_socket(ifname: &str, proto: u16, flags: i32) -> io::Result<OwnedFd> {
+    let name = std::ffi::CString::new(ifname).map_err(io::Error::other)?;
+    // SAFETY: plain system calls with valid arguments; the fd is owned right after.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | flags, i32::from(proto)) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if ifindex == 0 {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface {ifname}")));
+    }
+    // SAFETY: sockaddr_ll is plain data; all-zero is a valid value to fill in.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = proto;
+    sll.sll_ifindex = ifindex as i32;
+    // SAFETY: `sll` is a valid sockaddr_ll and the length is its size.
+    let r = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
 /// An AF_PACKET socket bound to one interface (all protocols, outgoing copies ignored).
 struct PacketSocket {
     fd: OwnedFd,
@@ -159,36 +194,7 @@ struct PacketSocket {
 
 impl PacketSocket {
     fn bind(ifname: &str) -> io::Result<PacketSocket> {
-        let name = std::ffi::CString::new(ifname).map_err(io::Error::other)?;
-        let proto = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: plain system calls with valid arguments; the fd is owned right after.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, i32::from(proto)) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a new descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: `name` is a NUL-terminated string that outlives the call.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        if ifindex == 0 {
-            return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface {ifname}")));
-        }
-        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value to fill in.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = proto;
-        sll.sll_ifindex = ifindex as i32;
-        // SAFETY: `sll` is a valid sockaddr_ll and the length is its size.
-        let r = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let fd = packet_socket(ifname, (libc::ETH_P_ALL as u16).to_be(), libc::SOCK_NONBLOCK)?;
         let one: i32 = 1;
         // PACKET_IGNORE_OUTGOING (Linux 4.20): the frames this forwarder sends on an interface are
         // not read back from it.
