@@ -8,7 +8,7 @@
 //! counterpart.
 
 pub use crate::conn::{ConnIdx, Dir};
-use crate::decode::Flags;
+use crate::decode::{Checksum, Flags};
 use crate::seq::{SeqNum, SeqOff};
 
 /// Where an event happened: the evidence every event carries.
@@ -70,6 +70,9 @@ pub struct SegmentInfo {
     pub wscale_opt: Option<u8>,
     /// SACK-permitted option present.
     pub sack_permitted: bool,
+    /// What verifying its checksums found (never [`Checksum::Bad`]: such a segment is not
+    /// analysed, [`Event::ChecksumError`]).
+    pub checksum: Checksum,
 }
 
 impl SegmentInfo {
@@ -325,6 +328,10 @@ pub enum Event {
     /// An ACK ended exactly on a segment but an earlier segment it covers was sent later
     /// (a retransmission): no sample (tcptrace "post-loss acks").
     PostLossAck,
+    /// A segment whose checksum fails (not checksum offload), with checksum verification on:
+    /// counted in its connection and direction, and not analysed (docs/statistics.md §
+    /// Checksums).
+    ChecksumError,
     /// Analysis state hit a fixed capacity; numbers after this point may be approximate.
     AnalysisPartial {
         /// Which structure.
@@ -374,6 +381,7 @@ impl Event {
             Event::RttSample { .. } => "rtt_sample",
             Event::KarnDiscard => "karn_discard",
             Event::PostLossAck => "post_loss_ack",
+            Event::ChecksumError => "checksum_error",
             Event::AnalysisPartial { .. } => "analysis_partial",
         }
     }
@@ -431,6 +439,7 @@ impl Event {
             }
             Event::KarnDiscard => String::new(),
             Event::PostLossAck => String::new(),
+            Event::ChecksumError => String::new(),
             Event::AnalysisPartial { what } => what.to_string(),
         }
     }

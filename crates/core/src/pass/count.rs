@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::capture::{CaptureError, CaptureReader, Compression, Damage, Format, Record};
-use crate::decode::{self, Anomaly, Segment, Skip};
+use crate::decode::{self, Anomaly, Checksum, Segment, Skip};
 use crate::stats::ConnStats;
 
 /// Packets between two progress reports.
@@ -27,7 +27,7 @@ pub struct FileSummary {
     /// Records decoded as TCP segments.
     pub tcp_packets: u64,
     /// Records skipped, by reason (`not_ip`, `not_tcp`, `ip_fragment`, `truncated_header`,
-    /// `malformed`, `unknown_link_type`).
+    /// `malformed`, `unknown_link_type`, `checksum_error`).
     pub skipped: BTreeMap<&'static str, u64>,
     /// Records of link types tcpscope does not decode, by LINKTYPE value.
     pub unknown_link_types: BTreeMap<u32, u64>,
@@ -58,18 +58,25 @@ pub struct FileSummary {
 /// Counts a record in the file's summary and decodes it; `None` when it carries no TCP segment
 /// (the reason is counted).
 #[inline]
-pub(crate) fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>) -> Option<Segment<'a>> {
+pub(crate) fn count_and_decode<'a>(sum: &mut FileSummary, rec: &Record<'a>, checksums: bool) -> Option<Segment<'a>> {
     let mut seg = Segment::EMPTY;
-    let payload = count_and_decode_into(sum, rec, &mut seg)?;
+    let payload = count_and_decode_into(sum, rec, &mut seg, checksums)?;
     Some(Segment { payload, ..seg })
 }
 
 /// [`count_and_decode`] into `seg` ([`decode::decode_into`]): the payload is returned.
+///
+/// With `checksums`, the segment's checksums are verified ([`decode::checksum`]); one that
+/// fails (not offload) is counted in `skipped` as `checksum_error`, not in `tcp_packets`, and
+/// still returned, marked [`Checksum::Bad`], for the analyzer to count in its connection
+/// without analysing it. Without, `seg.checksum` is left alone (`NotVerified` from
+/// [`Segment::EMPTY`]).
 #[inline]
 pub(crate) fn count_and_decode_into<'a>(
     sum: &mut FileSummary,
     rec: &Record<'a>,
     seg: &mut Segment<'_>,
+    checksums: bool,
 ) -> Option<&'a [u8]> {
     sum.packets += 1;
     sum.captured_bytes += rec.data.len() as u64;
@@ -87,6 +94,13 @@ pub(crate) fn count_and_decode_into<'a>(
             return None;
         }
     };
+    if checksums {
+        seg.checksum = decode::checksum::verify(rec.link_type, rec.data, rec.orig_len);
+        if seg.checksum == Checksum::Bad {
+            *sum.skipped.entry("checksum_error").or_default() += 1;
+            return Some(payload);
+        }
+    }
     sum.tcp_packets += 1;
     if seg.anomalies.0 != 0 {
         for a in seg.anomalies.iter() {
@@ -195,9 +209,10 @@ pub(crate) fn read_segments(
     reader: &mut CaptureReader,
     sum: &mut FileSummary,
     progress: &(dyn Fn(u64, u64) + Sync),
+    checksums: bool,
     mut each: impl FnMut(&Segment<'_>, u64, u64) -> bool,
 ) -> Option<CaptureError> {
-    read_records(reader, sum, progress, |sum, rec| match count_and_decode(sum, rec) {
+    read_records(reader, sum, progress, |sum, rec| match count_and_decode(sum, rec, checksums) {
         Some(seg) => each(&seg, rec.frame, rec.ts_ns),
         None => true,
     })

@@ -9,9 +9,9 @@
 use std::io;
 
 use super::count::{FileSummary, count_and_decode};
-use crate::analysis::{ConnIdx, Connection, Settings};
+use crate::analysis::{At, ConnIdx, Connection, Event, Settings};
 use crate::capture::Record;
-use crate::decode::Segment;
+use crate::decode::{Checksum, Segment};
 use crate::flow::{FlowKey, FlowTable};
 use crate::sink::Sink;
 
@@ -100,15 +100,15 @@ impl<S: Sink> Analyzer<S> {
 
     /// Processes one record: counts it in [`Analyzer::summary`], decodes it, analyses it.
     pub fn record(&mut self, rec: &Record<'_>) {
-        if let Some(seg) = count_and_decode(&mut self.summary, rec) {
+        if let Some(seg) = count_and_decode(&mut self.summary, rec, self.settings.checksums) {
             self.segment(&seg, rec.frame, rec.ts_ns);
         }
     }
 
     /// Analyses one decoded segment (frame number and time from its record), after the sweep
     /// due before it, if any; returns the index of its connection (0-based; ids are this plus
-    /// one).
-    pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
+    /// one), `None` for a damaged segment outside any connection ([`Analyzer::damaged`]).
+    pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> Option<ConnIdx> {
         let due = self.clock.tick(ts_ns);
         self.segment_after_sweep(due, seg, frame, ts_ns)
     }
@@ -118,9 +118,12 @@ impl<S: Sink> Analyzer<S> {
     /// one the trace's [`SweepClock`] made due before this packet. An analyzer that sees only
     /// some of a trace's packets (a shard) so sweeps at the same points between its packets as
     /// one analyzer seeing all of them would.
-    pub fn segment_after_sweep(&mut self, swept_ns: u64, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
+    pub fn segment_after_sweep(&mut self, swept_ns: u64, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> Option<ConnIdx> {
         if swept_ns > self.swept_ns {
             self.sweep(swept_ns);
+        }
+        if seg.checksum == Checksum::Bad {
+            return self.damaged(seg, frame, ts_ns);
         }
         let found = self.flows.lookup(seg).and_then(|(idx, dir)| {
             let conn = self.conns[idx].as_deref()?;
@@ -148,7 +151,23 @@ impl<S: Sink> Analyzer<S> {
         if let Some(conn) = self.conns[idx].as_deref_mut() {
             conn.on_segment(seg, dir, frame, ts_ns, &self.settings, &mut self.sink);
         }
-        idx
+        Some(idx)
+    }
+
+    /// A segment whose checksum fails (not offload): its fields cannot be trusted, so it is
+    /// not analysed and starts no connection; when its 4-tuple is a live connection's, it is
+    /// counted there ([`Event::ChecksumError`]) and its connection returned.
+    // Out of line: kept off the per-packet path, whose inlining it would otherwise change.
+    #[cold]
+    #[inline(never)]
+    fn damaged(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> Option<ConnIdx> {
+        let (idx, dir) = self.flows.lookup(seg)?;
+        let conn = self.conns[idx].as_deref()?;
+        if expired(conn, ts_ns) {
+            return None;
+        }
+        self.sink.event(&At { conn: idx, dir, frame, ts_ns }, &Event::ChecksumError);
+        Some(idx)
     }
 
     /// Drops the analysis state of connections that have expired by trace time `now`.
