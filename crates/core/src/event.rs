@@ -8,7 +8,7 @@
 //! counterpart.
 
 pub use crate::conn::{ConnIdx, Dir};
-use crate::decode::{Checksum, Flags};
+use crate::decode::Flags;
 use crate::seq::{SeqNum, SeqOff};
 
 /// Where an event happened: the evidence every event carries.
@@ -70,9 +70,6 @@ pub struct SegmentInfo {
     pub wscale_opt: Option<u8>,
     /// SACK-permitted option present.
     pub sack_permitted: bool,
-    /// What verifying its checksums found (never [`Checksum::Bad`]: such a segment is not
-    /// analysed, [`Event::ChecksumError`]).
-    pub checksum: Checksum,
 }
 
 impl SegmentInfo {
@@ -332,6 +329,12 @@ pub enum Event {
     /// counted in its connection and direction, and not analysed (docs/statistics.md §
     /// Checksums).
     ChecksumError,
+    /// A segment whose checksums were verified and analysed (`--checksums`): right, or
+    /// failing as checksum offload on the capturing host leaves them (`offloaded`).
+    ChecksumVerified {
+        /// The TCP checksum holds what offload leaves, not the right sum.
+        offloaded: bool,
+    },
     /// Analysis state hit a fixed capacity; numbers after this point may be approximate.
     AnalysisPartial {
         /// Which structure.
@@ -382,6 +385,7 @@ impl Event {
             Event::KarnDiscard => "karn_discard",
             Event::PostLossAck => "post_loss_ack",
             Event::ChecksumError => "checksum_error",
+            Event::ChecksumVerified { .. } => "checksum_verified",
             Event::AnalysisPartial { .. } => "analysis_partial",
         }
     }
@@ -440,6 +444,7 @@ impl Event {
             Event::KarnDiscard => String::new(),
             Event::PostLossAck => String::new(),
             Event::ChecksumError => String::new(),
+            Event::ChecksumVerified { offloaded } => if offloaded { "offloaded" } else { "" }.to_string(),
             Event::AnalysisPartial { what } => what.to_string(),
         }
     }

@@ -6,7 +6,6 @@
 
 use crate::analysis::{At, ConnIdx, Event, RttKind, SegmentInfo, Sink};
 use crate::conn::ConnId;
-use crate::decode::Checksum;
 use crate::flow::ConnInfo;
 use crate::seq::SeqNum;
 
@@ -317,10 +316,6 @@ impl Sink for StatsSink {
             d.truncated_packets += 1;
             d.truncated_bytes += s.truncated_bytes as u64;
         }
-        if s.checksum != Checksum::NotVerified {
-            d.checksum_errors.get_or_insert(0);
-            *d.checksum_offloaded.get_or_insert(0) += (s.checksum == Checksum::Offloaded) as u64;
-        }
     }
 
     fn event(&mut self, at: &At, ev: &Event) {
@@ -349,6 +344,10 @@ impl Sink for StatsSink {
             Event::ChecksumError => {
                 *d.checksum_errors.get_or_insert(0) += 1;
                 d.checksum_offloaded.get_or_insert(0);
+            }
+            Event::ChecksumVerified { offloaded } => {
+                d.checksum_errors.get_or_insert(0);
+                *d.checksum_offloaded.get_or_insert(0) += offloaded as u64;
             }
             Event::AckAdvance { bytes } => {
                 d.acked_bytes += bytes;

@@ -323,7 +323,6 @@ impl Connection {
             mss: seg.options.mss,
             wscale_opt: seg.options.wscale,
             sack_permitted: seg.options.sack_permitted,
-            checksum: seg.checksum,
         });
     }
 }

@@ -4,7 +4,9 @@
 use std::io;
 use std::path::Path;
 
-use super::count::{FileSummary, PROGRESS_EVERY, count_and_decode, open, read_segments, record_error};
+use super::count::{
+    FileSummary, PROGRESS_EVERY, count_and_decode, open, read_segments, record_error, verify_checksums,
+};
 use super::engine::{Analyzer, SweepClock};
 use crate::analysis::Settings;
 use crate::capture::{SetReader, TraceSet};
@@ -82,7 +84,10 @@ pub(crate) fn set<S: Sink>(
         match item {
             Ok((f, rec)) => {
                 let p = summary(&mut summaries, &mut an.sink, f);
-                if let Some(seg) = count_and_decode(&mut summaries[p], &rec, settings.checksums) {
+                if let Some(mut seg) = count_and_decode(&mut summaries[p], &rec) {
+                    if settings.checksums {
+                        verify_checksums(&mut summaries[p], &rec, &mut seg);
+                    }
                     an.set_file(file_base + p);
                     an.segment(&seg, rec.frame, rec.ts_ns);
                     if !an.go_on() {

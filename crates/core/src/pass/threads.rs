@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::mpsc;
 
-use super::count::{FileSummary, count_and_decode_into, open, read_records};
+use super::count::{FileSummary, count_and_decode_into, open, read_records, verify_checksums};
 use super::engine::{Analyzer, SweepClock};
 use crate::analysis::{At, ConnIdx, Event, Evidence, SegmentInfo, Settings};
 use crate::capture::{CaptureError, CaptureReader};
@@ -162,8 +162,11 @@ fn read_batches(
     let mut guess = 0;
     let error = read_records(&mut reader, &mut summary, progress, |sum, rec| {
         let d = batches[guess].free();
-        if count_and_decode_into(sum, rec, &mut d.seg, checksums).is_none() {
+        if count_and_decode_into(sum, rec, &mut d.seg).is_none() {
             return true;
+        }
+        if checksums {
+            verify_checksums(sum, rec, &mut d.seg);
         }
         (d.frame, d.ts_ns, d.swept_ns) = (rec.frame, rec.ts_ns, clock.tick(rec.ts_ns));
         let s = if n == 1 { 0 } else { FlowKey::shard(&d.seg, n) };
