@@ -114,6 +114,11 @@ pub struct CommonArgs {
     /// starts a new connection on the same 4-tuple.
     #[arg(long, value_name = "SECONDS", default_value_t = 240.0)]
     pub idle_split: f64,
+    /// Verify IPv4 header and TCP checksums: a damaged segment is counted per direction
+    /// (`checksum_errors`) and not analysed; checksum offload is told apart
+    /// (`checksum_offloaded`). Off by default: it reads every payload byte.
+    #[arg(long)]
+    pub checksums: bool,
     /// Never show a progress bar, nor list the damaged stretches of a capture on stderr
     /// (errors are still said; `--json` keeps the damage in its file summaries).
     #[arg(long, short = 'q')]
@@ -330,6 +335,11 @@ pub struct ViewCommon {
     /// starts a new connection on the same 4-tuple.
     #[arg(long, value_name = "SECONDS", default_value_t = 240.0)]
     pub idle_split: f64,
+    /// Verify IPv4 header and TCP checksums: a damaged segment is counted per direction
+    /// (`checksum_errors`) and not analysed; checksum offload is told apart
+    /// (`checksum_offloaded`). Off by default: it reads every payload byte.
+    #[arg(long)]
+    pub checksums: bool,
     /// Do not list the damaged stretches of a capture on stderr (errors are still said).
     #[arg(long, short = 'q')]
     pub quiet: bool,

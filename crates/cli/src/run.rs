@@ -103,7 +103,12 @@ pub fn settings(args: &CommonArgs) -> io::Result<Settings> {
     if args.idle_split.is_nan() || args.idle_split <= 0.0 {
         return Err(io::Error::other("--idle-split must be a positive number of seconds"));
     }
-    Ok(Settings { idle_split_ns: (args.idle_split * 1e9) as u64, assume_wscale: args.wscale, ..Settings::default() })
+    Ok(Settings {
+        idle_split_ns: (args.idle_split * 1e9) as u64,
+        assume_wscale: args.wscale,
+        checksums: args.checksums,
+        ..Settings::default()
+    })
 }
 
 /// The query the common arguments ask for: the inputs, their window, merged or not, the

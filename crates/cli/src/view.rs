@@ -17,8 +17,12 @@ fn load_paths(c: &ViewCommon, paths: Vec<std::path::PathBuf>) -> io::Result<Trac
     if c.idle_split.is_nan() || c.idle_split <= 0.0 {
         return Err(io::Error::other("--idle-split must be a positive number of seconds"));
     }
-    let settings =
-        Settings { idle_split_ns: (c.idle_split * 1e9) as u64, assume_wscale: c.wscale, ..Settings::default() };
+    let settings = Settings {
+        idle_split_ns: (c.idle_split * 1e9) as u64,
+        assume_wscale: c.wscale,
+        checksums: c.checksums,
+        ..Settings::default()
+    };
     let t = Traces::load_window(paths, settings, &c.window.get(), &c.zone.get());
     crate::run::say_files(&t.an.files, c.quiet)?;
     if !t.paths.is_empty() && t.an.nothing_read() {

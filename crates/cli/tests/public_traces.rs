@@ -47,3 +47,37 @@ fn every_public_trace_is_read_and_conserves_bytes() {
     }
     assert!(checked >= 40, "only {checked} traces checked");
 }
+
+/// `--checksums` on real captures whose bad checksums tshark's validation counts: checksum
+/// offload on the capturing host is told from damage per packet (the whole of
+/// zeek__tcp_ssh-dups and tcpdump__mptcp-v1, 63 segments of one host in
+/// chrissanders__http_espn), and the one damaged segment of tcptrace__dsack is an error.
+/// Without the flag nothing is verified.
+#[test]
+#[cfg_attr(no_public_traces, ignore = "../shared/traces/public is absent")]
+fn checksum_offload_is_told_from_damage() {
+    let Some(dir) = public_traces() else {
+        eprintln!("skipping: ../shared/traces/public is absent");
+        return;
+    };
+    let count = |doc: &serde_json::Value, k: &str| -> u64 {
+        let cs = doc["connections"].as_array().unwrap();
+        cs.iter().flat_map(|c| [&c["a2b"][k], &c["b2a"][k]]).map(|v| v.as_u64().unwrap()).sum()
+    };
+    for (file, errors, offloaded) in [
+        ("zeek__tcp_ssh-dups.pcap", 0, 152),
+        ("tcpdump__mptcp-v1.pcap", 0, 20),
+        ("chrissanders__http_espn.pcapng", 0, 63),
+        ("tcptrace__dsack.pcap", 1, 0),
+    ] {
+        let path = dir.join(file);
+        let path = path.to_str().unwrap();
+        let doc = json(&["stats", "-q", "--checksums", path]);
+        assert_eq!((count(&doc, "checksum_errors"), count(&doc, "checksum_offloaded")), (errors, offloaded), "{file}");
+        assert_eq!(doc["files"][0]["skipped"]["checksum_error"].as_u64().unwrap_or(0), errors, "{file}");
+        let off = json(&["stats", "-q", path]);
+        for c in off["connections"].as_array().unwrap() {
+            assert!(c["a2b"]["checksum_errors"].is_null() && c["b2a"]["checksum_offloaded"].is_null(), "{file}");
+        }
+    }
+}

@@ -325,6 +325,16 @@ pub enum Event {
     /// An ACK ended exactly on a segment but an earlier segment it covers was sent later
     /// (a retransmission): no sample (tcptrace "post-loss acks").
     PostLossAck,
+    /// A segment whose checksum fails (not checksum offload), with checksum verification on:
+    /// counted in its connection and direction, and not analysed (docs/statistics.md §
+    /// Checksums).
+    ChecksumError,
+    /// A segment whose checksums were verified and analysed (`--checksums`): right, or
+    /// failing as checksum offload on the capturing host leaves them (`offloaded`).
+    ChecksumVerified {
+        /// The TCP checksum holds what offload leaves, not the right sum.
+        offloaded: bool,
+    },
     /// Analysis state hit a fixed capacity; numbers after this point may be approximate.
     AnalysisPartial {
         /// Which structure.
@@ -374,6 +384,8 @@ impl Event {
             Event::RttSample { .. } => "rtt_sample",
             Event::KarnDiscard => "karn_discard",
             Event::PostLossAck => "post_loss_ack",
+            Event::ChecksumError => "checksum_error",
+            Event::ChecksumVerified { .. } => "checksum_verified",
             Event::AnalysisPartial { .. } => "analysis_partial",
         }
     }
@@ -431,6 +443,8 @@ impl Event {
             }
             Event::KarnDiscard => String::new(),
             Event::PostLossAck => String::new(),
+            Event::ChecksumError => String::new(),
+            Event::ChecksumVerified { offloaded } => if offloaded { "offloaded" } else { "" }.to_string(),
             Event::AnalysisPartial { what } => what.to_string(),
         }
     }

@@ -106,6 +106,11 @@ pub struct DirStats {
     pub last_ack_advance_ts_ns: u64,
     /// Analysis hit a capacity limit (numbers approximate from then on).
     pub partial: bool,
+    /// Segments whose checksum failed (not offload), not analysed; `None` when no segment of
+    /// this direction was verified (verification off, or every one cut by the snaplen).
+    pub checksum_errors: Option<u64>,
+    /// Segments whose TCP checksum failed as checksum offload leaves it; `None` as above.
+    pub checksum_offloaded: Option<u64>,
     /// The sequence number of this side's SYN as on the wire, when its SYN was seen.
     pub isn: Option<SeqNum>,
     /// The wire sequence number of offset 0 ([`SegmentInfo::seq_base`]), once a segment was seen.
@@ -336,6 +341,14 @@ impl Sink for StatsSink {
             Event::KarnDiscard => d.karn_discards += 1,
             Event::PostLossAck => d.post_loss_acks += 1,
             Event::AnalysisPartial { .. } => d.partial = true,
+            Event::ChecksumError => {
+                *d.checksum_errors.get_or_insert(0) += 1;
+                d.checksum_offloaded.get_or_insert(0);
+            }
+            Event::ChecksumVerified { offloaded } => {
+                d.checksum_errors.get_or_insert(0);
+                *d.checksum_offloaded.get_or_insert(0) += offloaded as u64;
+            }
             Event::AckAdvance { bytes } => {
                 d.acked_bytes += bytes;
                 d.last_ack_advance_ts_ns = at.ts_ns;

@@ -243,3 +243,29 @@ pub fn pcapng(pkts: &[Pkt]) -> Vec<u8> {
     }
     f
 }
+
+/// One's-complement sum of big-endian 16-bit words, folded: an arithmetic of its own, not the
+/// decoder's (etherparse's), to check it.
+pub fn ones_sum(bytes: &[u8]) -> u16 {
+    let mut s: u32 = bytes.chunks(2).map(|c| (u32::from(c[0]) << 8) | u32::from(*c.get(1).unwrap_or(&0))).sum();
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s as u16
+}
+
+/// The folded pseudo-header sum of an IPv4/TCP packet without IP options ([`Pkt::ipv4`]).
+pub fn pseudo_v4(ip: &[u8]) -> u16 {
+    ones_sum(&[&ip[12..20], &[0, 6], &((ip.len() - 20) as u16).to_be_bytes()[..]].concat())
+}
+
+/// Fills the IPv4 header and TCP checksums of a whole IPv4/TCP packet without IP options
+/// ([`Pkt::ipv4`] writes them 0, which checksum verification takes for offload).
+pub fn fill_checksums(ip: &mut [u8]) {
+    ip[10..12].copy_from_slice(&[0, 0]);
+    ip[36..38].copy_from_slice(&[0, 0]);
+    let h = !ones_sum(&ip[..20]);
+    ip[10..12].copy_from_slice(&h.to_be_bytes());
+    let t = !ones_sum(&[pseudo_v4(ip).to_be_bytes().as_slice(), &ip[20..]].concat());
+    ip[36..38].copy_from_slice(&t.to_be_bytes());
+}

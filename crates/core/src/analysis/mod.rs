@@ -50,11 +50,19 @@ pub struct Settings {
     pub assume_wscale: Option<u8>,
     /// The out-of-sequence classifier's constants.
     pub classify: Classify,
+    /// Verify IPv4 header and TCP checksums (`--checksums`; off by default, as in Wireshark:
+    /// summing every payload costs ~20 % on bulk traces). See `decode::checksum`.
+    pub checksums: bool,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { idle_split_ns: 240 * 1_000_000_000, assume_wscale: None, classify: Classify::default() }
+        Settings {
+            idle_split_ns: 240 * 1_000_000_000,
+            assume_wscale: None,
+            classify: Classify::default(),
+            checksums: false,
+        }
     }
 }
 

@@ -21,6 +21,7 @@
 //! assert!(seg.flags.syn());
 //! ```
 
+pub mod checksum;
 pub mod link;
 pub mod tcp;
 
@@ -29,6 +30,7 @@ use std::net::IpAddr;
 use etherparse::{IpNumber, LaxIpSlice};
 
 use crate::seq::SeqNum;
+pub use checksum::Checksum;
 pub use tcp::{Flags, SackBlock, TcpOptions};
 
 /// A decoded TCP segment.
@@ -68,6 +70,9 @@ pub struct Segment<'a> {
     pub ecn: u8,
     /// Anomalies found while decoding (bit set of [`Anomaly`]).
     pub anomalies: AnomalySet,
+    /// What checking its checksums found ([`checksum::verify`]; set by the pass when
+    /// verification is on, [`Checksum::NotVerified`] otherwise: [`decode`] leaves it alone).
+    pub checksum: Checksum,
 }
 
 impl Segment<'static> {
@@ -89,6 +94,7 @@ impl Segment<'static> {
         ttl: 0,
         ecn: 0,
         anomalies: AnomalySet(0),
+        checksum: Checksum::NotVerified,
     };
 }
 

@@ -233,3 +233,86 @@ fn the_ip_fast_paths_agree_on_the_public_traces() {
     assert!(fast > 1000, "the fast path was taken for only {fast} of {frames} frames");
     assert!(fast6 > 100, "the IPv6 fast path was taken for only {fast6} of {frames} frames");
 }
+
+mod checksums {
+    use crate::decode::checksum::{Checksum, verify};
+    use crate::decode::link::linktype;
+    use crate::testutil::{fill_checksums, ones_sum, pseudo_v4};
+
+    /// An IPv4/TCP segment with 4 payload bytes, 10.0.0.1:1234 -> 10.0.0.2:80, both checksums
+    /// filled by the test utilities' arithmetic (not the decoder's).
+    fn v4() -> Vec<u8> {
+        let mut p = vec![0x45, 0, 0, 44, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+        p.extend_from_slice(&[0x04, 0xd2, 0, 80, 0, 0, 0, 7, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0]);
+        p.extend_from_slice(b"abcd");
+        fill_checksums(&mut p);
+        p
+    }
+
+    #[test]
+    fn good_offloaded_and_damaged_v4() {
+        let p = v4();
+        assert_eq!(verify(linktype::RAW, &p, p.len() as u32), Checksum::Good);
+        // What Linux leaves with CHECKSUM_PARTIAL: the folded pseudo-header sum.
+        let mut off = p.clone();
+        off[36..38].copy_from_slice(&pseudo_v4(&p).to_be_bytes());
+        assert_eq!(verify(linktype::RAW, &off, off.len() as u32), Checksum::Offloaded);
+        // Large send offload: the pseudo-header sum without the TCP length.
+        let mut lso = p.clone();
+        lso[36..38].copy_from_slice(&ones_sum(&[&p[12..20], &[0, 6][..]].concat()).to_be_bytes());
+        assert_eq!(verify(linktype::RAW, &lso, lso.len() as u32), Checksum::Offloaded);
+        let mut zero = p.clone();
+        zero[36..38].copy_from_slice(&[0, 0]);
+        assert_eq!(verify(linktype::RAW, &zero, zero.len() as u32), Checksum::Offloaded);
+        // Both offloaded (Windows): the header checksum 0 as well.
+        let mut both = off.clone();
+        both[10..12].copy_from_slice(&[0, 0]);
+        assert_eq!(verify(linktype::RAW, &both, both.len() as u32), Checksum::Offloaded);
+        // A flipped payload bit, a flipped header bit.
+        let mut bad = p.clone();
+        bad[41] ^= 4;
+        assert_eq!(verify(linktype::RAW, &bad, bad.len() as u32), Checksum::Bad);
+        let mut bad_ip = p.clone();
+        bad_ip[8] ^= 1;
+        assert_eq!(verify(linktype::RAW, &bad_ip, bad_ip.len() as u32), Checksum::Bad);
+        // A changed address, the header checksum made right again: only the pseudo-header
+        // catches it.
+        let mut addr = p.clone();
+        addr[15] ^= 1;
+        addr[10..12].copy_from_slice(&[0, 0]);
+        let h = !ones_sum(&addr[..20]);
+        addr[10..12].copy_from_slice(&h.to_be_bytes());
+        assert_eq!(verify(linktype::RAW, &addr, addr.len() as u32), Checksum::Bad);
+    }
+
+    #[test]
+    fn only_whole_segments_are_verified() {
+        let p = v4();
+        // Cut by the snaplen.
+        assert_eq!(verify(linktype::RAW, &p[..42], p.len() as u32), Checksum::NotVerified);
+        // IP length 0 (TSO/GRO).
+        let mut tso = p.clone();
+        tso[2..4].copy_from_slice(&[0, 0]);
+        assert_eq!(verify(linktype::RAW, &tso, tso.len() as u32), Checksum::NotVerified);
+    }
+
+    #[test]
+    fn good_offloaded_and_damaged_v6() {
+        let mut p = vec![0x60, 0, 0, 0, 0, 24, 6, 64];
+        p.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        p.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        p.extend_from_slice(&[0x04, 0xd2, 0, 80, 0, 0, 0, 7, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0]);
+        p.extend_from_slice(b"abcd");
+        let pseudo = ones_sum(&[&p[8..40], &[0, 0, 0, 24, 0, 0, 0, 6][..]].concat());
+        let mut good = p.clone();
+        let t = !ones_sum(&[pseudo.to_be_bytes().as_slice(), &p[40..]].concat());
+        good[56..58].copy_from_slice(&t.to_be_bytes());
+        assert_eq!(verify(linktype::RAW, &good, good.len() as u32), Checksum::Good);
+        let mut off = p.clone();
+        off[56..58].copy_from_slice(&pseudo.to_be_bytes());
+        assert_eq!(verify(linktype::RAW, &off, off.len() as u32), Checksum::Offloaded);
+        let mut bad = good.clone();
+        bad[63] ^= 1;
+        assert_eq!(verify(linktype::RAW, &bad, bad.len() as u32), Checksum::Bad);
+    }
+}

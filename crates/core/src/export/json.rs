@@ -207,6 +207,8 @@ dir_json! {
     acked_unseen_bytes: u64, "bytes", "bytes acknowledged but never captured";
     truncated_packets: u64, "", "segments cut by the snaplen";
     truncated_bytes: u64, "bytes", "payload bytes cut by the snaplen";
+    checksum_errors: Option<u64>, "", "segments whose IPv4 header or TCP checksum failed, not as checksum offload leaves it: not analysed (`--checksums`); null when no segment of this direction was verified";
+    checksum_offloaded: Option<u64>, "", "segments whose checksums failed as checksum offload on the capturing host leaves them (TCP: the pseudo-header sum, with or without the length, or 0; IPv4 header: 0): analysed; null when no segment of this direction was verified";
     first_time: Option<f64>, "s since the epoch", "first segment of this direction";
     last_time: Option<f64>, "s since the epoch", "last segment of this direction";
     data_time_s: f64, "s", "first to last data segment";
@@ -282,6 +284,8 @@ impl From<&DirStats> for DirJson {
             acked_unseen_bytes: d.acked_unseen_bytes,
             truncated_packets: d.truncated_packets,
             truncated_bytes: d.truncated_bytes,
+            checksum_errors: d.checksum_errors,
+            checksum_offloaded: d.checksum_offloaded,
             first_time: any.then(|| secs(d.first_ts_ns)),
             last_time: any.then(|| secs(d.last_ts_ns)),
             data_time_s: secs(d.data_time_ns()),

@@ -8,10 +8,10 @@
 
 use std::io;
 
-use super::count::{FileSummary, count_and_decode};
-use crate::analysis::{ConnIdx, Connection, Settings};
+use super::count::{FileSummary, count_and_decode, verify_checksums};
+use crate::analysis::{At, ConnIdx, Connection, Dir, Event, Settings};
 use crate::capture::Record;
-use crate::decode::Segment;
+use crate::decode::{Checksum, Segment};
 use crate::flow::{FlowKey, FlowTable};
 use crate::sink::Sink;
 
@@ -100,15 +100,17 @@ impl<S: Sink> Analyzer<S> {
 
     /// Processes one record: counts it in [`Analyzer::summary`], decodes it, analyses it.
     pub fn record(&mut self, rec: &Record<'_>) {
-        if let Some(seg) = count_and_decode(&mut self.summary, rec) {
+        if let Some(mut seg) = count_and_decode(&mut self.summary, rec) {
+            if self.settings.checksums {
+                verify_checksums(&mut self.summary, rec, &mut seg);
+            }
             self.segment(&seg, rec.frame, rec.ts_ns);
         }
     }
 
     /// Analyses one decoded segment (frame number and time from its record), after the sweep
-    /// due before it, if any; returns the index of its connection (0-based; ids are this plus
-    /// one).
-    pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
+    /// due before it, if any.
+    pub fn segment(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) {
         let due = self.clock.tick(ts_ns);
         self.segment_after_sweep(due, seg, frame, ts_ns)
     }
@@ -118,10 +120,22 @@ impl<S: Sink> Analyzer<S> {
     /// one the trace's [`SweepClock`] made due before this packet. An analyzer that sees only
     /// some of a trace's packets (a shard) so sweeps at the same points between its packets as
     /// one analyzer seeing all of them would.
-    pub fn segment_after_sweep(&mut self, swept_ns: u64, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> ConnIdx {
+    pub fn segment_after_sweep(&mut self, swept_ns: u64, seg: &Segment<'_>, frame: u64, ts_ns: u64) {
         if swept_ns > self.swept_ns {
             self.sweep(swept_ns);
         }
+        // One test of a byte the decoder left alone keeps verification off the per-packet
+        // path when it is off (the default).
+        if seg.checksum != Checksum::NotVerified {
+            return self.verified(seg, frame, ts_ns);
+        }
+        self.analyse(seg, frame, ts_ns);
+    }
+
+    /// Finds or starts the segment's connection and analyses the segment there; returns the
+    /// connection's index (0-based) and the segment's direction.
+    #[inline(always)]
+    fn analyse(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) -> (ConnIdx, Dir) {
         let found = self.flows.lookup(seg).and_then(|(idx, dir)| {
             let conn = self.conns[idx].as_deref()?;
             // Expired is as if already evicted, whenever the sweep comes.
@@ -148,7 +162,26 @@ impl<S: Sink> Analyzer<S> {
         if let Some(conn) = self.conns[idx].as_deref_mut() {
             conn.on_segment(seg, dir, frame, ts_ns, &self.settings, &mut self.sink);
         }
-        idx
+        (idx, dir)
+    }
+
+    /// A segment whose checksums were verified. A damaged one (not offload) cannot be
+    /// trusted, so it is not analysed and starts no connection; when its 4-tuple is a live
+    /// connection's, it is counted there ([`Event::ChecksumError`]). Any other is analysed,
+    /// then counted as verified ([`Event::ChecksumVerified`]).
+    #[cold]
+    #[inline(never)]
+    fn verified(&mut self, seg: &Segment<'_>, frame: u64, ts_ns: u64) {
+        if seg.checksum == Checksum::Bad {
+            let Some((idx, dir)) = self.flows.lookup(seg) else { return };
+            if self.conns[idx].as_deref().is_some_and(|conn| !expired(conn, ts_ns)) {
+                self.sink.event(&At { conn: idx, dir, frame, ts_ns }, &Event::ChecksumError);
+            }
+            return;
+        }
+        let (idx, dir) = self.analyse(seg, frame, ts_ns);
+        let offloaded = seg.checksum == Checksum::Offloaded;
+        self.sink.event(&At { conn: idx, dir, frame, ts_ns }, &Event::ChecksumVerified { offloaded });
     }
 
     /// Drops the analysis state of connections that have expired by trace time `now`.

@@ -4,7 +4,9 @@
 use std::io;
 use std::path::Path;
 
-use super::count::{FileSummary, PROGRESS_EVERY, count_and_decode, open, read_segments, record_error};
+use super::count::{
+    FileSummary, PROGRESS_EVERY, count_and_decode, open, read_segments, record_error, verify_checksums,
+};
 use super::engine::{Analyzer, SweepClock};
 use crate::analysis::Settings;
 use crate::capture::{SetReader, TraceSet};
@@ -30,7 +32,7 @@ pub(crate) fn one_thread<S: Sink>(
     let mut an = Analyzer::new(settings, sink);
     an.set_file(file);
     let mut clock = SweepClock::default();
-    read_segments(&mut reader, &mut summary, progress, |seg, frame, ts_ns| {
+    read_segments(&mut reader, &mut summary, progress, settings.checksums, |seg, frame, ts_ns| {
         let due = clock.tick(ts_ns);
         if only.is_some_and(|key| FlowKey::of(seg).0 != key) {
             return true;
@@ -82,7 +84,10 @@ pub(crate) fn set<S: Sink>(
         match item {
             Ok((f, rec)) => {
                 let p = summary(&mut summaries, &mut an.sink, f);
-                if let Some(seg) = count_and_decode(&mut summaries[p], &rec) {
+                if let Some(mut seg) = count_and_decode(&mut summaries[p], &rec) {
+                    if settings.checksums {
+                        verify_checksums(&mut summaries[p], &rec, &mut seg);
+                    }
                     an.set_file(file_base + p);
                     an.segment(&seg, rec.frame, rec.ts_ns);
                     if !an.go_on() {

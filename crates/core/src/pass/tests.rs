@@ -321,3 +321,69 @@ fn a_sink_stops_or_fails_the_pass_under_every_strategy() {
         }
     }
 }
+
+/// A connection whose client sends three data segments, one with its checksums right, one as
+/// checksum offload leaves them, one damaged (a payload bit flipped): with `--checksums` the
+/// damaged one is counted in its direction and the file's `skipped`, and not analysed (its
+/// bytes are neither sent nor retransmitted); the offloaded one is analysed. Without, nothing
+/// is verified and every segment is analysed. The same under every strategy.
+#[test]
+fn checksum_errors_are_counted_and_not_analysed() {
+    let s = testutil::scripted;
+    let pkts = [
+        s(true, 0.0, SYN, 0, 0, 0, 65535, vec![]),
+        s(false, 10.0, SYN | ACK, 0, 0, 0, 65535, vec![]),
+        s(true, 20.0, ACK, 0, 0, 0, 65535, vec![]),
+        s(true, 21.0, ACK, 0, 0, 100, 65535, vec![]),
+        s(true, 22.0, ACK, 100, 0, 100, 65535, vec![]),
+        s(true, 23.0, ACK, 200, 0, 100, 65535, vec![]),
+        s(false, 30.0, ACK, 0, 300, 0, 65535, vec![]),
+        s(true, 40.0, FIN | ACK, 300, 0, 0, 65535, vec![]),
+        s(false, 41.0, FIN | ACK, 0, 301, 0, 65535, vec![]),
+    ];
+    let mut file = testutil::pcap(&pkts, false, false);
+    // Records follow the 24-byte file header, each behind a 16-byte record header.
+    let mut at = 24;
+    for i in 0..pkts.len() {
+        let len = u32::from_le_bytes(file[at + 8..at + 12].try_into().unwrap()) as usize;
+        let ip = &mut file[at + 16..at + 16 + len];
+        testutil::fill_checksums(ip);
+        match i {
+            4 => {
+                let partial = testutil::pseudo_v4(ip);
+                ip[36..38].copy_from_slice(&partial.to_be_bytes());
+            }
+            5 => ip[50] ^= 1,
+            _ => {}
+        }
+        at += 16 + len;
+    }
+    let path = std::env::temp_dir().join(format!("tcpscope-checksums-{}.pcap", std::process::id()));
+    std::fs::write(&path, &file).unwrap();
+    for threads in [1, 2, 4] {
+        for checksums in [true, false] {
+            let settings = Settings { checksums, ..Settings::default() };
+            let run = Query::new(vec![path.clone()]).threads(threads).settings(settings);
+            let run = run.run(StatsSink::default, &|_, _| {}).unwrap();
+            let sum = &run.files[0];
+            let sink = &run.traces[0].sink;
+            assert_eq!(sink.conns.len(), 1);
+            let [a, b] = &sink.conns[0].dir;
+            if checksums {
+                assert_eq!(sum.skipped.get("checksum_error"), Some(&1), "{threads} threads");
+                assert_eq!(sum.tcp_packets, 8);
+                assert_eq!((a.checksum_errors, a.checksum_offloaded), (Some(1), Some(1)));
+                assert_eq!((b.checksum_errors, b.checksum_offloaded), (Some(0), Some(0)));
+                // The damaged segment is not analysed: 200 bytes sent, the ACKs of 300 cover
+                // bytes never seen.
+                assert_eq!((a.packets, a.unique_bytes), (5, 200));
+                assert!(a.acked_unseen_bytes > 0);
+            } else {
+                assert_eq!(sum.skipped.get("checksum_error"), None);
+                assert_eq!((a.checksum_errors, a.checksum_offloaded, b.checksum_errors), (None, None, None));
+                assert_eq!((a.packets, a.unique_bytes, a.acked_unseen_bytes), (6, 300, 0));
+            }
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::mpsc;
 
-use super::count::{FileSummary, count_and_decode_into, open, read_records};
+use super::count::{FileSummary, count_and_decode_into, open, read_records, verify_checksums};
 use super::engine::{Analyzer, SweepClock};
 use crate::analysis::{At, ConnIdx, Event, Evidence, SegmentInfo, Settings};
 use crate::capture::{CaptureError, CaptureReader};
@@ -90,7 +90,7 @@ pub(crate) fn pipelined<S: Sink + Send>(
     let (said_tx, said_rx) = mpsc::sync_channel::<Vec<Said>>(4);
     let (said_empty_tx, said_empty_rx) = mpsc::channel::<Vec<Said>>();
     let (summary, (sink, failed)) = std::thread::scope(|scope| {
-        let reading = scope.spawn(move || read_batches(reader, summary, progress, vec![pipe]).0);
+        let reading = scope.spawn(move || read_batches(reader, summary, progress, settings.checksums, vec![pipe]).0);
         let sinking = scope.spawn(move || {
             let mut sink = sink;
             // Dropping the receiver (returning) stops the stages before this one.
@@ -150,6 +150,7 @@ fn read_batches(
     mut reader: CaptureReader,
     mut summary: FileSummary,
     progress: &(dyn Fn(u64, u64) + Sync),
+    checksums: bool,
     pipes: Vec<Pipe>,
 ) -> (FileSummary, Option<CaptureError>) {
     let n = pipes.len();
@@ -163,6 +164,9 @@ fn read_batches(
         let d = batches[guess].free();
         if count_and_decode_into(sum, rec, &mut d.seg).is_none() {
             return true;
+        }
+        if checksums {
+            verify_checksums(sum, rec, &mut d.seg);
         }
         (d.frame, d.ts_ns, d.swept_ns) = (rec.frame, rec.ts_ns, clock.tick(rec.ts_ns));
         let s = if n == 1 { 0 } else { FlowKey::shard(&d.seg, n) };
@@ -267,7 +271,7 @@ pub(crate) fn sharded<S: Sink + Send>(
                 (pipe, thread)
             })
             .unzip();
-        let (summary, _) = read_batches(reader, summary, progress, pipes);
+        let (summary, _) = read_batches(reader, summary, progress, settings.checksums, pipes);
         // A panic in another stage is a bug in tcpscope: let it surface as one.
         let parts: Vec<(S, Vec<u64>, Option<io::Error>)> =
             threads.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
@@ -298,7 +302,7 @@ fn two_stages<S: Sink>(
     an.set_file(file);
     let (pipe, end) = pipe();
     let (summary, error) = std::thread::scope(|scope| {
-        let reading = scope.spawn(move || read_batches(reader, summary, progress, vec![pipe]));
+        let reading = scope.spawn(move || read_batches(reader, summary, progress, settings.checksums, vec![pipe]));
         analyse_batches(&mut an, end);
         // A panic while reading is a bug in tcpscope: let it surface as one.
         reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
