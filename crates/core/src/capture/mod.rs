@@ -15,6 +15,7 @@
 //! }
 //! ```
 
+mod decompress;
 pub mod index;
 mod resync;
 pub mod set;
@@ -211,6 +212,8 @@ pub struct CaptureReader {
     caplen_bound: u32,
     /// Stretches skipped as damaged, each with the records read before it.
     damage: Vec<(Damage, u64)>,
+    /// Where a gzip or zstd decompressor says its output has a hole (`decompress`).
+    hole: Option<decompress::Hole>,
 }
 
 const STREAM_CHUNK: usize = 1 << 16;
@@ -244,14 +247,19 @@ impl CaptureReader {
         let mut br = BufReader::with_capacity(64 * 1024, reader);
         let head = br.fill_buf().map_err(|source| CaptureError::Io { offset: 0, source })?;
         let compression = compression_of(head);
+        let hole = decompress::Hole::default();
         let inner: Box<dyn Read + Send> = match compression {
             Compression::None => Box::new(br),
-            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(br)),
-            Compression::Zstd => {
-                Box::new(zstd::Decoder::with_buffer(br).map_err(|source| CaptureError::Io { offset: 0, source })?)
-            }
+            Compression::Gzip | Compression::Zstd => Box::new(
+                decompress::Decompressor::new(Box::new(br), compression == Compression::Zstd, hole.clone())
+                    .map_err(|source| CaptureError::Io { offset: 0, source })?,
+            ),
         };
-        Self::with_source(Self::stream(inner), compression)
+        let mut r = Self::with_source(Self::stream(inner), compression)?;
+        if compression != Compression::None {
+            r.hole = Some(hole);
+        }
+        Ok(r)
     }
 
     fn stream(reader: Box<dyn Read + Send>) -> Source {
@@ -280,6 +288,7 @@ impl CaptureReader {
             snaplen: 0,
             caplen_bound: resync::MAX_CAPLEN,
             damage: Vec::new(),
+            hole: None,
         };
         r.fill(24)?;
         let head = r.window();
@@ -401,7 +410,12 @@ impl CaptureReader {
         if self.done {
             return Ok(None);
         }
-        match self.next_inner() {
+        let mut next = self.next_inner();
+        // The end of a decompressor's output may be a hole in it: reading goes on after.
+        while matches!(next, Ok(None) | Err(CaptureError::Truncated { .. })) && self.past_hole()? {
+            next = self.next_inner();
+        }
+        match next {
             Ok(Some((start, len, rec))) => {
                 let data = &self.buffer()[start..start + len];
                 Ok(Some(Record { data, ..rec }))

@@ -393,6 +393,20 @@ impl CaptureReader {
         self.damage.push((d, self.frame));
     }
 
+    /// At the end of the bytes a gzip or zstd decompressor gave: if that end is a hole in its
+    /// output (`decompress`), the bytes left before it (a record it cut) are skipped with
+    /// those after it up to where records start again, as damage described by the
+    /// decompressor, and `true` is returned to go on reading.
+    pub(super) fn past_hole(&mut self) -> Result<bool, CaptureError> {
+        let Some(why) = self.hole.as_ref().and_then(|h| h.take()) else { return Ok(false) };
+        let start = self.pos;
+        self.consume(self.window().len());
+        self.source.eof = false;
+        self.resync(0)?;
+        self.damaged(start, why);
+        Ok(true)
+    }
+
     /// Every damaged stretch so far, with the records read after each.
     pub fn damage(&self) -> Vec<Damage> {
         let mut out: Vec<Damage> = self.damage.iter().map(|(d, _)| d.clone()).collect();
