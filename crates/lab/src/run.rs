@@ -13,7 +13,9 @@
 //! The router forwards; its egress towards the receiver (`rtr1`) is the bottleneck: an htb
 //! class at `path.rate` over a pfifo/bfifo (or codel) queue of `path.queue_*`; `rtr0` likewise
 //! for `path.reverse_rate`. Random loss is an nftables rule in the router's forward hook
-//! (`numgen random mod 1000000 < p·10⁶ counter drop`), per direction. tcpdump captures the
+//! (`numgen random mod 1000000 < p·10⁶ counter drop`), per direction, on TCP but for the
+//! warm-up's attempt on port 9 (before the captures: its drops are in no capture, and a
+//! dropped warm-up cost a 1 s retransmission timeout). tcpdump captures the
 //! sender's and the receiver's link (headers only, 128 bytes). The ttcp transfer runs in this
 //! process, on two threads that joined the sender's and the receiver's namespace.
 //!
@@ -759,7 +761,7 @@ fn build_path(
     for (dev, p, tag) in [("rtr0", e.path.loss, "forward"), ("rtr1", e.path.reverse_loss, "reverse")] {
         if ppm(p) > 0 {
             rules += &format!(
-                "    iifname \"{dev}\" numgen random mod 1000000 < {} counter drop comment \"{tag}\"\n",
+                "    iifname \"{dev}\" tcp dport != 9 tcp sport != 9 numgen random mod 1000000 < {} counter drop comment \"{tag}\"\n",
                 ppm(p)
             );
         }
