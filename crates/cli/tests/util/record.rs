@@ -48,7 +48,8 @@ impl Recording {
 impl Drop for Recording {
     fn drop(&mut self) {
         if std::env::var_os("KEEP_RECORDING").is_none() {
-            let _ = std::fs::remove_dir_all(&self.dir);
+            // The run's directory is OUT/p00/t1: remove OUT.
+            let _ = std::fs::remove_dir_all(self.dir.parent().and_then(Path::parent).unwrap_or(&self.dir));
         }
     }
 }
@@ -87,7 +88,9 @@ pub fn record(name: &str, experiment: &str) -> Option<Recording> {
     for p in &mut plan.points {
         p.exp.capture_router = true;
     }
-    let dir = super::tempdir(&format!("rec-{name}"));
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = super::tempdir(&format!("rec-{name}-{n}"));
     let (done, _, failed) = tcpscope_lab::run::run_plan(&plan, &dir).unwrap();
     let run = dir.join(plan.points[0].dir_name()).join("t1");
     let result: serde_json::Value =
@@ -109,15 +112,68 @@ pub fn ours_left() -> Vec<String> {
         .collect()
 }
 
-/// The TCP packets of a capture: (time ns, source IPv4 last byte, payload length, IP ID), for
+/// The TCP packets of a capture: (time ns, source address, payload length, frame length), for
 /// checks independent of the code under test (the core's reader and decoder only).
-pub fn packets(path: &Path) -> Vec<(u64, std::net::IpAddr, u32, u16)> {
+pub fn packets(path: &Path) -> Vec<(u64, std::net::IpAddr, u32, u32)> {
     let mut r = tcpscope_core::capture::CaptureReader::open(path).unwrap();
     let mut v = Vec::new();
     while let Some(rec) = r.next_record().unwrap() {
         if let Ok(s) = tcpscope_core::decode::decode(rec.link_type, rec.data, rec.orig_len) {
-            v.push((rec.ts_ns, s.src, s.payload_len, s.ip_id));
+            v.push((rec.ts_ns, s.src, s.payload_len, rec.orig_len));
         }
     }
     v
+}
+
+/// Writes a copy of capture `src` to `dst` keeping the frames `keep` (by frame number) with
+/// their times mapped by `ts` (ns): as a microsecond pcap, or as a pcapng with nanosecond
+/// timestamps (`if_tsresol` 9). Written here, not with the core's writer, so that the test's
+/// captures do not depend on the code under test (and the core writes no pcapng).
+pub fn rewrite(src: &Path, dst: &Path, keep: impl Fn(u64) -> bool, ts: impl Fn(u64) -> u64, pcapng_ns: bool) {
+    let mut r = tcpscope_core::capture::CaptureReader::open(src).unwrap();
+    let mut out = Vec::new();
+    let mut header = false;
+    while let Some(rec) = r.next_record().unwrap() {
+        if !header {
+            header = true;
+            if pcapng_ns {
+                // Section header (28 bytes), interface description with if_tsresol = 9 (32).
+                for w in [0x0A0D_0D0Au32, 28, 0x1A2B_3C4D, 1, u32::MAX, u32::MAX, 28] {
+                    out.extend_from_slice(&w.to_le_bytes());
+                }
+                out.extend_from_slice(&1u32.to_le_bytes());
+                out.extend_from_slice(&32u32.to_le_bytes());
+                out.extend_from_slice(&(rec.link_type as u16).to_le_bytes());
+                out.extend_from_slice(&0u16.to_le_bytes());
+                out.extend_from_slice(&65535u32.to_le_bytes());
+                out.extend_from_slice(&[9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0]);
+                out.extend_from_slice(&32u32.to_le_bytes());
+            } else {
+                for w in [0xA1B2_C3D4u32, 0x0004_0002, 0, 0, 65535, rec.link_type] {
+                    out.extend_from_slice(&w.to_le_bytes());
+                }
+            }
+        }
+        if !keep(rec.frame) {
+            continue;
+        }
+        let t = ts(rec.ts_ns);
+        let cap = rec.data.len() as u32;
+        if pcapng_ns {
+            let pad = (4 - rec.data.len() % 4) % 4;
+            let len = 32 + rec.data.len() as u32 + pad as u32;
+            for w in [6u32, len, 0, (t >> 32) as u32, t as u32, cap, rec.orig_len] {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+            out.extend_from_slice(rec.data);
+            out.extend(std::iter::repeat_n(0u8, pad));
+            out.extend_from_slice(&len.to_le_bytes());
+        } else {
+            for w in [(t / 1_000_000_000) as u32, (t % 1_000_000_000 / 1000) as u32, cap, rec.orig_len] {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+            out.extend_from_slice(rec.data);
+        }
+    }
+    std::fs::write(dst, out).unwrap();
 }

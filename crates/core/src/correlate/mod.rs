@@ -69,8 +69,9 @@ mod tests;
 use std::path::PathBuf;
 
 pub use clock::{Clock, ClockSource, estimate_pair};
-pub use rows::{CorrDir, CorrEvent, DelaySummary, LossAt, PointRow};
+pub use rows::{CorrDir, CorrEvent, CorrPacket, DelaySummary, LossAt, PointRow};
 pub use stream::Settings;
+pub use verdict::Fate;
 
 use crate::conn::Endpoint;
 
@@ -191,6 +192,13 @@ pub struct Correlation {
     pub paths: Vec<Vec<usize>>,
     /// The first packet's time over all captures (ns, first capture's clock).
     pub t0: i64,
+    /// Per lifeline, what became of it.
+    pub fates: Vec<Fate>,
+    /// Per connection and direction, the sequence number relative ones count from.
+    pub bases: Vec<u32>,
+    /// Per connection and direction, the smallest one-way delay first to last point (ns; NaN
+    /// without any).
+    pub min_owd: Vec<f64>,
 }
 
 impl Correlation {
@@ -202,6 +210,38 @@ impl Correlation {
     /// A time of point `p`'s clock on the first capture's clock (ns).
     pub fn to_ref(&self, p: usize, t: i64) -> i64 {
         self.clocks[p].to_ref(t)
+    }
+
+    /// One row per packet, in the order first seen.
+    pub fn packet_rows(&self) -> impl Iterator<Item = CorrPacket> + '_ {
+        let n = self.points.len();
+        self.lives.iter().enumerate().map(move |(k, l)| {
+            let cd = l.conn as usize * 2 + l.dir as usize;
+            let at: Vec<Option<i64>> = (0..n)
+                .map(|p| {
+                    let s = self.sight(k, p);
+                    s.seen().then(|| self.to_ref(p, s.t))
+                })
+                .collect();
+            let path = &self.paths[cd];
+            let owd = match (path.first(), path.last()) {
+                (Some(&a), Some(&b)) if a != b => at[a].zip(at[b]).map(|(x, y)| (y - x) as f64),
+                _ => None,
+            };
+            let ms = |x: f64| (x / 1e3).round() / 1e3;
+            CorrPacket {
+                conn: l.conn as usize + 1,
+                dir: if l.dir == 0 { "a2b" } else { "b2a" },
+                seq: u64::from(l.seq.wrapping_sub(self.bases[cd])),
+                len: l.len,
+                flags: rows::flag_text(l.flags),
+                at_s: at.iter().map(|t| t.map(|t| ((t - self.t0) as f64 * 1e-3).round() / 1e6)).collect(),
+                frames: (0..n).map(|p| self.sight(k, p)).map(|s| s.seen().then_some(s.frame)).collect(),
+                one_way_delay_ms: owd.map(ms),
+                queueing_ms: owd.map(|d| ms(d - self.min_owd[cd])),
+                fate: self.fates[k].name(),
+            }
+        })
     }
 
     /// One row per capture: its clock and what it missed.

@@ -343,3 +343,66 @@ impl Table for CorrEvent {
         F::new("detail", Kind::Text, "", "the evidence, in words"),
     ];
 }
+
+/// TCP flags as letters (`S`, `F`, `R`, `P`, `.` for ACK, `E`, `C`), tcpdump's way.
+pub fn flag_text(f: u16) -> String {
+    let mut s = String::new();
+    for (bit, c) in [(0x02, 'S'), (0x01, 'F'), (0x04, 'R'), (0x08, 'P'), (0x40, 'E'), (0x80, 'C'), (0x10, '.')] {
+        if f & bit != 0 {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// One packet across the points: `correlate --packets`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CorrPacket {
+    /// Connection id.
+    pub conn: usize,
+    /// `a2b` or `b2a`.
+    pub dir: &'static str,
+    /// Sequence number relative to the first of its direction.
+    pub seq: u64,
+    /// Payload length.
+    pub len: u32,
+    /// Flags, tcpdump's letters.
+    pub flags: String,
+    /// Per point (order given), when seen there: s since the first packet, first capture's
+    /// clock; null where not seen.
+    pub at_s: Vec<Option<f64>>,
+    /// Per point, its frame number there; null where not seen.
+    pub frames: Vec<Option<u64>>,
+    /// First to last point of its path.
+    pub one_way_delay_ms: Option<f64>,
+    /// Its part above the direction's smallest.
+    pub queueing_ms: Option<f64>,
+    /// `delivered`, `lost`, `outside_capture`, `duplicated`.
+    pub fate: &'static str,
+}
+
+impl Table for CorrPacket {
+    const NAME: &'static str = "correlate_packets";
+    const FIELDS: &'static [F] = &[
+        F::new("conn", Kind::Int, "", "connection id"),
+        F::new("dir", Kind::Text, "", "`a2b` or `b2a`"),
+        F::new("seq", Kind::Int, "", "sequence number relative to the first packet of its direction (the SYN's)"),
+        F::new("len", Kind::Int, "B", "payload length"),
+        F::new("flags", Kind::Text, "", "tcpdump's letters: `S`, `F`, `R`, `P`, `E`, `C`, `.` (ACK)"),
+        F::new(
+            "at_s",
+            Kind::List,
+            "s",
+            "per point in the order given: when seen there, since the first packet of all captures on the first capture's clock; null where not seen",
+        ),
+        F::new("frames", Kind::List, "", "per point: its frame number there, or null"),
+        F::nullable("one_way_delay_ms", Kind::Float, "ms", "first to last point of its path"),
+        F::nullable("queueing_ms", Kind::Float, "ms", "its part above the smallest of its connection and direction"),
+        F::new(
+            "fate",
+            Kind::Text,
+            "",
+            "`delivered` (reached the last point that saw it), `lost`, `outside_capture` (missing only where a capture was not running), `duplicated` (a copy made on the path)",
+        ),
+    ];
+}

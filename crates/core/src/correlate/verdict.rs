@@ -100,6 +100,8 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
     let mut events = Vec::new();
     let mut point_missed = vec![0u64; n];
     let mut paths: Vec<Vec<usize>> = Vec::with_capacity(nconn * 2);
+    let mut fates: Vec<Fate> = vec![Fate::Delivered; raw.lives.len()];
+    let mut bases = vec![0u32; nconn * 2];
     let mut min_owd = vec![f64::NAN; nconn * 2];
     let mut owds: Vec<Vec<(usize, f64)>> = vec![Vec::new(); nconn * 2];
     for c in 0..nconn {
@@ -168,6 +170,7 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
         }
         // The base of relative sequence numbers: the first packet's (the SYN's) at any point.
         let base = lives.iter().min_by_key(|&&k| first_time(&t, k, n)).map(|&k| raw.lives[k].seq).unwrap_or(0);
+        bases[cd] = base;
         let rel = |s: u32| u64::from(s.wrapping_sub(base));
         let ev = |k: usize, kind: &'static str, point: usize, to: Option<usize>, detail: String| {
             let l = &raw.lives[k];
@@ -210,6 +213,7 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
             if fi == 0 && li == path.len() - 1 {
                 row.delivered += 1;
             }
+            fates[k] = if l.copy && fi > 0 { Fate::Duplicated } else { Fate::Delivered };
             // Missed in the middle: the packet passed those points.
             for m in fi + 1..li {
                 if !seen[m] {
@@ -261,6 +265,7 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
             if li + 1 < path.len() {
                 let at = t(k, path[li]).unwrap_or(0) + hop_min[li];
                 if in_span(path[li + 1], at) {
+                    fates[k] = Fate::Lost;
                     row.lost_on_path += 1;
                     *losses.entry((path[li] + 1, path[li + 1] + 1)).or_default() += 1;
                     events.push(ev(
@@ -271,6 +276,7 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
                         format!("seen at point {}, never at point {} (capturing then)", path[li] + 1, path[li + 1] + 1),
                     ));
                 } else {
+                    fates[k] = Fate::OutsideCapture;
                     row.outside_capture += 1;
                 }
             }
@@ -416,9 +422,38 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
         capture_missed: point_missed,
         paths,
         t0,
+        fates,
+        bases,
+        min_owd,
     };
     corr.lives.shrink_to_fit();
     corr
+}
+
+/// What became of a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Seen at the last point of its path it reached while the captures ran (or seen at one
+    /// point only, on a path of one).
+    Delivered,
+    /// Lost after the last point that saw it.
+    Lost,
+    /// Missing downstream only because that capture was not running.
+    OutsideCapture,
+    /// A copy made on the path.
+    Duplicated,
+}
+
+impl Fate {
+    /// As the outputs write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fate::Delivered => "delivered",
+            Fate::Lost => "lost",
+            Fate::OutsideCapture => "outside_capture",
+            Fate::Duplicated => "duplicated",
+        }
+    }
 }
 
 fn first_time(t: &dyn Fn(usize, usize) -> Option<i64>, k: usize, n: usize) -> i64 {
