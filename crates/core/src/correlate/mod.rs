@@ -234,7 +234,7 @@ impl Correlation {
                 dir: if l.dir == 0 { "a2b" } else { "b2a" },
                 seq: u64::from(l.seq.wrapping_sub(self.bases[cd])),
                 len: l.len,
-                flags: rows::flag_text(l.flags),
+                flags: crate::export::packet::flag_letters(crate::decode::Flags(l.flags)),
                 at_s: at.iter().map(|t| t.map(|t| ((t - self.t0) as f64 * 1e-3).round() / 1e6)).collect(),
                 frames: (0..n).map(|p| self.sight(k, p)).map(|s| s.seen().then_some(s.frame)).collect(),
                 one_way_delay_ms: owd.map(ms),

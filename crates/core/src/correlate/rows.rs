@@ -344,17 +344,6 @@ impl Table for CorrEvent {
     ];
 }
 
-/// TCP flags as letters (`S`, `F`, `R`, `P`, `.` for ACK, `E`, `C`), tcpdump's way.
-pub fn flag_text(f: u16) -> String {
-    let mut s = String::new();
-    for (bit, c) in [(0x02, 'S'), (0x01, 'F'), (0x04, 'R'), (0x08, 'P'), (0x40, 'E'), (0x80, 'C'), (0x10, '.')] {
-        if f & bit != 0 {
-            s.push(c);
-        }
-    }
-    s
-}
-
 /// One packet across the points: `correlate --packets`.
 #[derive(Debug, Clone, Serialize)]
 pub struct CorrPacket {
@@ -366,7 +355,7 @@ pub struct CorrPacket {
     pub seq: u64,
     /// Payload length.
     pub len: u32,
-    /// Flags, tcpdump's letters.
+    /// Flags, as `print` writes them.
     pub flags: String,
     /// Per point (order given), when seen there: s since the first packet, first capture's
     /// clock; null where not seen.
@@ -388,7 +377,12 @@ impl Table for CorrPacket {
         F::new("dir", Kind::Text, "", "`a2b` or `b2a`"),
         F::new("seq", Kind::Int, "", "sequence number relative to the first packet of its direction (the SYN's)"),
         F::new("len", Kind::Int, "B", "payload length"),
-        F::new("flags", Kind::Text, "", "tcpdump's letters: `S`, `F`, `R`, `P`, `E`, `C`, `.` (ACK)"),
+        F::new(
+            "flags",
+            Kind::Text,
+            "",
+            "as `print`: S SYN, F FIN, R RST, P PSH, A ACK, U URG, E ECE, C CWR, N AE; `.` for none",
+        ),
         F::new(
             "at_s",
             Kind::List,
