@@ -9,6 +9,7 @@ use clap::Args;
 use serde::Serialize;
 use tcpscope_core::correlate::{self, CorrDir, CorrEvent, CorrPacket, Correlation, Error, PointRow, Settings};
 use tcpscope_core::export::json::LazySeq;
+use tcpscope_core::plot;
 
 use crate::output::{flatten, to_value, write_csv};
 use crate::run::input_error;
@@ -42,6 +43,42 @@ pub struct CorrelateArgs {
     /// must differ by less).
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     pub window: f64,
+    /// Draw a plot of one connection and direction into FILE (.svg, or .png) instead of the table:
+    /// `--kind lifeline` (each packet at every point, joined) or `owd` (one-way delay).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// What `--plot` draws.
+    #[arg(long, value_enum, default_value_t = PlotKind::Lifeline, requires = "plot")]
+    pub kind: PlotKind,
+    /// The connection `--plot` draws (its id).
+    #[arg(short = 'c', long = "conn", value_name = "ID", default_value_t = 1)]
+    pub conn: usize,
+    /// The direction `--plot` draws.
+    #[arg(long, value_name = "DIR", default_value = "a2b", value_parser = ["a2b", "b2a"])]
+    pub dir: String,
+    /// `--plot lifeline`: only packets that left their first point from this time on (s since
+    /// the first packet).
+    #[arg(long, value_name = "SECONDS", requires = "plot")]
+    pub from: Option<f64>,
+    /// `--plot lifeline`: until this time.
+    #[arg(long, value_name = "SECONDS", requires = "plot")]
+    pub to: Option<f64>,
+    /// Plot width in pixels.
+    #[arg(long, default_value_t = 1000)]
+    pub width: u32,
+    /// Plot height in pixels.
+    #[arg(long, default_value_t = 600)]
+    pub height: u32,
+}
+
+/// The plots of `correlate --plot`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlotKind {
+    /// Time-sequence: each packet drawn at every point that saw it, joined; losses where they
+    /// vanished.
+    Lifeline,
+    /// One-way delay of each packet, first to last point.
+    Owd,
 }
 
 fn parse_offset(s: &str) -> Result<(usize, f64), String> {
@@ -87,6 +124,25 @@ pub fn correlate(args: &CorrelateArgs) -> io::Result<ExitCode> {
     };
     if c.lives.is_empty() {
         return Err(input_error("no TCP packets in these captures"));
+    }
+    if let Some(file) = &args.plot {
+        if args.conn == 0 || args.conn > c.conns.len() {
+            return Err(io::Error::other(format!("-c {}: there are {} connections", args.conn, c.conns.len())));
+        }
+        let dir = u8::from(args.dir == "b2a");
+        let fig = match args.kind {
+            PlotKind::Lifeline => plot::lifeline::lifelines(&c, args.conn - 1, dir, (args.from, args.to)),
+            PlotKind::Owd => {
+                plot::lifeline::one_way_delay(&c, args.conn - 1, dir, Some(plot::svg::columns(args.width)))
+            }
+        };
+        let svg = plot::svg::render(&fig, args.width, args.height);
+        let bytes =
+            if file.extension().is_some_and(|e| e == "png") { crate::plot::png(&svg)? } else { svg.into_bytes() };
+        std::fs::write(file, bytes)
+            .map_err(|e| io::Error::other(format!("{}: cannot write the plot: {e}", file.display())))?;
+        writeln!(io::stderr(), "tcpscope: wrote {}", file.display())?;
+        return Ok(ExitCode::SUCCESS);
     }
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.packets && args.json {

@@ -166,3 +166,38 @@ fn recorded_pairs_agree_with_their_truth() {
         assert!(a2b.rtt_ms.unwrap() > 20.0, "{name}: {a2b:?}");
     }
 }
+
+/// Each record's JSON keys are its field list, in order.
+#[test]
+fn rows_keys_are_their_fields() {
+    use crate::table::{Table, names};
+    fn keys<T: serde::Serialize>(v: &T) -> Vec<String> {
+        serde_json::to_value(v).unwrap().as_object().unwrap().keys().cloned().collect()
+    }
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let paths = [data.join("reorder-snd.pcap"), data.join("reorder-rcv.pcap")];
+    let c = super::correlate(&paths, &super::Settings::default()).unwrap();
+    assert_eq!(keys(&c.point_rows()[1]), names(super::PointRow::FIELDS));
+    assert_eq!(keys(&c.dirs[0]), names(super::CorrDir::FIELDS));
+    assert_eq!(keys(&c.dirs[0].one_way_delay_ms), names(super::DelaySummary::FIELDS));
+    assert_eq!(keys(&c.events[0]), names(super::CorrEvent::FIELDS));
+    assert_eq!(keys(&c.packet_rows().next().unwrap()), names(super::CorrPacket::FIELDS));
+}
+
+/// The plots: one lifeline per packet, the lost ones marked where they vanished (the loss
+/// pair's 12 drops), one delay per delivered packet.
+#[test]
+fn plots_draw_every_packet() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let paths = [data.join("loss-snd.pcap"), data.join("loss-rcv.pcap")];
+    let c = super::correlate(&paths, &super::Settings::default()).unwrap();
+    let f = crate::plot::lifeline::lifelines(&c, 0, 0, (None, None));
+    let lost = f.marks.iter().filter(|m| m.class == "lifeline lost").count();
+    assert_eq!(lost as u64, c.dirs[0].lost_on_path);
+    assert_eq!(lost, 12);
+    assert_eq!(f.marks.len() as u64, c.dirs[0].packets);
+    let o = crate::plot::lifeline::one_way_delay(&c, 0, 0, None);
+    assert_eq!(o.marks.iter().filter(|m| m.class == "owd").count() as u64, c.dirs[0].delivered);
+    let zoom = crate::plot::lifeline::lifelines(&c, 0, 0, (Some(0.05), Some(0.1)));
+    assert!(zoom.marks.len() < f.marks.len() && !zoom.marks.is_empty());
+}
