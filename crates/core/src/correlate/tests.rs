@@ -139,7 +139,7 @@ fn one_way_only_is_not_estimable() {
 #[test]
 fn recorded_pairs_agree_with_their_truth() {
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
-    for name in ["loss", "randloss", "reorder", "bottleneck", "clean"] {
+    for name in ["loss", "randloss", "reorder", "bottleneck", "clean", "zerowin", "bursty"] {
         let paths = [data.join(format!("{name}-snd.pcap")), data.join(format!("{name}-rcv.pcap"))];
         let truth: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(data.join(format!("{name}.truth.json"))).unwrap()).unwrap();

@@ -112,7 +112,7 @@ pub fn lifelines(c: &Correlation, conn: usize, dir: u8, span: (Option<f64>, Opti
         x: Axis::new(
             "time (s since the first packet, first capture's clock)",
             span.0.unwrap_or(0.0),
-            span.1.map_or(x1, |b| b.min(x1)).max(span.0.unwrap_or(0.0) + 1e-3),
+            x1.max(span.0.unwrap_or(0.0) + 1e-3),
             8,
         ),
         y: {
