@@ -153,12 +153,23 @@ impl Input {
     }
 }
 
+/// A point's last 4-tuple (lower, higher endpoint) and its connection and a-is-lower.
+type LastTuple = (Endpoint, Endpoint, Option<(u32, bool)>);
+
 /// The matching state, apart from the readers (so that it can be fed packets in tests).
 pub(super) struct Matcher {
     n: usize,
     window: i64,
-    pending: HashMap<MatchKey, Vec<u32>, Fx>,
+    /// Per match key in the window, its newest lifeline; older ones with the same key are
+    /// chained by `older` (a Vec per key cost an allocation per packet).
+    pending: HashMap<MatchKey, u32, Fx>,
+    /// Per lifeline, the previous one with the same key still in the window (`u32::MAX`: none).
+    older: Vec<u32>,
+    /// Per lifeline, when it entered the window (ns).
+    entered: Vec<i64>,
     expiry: VecDeque<(i64, MatchKey, u32)>,
+    /// Per point, the last tuple looked up and its answer (a bulk transfer asks the same).
+    last_tuple: Vec<Option<LastTuple>>,
     /// (point, lower endpoint, higher endpoint) → (connection as made, a is the lower).
     tuples: HashMap<(u8, Endpoint, Endpoint), (u32, bool), Fx>,
     conns: Conns,
@@ -172,7 +183,10 @@ impl Matcher {
             n,
             window,
             pending: HashMap::default(),
+            older: Vec::new(),
+            entered: Vec::new(),
             expiry: VecDeque::new(),
+            last_tuple: vec![None; n],
             tuples: HashMap::default(),
             conns: Conns::default(),
             lives: Vec::new(),
@@ -180,11 +194,27 @@ impl Matcher {
         }
     }
 
+    /// Room for `k` more lifelines.
+    pub fn reserve(&mut self, k: usize) {
+        self.lives.reserve(k);
+        self.sights.reserve(k * self.n);
+        self.older.reserve(k);
+        self.entered.reserve(k);
+    }
+
     /// The connection and direction (false: a → b) of a packet at point `p`, if known there.
-    fn conn_of(&self, p: usize, o: &Obs) -> Option<(u32, bool)> {
+    fn conn_of(&mut self, p: usize, o: &Obs) -> Option<(u32, bool)> {
         let lo_first = o.src <= o.dst;
         let (lo, hi) = if lo_first { (o.src, o.dst) } else { (o.dst, o.src) };
-        self.tuples.get(&(p as u8, lo, hi)).map(|&(c, a_is_lo)| (c, a_is_lo != lo_first))
+        let hit = match self.last_tuple[p] {
+            Some((l, h, v)) if l == lo && h == hi => v,
+            _ => {
+                let v = self.tuples.get(&(p as u8, lo, hi)).copied();
+                self.last_tuple[p] = Some((lo, hi, v));
+                v
+            }
+        };
+        hit.map(|(c, a_is_lo)| (c, a_is_lo != lo_first))
     }
 
     fn set_conn(&mut self, p: usize, o: &Obs, c: u32, dir: bool) {
@@ -192,6 +222,7 @@ impl Matcher {
         let (lo, hi) = if lo_first { (o.src, o.dst) } else { (o.dst, o.src) };
         // dir false (a → b) from lo means a is lo.
         self.tuples.insert((p as u8, lo, hi), (c, lo_first != dir));
+        self.last_tuple[p] = None;
     }
 
     /// One packet of point `p`, in time order over all points.
@@ -202,17 +233,23 @@ impl Matcher {
                 break;
             }
             self.expiry.pop_front();
-            if let Some(v) = self.pending.get_mut(&key) {
-                v.retain(|&i| i != idx);
-                if v.is_empty() {
-                    self.pending.remove(&key);
-                }
+            // The newest of its key gone: the key leaves the window (older ones went before).
+            if self.pending.get(&key) == Some(&idx) {
+                self.pending.remove(&key);
             }
         }
         let n = self.n;
-        let cands = self.pending.get(&o.key);
-        let found = cands.and_then(|v| v.iter().copied().find(|&i| !self.sights[i as usize * n + p].seen()));
-        let copy = cands.is_some_and(|v| !v.is_empty());
+        let newest = self.pending.get(&o.key).copied();
+        // The oldest lifeline of this key still in the window that this point has not seen.
+        let mut found = None;
+        let mut at = newest.unwrap_or(u32::MAX);
+        while at != u32::MAX && now - self.entered[at as usize] <= self.window {
+            if !self.sights[at as usize * n + p].seen() {
+                found = Some(at);
+            }
+            at = self.older[at as usize];
+        }
+        let copy = newest.is_some();
         match found {
             Some(i) => {
                 self.sights[i as usize * n + p] = o.sight;
@@ -246,7 +283,9 @@ impl Matcher {
                 });
                 self.sights.extend(std::iter::repeat_n(Sight::NONE, n));
                 self.sights[idx as usize * n + p] = o.sight;
-                self.pending.entry(o.key).or_default().push(idx);
+                self.older.push(newest.unwrap_or(u32::MAX));
+                self.entered.push(now);
+                self.pending.insert(o.key, idx);
                 self.expiry.push_back((now, o.key, idx));
             }
         }
@@ -298,6 +337,10 @@ pub(super) fn run(paths: &[PathBuf], settings: &Settings) -> Result<Raw, Error> 
         inp.advance(pt)?;
     }
     let mut m = Matcher::new(paths.len(), settings.window_ns);
+    // Room for the packets the largest file may hold (~100 bytes a packet in a headers-only
+    // capture): growing the tables by doubling copied them and faulted their pages twice.
+    let largest = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).max().unwrap_or(0);
+    m.reserve((largest / 100).min(1 << 26) as usize);
     loop {
         let next = inputs.iter().enumerate().filter_map(|(i, x)| x.head.map(|h| (h.sight.t, i))).min().map(|(_, i)| i);
         let Some(p) = next else { break };
