@@ -4,7 +4,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/tcpscope
 DEMO_TRACE := tests/data/loss-snd.pcap
 
-.PHONY: all build build-deps demo demo-lab test lint deps bpf-deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list bench-monitor
+.PHONY: all build build-deps demo demo-lab test lint deps bpf-deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list bench-monitor bench-correlate
 
 all: build
 
@@ -99,8 +99,13 @@ test-web: web browser-deps build-deps
 	cd web && TCPSCOPE_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/debug/tcpscope node --test tests/
 
 # Needs root (the bulk input is recorded in network namespaces); see docs/performance.md.
-bench: bench-view bench-list bench-monitor
+bench: bench-view bench-list bench-monitor bench-correlate
 	bench/run.sh
+
+# `correlate` on two captures of the bulk transfer, against `stats` on the same files
+# (docs/correlate.md).
+bench-correlate:
+	bench/correlate.sh
 
 # 10,000 sockets sampled at 10 Hz against `ss -tin` (docs/monitor.md).
 bench-monitor:

@@ -84,6 +84,10 @@ pub enum Command {
     /// Experiments over emulated paths in network namespaces: `lab run EXPERIMENT.toml`, then
     /// `lab report DIR` (needs root; see docs/lab.md).
     Lab(tcpscope_lab::LabArgs),
+    /// Pair the captures of the same connections taken at two or more points (sender, router,
+    /// receiver): where packets were lost, one-way delays, spurious retransmissions
+    /// (docs/correlate.md).
+    Correlate(crate::correlate::CorrelateArgs),
 }
 
 /// Input and output options shared by the commands.

@@ -6,6 +6,7 @@
 //! (docs/cli.md#exit-status).
 
 mod args;
+mod correlate;
 mod lab;
 mod monitor;
 mod output;

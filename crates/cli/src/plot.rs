@@ -144,7 +144,7 @@ pub(crate) fn write(path: &Path, figs: &[Figure], args: &PlotArgs, ext: &str) ->
 }
 
 /// Rasterises our SVG with resvg (text with the system's sans-serif font).
-fn png(svg: &str) -> io::Result<Vec<u8>> {
+pub(crate) fn png(svg: &str) -> io::Result<Vec<u8>> {
     use resvg::{tiny_skia, usvg};
     let mut opt = usvg::Options::default();
     let db = opt.fontdb_mut();

@@ -53,6 +53,7 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
         Command::Event(a) => crate::monitor::event(&a),
         Command::Ttcp(a) => crate::lab::ttcp(&a),
         Command::Lab(a) => Ok(crate::lab::lab(&a)),
+        Command::Correlate(a) => crate::correlate::correlate(&a),
     }
 }
 

@@ -18,12 +18,14 @@
 //!   says what is wrong with it.
 //! - [`pass`] drives all of this over one file, or several merged in time order.
 //! - [`export`] writes the results as JSON and CSV.
+//! - [`correlate`] pairs the captures of the same connections taken at several points.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod analysis;
 pub mod capture;
 pub mod conn;
+pub mod correlate;
 pub mod decode;
 pub mod event;
 pub mod export;

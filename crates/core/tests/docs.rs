@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use tcpscope_core::correlate::{CorrDir, CorrEvent, CorrPacket, DelaySummary, PointRow};
 use tcpscope_core::export::json::{ConnJson, DirJson, FilesTable};
 use tcpscope_core::export::packet::PacketLine;
 use tcpscope_core::screen::ScreenRow;
@@ -17,6 +18,11 @@ fn sections() -> Vec<(&'static str, &'static [Field])> {
         (DirJson::NAME, DirJson::FIELDS),
         (PacketLine::NAME, PacketLine::FIELDS),
         (ScreenRow::NAME, ScreenRow::FIELDS),
+        (PointRow::NAME, PointRow::FIELDS),
+        (CorrDir::NAME, CorrDir::FIELDS),
+        (DelaySummary::NAME, DelaySummary::FIELDS),
+        (CorrEvent::NAME, CorrEvent::FIELDS),
+        (CorrPacket::NAME, CorrPacket::FIELDS),
     ]
 }
 

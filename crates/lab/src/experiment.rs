@@ -45,6 +45,11 @@ pub struct Experiment {
     /// capture cannot keep up with.
     #[serde(default = "yes")]
     pub capture: bool,
+    /// Capture also at the router, on its link from the sender (`rtr0`, before its loss rule
+    /// and its bottleneck queue) into `rtr.pcap` (default false): a third vantage point
+    /// (`tcpscope correlate snd.pcap rtr.pcap rcv.pcap`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capture_router: bool,
     /// How many senders share the bottleneck, and their congestion controls.
     #[serde(default, skip_serializing_if = "Topology::is_default")]
     pub topology: Topology,
@@ -466,6 +471,10 @@ pub struct Plan {
     pub keys: Vec<String>,
     /// Every point of the sweep (one point, with no values, without a sweep).
     pub points: Vec<Point>,
+    /// The start of the run's namespace names ([`crate::netns::Namespaces::with_prefix`];
+    /// default `tsl`): a test that runs the lab beside other users of the machine's namespaces
+    /// gives its own, and only namespaces with it are ever removed.
+    pub ns_prefix: String,
 }
 
 /// One sweep point: the values of the swept keys and the settings they give.
@@ -618,7 +627,7 @@ pub fn parse(text: &str) -> Result<Plan, String> {
         check(&exp).map_err(|e| format!("sweep point {label}: {e}"))?;
         points.push(Point { index, values, exp });
     }
-    Ok(Plan { base, keys, points })
+    Ok(Plan { base, keys, points, ns_prefix: crate::netns::PREFIX.to_string() })
 }
 
 /// toml's message for a value deserialized from a table has no line; find the key's line in

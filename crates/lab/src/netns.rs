@@ -36,6 +36,9 @@ pub fn in_ns(ns: &str, args: &[&str]) -> Result<String, String> {
     cmd(&v)
 }
 
+/// The lab's own namespace prefix (`tsl<PID>-...`).
+pub const PREFIX: &str = "tsl";
+
 /// A set of namespaces that are deleted together when dropped.
 pub struct Namespaces {
     names: Vec<String>,
@@ -45,11 +48,16 @@ impl Namespaces {
     /// Makes namespaces `tsl<PID>-<N>-<role>` for each role, with loopback up; N counts the
     /// sets this process made, so that two at once never collide.
     pub fn new(roles: &[&str]) -> Result<Namespaces, String> {
+        Namespaces::with_prefix(PREFIX, roles)
+    }
+
+    /// The same with another prefix than `tsl`: `PREFIX<PID>-<N>-<role>`.
+    pub fn with_prefix(prefix: &str, roles: &[&str]) -> Result<Namespaces, String> {
         static SETS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
         let run = SETS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut ns = Namespaces { names: Vec::new() };
         for r in roles {
-            let name = format!("tsl{}-{run}-{r}", std::process::id());
+            let name = format!("{prefix}{}-{run}-{r}", std::process::id());
             cmd(&["ip", "netns", "add", &name])?;
             ns.names.push(name.clone());
             cmd(&["ip", "-n", &name, "link", "set", "lo", "up"])?;
@@ -73,13 +81,13 @@ impl Drop for Namespaces {
 }
 
 /// Deletes namespaces that an earlier lab made and left behind because it was killed: named
-/// `tsl<PID>-...` where no process PID runs any more.
-pub fn remove_stale() -> Vec<String> {
+/// `PREFIX<PID>-...` where no process PID runs any more.
+pub fn remove_stale(prefix: &str) -> Vec<String> {
     let Ok(list) = cmd(&["ip", "netns", "list"]) else { return Vec::new() };
     let mut removed = Vec::new();
     for line in list.lines() {
         let name = line.split_whitespace().next().unwrap_or("");
-        let Some(rest) = name.strip_prefix("tsl") else { continue };
+        let Some(rest) = name.strip_prefix(prefix) else { continue };
         let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
         if pid != std::process::id()
             && !std::path::Path::new(&format!("/proc/{pid}")).exists()

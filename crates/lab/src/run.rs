@@ -13,7 +13,9 @@
 //! The router forwards; its egress towards the receiver (`rtr1`) is the bottleneck: an htb
 //! class at `path.rate` over a pfifo/bfifo (or codel) queue of `path.queue_*`; `rtr0` likewise
 //! for `path.reverse_rate`. Random loss is an nftables rule in the router's forward hook
-//! (`numgen random mod 1000000 < p·10⁶ counter drop`), per direction. tcpdump captures the
+//! (`numgen random mod 1000000 < p·10⁶ counter drop`), per direction, on TCP but for the
+//! warm-up's attempt on port 9 (before the captures: its drops are in no capture, and a
+//! dropped warm-up cost a 1 s retransmission timeout). tcpdump captures the
 //! sender's and the receiver's link (headers only, 128 bytes). The ttcp transfer runs in this
 //! process, on two threads that joined the sender's and the receiver's namespace.
 //!
@@ -153,7 +155,7 @@ pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| format!("signal handler: {e}"))?;
     }
-    for n in crate::netns::remove_stale() {
+    for n in crate::netns::remove_stale(&plan.ns_prefix) {
         eprintln!("lab: removed namespace {n}, left by a lab that no longer runs");
     }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -189,7 +191,7 @@ pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String
             write_json(&dir.join("run.json"), &info)?;
             let _ = std::fs::remove_file(dir.join("result.json"));
             let t = Instant::now();
-            let res = run_one(p, trial, &dir, &stop);
+            let res = run_one(p, trial, &dir, &stop, &plan.ns_prefix);
             let wall_s = t.elapsed().as_secs_f64();
             let result = match res {
                 Ok(mut r) => {
@@ -300,7 +302,7 @@ pub fn tcpinfo_file(i: u32, n: u32) -> String {
 }
 
 /// Builds the path, runs the transfer with both captures, collects the router's counters.
-fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool) -> Result<RunResult, String> {
+fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool, prefix: &str) -> Result<RunResult, String> {
     let e = &p.exp;
     let n = e.topology.senders;
     // hosts.cc is set on the sockets (TCP_CONGESTION, as ttcp --cc): a namespace's default
@@ -315,7 +317,7 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool) -> Result<RunRe
         roles.push("dly".into());
     }
     roles.extend(["rtr".into(), "rcv".into()]);
-    let ns = Namespaces::new(&roles.iter().map(String::as_str).collect::<Vec<_>>())?;
+    let ns = Namespaces::with_prefix(prefix, &roles.iter().map(String::as_str).collect::<Vec<_>>())?;
     let snds: Vec<String> = sender_roles(n).iter().map(|r| ns.name(r).to_string()).collect();
     let (rtr, rcv) = (ns.name("rtr").to_string(), ns.name("rcv").to_string());
     let sw = (n > 1).then(|| ns.name("sw").to_string());
@@ -379,9 +381,14 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool) -> Result<RunRe
         Some(s) => (s, "swu"),
         None => (&snds[0], "snd0"),
     };
-    let captured: &[(&String, &str, &str)] =
-        if e.capture { &[(snd_side.0, snd_side.1, "snd.pcap"), (&rcv, "rcv0", "rcv.pcap")] } else { &[] };
-    for &(n, dev, file) in captured {
+    let mut captured: Vec<(&String, &str, &str)> = Vec::new();
+    if e.capture {
+        captured.extend([(snd_side.0, snd_side.1, "snd.pcap"), (&rcv, "rcv0", "rcv.pcap")]);
+    }
+    if e.capture_router {
+        captured.push((&rtr, "rtr0", "rtr.pcap"));
+    }
+    for &(n, dev, file) in &captured {
         let f = dir.join(file);
         let fs = f.to_str().ok_or("output path is not UTF-8")?;
         let mut c = Proc::spawn(
@@ -754,7 +761,7 @@ fn build_path(
     for (dev, p, tag) in [("rtr0", e.path.loss, "forward"), ("rtr1", e.path.reverse_loss, "reverse")] {
         if ppm(p) > 0 {
             rules += &format!(
-                "    iifname \"{dev}\" numgen random mod 1000000 < {} counter drop comment \"{tag}\"\n",
+                "    iifname \"{dev}\" tcp dport != 9 tcp sport != 9 numgen random mod 1000000 < {} counter drop comment \"{tag}\"\n",
                 ppm(p)
             );
         }

@@ -1,0 +1,218 @@
+//! `tcpscope correlate` (issue 21) against recorded ground truth: a connection recorded at the
+//! sender, the router and the receiver in network namespaces (`util::record`), with the
+//! router's drop counters and the delay forwarder's per-frame log as the truth.
+
+mod util;
+
+use util::record::{self, Recording};
+
+/// Sender → (forwarder, 5 ms each way) → router (2 % random loss each way) → receiver;
+/// 1.5 MB in one bulk transfer.
+const LOSSY: &str = r#"
+name = "c21-lossy"
+timeout = 30
+[path]
+delay = "5ms"
+loss = 0.02
+reverse_loss = 0.02
+[hosts]
+cc = "cubic"
+[traffic]
+length = 16384
+count = 96
+"#;
+
+/// How many of the router's receiver → sender drops may be missing from both captures: one
+/// recording in about seven counted one more than the captures show (seen in the first
+/// recording of a test process only; not explained yet). Sender → receiver is exact.
+const REVERSE_SLACK: u64 = 1;
+
+fn lossy() -> Option<Recording> {
+    record::record("lossy", LOSSY)
+}
+
+/// The recording itself: each capture complete (tcpdump dropped nothing, or the run would have
+/// failed), the forwarder lost nothing, and the packets missing downstream of the router are
+/// exactly the router's drop counters.
+#[test]
+fn recording_has_its_ground_truth() {
+    let Some(rec) = lossy() else { return };
+    let (fwd, rev) = rec.router_drops();
+    assert!(fwd > 0, "no drops to locate");
+    let snd = record::packets(&rec.file("snd.pcap"));
+    let rtr = record::packets(&rec.file("rtr.pcap"));
+    let rcv = record::packets(&rec.file("rcv.pcap"));
+    let sender: std::net::IpAddr = "10.9.1.1".parse().unwrap();
+    let count =
+        |v: &[(u64, std::net::IpAddr, u32, u32)], a2b: bool| v.iter().filter(|p| (p.1 == sender) == a2b).count();
+    assert_eq!(count(&snd, true), count(&rtr, true), "the forwarder lost or added packets");
+    assert_eq!(count(&rtr, true) - count(&rcv, true), fwd as usize);
+    // Receiver → sender: in about one recording in seven (always the first of a test process)
+    // the router counted one drop more than the captures show — a packet neither capture has;
+    // the cause is not found yet (see REVERSE_SLACK).
+    let seen = (count(&rcv, false) - count(&rtr, false)) as u64;
+    assert!(seen <= rev && rev <= seen + REVERSE_SLACK, "reverse drops: {seen} in the captures, {rev} counted");
+    assert_eq!(count(&rtr, false), count(&snd, false));
+    let held = rec.held_a2b();
+    assert!(held.len() >= count(&snd, true), "forwarder log: {} frames", held.len());
+    assert!(held.iter().all(|&(_, us)| us >= 5000));
+}
+
+fn correlate(args: &[&std::path::Path], extra: &[&str]) -> serde_json::Value {
+    let mut a: Vec<&str> = vec!["correlate"];
+    a.extend(args.iter().map(|p| p.to_str().unwrap()));
+    a.extend_from_slice(extra);
+    util::json(&a)
+}
+
+fn dir<'a>(doc: &'a serde_json::Value, d: &str) -> &'a serde_json::Value {
+    doc["directions"].as_array().unwrap().iter().find(|x| x["dir"] == d).unwrap()
+}
+
+/// (from, to, packets) of a direction's losses.
+fn losses(doc: &serde_json::Value, d: &str) -> Vec<(u64, u64, u64)> {
+    dir(doc, d)["losses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["from"].as_u64().unwrap(), l["to"].as_u64().unwrap(), l["packets"].as_u64().unwrap()))
+        .collect()
+}
+
+/// Sender, router and receiver captures of one recording: every router drop located between
+/// the router and the receiver; one-way delays to the router within 100 µs of how long the
+/// forwarder held each frame; an offset and a skew added to the receiver's capture recovered;
+/// a pcapng with ns timestamps beside the µs pcaps; frames removed from a capture said as
+/// capture loss, not network loss.
+#[test]
+fn three_points_against_the_router_and_the_forwarder() {
+    let Some(rec) = lossy() else { return };
+    let (fwd, rev) = rec.router_drops();
+    let (snd, rtr, rcv) = (rec.file("snd.pcap"), rec.file("rtr.pcap"), rec.file("rcv.pcap"));
+    let doc = correlate(&[&snd, &rtr, &rcv], &[]);
+    assert_eq!(doc["directions"].as_array().unwrap().len(), 2, "one connection");
+    let (a2b, b2a) = (dir(&doc, "a2b"), dir(&doc, "b2a"));
+    assert_eq!((a2b["path"].as_str(), b2a["path"].as_str()), (Some("1-2-3"), Some("3-2-1")));
+    // Every drop located: after the router's capture, before the receiver's, as its counters
+    // say. A drop after the receiver's capture's last packet (the connection's last ACK) cannot
+    // be told from the end of that capture: it is said as outside the captures, never as
+    // another loss.
+    for (d, from, to, drops) in [(a2b, 2, 3, fwd), (b2a, 3, 2, rev)] {
+        let name = d["dir"].as_str().unwrap();
+        let located = d["lost_on_path"].as_u64().unwrap();
+        let outside = d["outside_capture"].as_u64().unwrap();
+        let slack = if name == "b2a" { REVERSE_SLACK } else { 0 };
+        assert!(located + outside <= drops && drops <= located + outside + slack, "{name}: {drops} dropped: {d}");
+        assert!(outside <= 1, "{name}: {d}");
+        assert_eq!(losses(&doc, name), if located > 0 { vec![(from, to, located)] } else { vec![] });
+    }
+    for d in [a2b, b2a] {
+        assert_eq!((d["capture_loss"].as_u64(), d["duplicated"].as_u64()), (Some(0), Some(0)), "{d}");
+    }
+    assert!(a2b["retransmissions"].as_u64() >= a2b["lost_on_path"].as_u64(), "each drop resent: {a2b}");
+    let n = |k: &str| a2b[k].as_u64().unwrap();
+    assert_eq!(n("necessary_retransmissions") + n("spurious_retransmissions"), n("retransmissions"));
+
+    // One-way delay sender → router against the forwarder's log: frames leave it in the order
+    // they reach the router's capture (no reordering). The log also has frames the capture's
+    // `tcp` filter left out (ARP, IPv6 neighbour discovery, the lab's warm-up SYN before the
+    // capture): aligned from the end, each router frame takes the latest earlier log line of
+    // its size.
+    let pk = correlate(&[&snd, &rtr, &rcv], &["--packets"]);
+    let rows = pk["packets"].as_array().unwrap();
+    let mut at_rtr: Vec<(u64, f64)> = rows
+        .iter()
+        .filter(|r| r["dir"] == "a2b" && !r["at_s"][0].is_null() && !r["at_s"][1].is_null())
+        .map(|r| {
+            let owd = r["at_s"][1].as_f64().unwrap() - r["at_s"][0].as_f64().unwrap();
+            (r["frames"][1].as_u64().unwrap(), owd * 1e6)
+        })
+        .collect();
+    at_rtr.sort_by_key(|x| x.0);
+    let rtr_frames = record::packets(&rtr);
+    let held = rec.held_a2b();
+    let mut j = held.len();
+    let mut worst = 0.0f64;
+    let mut errs = Vec::new();
+    for (frame, owd_us) in at_rtr.iter().rev() {
+        let size = rtr_frames[*frame as usize - 1].3;
+        j = held[..j].iter().rposition(|h| h.0 == size).unwrap_or_else(|| panic!("frame {frame} not in the log"));
+        let err = owd_us - held[j].1 as f64;
+        worst = worst.max(err.abs());
+        errs.push(err);
+    }
+    // The log's hold ends when the forwarder hands the frame to the kernel; the kernel's
+    // delivery to the router after it is not in the log, and on a loaded machine it sometimes
+    // takes longer than 100 µs (measured: 0-100 frames of 1100 in a run while other builds
+    // ran). That lateness only ever adds: a frame measured *earlier* than its hold, or a median
+    // off, would be the clock estimate's error. So: no frame more than 100 µs below its hold,
+    // the median within 100 µs (measured 11-29 µs).
+    let within = errs.iter().filter(|e| e.abs() <= 100.0).count();
+    errs.sort_by(f64::total_cmp);
+    assert!(errs[0] >= -100.0, "a frame {} µs earlier than the forwarder released it", -errs[0]);
+    assert!(errs[errs.len() / 2].abs() <= 100.0, "median difference {} µs", errs[errs.len() / 2]);
+    eprintln!(
+        "one-way delay vs forwarder log: {} frames, difference median {:.1} µs, 99th percentile {:.1} µs, \
+         largest {worst:.1} µs, smallest {:.1} µs; {within} within 100 µs",
+        at_rtr.len(),
+        errs[errs.len() / 2],
+        errs[errs.len() * 99 / 100],
+        errs[0]
+    );
+
+    // An offset (300 ms) and a skew (+200 ppm) added to the receiver's clock: recovered.
+    let dir_ = util::tempdir("c21-shifted");
+    let first = record::packets(&rcv)[0].0;
+    let (off, skew) = (300e6, 200e-6);
+    let shifted = dir_.join("rcv-shifted.pcap");
+    record::rewrite(&rcv, &shifted, |_| true, |t| t + (off + skew * (t - first) as f64) as u64, false);
+    let base = correlate(&[&snd, &rcv], &[]);
+    let sh = correlate(&[&snd, &shifted], &[]);
+    let (p0, p) = (&base["points"][1], &sh["points"][1]);
+    assert_eq!(p["skew_applied"], true, "{p}");
+    let skew_ppm = p["skew_ppm"].as_f64().unwrap();
+    assert!((skew_ppm - 200.0).abs() <= 3.0 * p["skew_uncertainty_ppm"].as_f64().unwrap() + 5.0, "{p}");
+    // The true offset at the estimate's time, against what the same clocks gave unshifted.
+    let at_ns = p["offset_at_s"].as_f64().unwrap() * 1e9 - off;
+    let want_ms = (off + skew * (at_ns - first as f64)) / 1e6 + p0["offset_ms"].as_f64().unwrap();
+    let got_ms = p["offset_ms"].as_f64().unwrap();
+    assert!((got_ms - want_ms).abs() < 0.1, "offset {got_ms} ms, want {want_ms} ms");
+    for d in ["a2b", "b2a"] {
+        assert_eq!(losses(&sh, d).iter().map(|l| l.2).sum::<u64>(), dir(&base, d)["lost_on_path"].as_u64().unwrap());
+        let (m0, m1) =
+            (dir(&base, d)["one_way_delay_ms"]["min"].as_f64(), dir(&sh, d)["one_way_delay_ms"]["min"].as_f64());
+        assert!((m0.unwrap() - m1.unwrap()).abs() < 0.1, "{d}: {m0:?} vs {m1:?}");
+    }
+    // A given offset replaces the estimate.
+    let given = correlate(&[&snd, &shifted], &["--offset", "2=300"]);
+    assert_eq!(given["points"][1]["clock"], "given");
+    assert_eq!(given["points"][1]["offset_ms"].as_f64(), Some(300.0));
+
+    // The router's capture as pcapng with ns timestamps, beside the µs pcaps: the same answer.
+    let ng = dir_.join("rtr.pcapng");
+    record::rewrite(&rtr, &ng, |_| true, |t| t, true);
+    let d_ng = correlate(&[&snd, &ng, &rcv], &[]);
+    assert_eq!(losses(&d_ng, "a2b"), losses(&doc, "a2b"));
+    assert_eq!(losses(&d_ng, "b2a"), losses(&doc, "b2a"));
+    assert_eq!(dir(&d_ng, "a2b")["one_way_delay_ms"], a2b["one_way_delay_ms"]);
+
+    // Frames the captures missed: 5 delivered data frames removed from the router's capture and
+    // 4 from the sender's. Said as capture loss of those points; the network losses unchanged.
+    let delivered: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["dir"] == "a2b" && r["fate"] == "delivered" && r["len"].as_u64() > Some(0)).collect();
+    let pick = |k: usize, n: usize| -> Vec<u64> {
+        delivered.iter().skip(37).step_by(97).take(n).map(|r| r["frames"][k].as_u64().unwrap()).collect()
+    };
+    let (gone_rtr, gone_snd) = (pick(1, 5), pick(0, 4));
+    let (rtr_cut, snd_cut) = (dir_.join("rtr-cut.pcap"), dir_.join("snd-cut.pcap"));
+    record::rewrite(&rtr, &rtr_cut, |f| !gone_rtr.contains(&f), |t| t, false);
+    let cut = correlate(&[&snd, &rtr_cut, &rcv], &[]);
+    assert_eq!(cut["points"][1]["capture_loss"].as_u64(), Some(5), "{}", cut["points"]);
+    assert_eq!(losses(&cut, "a2b"), losses(&doc, "a2b"));
+    assert_eq!(dir(&cut, "a2b")["capture_loss"].as_u64(), Some(5));
+    record::rewrite(&snd, &snd_cut, |f| !gone_snd.contains(&f), |t| t, false);
+    let cut = correlate(&[&snd_cut, &rtr, &rcv], &[]);
+    assert_eq!(cut["points"][0]["capture_loss"].as_u64(), Some(4), "{}", cut["points"]);
+    assert_eq!(losses(&cut, "a2b"), losses(&doc, "a2b"));
+    let _ = std::fs::remove_dir_all(&dir_);
+}

@@ -1,0 +1,203 @@
+//! Unit tests: matching (the streaming matcher fed by hand) and the clock estimator.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use super::clock::estimate_pair;
+use super::stream::{MatchKey, Matcher, Obs};
+use super::{Life, Sight};
+use crate::conn::Endpoint;
+
+fn ep(last: u8, port: u16) -> Endpoint {
+    Endpoint { addr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, last)), port }
+}
+
+fn obs(t: i64, src: Endpoint, dst: Endpoint, seq: u32, len: u32, ip_id: u16) -> Obs {
+    Obs {
+        key: MatchKey { seq, ack: 1, len, flags: 0x10, ip_id, ts: Some((seq, 7)) },
+        src,
+        dst,
+        sight: Sight { t, frame: t as u64, ttl: 64, ecn: 0, win: 100, mss: 0 },
+    }
+}
+
+fn seen(m: &(Vec<super::Conn>, Vec<Life>, Vec<Sight>), k: usize, n: usize) -> Vec<bool> {
+    (0..n).map(|p| m.2[k * n + p].seen()).collect()
+}
+
+#[test]
+fn the_same_packet_at_two_points_is_one_lifeline() {
+    let (a, b) = (ep(1, 1000), ep(2, 80));
+    let mut m = Matcher::new(2, 1_000_000_000);
+    m.push(0, &obs(0, a, b, 1, 100, 5));
+    m.push(0, &obs(10, a, b, 101, 100, 6));
+    m.push(1, &obs(1_000, a, b, 1, 100, 5));
+    // A retransmission: same sequence number, another IP ID and TSval.
+    m.push(0, &obs(2_000, a, b, 1, 100, 7));
+    m.push(1, &obs(3_000, a, b, 1, 100, 7));
+    let r = m.finish();
+    assert_eq!(r.1.len(), 3);
+    assert_eq!(seen(&r, 0, 2), [true, true]);
+    assert_eq!(seen(&r, 1, 2), [true, false], "101 never arrived");
+    assert_eq!(seen(&r, 2, 2), [true, true]);
+    assert_eq!(r.0.len(), 1);
+    assert!(!r.0[0].translated());
+}
+
+#[test]
+fn a_nat_is_matched_by_sequence_numbers_and_said() {
+    let (a, b) = (ep(1, 1000), ep(2, 80));
+    let (a2, b2) = (ep(9, 40000), ep(2, 80));
+    let mut m = Matcher::new(2, 1_000_000_000);
+    m.push(0, &obs(0, a, b, 1, 100, 5));
+    m.push(1, &obs(100, a2, b2, 1, 100, 5));
+    // The answer, seen first at point 1 (translated) then at point 0.
+    m.push(1, &obs(200, b2, a2, 9000, 0, 1));
+    m.push(0, &obs(300, b, a, 9000, 0, 1));
+    let r = m.finish();
+    assert_eq!(r.0.len(), 1, "one connection");
+    assert!(r.0[0].translated());
+    assert_eq!((r.1[0].dir, r.1[1].dir), (0, 1));
+}
+
+#[test]
+fn a_copy_at_one_point_is_a_lifeline_of_its_own() {
+    let (a, b) = (ep(1, 1000), ep(2, 80));
+    let mut m = Matcher::new(2, 1_000_000_000);
+    m.push(0, &obs(0, a, b, 1, 100, 5));
+    m.push(1, &obs(100, a, b, 1, 100, 5));
+    m.push(1, &obs(110, a, b, 1, 100, 5));
+    let r = m.finish();
+    assert_eq!(r.1.len(), 2);
+    assert!(!r.1[0].copy && r.1[1].copy);
+    assert_eq!(seen(&r, 1, 2), [false, true]);
+}
+
+#[test]
+fn past_the_window_a_packet_is_no_longer_matched() {
+    let (a, b) = (ep(1, 1000), ep(2, 80));
+    let mut m = Matcher::new(2, 1_000);
+    m.push(0, &obs(0, a, b, 1, 100, 5));
+    m.push(0, &obs(5_000, a, b, 101, 100, 6));
+    m.push(1, &obs(5_001, a, b, 1, 100, 5));
+    let r = m.finish();
+    assert_eq!(r.1.len(), 3, "the late sighting started a lifeline of its own");
+}
+
+/// Delays d(t) = base + queueing ≥ 0 both ways, one clock off by `off` and running fast by
+/// `skew`: the estimate finds both within the stated uncertainty.
+fn synth(off: f64, skew: f64, base_f: f64, base_r: f64) -> (super::clock::Samples, super::clock::Samples) {
+    let (mut f, mut r) = (Vec::new(), Vec::new());
+    let mut x = 12345u64;
+    for i in 0..4000i64 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let q = ((x >> 33) % 3_000_000) as f64 * if i % 5 == 0 { 0.0 } else { 1.0 };
+        let t = 1_000_000_000_000 + i * 2_500_000; // 10 s
+        let theta = off + skew * (t - 1_000_000_000_000) as f64;
+        if i % 2 == 0 {
+            f.push((t, (base_f + q + theta) as i64));
+        } else {
+            r.push((t, (base_r + q - theta) as i64));
+        }
+    }
+    (f, r)
+}
+
+#[test]
+fn offset_is_found_from_the_smallest_delays_both_ways() {
+    let (f, r) = synth(3.5e6, 0.0, 5e6, 5e6);
+    let c = estimate_pair(&f, &r).unwrap();
+    assert!((c.at(c.t_ref) - 3.5e6).abs() < 2e3, "{c:?}");
+    assert!(!c.skew_applied, "{c:?}");
+    assert!((c.offset_uncertainty_ns - 5e6).abs() < 2e3);
+    // Asymmetric smallest delays: wrong by half the difference, within the uncertainty.
+    let (f, r) = synth(0.0, 0.0, 7e6, 3e6);
+    let c = estimate_pair(&f, &r).unwrap();
+    assert!((c.offset_ns - 2e6).abs() < 2e3 && c.offset_uncertainty_ns >= 2e6, "{c:?}");
+}
+
+#[test]
+fn skew_is_found_from_the_lower_envelopes() {
+    let (f, r) = synth(-1e6, 50e-6, 2e6, 2e6);
+    let c = estimate_pair(&f, &r).unwrap();
+    assert!(c.skew_applied, "{c:?}");
+    assert!((c.skew - 50e-6).abs() < 1e-6, "{c:?}");
+    // The offset at every time within 20 µs.
+    for (t, _) in f.iter().step_by(97) {
+        let want = -1e6 + 50e-6 * (t - 1_000_000_000_000) as f64;
+        assert!((c.at(*t) - want).abs() < 20e3, "at {t}: {} vs {want}", c.at(*t));
+    }
+}
+
+#[test]
+fn one_way_only_is_not_estimable() {
+    let (f, _) = synth(0.0, 0.0, 1e6, 1e6);
+    assert!(estimate_pair(&f, &[]).is_none());
+}
+
+/// The project's recorded pairs (tests/data: the same connection at the sender and at the
+/// receiver, with every drop, reordering and retransmission in the truth file).
+#[test]
+fn recorded_pairs_agree_with_their_truth() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    for name in ["loss", "randloss", "reorder", "bottleneck", "clean", "zerowin", "bursty"] {
+        let paths = [data.join(format!("{name}-snd.pcap")), data.join(format!("{name}-rcv.pcap"))];
+        let truth: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(data.join(format!("{name}.truth.json"))).unwrap()).unwrap();
+        let c = super::correlate(&paths, &super::Settings::default()).unwrap();
+        assert_eq!(c.conns.len(), 1, "{name}");
+        let (a2b, b2a) = (&c.dirs[0], &c.dirs[1]);
+        assert_eq!((a2b.dir, a2b.path.as_str(), b2a.path.as_str()), ("a2b", "1-2", "2-1"), "{name}");
+        let n = |k: &str| truth[k].as_array().map_or(0, |v| v.len() as u64);
+        assert_eq!(a2b.lost_on_path, n("dropped"), "{name}: every drop located");
+        assert_eq!(a2b.losses.iter().map(|l| l.packets).sum::<u64>(), n("dropped"));
+        assert_eq!(b2a.lost_on_path, 0, "{name}");
+        assert_eq!((a2b.capture_loss, b2a.capture_loss, a2b.duplicated), (0, 0, 0), "{name}");
+        assert_eq!(a2b.reordered, n("reordered"), "{name}");
+        let spurious = truth["retransmissions"].as_array().unwrap().iter().filter(|r| r["spurious"] == true).count();
+        assert_eq!(a2b.retransmissions, n("retransmissions"), "{name}");
+        assert_eq!(a2b.spurious_retransmissions, spurious as u64, "{name}");
+        // Same clock: the estimated offset is within its uncertainty of 0, and the smallest
+        // one-way delay within 0.1 ms of the truth's capture-to-capture figure.
+        let ck = &c.clocks[1];
+        assert!(ck.offset_ns.abs() <= ck.offset_uncertainty_ns, "{name}: {ck:?}");
+        let owd = &truth["measured_one_way_delay_ms"]["sender_to_receiver"];
+        let min = a2b.one_way_delay_ms.min.unwrap();
+        assert!((min - owd["min"].as_f64().unwrap()).abs() < 0.1, "{name}: {min}");
+        assert!(a2b.rtt_ms.unwrap() > 20.0, "{name}: {a2b:?}");
+    }
+}
+
+/// Each record's JSON keys are its field list, in order.
+#[test]
+fn rows_keys_are_their_fields() {
+    use crate::table::{Table, names};
+    fn keys<T: serde::Serialize>(v: &T) -> Vec<String> {
+        serde_json::to_value(v).unwrap().as_object().unwrap().keys().cloned().collect()
+    }
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let paths = [data.join("reorder-snd.pcap"), data.join("reorder-rcv.pcap")];
+    let c = super::correlate(&paths, &super::Settings::default()).unwrap();
+    assert_eq!(keys(&c.point_rows()[1]), names(super::PointRow::FIELDS));
+    assert_eq!(keys(&c.dirs[0]), names(super::CorrDir::FIELDS));
+    assert_eq!(keys(&c.dirs[0].one_way_delay_ms), names(super::DelaySummary::FIELDS));
+    assert_eq!(keys(&c.events[0]), names(super::CorrEvent::FIELDS));
+    assert_eq!(keys(&c.packet_rows().next().unwrap()), names(super::CorrPacket::FIELDS));
+}
+
+/// The plots: one lifeline per packet, the lost ones marked where they vanished (the loss
+/// pair's 12 drops), one delay per delivered packet.
+#[test]
+fn plots_draw_every_packet() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let paths = [data.join("loss-snd.pcap"), data.join("loss-rcv.pcap")];
+    let c = super::correlate(&paths, &super::Settings::default()).unwrap();
+    let f = crate::plot::lifeline::lifelines(&c, 0, 0, (None, None));
+    let lost = f.marks.iter().filter(|m| m.class == "lifeline lost").count();
+    assert_eq!(lost as u64, c.dirs[0].lost_on_path);
+    assert_eq!(lost, 12);
+    assert_eq!(f.marks.len() as u64, c.dirs[0].packets);
+    let o = crate::plot::lifeline::one_way_delay(&c, 0, 0, None);
+    assert_eq!(o.marks.iter().filter(|m| m.class == "owd").count() as u64, c.dirs[0].delivered);
+    let zoom = crate::plot::lifeline::lifelines(&c, 0, 0, (Some(0.05), Some(0.1)));
+    assert!(zoom.marks.len() < f.marks.len() && !zoom.marks.is_empty());
+}
