@@ -6,7 +6,8 @@ use std::path::Path;
 
 use tcpscope_core::export::json::{ConnJson, DirJson, FilesTable};
 use tcpscope_core::export::packet::PacketLine;
-use tcpscope_core::screen::ScreenRow;
+use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow};
+use tcpscope_core::screen::{OosEvent, ScreenRow};
 use tcpscope_core::table::{Field, Table, markdown};
 
 /// Each generated section: its marker name and its fields.
@@ -17,6 +18,10 @@ fn sections() -> Vec<(&'static str, &'static [Field])> {
         (DirJson::NAME, DirJson::FIELDS),
         (PacketLine::NAME, PacketLine::FIELDS),
         (ScreenRow::NAME, ScreenRow::FIELDS),
+        (ConnRef::NAME, ConnRef::FIELDS),
+        (OosEvent::NAME, OosEvent::FIELDS),
+        (SegmentRow::NAME, SegmentRow::FIELDS),
+        (RttRow::NAME, RttRow::FIELDS),
     ]
 }
 
