@@ -6,6 +6,7 @@
 //! (docs/cli.md#exit-status).
 
 mod args;
+mod export;
 mod lab;
 mod monitor;
 mod output;
