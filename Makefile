@@ -155,9 +155,12 @@ wheel: $(VENV)/.made
 	cd crates/py && $(VENV)/bin/maturin build --release -q -o $(TARGET)/wheels
 
 # pytest: schemas, equality with `stats --json` (the debug binary), damaged captures, and the
-# Dask cluster test (docs/python.md, docs/scale.md).
-test-python: python build-deps
+# Dask cluster test (docs/python.md, docs/scale.md). The module is built in the dev profile,
+# from what `cargo test --workspace` compiled (a release build of core, arrow and parquet
+# would add ten minutes on two cores); `make python` puts the release one back.
+test-python: $(VENV)/.made build-deps
 	$(CARGO) build -p tcpscope
+	cd crates/py && VIRTUAL_ENV=$(VENV) $(VENV)/bin/maturin develop -q
 	cd crates/py && TCPSCOPE_BIN=$(TARGET)/debug/tcpscope $(VENV)/bin/pytest -q -p no:cacheprovider tests
 
 # Export and Python read against stats, and the LocalCluster of 2 workers (docs/scale.md).
