@@ -12,9 +12,10 @@ build: web build-deps
 	$(CARGO) build --release
 
 # What the build links: libpcap for `tcpscope capture` (pkg-config finds it). Installed here, not
-# only under `deps`, so that `make demo` works on a fresh machine.
+# only under `deps`, so that `make demo` works on a fresh machine. The Python package's crate
+# (crates/py, a workspace member) has PyO3's build script ask python3 for its version.
 build-deps:
-	@tools/need-debian.sh /usr/include/pcap/pcap.h:libpcap-dev pkg-config:pkg-config
+	@tools/need-debian.sh /usr/include/pcap/pcap.h:libpcap-dev pkg-config:pkg-config python3:python3
 
 # Runs the main job on a small trace the project recorded itself (see tests/data/README.md).
 demo: build
