@@ -4,7 +4,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/tcpscope
 DEMO_TRACE := tests/data/loss-snd.pcap
 
-.PHONY: all build build-deps demo demo-lab test lint deps bpf-deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list bench-monitor bench-correlate
+.PHONY: all build build-deps demo demo-lab test lint deps bpf-deps deps-capture bench fuzz clean web web-deps browser-deps test-web bench-view bench-list bench-monitor bench-correlate python python-deps test-python wheel bench-python
 
 all: build
 
@@ -12,9 +12,10 @@ build: web build-deps
 	$(CARGO) build --release
 
 # What the build links: libpcap for `tcpscope capture` (pkg-config finds it). Installed here, not
-# only under `deps`, so that `make demo` works on a fresh machine.
+# only under `deps`, so that `make demo` works on a fresh machine. The Python package's crate
+# (crates/py, a workspace member) has PyO3's build script ask python3 for its version.
 build-deps:
-	@tools/need-debian.sh /usr/include/pcap/pcap.h:libpcap-dev pkg-config:pkg-config
+	@tools/need-debian.sh /usr/include/pcap/pcap.h:libpcap-dev pkg-config:pkg-config python3:python3
 
 # Runs the main job on a small trace the project recorded itself (see tests/data/README.md).
 demo: build
@@ -61,6 +62,7 @@ deps-capture:
 test: deps build-deps web lint
 	$(CARGO) test --workspace
 	$(MAKE) test-web
+	$(MAKE) test-python
 	@tools/test-skips.sh
 
 # The house style (rustfmt.toml) and clippy's warnings as errors: a red lint is a red CI.
@@ -99,7 +101,7 @@ test-web: web browser-deps build-deps
 	cd web && TCPSCOPE_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/debug/tcpscope node --test tests/
 
 # Needs root (the bulk input is recorded in network namespaces); see docs/performance.md.
-bench: bench-view bench-list bench-monitor bench-correlate
+bench: bench-view bench-list bench-monitor bench-correlate bench-python
 	bench/run.sh
 
 # `correlate` on two captures of the bulk transfer, against `stats` on the same files
@@ -130,6 +132,46 @@ $(MANY_TRACE):
 
 bench-list: build browser-deps $(MANY_TRACE)
 	cd web && TCPSCOPE_BIN=$(abspath $(BIN)) MANY=$(CURDIR)/$(MANY_TRACE) node bench/list.mjs
+
+# --- The Python package (crates/py, docs/python.md): PyO3 + maturin, an abi3 wheel ---
+# A virtual environment of the Makefile's own (under cargo's target directory, so each clone
+# has its own and `make clean` removes it) with the build tool and what the tests use.
+TARGET := $(abspath $(or $(CARGO_TARGET_DIR),target))
+VENV := $(TARGET)/venv
+PY_PKGS := maturin pyarrow pandas duckdb pytest "dask[dataframe,distributed]"
+
+# Debian's python3 has `venv` without pip's bootstrap (ensurepip) unless python3-venv is in.
+python-deps:
+	@tools/need-debian.sh python3:python3
+	@python3 -c 'import ensurepip, venv' 2>/dev/null || tools/need-debian.sh /usr/share/doc/python3-venv:python3-venv
+
+$(VENV)/.made: | python-deps
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q $(PY_PKGS)
+	touch $@
+
+# The native module in cargo's release profile and target directory (CARGO_TARGET_DIR is
+# passed through), installed into the venv: it reuses what `make build` compiled.
+python: $(VENV)/.made
+	cd crates/py && VIRTUAL_ENV=$(VENV) $(VENV)/bin/maturin develop --release -q
+
+# The wheel a fresh machine installs (`pip install` of it, or of crates/py).
+wheel: $(VENV)/.made
+	cd crates/py && $(VENV)/bin/maturin build --release -q -o $(TARGET)/wheels
+
+# pytest: schemas, equality with `stats --json` (the debug binary), damaged captures, and the
+# Dask cluster test (docs/python.md, docs/scale.md). The module is built in the dev profile,
+# from what `cargo test --workspace` compiled (a release build of core, arrow and parquet
+# would add ten minutes on two cores); `make python` puts the release one back.
+test-python: $(VENV)/.made build-deps
+	$(CARGO) build -p tcpscope
+	cd crates/py && VIRTUAL_ENV=$(VENV) $(VENV)/bin/maturin develop -q
+	cd crates/py && TCPSCOPE_BIN=$(TARGET)/debug/tcpscope $(VENV)/bin/pytest -q -p no:cacheprovider tests
+
+# Export and Python read against stats, and the LocalCluster of 2 workers (docs/scale.md).
+bench-python: build python
+	TCPSCOPE_BIN=$(abspath $(BIN)) $(VENV)/bin/python bench/python.py
 
 # Each target runs FUZZ_SECONDS; see docs/fuzzing.md.
 FUZZ_SECONDS ?= 600

@@ -23,6 +23,7 @@ impl Cli {
             | Command::Print(PrintArgs { common: c })
             | Command::Stats(StatsArgs { common: c, .. }) => c.take_read(),
             Command::Screen(s) => s.common.take_read(),
+            Command::Export(e) => e.common.take_read(),
             Command::View(v) => v.common.take_read(),
             Command::Report(r) => r.common.take_read(),
             Command::Plot(p) => p.trace = p.read.take().or(p.trace_arg.take()).unwrap_or_default(),
@@ -55,6 +56,9 @@ pub enum Command {
     Screen(ScreenArgs),
     /// Draw a plot of one connection (or several on one scale) as SVG, PNG or xplot (.xpl).
     Plot(PlotArgs),
+    /// Write the analysis as tables (Parquet, Arrow IPC or CSV files) for notebooks and
+    /// databases: connections, events, segments, rtt (docs/json.md#arrow-and-parquet).
+    Export(crate::export::ExportArgs),
     /// Open the interactive viewer in the browser (a local web server; docs/viewer.md).
     ///
     /// The server serves only the TRACEs named. A monitor recording (`.tsm`) given first shows

@@ -7,6 +7,7 @@
 
 mod args;
 mod correlate;
+mod export;
 mod lab;
 mod monitor;
 mod output;

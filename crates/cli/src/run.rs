@@ -43,6 +43,7 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
         }
         Command::Screen(args) => crate::screen::screen(&args),
         Command::Plot(args) => crate::plot::plot(&args),
+        Command::Export(args) => crate::export::export(&args),
         Command::View(args) => crate::view::view(&args),
         Command::Report(args) => crate::view::report(&args),
         Command::Print(p) => crate::print::print(&p.common),

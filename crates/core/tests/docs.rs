@@ -7,7 +7,8 @@ use std::path::Path;
 use tcpscope_core::correlate::{CorrDir, CorrEvent, CorrPacket, DelaySummary, PointRow};
 use tcpscope_core::export::json::{ConnJson, DirJson, FilesTable};
 use tcpscope_core::export::packet::PacketLine;
-use tcpscope_core::screen::ScreenRow;
+use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow};
+use tcpscope_core::screen::{OosEvent, ScreenRow};
 use tcpscope_core::table::{Field, Table, markdown};
 
 /// Each generated section: its marker name and its fields.
@@ -23,6 +24,10 @@ fn sections() -> Vec<(&'static str, &'static [Field])> {
         (DelaySummary::NAME, DelaySummary::FIELDS),
         (CorrEvent::NAME, CorrEvent::FIELDS),
         (CorrPacket::NAME, CorrPacket::FIELDS),
+        (ConnRef::NAME, ConnRef::FIELDS),
+        (OosEvent::NAME, OosEvent::FIELDS),
+        (SegmentRow::NAME, SegmentRow::FIELDS),
+        (RttRow::NAME, RttRow::FIELDS),
     ]
 }
 

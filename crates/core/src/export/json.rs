@@ -25,6 +25,12 @@ pub struct EndpointJson {
     pub port: u16,
 }
 
+impl Table for EndpointJson {
+    const NAME: &'static str = "endpoint";
+    const FIELDS: &'static [Field] =
+        &[Field::new("addr", Kind::Text, "", "IP address"), Field::new("port", Kind::Int, "", "TCP port")];
+}
+
 impl From<Endpoint> for EndpointJson {
     fn from(e: Endpoint) -> Self {
         let mut addr = Vec::with_capacity(15);

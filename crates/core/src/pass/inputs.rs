@@ -13,8 +13,23 @@ use crate::capture::{SetReader, TraceSet};
 use crate::flow::FlowKey;
 use crate::sink::Sink;
 
-/// One pass over a file on this thread. With `only`, just the segments of that 4-tuple are
-/// analysed, sweeping where a pass analysing all of them would (every segment's time goes
+/// Which segments a pass analyses when not all: one 4-tuple's, or one shard's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Keep {
+    pub only: Option<FlowKey>,
+    /// `(k, n)`: the 4-tuples of shard `k` of `n`.
+    pub shard: Option<(usize, usize)>,
+}
+
+impl Keep {
+    fn keeps(&self, seg: &crate::decode::Segment<'_>) -> bool {
+        self.only.is_none_or(|key| FlowKey::of(seg).0 == key)
+            && self.shard.is_none_or(|(k, n)| FlowKey::shard(seg, n) == k)
+    }
+}
+
+/// One pass over a file on this thread. With `only`, just the segments of that 4-tuple (or
+/// shard) are analysed, sweeping where a pass analysing all of them would (every segment's time goes
 /// through the [`SweepClock`], as in a shard): a connection of that 4-tuple is analysed as in
 /// the full pass, and its index counts only the connections of the 4-tuple. Returns the file's
 /// summary, the sink and the error the sink stopped the pass with, if any.
@@ -22,7 +37,7 @@ pub(crate) fn one_thread<S: Sink>(
     path: &Path,
     file: usize,
     settings: Settings,
-    only: Option<FlowKey>,
+    only: Option<Keep>,
     progress: &(dyn Fn(u64, u64) + Sync),
     mut sink: S,
 ) -> (FileSummary, S, Option<io::Error>) {
@@ -34,7 +49,7 @@ pub(crate) fn one_thread<S: Sink>(
     let mut clock = SweepClock::default();
     read_segments(&mut reader, &mut summary, progress, settings.checksums, |seg, frame, ts_ns| {
         let due = clock.tick(ts_ns);
-        if only.is_some_and(|key| FlowKey::of(seg).0 != key) {
+        if only.is_some_and(|k| !k.keeps(seg)) {
             return true;
         }
         an.segment_after_sweep(due, seg, frame, ts_ns);
@@ -50,12 +65,15 @@ pub(crate) fn one_thread<S: Sink>(
 /// not read and not listed (unreadable ones are, with their error). Frame numbers are those
 /// within each packet's file, so they can be checked with tshark on that file. Connections
 /// name their file by its place in the returned summaries plus `file_base` (the number of
-/// files listed before this set's, when several sets are reported together).
+/// files listed before this set's, when several sets are reported together). With `keep`,
+/// only those segments are analysed, sweeping where a pass of all of them would.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn set<S: Sink>(
     set: &TraceSet,
     (from, to): (u64, u64),
     file_base: usize,
     settings: Settings,
+    keep: Option<Keep>,
     progress: &(dyn Fn(u64, u64) + Sync),
     mut sink: S,
 ) -> (Vec<FileSummary>, S, Option<io::Error>) {
@@ -78,6 +96,7 @@ pub(crate) fn set<S: Sink>(
     }
     let mut reader = SetReader::new(set, from, to);
     let mut an = Analyzer::new(settings, sink);
+    let mut clock = SweepClock::default();
     let mut n = 0u64;
     let mut bytes = 0u64;
     while let Some(item) = reader.next() {
@@ -88,8 +107,19 @@ pub(crate) fn set<S: Sink>(
                     if settings.checksums {
                         verify_checksums(&mut summaries[p], &rec, &mut seg);
                     }
-                    an.set_file(file_base + p);
-                    an.segment(&seg, rec.frame, rec.ts_ns);
+                    match keep {
+                        None => {
+                            an.set_file(file_base + p);
+                            an.segment(&seg, rec.frame, rec.ts_ns);
+                        }
+                        Some(k) => {
+                            let due = clock.tick(rec.ts_ns);
+                            if k.keeps(&seg) {
+                                an.set_file(file_base + p);
+                                an.segment_after_sweep(due, &seg, rec.frame, rec.ts_ns);
+                            }
+                        }
+                    }
                     if !an.go_on() {
                         break;
                     }

@@ -61,6 +61,8 @@ pub struct Query {
     settings: Settings,
     threads: usize,
     only: Option<FlowKey>,
+    /// `(k, n)`: only the packets of the 4-tuples in shard `k` of `n` ([`FlowKey::shard`]).
+    shard: Option<(usize, usize)>,
     /// `None`: UTC (docs/cli.md#times-shown).
     tz: Option<jiff::tz::TimeZone>,
 }
@@ -133,6 +135,7 @@ impl Query {
             settings: Settings::default(),
             threads: rayon::current_num_threads(),
             only: None,
+            shard: None,
             tz: None,
         }
     }
@@ -173,6 +176,30 @@ impl Query {
     pub fn only(mut self, key: FlowKey) -> Query {
         self.only = Some(key);
         self
+    }
+
+    /// Only the packets of the 4-tuples in shard `k` of `n` (the split the analysing threads
+    /// use, [`FlowKey::shard`], the same on every machine): every file is still read whole and
+    /// in order, but only that share of the connections is analysed, each as in a full pass
+    /// (sweeps at the same points), numbered among themselves. The `n` queries of one input
+    /// together give the connections of the full pass: a cluster's tasks (docs/scale.md).
+    pub fn shard(mut self, k: usize, n: usize) -> Query {
+        self.shard = (n > 1).then_some((k % n, n));
+        self
+    }
+
+    /// One query per trace of this one (one per input, or this one with `merge`), each with
+    /// the trace's name as [`Trace::input`] has it: for a caller that needs a trace's name
+    /// while its pass runs (rows written as they come).
+    pub fn per_trace(&self) -> Vec<(String, Query)> {
+        if self.merge || self.inputs.len() <= 1 {
+            let name = self.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" + ");
+            return vec![(name, self.clone())];
+        }
+        self.inputs
+            .iter()
+            .map(|p| (p.display().to_string(), Query { inputs: vec![p.clone()], ..self.clone() }))
+            .collect()
     }
 
     /// The time zone clock times of a window are in, and its messages say times in (default:
@@ -274,8 +301,15 @@ impl Query {
                     Ok((set, window)) => {
                         trace.warnings = set.warnings.clone();
                         let delta = Delta::new(progress);
-                        let (files, sink, f) =
-                            inputs::set(&set, window, start, self.settings, &|b, p| delta.report(b, p), trace.sink);
+                        let (files, sink, f) = inputs::set(
+                            &set,
+                            window,
+                            start,
+                            self.settings,
+                            self.keep(),
+                            &|b, p| delta.report(b, p),
+                            trace.sink,
+                        );
                         if files.is_empty() {
                             trace.empty = Some(set.empty_window_text(window.0, window.1, &self.zone()));
                         }
@@ -298,8 +332,8 @@ impl Query {
                 .map(|(i, path)| {
                     let delta = Delta::new(progress);
                     let progress = &|b, p| delta.report(b, p);
-                    if !one || self.threads == 1 || self.only.is_some() {
-                        inputs::one_thread(path, i, self.settings, self.only, progress, make())
+                    if !one || self.threads == 1 || self.keep().is_some() {
+                        inputs::one_thread(path, i, self.settings, self.keep(), progress, make())
                     } else if S::JOINS && shard {
                         threads::sharded(path, i, self.settings, self.threads, progress, make)
                     } else {
@@ -331,6 +365,11 @@ impl Query {
     /// [`Query::run`] for the statistics of every connection.
     pub fn stats(&self, progress: &(dyn Fn(u64, u64) + Sync)) -> io::Result<Analysis> {
         Ok(self.run(StatsSink::default, progress)?.into_analysis())
+    }
+
+    /// Which packets to analyse, when not all.
+    fn keep(&self) -> Option<inputs::Keep> {
+        (self.only.is_some() || self.shard.is_some()).then_some(inputs::Keep { only: self.only, shard: self.shard })
     }
 
     /// The time zone clock times are in.

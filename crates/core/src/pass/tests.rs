@@ -387,3 +387,33 @@ fn checksum_errors_are_counted_and_not_analysed() {
     }
     std::fs::remove_file(&path).unwrap();
 }
+
+/// The `n` shard queries of one input hold, between them, every connection of the full pass
+/// with the same statistics: read as a file and as a trace set (a ring's files merged), the
+/// cluster's plan (docs/scale.md).
+#[test]
+fn shard_queries_together_give_the_full_pass() {
+    let made = interleaved_connections("shard-queries");
+    // Each connection by what names it on every machine: its endpoints and first packet.
+    let key = |c: &crate::stats::ConnStats| format!("{} {} {}", c.info.a, c.info.b, c.first_ts_ns());
+    let rows = |an: &Analysis| -> Vec<(String, String)> {
+        let mut v: Vec<_> = an.conns.iter().map(|c| (key(c), format!("{:?}", c.dir))).collect();
+        v.sort();
+        v
+    };
+    for merge in [false, true] {
+        let q = Query::new(vec![made.clone()]).merge(merge);
+        let want = rows(&q.stats(&|_, _| {}).unwrap());
+        let mut got = Vec::new();
+        let mut sizes = Vec::new();
+        for k in 0..3 {
+            let part = rows(&q.clone().shard(k, 3).stats(&|_, _| {}).unwrap());
+            sizes.push(part.len());
+            got.extend(part);
+        }
+        got.sort();
+        assert_eq!(got, want, "merge {merge}");
+        assert!(sizes.iter().all(|&n| n > 0 && n < want.len()), "every shard has a share: {sizes:?}");
+    }
+    std::fs::remove_file(made).unwrap();
+}

@@ -113,6 +113,57 @@ pub struct OosEvent {
     pub dsack_frame: Option<u64>,
 }
 
+impl crate::table::Table for OosEvent {
+    const NAME: &'static str = "events";
+    const FIELDS: &'static [crate::table::Field] = {
+        use crate::table::{Field as F, Kind};
+        &[
+            F::new(
+                "class",
+                Kind::Text,
+                "",
+                "why it was sent: `rto`, `fast_retransmit`, `tail_loss_probe`, `reordering`, `network_duplicate`, `spurious`, `flow_control`, `syn_timeout`, `unknown` ([screening.md](screening.md))",
+            ),
+            F::new("rule", Kind::Text, "", "the rule that decided it, in words"),
+            F::new("dir", Kind::Text, "", "`a2b` or `b2a`: the segment's direction"),
+            F::new("frame", Kind::Int, "", "its frame number (in its file)"),
+            F::new("time_s", Kind::Float, "s", "since the connection's first packet"),
+            F::new("seq", Kind::Int, "", "relative sequence number of its first byte"),
+            F::new("len", Kind::Int, "bytes", "payload bytes"),
+            F::nullable("prev_frame", Kind::Int, "", "frame of the previous copy of these bytes, when remembered"),
+            F::nullable(
+                "since_prev_ms",
+                Kind::Float,
+                "ms",
+                "time since the previous copy (retransmission) or the segment before the hole (hole fill): Tstat's RT",
+            ),
+            F::nullable(
+                "since_hole_ms",
+                Kind::Float,
+                "ms",
+                "hole fill: time since the segment after the hole (Tstat's ΔT)",
+            ),
+            F::new("dup_acks", Kind::Int, "", "duplicate ACKs of the cumulative ACK when it was sent"),
+            F::new("sack_above", Kind::Bool, "", "a SACK block above it had been received"),
+            F::nullable("rtt_ms", Kind::Float, "ms", "RTT estimate: the two half-loops' means summed"),
+            F::nullable("rtt_min_ms", Kind::Float, "ms", "minimum RTT estimate"),
+            F::new("rto_ms", Kind::Float, "ms", "RTO estimate"),
+            F::new(
+                "rtt_source",
+                Kind::Text,
+                "",
+                "where the RTT estimate came from: `both halves`, `one half` or `none`",
+            ),
+            F::nullable(
+                "dsack_frame",
+                Kind::Int,
+                "",
+                "frame of the D-SACK that showed the retransmission was not needed",
+            ),
+        ]
+    };
+}
+
 /// Fractions of a connection's lifetime (first to last packet) by what limited it. They sum
 /// to at most 1: the handshake, and the time before the main sender's first data packet or
 /// after its FIN, belong to none.

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""The columnar exports and the cluster plan, timed (docs/python.md, docs/scale.md).
+
+1. On the bulk trace (bench/out/bulk.pcap, made by bench/run.sh): `stats`, `export` to
+   Parquet (every table, and `connections` alone) and Python's `tcpscope.read`, in paired
+   rounds (ratios to `stats` in the same round), with each one's peak RSS.
+2. On a made ring of capture files with many connections crossing file boundaries: the
+   one-machine read, one shard task at several shard counts (the per-task costs of the
+   plan), and `tcpscope.dask.analyze` on a LocalCluster of 2 worker processes.
+
+    TCPSCOPE_BIN=target/release/tcpscope VENV/bin/python bench/python.py [TRACE]
+"""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "crates", "py", "tests"))
+
+
+def run(cmd):
+    """Wall time and peak RSS (MB) of one command."""
+    t = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    if status != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    return time.monotonic() - t, ru.ru_maxrss / 1024
+
+
+def paired(rounds, cmds):
+    for c in cmds.values():
+        run(c)
+    times = {k: [] for k in cmds}
+    rss = {k: 0.0 for k in cmds}
+    for _ in range(rounds):
+        for k, c in cmds.items():
+            t, m = run(c)
+            times[k].append(t)
+            rss[k] = max(rss[k], m)
+    ref = times[next(iter(cmds))]
+    for k in cmds:
+        ratio = statistics.median(t / r for t, r in zip(times[k], ref))
+        print(f"  {k:<34} median {statistics.median(times[k]):6.3f} s  ×stats {ratio:5.2f}  peak RSS {rss[k]:6.0f} MB")
+
+
+def main():
+    bin_ = os.environ.get("TCPSCOPE_BIN", "target/release/tcpscope")
+    trace = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "out", "bulk.pcap")
+    py = sys.executable
+    with tempfile.TemporaryDirectory(prefix="tcpscope-bench-py-") as tmp:
+        if os.path.exists(trace):
+            print(f"{trace}: 5 paired rounds")
+            paired(
+                int(os.environ.get("BENCH_PY_ROUNDS", "5")),
+                {
+                    "stats": [bin_, "stats", "-q", trace],
+                    "export parquet (all tables)": [bin_, "export", "-q", trace, "-o", f"{tmp}/all"],
+                    "export parquet (connections)": [bin_, "export", "-q", trace, "-o", f"{tmp}/c", "--tables", "connections"],
+                    "export parquet (segments)": [bin_, "export", "-q", trace, "-o", f"{tmp}/s", "--tables", "segments"],
+                    "python read (all tables)": [py, "-c", f"import tcpscope; tcpscope.read({trace!r})"],
+                },
+            )
+        else:
+            print(f"{trace} missing (bench/run.sh records it): the export timings are skipped")
+        cluster(tmp, py)
+
+
+def cluster(tmp, py):
+    import tcpscope
+    import tcpscope.dask
+    from conftest import make_ring
+    from dask.distributed import Client, LocalCluster
+
+    ring = make_ring(os.path.join(tmp, "ring"), files=24, n_conns=int(os.environ.get("BENCH_RING_CONNS", "4000")))
+    size = sum(os.path.getsize(os.path.join(ring, f)) for f in os.listdir(ring))
+    t = time.monotonic()
+    one = tcpscope.read(ring, "connections")
+    t_one = time.monotonic() - t
+    print(f"ring: 24 files, {size / 1e6:.1f} MB, {one.num_rows // 2} connections; one machine {t_one:.3f} s")
+    for n in (1, 2, 4, 8, 16):
+        ts = []
+        for _ in range(3):
+            t = time.monotonic()
+            part = tcpscope.read(ring, "connections", shard=(0, n) if n > 1 else None)
+            ts.append(time.monotonic() - t)
+        mb = part.nbytes / 1e6
+        print(f"  one task of {n:>2} shards: {min(ts):.3f} s, {part.num_rows // 2} connections, result {mb:.2f} MB")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, Client(cl) as c:
+        for shards in (2, 4):
+            tcpscope.dask.analyze([ring], client=c, shards=shards).compute()  # warm the workers
+            t = time.monotonic()
+            got = tcpscope.dask.analyze([ring], client=c, shards=shards).compute()
+            dt = time.monotonic() - t
+            print(f"  LocalCluster 2 workers, {shards} shards: {dt:.3f} s ({t_one / dt:.2f}× one machine), {len(got)} rows")
+
+
+if __name__ == "__main__":
+    main()

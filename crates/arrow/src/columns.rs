@@ -1,0 +1,375 @@
+//! Columns from the field lists ([`tcpscope_core::table`]), and rows into them.
+//!
+//! A table's Arrow schema is made from its records' `FIELDS` (name, kind, nullable, with the
+//! unit and meaning as field metadata), and its rows are the records' `Serialize` form
+//! written straight into the column builders by [`TableBuilder::append`], a serde serializer
+//! that flattens nested objects in order. Core's tests hold each record's serialized keys to
+//! its `FIELDS`, so the values land in the columns the schema names; a value of the wrong
+//! kind is an error, not a silent conversion.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
+use serde::Serialize;
+use serde::ser::{self, Impossible};
+use tcpscope_core::table::{Field, Kind};
+
+/// One column: its name in the table and the field it holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Column {
+    /// The column's name (the field's, maybe with a prefix).
+    pub name: &'static str,
+    /// The field's definition.
+    pub field: Field,
+}
+
+/// The columns of `fields`, named as the fields are.
+pub fn columns(fields: &[Field]) -> Vec<Column> {
+    fields.iter().map(|&field| Column { name: field.name, field }).collect()
+}
+
+/// A column named `prefix` + the field's name (names made once per table and kept for the
+/// life of the program: a handful of short strings).
+pub fn prefixed(prefix: &str, field: Field) -> Column {
+    let name: &'static str = if prefix.is_empty() { field.name } else { intern(format!("{prefix}{}", field.name)) };
+    Column { name, field }
+}
+
+fn intern(s: String) -> &'static str {
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashMap<String, &'static str>>> = OnceLock::new();
+    let mut names = NAMES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    names.entry(s.clone()).or_insert_with(|| Box::leak(s.into_boxed_str()))
+}
+
+/// The Arrow type of a field's values: integers as `Int64` (every count and number fits, and
+/// pandas, DuckDB and Spark read it natively), floats as `Float64`, flags as `Boolean`, text as
+/// `Utf8`.
+pub fn data_type(kind: Kind) -> Option<DataType> {
+    match kind {
+        Kind::Int => Some(DataType::Int64),
+        Kind::Float => Some(DataType::Float64),
+        Kind::Bool => Some(DataType::Boolean),
+        Kind::Text => Some(DataType::Utf8),
+        Kind::Object | Kind::Counts | Kind::List => None,
+    }
+}
+
+/// The schema of `cols`: each column nullable as its field, with the field's `unit` and
+/// `doc` as metadata.
+pub fn schema(cols: &[Column]) -> SchemaRef {
+    let fields: Vec<ArrowField> = cols
+        .iter()
+        .map(|c| {
+            // Objects are expanded into columns before a schema is made (a bug otherwise,
+            // caught by the schema tests).
+            let ty = data_type(c.field.kind).unwrap_or(DataType::Utf8);
+            let meta =
+                HashMap::from([("unit".to_string(), c.field.unit.to_string()), ("doc".into(), c.field.doc.into())]);
+            ArrowField::new(c.name, ty, c.field.nullable).with_metadata(meta)
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+enum Builder {
+    Int(Int64Builder),
+    Float(Float64Builder),
+    Bool(BooleanBuilder),
+    Text(StringBuilder),
+}
+
+impl Builder {
+    fn new(kind: Kind) -> Builder {
+        match kind {
+            Kind::Int => Builder::Int(Int64Builder::new()),
+            Kind::Float => Builder::Float(Float64Builder::new()),
+            Kind::Bool => Builder::Bool(BooleanBuilder::new()),
+            _ => Builder::Text(StringBuilder::new()),
+        }
+    }
+    fn null(&mut self) {
+        match self {
+            Builder::Int(b) => b.append_null(),
+            Builder::Float(b) => b.append_null(),
+            Builder::Bool(b) => b.append_null(),
+            Builder::Text(b) => b.append_null(),
+        }
+    }
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Builder::Int(b) => Arc::new(b.finish()),
+            Builder::Float(b) => Arc::new(b.finish()),
+            Builder::Bool(b) => Arc::new(b.finish()),
+            Builder::Text(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+/// A value that does not fit its column: a bug (the tests write every table).
+#[derive(Debug)]
+pub struct RowError(String);
+
+impl fmt::Display for RowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RowError {}
+
+impl ser::Error for RowError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        RowError(msg.to_string())
+    }
+}
+
+impl From<RowError> for std::io::Error {
+    fn from(e: RowError) -> Self {
+        std::io::Error::other(e)
+    }
+}
+
+/// Rows of one table being put together, column by column.
+pub struct TableBuilder {
+    schema: SchemaRef,
+    cols: Vec<Column>,
+    builders: Vec<Builder>,
+    /// The next column of the row being appended.
+    at: usize,
+    rows: usize,
+}
+
+impl TableBuilder {
+    /// An empty table of `cols`.
+    pub fn new(cols: Vec<Column>) -> TableBuilder {
+        let builders = cols.iter().map(|c| Builder::new(c.field.kind)).collect();
+        TableBuilder { schema: schema(&cols), cols, builders, at: 0, rows: 0 }
+    }
+
+    /// The table's schema.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Rows appended since the last [`TableBuilder::finish`].
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Appends `value`'s fields (nested objects flattened in order) to the row being made,
+    /// from the next column on, leaving out its top-level fields named in `skip`.
+    pub fn append<T: Serialize + ?Sized>(&mut self, value: &T, skip: &[&str]) -> Result<(), RowError> {
+        value.serialize(&mut Appender { t: self, skip, depth: 0 })
+    }
+
+    /// Ends the row: every column must have had its value.
+    pub fn end_row(&mut self) -> Result<(), RowError> {
+        if self.at != self.cols.len() {
+            return Err(RowError(format!("a row of {} values for {} columns", self.at, self.cols.len())));
+        }
+        self.at = 0;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// The rows so far as a record batch; the builder is empty after.
+    pub fn finish(&mut self) -> Result<RecordBatch, RowError> {
+        let arrays: Vec<ArrayRef> = self.builders.iter_mut().map(Builder::finish).collect();
+        self.rows = 0;
+        RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| RowError(e.to_string()))
+    }
+
+    fn next(&mut self, what: &str) -> Result<(&mut Builder, &'static str), RowError> {
+        let i = self.at;
+        let Some(b) = self.builders.get_mut(i) else {
+            return Err(RowError(format!("more values than the {} columns ({what})", self.cols.len())));
+        };
+        self.at += 1;
+        Ok((b, self.cols[i].name))
+    }
+
+    fn int(&mut self, v: i64) -> Result<(), RowError> {
+        match self.next("an integer")? {
+            (Builder::Int(b), _) => {
+                b.append_value(v);
+                Ok(())
+            }
+            (_, name) => Err(RowError(format!("column {name}: an integer where the field list says otherwise"))),
+        }
+    }
+}
+
+struct Appender<'a, 'b> {
+    t: &'a mut TableBuilder,
+    skip: &'b [&'b str],
+    depth: usize,
+}
+
+fn wrong(name: &str, what: &str) -> RowError {
+    RowError(format!("column {name}: {what} where the field list says otherwise"))
+}
+
+impl<'a, 'b, 'c> ser::Serializer for &'c mut Appender<'a, 'b> {
+    type Ok = ();
+    type Error = RowError;
+    type SerializeSeq = Impossible<(), RowError>;
+    type SerializeTuple = Impossible<(), RowError>;
+    type SerializeTupleStruct = Impossible<(), RowError>;
+    type SerializeTupleVariant = Impossible<(), RowError>;
+    type SerializeMap = Impossible<(), RowError>;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Impossible<(), RowError>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), RowError> {
+        match self.t.next("a flag")? {
+            (Builder::Bool(b), _) => {
+                b.append_value(v);
+                Ok(())
+            }
+            (_, name) => Err(wrong(name, "a flag")),
+        }
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), RowError> {
+        self.t.int(v.into())
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), RowError> {
+        self.t.int(v.into())
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), RowError> {
+        self.t.int(v.into())
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), RowError> {
+        self.t.int(v)
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), RowError> {
+        self.t.int(v.into())
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), RowError> {
+        self.t.int(v.into())
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), RowError> {
+        self.t.int(v.into())
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), RowError> {
+        let v = i64::try_from(v).map_err(|_| RowError(format!("{v} does not fit a 64-bit signed integer")))?;
+        self.t.int(v)
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), RowError> {
+        self.serialize_f64(v.into())
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), RowError> {
+        match self.t.next("a float")? {
+            (Builder::Float(b), _) => {
+                b.append_value(v);
+                Ok(())
+            }
+            (_, name) => Err(wrong(name, "a float")),
+        }
+    }
+    fn serialize_char(self, v: char) -> Result<(), RowError> {
+        self.serialize_str(v.encode_utf8(&mut [0; 4]))
+    }
+    fn serialize_str(self, v: &str) -> Result<(), RowError> {
+        match self.t.next("text")? {
+            (Builder::Text(b), _) => {
+                b.append_value(v);
+                Ok(())
+            }
+            (_, name) => Err(wrong(name, "text")),
+        }
+    }
+    fn serialize_bytes(self, _: &[u8]) -> Result<(), RowError> {
+        Err(RowError("bytes have no column kind".into()))
+    }
+    fn serialize_none(self) -> Result<(), RowError> {
+        self.t.next("null")?.0.null();
+        Ok(())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<(), RowError> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), RowError> {
+        self.serialize_none()
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), RowError> {
+        self.serialize_none()
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<(), RowError> {
+        self.serialize_str(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> Result<(), RowError> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), RowError> {
+        Err(RowError("an enum with data has no column kind".into()))
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, RowError> {
+        Err(RowError("a list has no column kind".into()))
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, RowError> {
+        Err(RowError("a tuple has no column kind".into()))
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct, RowError> {
+        Err(RowError("a tuple has no column kind".into()))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, RowError> {
+        Err(RowError("an enum with data has no column kind".into()))
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, RowError> {
+        Err(RowError("a map has no column kind".into()))
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, RowError> {
+        self.depth += 1;
+        Ok(self)
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, RowError> {
+        Err(RowError("an enum with data has no column kind".into()))
+    }
+}
+
+impl ser::SerializeStruct for &mut Appender<'_, '_> {
+    type Ok = ();
+    type Error = RowError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Result<(), RowError> {
+        if self.depth == 1 && self.skip.contains(&key) {
+            return Ok(());
+        }
+        v.serialize(&mut **self)
+    }
+    fn skip_field(&mut self, key: &'static str) -> Result<(), RowError> {
+        // A field left out of the JSON when absent (`max_idle_s` of `conns`' rows) is a null
+        // here: every row has every column.
+        if self.depth == 1 && self.skip.contains(&key) {
+            return Ok(());
+        }
+        self.t.next("null")?.0.null();
+        Ok(())
+    }
+    fn end(self) -> Result<(), RowError> {
+        self.depth -= 1;
+        Ok(())
+    }
+}

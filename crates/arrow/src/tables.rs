@@ -1,0 +1,302 @@
+//! The exported tables, their columns, and the pass that fills them
+//! (docs/json.md#arrow-and-parquet).
+
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use tcpscope_core::analysis::{At, ConnIdx, Event, SegmentInfo, Sink};
+use tcpscope_core::export::json::{ConnJson, DirJson, EndpointJson};
+use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow, Verdict};
+use tcpscope_core::flow::ConnInfo;
+use tcpscope_core::pass::{FileSummary, Query, Trace};
+use tcpscope_core::screen::{OosEvent, Rules, ScreenSink};
+use tcpscope_core::stats::StatsSink;
+use tcpscope_core::table::{Field, Kind, Table};
+
+use crate::columns::{Column, TableBuilder, columns, prefixed};
+use crate::out::Out;
+
+/// Rows of a streamed table written as one record batch (and one Parquet row group's page
+/// run): large enough that per-batch costs vanish, small enough that a batch of segments
+/// (~100 bytes a row in the builders) stays a few MB.
+pub const BATCH_ROWS: usize = 64 * 1024;
+
+/// A table of the export.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TableName {
+    /// One row per connection and direction: every field of `stats`.
+    Connections,
+    /// One row per classified out-of-sequence segment, as `screen --events`.
+    Events,
+    /// One row per TCP segment, with the analysis' verdict on it.
+    Segments,
+    /// One row per RTT sample.
+    Rtt,
+}
+
+impl TableName {
+    /// Every table, in the order written.
+    pub const ALL: [TableName; 4] = [TableName::Connections, TableName::Events, TableName::Segments, TableName::Rtt];
+
+    /// Its name (file name stem, `--tables` value).
+    pub fn name(self) -> &'static str {
+        match self {
+            TableName::Connections => "connections",
+            TableName::Events => "events",
+            TableName::Segments => "segments",
+            TableName::Rtt => "rtt",
+        }
+    }
+
+    /// The table named `s`.
+    pub fn parse(s: &str) -> Option<TableName> {
+        TableName::ALL.into_iter().find(|t| t.name() == s)
+    }
+
+    /// Its columns, from the field lists of the records it is made of.
+    pub fn columns(self) -> Vec<Column> {
+        let with_ref = |fields: &[Field]| {
+            let mut c = columns(ConnRef::FIELDS);
+            c.extend(columns(fields));
+            c
+        };
+        match self {
+            TableName::Connections => connection_columns(),
+            TableName::Events => with_ref(OosEvent::FIELDS),
+            TableName::Segments => with_ref(SegmentRow::FIELDS),
+            TableName::Rtt => with_ref(RttRow::FIELDS),
+        }
+    }
+}
+
+/// The `dir` column of `connections`: which direction a row's statistics are of.
+const DIR: Field = Field::new("dir", Kind::Text, "", "`a2b` or `b2a`: the direction this row's statistics are of");
+
+/// `connections`: [`ConnJson::FIELDS`] with the endpoints flattened (`a_addr`, `a_port`, …),
+/// then [`DIR`], then [`DirJson::FIELDS`] in place of `a2b` and `b2a`; a direction's field
+/// named as a connection's (`first_time`, `last_time`, `max_idle_s`) is prefixed `dir_`.
+fn connection_columns() -> Vec<Column> {
+    let mut cols = Vec::new();
+    for f in ConnJson::FIELDS {
+        match f.name {
+            "a" | "b" => cols.extend(EndpointJson::FIELDS.iter().map(|&e| prefixed(&format!("{}_", f.name), e))),
+            "a2b" | "b2a" => {}
+            _ => cols.push(Column { name: f.name, field: *f }),
+        }
+    }
+    let conn: Vec<&str> = ConnJson::FIELDS.iter().map(|f| f.name).collect();
+    cols.push(Column { name: DIR.name, field: DIR });
+    for &f in DirJson::FIELDS {
+        cols.push(prefixed(if conn.contains(&f.name) { "dir_" } else { "" }, f));
+    }
+    cols
+}
+
+/// A table's destination, shared by the passes that write it.
+pub type Dest = Arc<Mutex<dyn Out>>;
+
+fn write(dest: &Dest, t: &mut TableBuilder) -> io::Result<()> {
+    let batch = t.finish()?;
+    dest.lock().map_err(|_| io::Error::other("a writer panicked"))?.write(&batch)
+}
+
+/// A streamed table: rows written in batches as they come.
+struct Stream {
+    table: TableBuilder,
+    dest: Dest,
+}
+
+impl Stream {
+    fn row<T: serde::Serialize>(&mut self, r: ConnRef<'_>, row: &T) -> io::Result<()> {
+        self.table.append(&r, &[])?;
+        self.table.append(row, &[])?;
+        self.table.end_row()?;
+        if self.table.rows() >= BATCH_ROWS {
+            write(&self.dest, &mut self.table)?;
+        }
+        Ok(())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        if self.table.rows() > 0 { write(&self.dest, &mut self.table) } else { Ok(()) }
+    }
+}
+
+/// The sink of the per-packet tables (`segments`, `rtt`) of one trace.
+struct RowSink {
+    input: String,
+    names: Vec<String>,
+    conn_file: Vec<usize>,
+    verdict: Verdict,
+    segments: Option<Stream>,
+    rtt: Option<Stream>,
+    failed: Option<io::Error>,
+}
+
+impl RowSink {
+    fn result(&mut self, r: io::Result<()>) {
+        if let Err(e) = r {
+            self.failed.get_or_insert(e);
+        }
+    }
+}
+
+impl Sink for RowSink {
+    fn file(&mut self, file: usize, path: &Path) {
+        self.names.resize(self.names.len().max(file + 1), String::new());
+        self.names[file] = path.display().to_string();
+    }
+    fn connection(&mut self, _: ConnIdx, info: &ConnInfo) {
+        self.conn_file.push(info.file);
+    }
+    fn event(&mut self, at: &At, ev: &Event) {
+        self.verdict.event(ev);
+        if let (Some(rtt), Some(row)) = (&mut self.rtt, RttRow::of(at, ev)) {
+            let r = rtt.row(ConnRef { input: &self.input, conn: at.conn + 1 }, &row);
+            self.result(r);
+        }
+    }
+    fn segment(&mut self, s: &SegmentInfo) {
+        let Some(seg) = &mut self.segments else { return };
+        // The file is the connection's, as `print` names it.
+        let file = self.conn_file.get(s.at.conn).and_then(|&f| self.names.get(f)).map_or("", |n| n.as_str());
+        let row = self.verdict.row(s, file);
+        let r = seg.row(ConnRef { input: &self.input, conn: s.at.conn + 1 }, &row);
+        self.result(r);
+    }
+    fn after_packet(&mut self) -> io::Result<bool> {
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
+    }
+    fn own_thread(&self) -> bool {
+        self.segments.is_some()
+    }
+    const CLASSIFY: bool = true;
+}
+
+/// A sink or nothing: the parts of the export pass that the tables asked for.
+struct Maybe<S>(Option<S>);
+
+impl<S: Sink> Sink for Maybe<S> {
+    fn file(&mut self, file: usize, path: &Path) {
+        if let Some(s) = &mut self.0 {
+            s.file(file, path)
+        }
+    }
+    fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
+        if let Some(s) = &mut self.0 {
+            s.connection(conn, info)
+        }
+    }
+    fn segment(&mut self, seg: &SegmentInfo) {
+        if let Some(s) = &mut self.0 {
+            s.segment(seg)
+        }
+    }
+    fn event(&mut self, at: &At, ev: &Event) {
+        if let Some(s) = &mut self.0 {
+            s.event(at, ev)
+        }
+    }
+    fn evidence(&mut self, at: &At, why: &tcpscope_core::event::Evidence) {
+        if let Some(s) = &mut self.0 {
+            s.evidence(at, why)
+        }
+    }
+    fn after_packet(&mut self) -> io::Result<bool> {
+        match &mut self.0 {
+            Some(s) => s.after_packet(),
+            None => Ok(false),
+        }
+    }
+    fn own_thread(&self) -> bool {
+        self.0.as_ref().is_some_and(|s| s.own_thread())
+    }
+    const CLASSIFY: bool = S::CLASSIFY;
+}
+
+/// What the pass read: the files' summaries and each trace's record (its errors, warnings,
+/// empty window), as [`Query::run`] gives them.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Every file read, in trace order.
+    pub files: Vec<FileSummary>,
+    /// Each trace's record.
+    pub traces: Vec<Trace<()>>,
+    /// Connections exported.
+    pub connections: usize,
+}
+
+/// Runs `query` once per trace, writing the tables `dests` names (each table at most once)
+/// into their destinations as rows come; the caller finishes the destinations. `rules` are the
+/// screening rules of the `events` table (the query's settings should classify by them:
+/// [`Rules::settings`], as `screen` does). Errors reading a file are in its summary
+/// (what was read before stands); the error returned is a failed write.
+pub fn export(
+    query: &Query,
+    rules: &Rules,
+    dests: &[(TableName, Dest)],
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> io::Result<Report> {
+    let dest = |t: TableName| dests.iter().find(|(n, _)| *n == t).map(|(_, d)| d.clone());
+    let stream = |t: TableName| dest(t).map(|dest| Stream { table: TableBuilder::new(t.columns()), dest });
+    let mut conns = dest(TableName::Connections).map(|d| (TableBuilder::new(TableName::Connections.columns()), d));
+    let mut events = dest(TableName::Events).map(|d| (TableBuilder::new(TableName::Events.columns()), d));
+    let mut report = Report::default();
+    for (input, q) in query.per_trace() {
+        let rows = RowSink {
+            input: input.clone(),
+            names: Vec::new(),
+            conn_file: Vec::new(),
+            verdict: Verdict::default(),
+            segments: stream(TableName::Segments),
+            rtt: stream(TableName::Rtt),
+            failed: None,
+        };
+        let stats = Maybe(conns.is_some().then(StatsSink::default));
+        let screen = Maybe(events.is_some().then(|| ScreenSink::new(rules.clone())));
+        let ((mut rows, (stats, screen)), files, trace) = q.run_one((rows, (stats, screen)), progress)?;
+        for s in [&mut rows.segments, &mut rows.rtt].into_iter().flatten() {
+            s.flush()?;
+        }
+        let n = stats.0.as_ref().map_or(0, |s| s.conns.len());
+        if let (Some((t, d)), Some(stats)) = (&mut conns, stats.0) {
+            for c in &stats.conns {
+                let file = files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
+                let j = ConnJson::new(c, report.connections + c.idx + 1, file, input.clone());
+                for (dir, d) in [("a2b", &j.a2b), ("b2a", &j.b2a)] {
+                    t.append(&j, &["a2b", "b2a"])?;
+                    t.append(dir, &[])?;
+                    t.append(d, &[])?;
+                    t.end_row()?;
+                }
+                if t.rows() >= BATCH_ROWS {
+                    write(d, t)?;
+                }
+            }
+        }
+        if let (Some((t, d)), Some(screen)) = (&mut events, screen.0) {
+            for (idx, s) in screen.finish().iter().enumerate() {
+                for e in &s.events {
+                    t.append(&ConnRef { input: &input, conn: idx + 1 }, &[])?;
+                    t.append(e, &[])?;
+                    t.end_row()?;
+                }
+                if t.rows() >= BATCH_ROWS {
+                    write(d, t)?;
+                }
+            }
+        }
+        report.connections += n;
+        report.files.extend(files);
+        report.traces.push(trace);
+    }
+    for (t, d) in [&mut conns, &mut events].into_iter().flatten() {
+        if t.rows() > 0 {
+            write(d, t)?;
+        }
+    }
+    Ok(report)
+}

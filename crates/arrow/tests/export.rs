@@ -1,0 +1,174 @@
+//! The exported tables: their columns come from the field lists (and `docs/json.md` lists
+//! them), their values are `stats --json`'s, and the files read back as written.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::DataType;
+use serde_json::Value;
+use tcpscope_arrow::columns::schema;
+use tcpscope_arrow::{Collect, Dest, FileOut, Format, Out, TableName, export};
+use tcpscope_core::export::json::document;
+use tcpscope_core::pass::Query;
+use tcpscope_core::screen::Rules;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(name)
+}
+
+/// Every table of `paths` (one query), in memory.
+fn tables(query: &Query) -> Vec<(TableName, Vec<RecordBatch>)> {
+    let outs: Vec<(TableName, Arc<Mutex<Collect>>)> =
+        TableName::ALL.iter().map(|&t| (t, Arc::new(Mutex::new(Collect::default())))).collect();
+    let dests: Vec<(TableName, Dest)> = outs.iter().map(|(t, c)| (*t, c.clone() as Dest)).collect();
+    let rules = Rules::default();
+    export(&query.clone().settings(rules.settings(Default::default())), &rules, &dests, &|_, _| {}).unwrap();
+    outs.into_iter().map(|(t, c)| (t, std::mem::take(&mut c.lock().unwrap().0))).collect()
+}
+
+/// A cell as JSON, for comparison with `stats --json`.
+fn cell(a: &dyn Array, i: usize) -> Value {
+    if a.is_null(i) {
+        return Value::Null;
+    }
+    match a.data_type() {
+        DataType::Int64 => a.as_any().downcast_ref::<Int64Array>().unwrap().value(i).into(),
+        DataType::Float64 => a.as_any().downcast_ref::<Float64Array>().unwrap().value(i).into(),
+        DataType::Boolean => a.as_any().downcast_ref::<BooleanArray>().unwrap().value(i).into(),
+        DataType::Utf8 => a.as_any().downcast_ref::<StringArray>().unwrap().value(i).into(),
+        t => panic!("unexpected type {t}"),
+    }
+}
+
+/// Rows as JSON objects keyed by column name.
+fn rows(batches: &[RecordBatch]) -> Vec<serde_json::Map<String, Value>> {
+    let mut out = Vec::new();
+    for b in batches {
+        for i in 0..b.num_rows() {
+            let row =
+                b.schema().fields().iter().zip(b.columns()).map(|(f, a)| (f.name().clone(), cell(a, i))).collect();
+            out.push(row);
+        }
+    }
+    out
+}
+
+#[test]
+fn connections_hold_every_stats_value() {
+    let paths = vec![data("loss-snd.pcap"), data("reorder-rcv.pcap")];
+    let q = Query::new(paths.clone());
+    let an = q.stats(&|_, _| {}).unwrap();
+    let json = serde_json::to_value(document(&an, |_| true)).unwrap();
+    let conns = json["connections"].as_array().unwrap();
+    let t = tables(&q);
+    let got = rows(&t[0].1);
+    assert_eq!(got.len(), 2 * conns.len());
+    let mut checked = 0;
+    for row in &got {
+        let c = conns
+            .iter()
+            .find(|c| c["input"] == row["input"] && c["conn"] == row["conn"])
+            .unwrap_or_else(|| panic!("no connection for {row:?}"));
+        let dir = row["dir"].as_str().unwrap();
+        for (name, v) in row {
+            let want = match name.as_str() {
+                "dir" => continue,
+                n if n.starts_with("a_") || n.starts_with("b_") => &c[&n[..1]][&n[2..]],
+                n if c.get(n).is_some() => &c[n],
+                n => &c[dir][n.strip_prefix("dir_").unwrap_or(n)],
+            };
+            assert_eq!(v, want, "{name} of {} {dir}", row["conn"]);
+            checked += 1;
+        }
+    }
+    assert!(checked > 250, "{checked} values");
+}
+
+#[test]
+fn segments_and_rtt_follow_the_trace() {
+    let q = Query::new(vec![data("loss-snd.pcap")]);
+    let an = q.stats(&|_, _| {}).unwrap();
+    let t = tables(&q);
+    let segs = rows(&t[2].1);
+    assert_eq!(segs.len() as u64, an.files[0].tcp_packets);
+    let d = &an.conns[0].dir[0];
+    let rexmit = segs.iter().filter(|r| r["dir"] == "a2b" && r["verdict"] == "retransmission").count() as u64;
+    assert_eq!(rexmit, d.rexmit_packets);
+    let rtt = rows(&t[3].1);
+    let karn = rtt.iter().filter(|r| r["dir"] == "a2b" && r["kind"] == "karn").count() as u64;
+    assert_eq!(karn, d.rtt.n);
+    let events = rows(&t[1].1);
+    assert!(!events.is_empty() && events.iter().all(|e| e["input"] == segs[0]["input"] && e["conn"] == 1));
+}
+
+/// Each format writes what the in-memory batches hold; Parquet and Arrow read back equal.
+#[test]
+fn files_read_back_as_written() {
+    let q = Query::new(vec![data("loss-snd.pcap")]);
+    let want = tables(&q);
+    let dir = std::env::temp_dir().join(format!("tcpscope-arrow-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for format in [Format::Parquet, Format::Arrow, Format::Csv] {
+        for (t, batches) in &want {
+            let path = dir.join(format!("{}.{}", t.name(), format.ext()));
+            let mut f = FileOut::create(&path, format, &schema(&t.columns())).unwrap();
+            for b in batches {
+                f.write(b).unwrap();
+            }
+            f.finish().unwrap();
+            let back: Vec<RecordBatch> = match format {
+                Format::Parquet => {
+                    let file = std::fs::File::open(&path).unwrap();
+                    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                        .unwrap()
+                        .build()
+                        .unwrap()
+                        .map(|b| b.unwrap())
+                        .collect()
+                }
+                Format::Arrow => {
+                    let file = std::fs::File::open(&path).unwrap();
+                    arrow_ipc::reader::FileReader::try_new(file, None).unwrap().map(|b| b.unwrap()).collect()
+                }
+                Format::Csv => {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let header = text.lines().next().unwrap();
+                    let names: Vec<&str> = t.columns().iter().map(|c| c.name).collect();
+                    assert_eq!(header, names.join(","));
+                    assert_eq!(text.lines().count(), 1 + batches.iter().map(|b| b.num_rows()).sum::<usize>());
+                    continue;
+                }
+            };
+            assert_eq!(rows(&back), rows(batches), "{} as {}", t.name(), format.ext());
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Column names are unique in each table, and `docs/json.md` lists the columns of
+/// `connections` as the code makes them (`TCPSCOPE_BLESS=1` rewrites the list).
+#[test]
+fn columns_are_unique_and_documented() {
+    for t in TableName::ALL {
+        let mut names: Vec<&str> = t.columns().iter().map(|c| c.name).collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n, "{} has a duplicate column", t.name());
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/json.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let open = "<!-- columns: connections -->\n";
+    let start = text.find(open).expect("docs/json.md has the connections' column list") + open.len();
+    let end = start + text[start..].find("<!-- /columns -->").unwrap();
+    let list: Vec<String> = TableName::Connections.columns().iter().map(|c| format!("`{}`", c.name)).collect();
+    let want = format!("{}\n", list.join(", "));
+    if text[start..end] != want {
+        if std::env::var_os("TCPSCOPE_BLESS").is_some() {
+            std::fs::write(&path, format!("{}{want}{}", &text[..start], &text[end..])).unwrap();
+        } else {
+            panic!("docs/json.md's connections columns differ from the code (TCPSCOPE_BLESS=1 rewrites them)");
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! The per-packet and per-sample records of the columnar exports (`tcpscope export`, the
+//! Python package; docs/json.md#arrow-and-parquet): one row per TCP segment with the
+//! analysis' verdict on it ([`SegmentRow`]), one per RTT sample ([`RttRow`]). Each row starts
+//! with its connection's name across runs ([`ConnRef`]). Plain data: the Arrow writer lives in
+//! the `tcpscope-arrow` crate and takes its columns from these field lists.
+
+use serde::Serialize;
+
+use crate::event::{Event, RttKind, SegmentInfo};
+use crate::table::{Field, Kind, Table};
+use Field as F;
+
+/// Which connection a row is about: its trace and its index there ([`crate::conn::ConnId`]),
+/// the columns every exported table but `connections` (which has them already) begins with.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ConnRef<'a> {
+    /// The trace: the input as given, or the inputs joined by ` + ` with `--merge`.
+    pub input: &'a str,
+    /// 1-based index among the connections of `input`.
+    pub conn: usize,
+}
+
+impl Table for ConnRef<'_> {
+    const NAME: &'static str = "conn_ref";
+    const FIELDS: &'static [Field] = &[
+        F::new("input", Kind::Text, "", "the trace, as `input` in `stats --json`"),
+        F::new("conn", Kind::Int, "", "1-based index among the connections of `input`, as `conn` in `stats --json`"),
+    ];
+}
+
+/// One TCP segment as the analysis judged it (`segments`).
+#[derive(Clone, Debug, Serialize)]
+pub struct SegmentRow<'a> {
+    /// The capture file holding it.
+    pub file: &'a str,
+    /// 1-based frame number in that file.
+    pub frame: u64,
+    /// Capture time, ns since the epoch.
+    pub ts_ns: u64,
+    /// `a2b` or `b2a`.
+    pub dir: &'static str,
+    /// Flag letters as `print` writes them.
+    pub flags: String,
+    /// Relative sequence number of its first sequence byte (the SYN's is -1).
+    pub seq: i64,
+    /// Payload length.
+    pub len: u32,
+    /// Relative acknowledgment number in the peer's sequence space, when ACK is set.
+    pub ack: Option<i64>,
+    /// Advertised window, scaled when the scale is known.
+    pub win_bytes: u64,
+    /// Bytes in flight in its direction after it.
+    pub in_flight_bytes: Option<u64>,
+    /// SACK blocks carried.
+    pub sack_blocks: u8,
+    /// What the analysis made of it (see [`Verdict`]).
+    pub verdict: &'static str,
+    /// Why it was out of sequence (an [`crate::event::OosClass`] name).
+    pub class: Option<&'static str>,
+    /// Karn RTT sample this packet's ACK gave the peer's data.
+    pub rtt_ms: Option<f64>,
+    /// Timestamp-echo RTT sample this packet gave.
+    pub rtt_ts_ms: Option<f64>,
+}
+
+impl Table for SegmentRow<'_> {
+    const NAME: &'static str = "segments";
+    const FIELDS: &'static [Field] = &[
+        F::new("file", Kind::Text, "", "the capture file holding the packet"),
+        F::new("frame", Kind::Int, "", "1-based frame number within that file (tshark's `frame.number`)"),
+        F::new("ts_ns", Kind::Int, "ns since the epoch", "capture time"),
+        F::new("dir", Kind::Text, "", "`a2b` or `b2a`"),
+        F::new("flags", Kind::Text, "", "flag letters, as `print` writes them"),
+        F::new("seq", Kind::Int, "", "relative sequence number of its first sequence byte (a SYN's is -1)"),
+        F::new("len", Kind::Int, "bytes", "payload length from the IP header"),
+        F::nullable(
+            "ack",
+            Kind::Int,
+            "",
+            "relative acknowledgment number (the peer's sequence space); null when the ACK flag is off",
+        ),
+        F::new("win_bytes", Kind::Int, "bytes", "advertised window, scaled when the scale is known"),
+        F::nullable(
+            "in_flight_bytes",
+            Kind::Int,
+            "bytes",
+            "bytes in flight in its direction after it (SACK-aware); null before the peer acknowledged anything, and on segments without data",
+        ),
+        F::new("sack_blocks", Kind::Int, "", "SACK blocks carried"),
+        F::new(
+            "verdict",
+            Kind::Text,
+            "",
+            "`new` (sequence bytes not seen before), `retransmission`, `out_of_order` (a hole fill), `probe` (zero-window probe), `keep_alive`, `no_data` (no sequence byte: a pure ACK, a bare RST)",
+        ),
+        F::nullable(
+            "class",
+            Kind::Text,
+            "",
+            "why a retransmission, hole fill or probe was sent (`rto`, `fast_retransmit`, … as `screen`'s events; [screening.md](screening.md))",
+        ),
+        F::nullable("rtt_ms", Kind::Float, "ms", "RTT sample (Karn's rule) this ACK gave the peer's data"),
+        F::nullable("rtt_ts_ms", Kind::Float, "ms", "RTT sample from a timestamp echo this packet gave"),
+    ];
+}
+
+/// What the analysis made of one segment, from the events raised before it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Verdict {
+    kind: Option<&'static str>,
+    class: Option<&'static str>,
+    rtt_ms: Option<f64>,
+    rtt_ts_ms: Option<f64>,
+}
+
+impl Verdict {
+    /// Takes note of an event of the packet about to be given.
+    pub fn event(&mut self, ev: &Event) {
+        match *ev {
+            Event::Retransmission { class, .. } => {
+                self.kind = Some("retransmission");
+                self.class = class.map(|c| c.name());
+            }
+            // A packet both retransmitted and filling a hole is a retransmission (its class
+            // is given there).
+            Event::OutOfOrder { class, .. } if self.kind.is_none() => {
+                self.kind = Some("out_of_order");
+                self.class = class.map(|c| c.name());
+            }
+            Event::ZeroWindowProbe { .. } => self.kind = Some("probe"),
+            Event::KeepAlive => self.kind = Some("keep_alive"),
+            Event::RttSample { rtt_ns, kind, .. } => {
+                let ms = Some(rtt_ns as f64 / 1e6);
+                match kind {
+                    RttKind::Karn => self.rtt_ms = ms,
+                    RttKind::Timestamp => self.rtt_ts_ms = ms,
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The row of `s` (the packet the events were about), and a fresh verdict for the next.
+    pub fn row<'a>(&mut self, s: &SegmentInfo, file: &'a str) -> SegmentRow<'a> {
+        let v = std::mem::take(self);
+        let occupies = s.len > 0 || s.flags.has(crate::decode::Flags::SYN) || s.flags.has(crate::decode::Flags::FIN);
+        SegmentRow {
+            file,
+            frame: s.at.frame,
+            ts_ns: s.at.ts_ns,
+            dir: s.at.dir.name(),
+            flags: super::packet::flag_letters(s.flags),
+            seq: s.seq_off.0,
+            len: s.len,
+            ack: s.ack_off.map(|o| o.0),
+            win_bytes: s.win_bytes,
+            in_flight_bytes: s.in_flight,
+            sack_blocks: s.sack_blocks,
+            verdict: v.kind.unwrap_or(if occupies { "new" } else { "no_data" }),
+            class: v.class,
+            rtt_ms: v.rtt_ms,
+            rtt_ts_ms: v.rtt_ts_ms,
+        }
+    }
+}
+
+/// One RTT sample (`rtt`).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RttRow {
+    /// Direction of the data measured.
+    pub dir: &'static str,
+    /// Frame of the acknowledging packet.
+    pub frame: u64,
+    /// Frame of the segment (or TSval) measured from.
+    pub sent_frame: u64,
+    /// Time of the acknowledging packet.
+    pub ts_ns: u64,
+    /// The sample.
+    pub rtt_ms: f64,
+    /// `karn` or `timestamp`.
+    pub kind: &'static str,
+}
+
+impl RttRow {
+    /// The row of an [`Event::RttSample`] raised at `at`; `None` for any other event.
+    pub fn of(at: &crate::event::At, ev: &Event) -> Option<RttRow> {
+        let Event::RttSample { rtt_ns, kind, sent_frame } = *ev else { return None };
+        Some(RttRow {
+            dir: at.dir.name(),
+            frame: at.frame,
+            sent_frame,
+            ts_ns: at.ts_ns,
+            rtt_ms: rtt_ns as f64 / 1e6,
+            kind: match kind {
+                RttKind::Karn => "karn",
+                RttKind::Timestamp => "timestamp",
+            },
+        })
+    }
+}
+
+impl Table for RttRow {
+    const NAME: &'static str = "rtt";
+    const FIELDS: &'static [Field] = &[
+        F::new("dir", Kind::Text, "", "direction of the data measured"),
+        F::new("frame", Kind::Int, "", "frame of the acknowledging packet (in its file)"),
+        F::new("sent_frame", Kind::Int, "", "frame of the segment, or of the TSval, measured from"),
+        F::new("ts_ns", Kind::Int, "ns since the epoch", "time of the acknowledging packet"),
+        F::new("rtt_ms", Kind::Float, "ms", "the sample"),
+        F::new(
+            "kind",
+            Kind::Text,
+            "",
+            "`karn` (a segment and the ACK ending on it, Karn's rule) or `timestamp` (a TSval and its first echo)",
+        ),
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{At, Sink};
+    use crate::table::names;
+
+    fn keys<T: Serialize>(v: &T) -> Vec<String> {
+        serde_json::to_value(v).unwrap().as_object().unwrap().keys().cloned().collect()
+    }
+
+    /// Rows of a real trace: their JSON keys are their tables' fields, in order, and the
+    /// verdicts agree with the statistics.
+    #[test]
+    fn rows_keys_are_fields_and_verdicts_agree_with_stats() {
+        #[derive(Default)]
+        struct Rows(Verdict, Vec<SegmentRow<'static>>, Vec<RttRow>);
+        impl Sink for Rows {
+            fn event(&mut self, at: &At, ev: &Event) {
+                self.0.event(ev);
+                self.2.extend(RttRow::of(at, ev));
+            }
+            fn segment(&mut self, s: &SegmentInfo) {
+                let row = self.0.row(s, "f");
+                self.1.push(row);
+            }
+            const CLASSIFY: bool = true;
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap");
+        let q = crate::pass::Query::new(vec![path.into()]);
+        let (rows, _, _) = q.run_one(Rows::default(), &|_, _| {}).unwrap();
+        let an = q.stats(&|_, _| {}).unwrap();
+        assert_eq!(keys(&rows.1[0]), names(SegmentRow::FIELDS));
+        assert_eq!(keys(&rows.2[0]), names(RttRow::FIELDS));
+        assert_eq!(keys(&ConnRef { input: "x", conn: 1 }), names(ConnRef::FIELDS));
+        let d = &an.conns[0].dir[0];
+        let count = |v: &str| rows.1.iter().filter(|r| r.dir == "a2b" && r.verdict == v).count() as u64;
+        assert_eq!(count("retransmission"), d.rexmit_packets);
+        assert!(d.rexmit_packets > 0);
+        let karn = rows.2.iter().filter(|r| r.dir == "a2b" && r.kind == "karn").count() as u64;
+        assert_eq!(karn, d.rtt.n);
+        let on_rows = rows.1.iter().filter(|r| r.dir == "b2a" && r.rtt_ms.is_some()).count() as u64;
+        assert_eq!(on_rows, d.rtt.n, "each Karn sample of a's data is on one of b's ACKs");
+        assert!(rows.1.iter().filter(|r| r.verdict == "retransmission").all(|r| r.class.is_some()));
+    }
+}

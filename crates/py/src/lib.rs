@@ -1,0 +1,219 @@
+//! The native module of the `tcpscope` Python package (`tcpscope._native`): the engine's
+//! passes run with the GIL released, their tables handed to pyarrow through the Arrow C data
+//! interface (no copy). The Python side (`python/tcpscope/__init__.py`) turns the warnings
+//! into `warnings.warn` and documents the API; docs/python.md.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use arrow_pyarrow::{PyArrowType, Table};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use tcpscope_arrow::columns::schema;
+use tcpscope_arrow::{Collect, Dest, Report, TableName};
+use tcpscope_core::analysis::Settings;
+use tcpscope_core::capture::{TimeSpec, Window};
+use tcpscope_core::pass::{FileSummary, Query};
+use tcpscope_core::screen::{Rules, ScreenRow, ScreenSink, rank};
+
+create_exception!(
+    _native,
+    TcpscopeError,
+    PyException,
+    "A trace could not be read (the message names the file and byte offset)."
+);
+
+/// The query the options ask for (the CLI's flags of the same names).
+#[allow(clippy::too_many_arguments)]
+fn query(
+    paths: Vec<PathBuf>,
+    merge: bool,
+    start: Option<String>,
+    duration: Option<String>,
+    end: Option<String>,
+    wscale: Option<u8>,
+    idle_split: f64,
+    shard: Option<(usize, usize)>,
+) -> PyResult<Query> {
+    if paths.is_empty() {
+        return Err(PyValueError::new_err("no trace given"));
+    }
+    if idle_split.is_nan() || idle_split <= 0.0 {
+        return Err(PyValueError::new_err("idle_split must be a positive number of seconds"));
+    }
+    if wscale.is_some_and(|w| w > 14) {
+        return Err(PyValueError::new_err("wscale must be 0 to 14"));
+    }
+    let spec = |s: Option<String>, what: &str| -> PyResult<Option<TimeSpec>> {
+        s.map(|s| s.parse().map_err(|e| PyValueError::new_err(format!("{what} {s:?}: {e}")))).transpose()
+    };
+    let length_ns = duration
+        .map(|d| {
+            tcpscope_core::capture::time::parse_duration(&d)
+                .map_err(|e| PyValueError::new_err(format!("duration {d:?}: {e}")))
+        })
+        .transpose()?;
+    let window = Window { from: spec(start, "start")?, length_ns, to: spec(end, "end")? };
+    let settings = Settings { idle_split_ns: (idle_split * 1e9) as u64, assume_wscale: wscale, ..Settings::default() };
+    let mut q = Query::new(paths).merge(merge).window(window).settings(Rules::default().settings(settings));
+    if let Some((k, n)) = shard {
+        if n == 0 || k >= n {
+            return Err(PyValueError::new_err("shard must be (k, n) with 0 <= k < n"));
+        }
+        q = q.shard(k, n);
+    }
+    Ok(q)
+}
+
+/// `file: message`, unless the message names the file already, with the byte offset where
+/// reading stopped unless the message says it.
+fn on_path(f: &FileSummary, msg: &str) -> String {
+    let p = f.path.display().to_string();
+    let mut m = if msg.starts_with(&format!("{p}: ")) { msg.to_string() } else { format!("{p}: {msg}") };
+    if let Some(off) = f.error_offset.filter(|_| !msg.contains("byte offset")) {
+        m += &format!(" (at byte offset {off})");
+    }
+    m
+}
+
+/// What the pass read, as the CLI says it: an exception when a trace could not be read at
+/// all, else the warnings (damaged stretches, a file's error after some records, an empty
+/// window) for `warnings.warn`.
+fn outcome(traces: &[tcpscope_core::pass::Trace<()>], files: &[FileSummary]) -> PyResult<Vec<String>> {
+    let mut warnings = Vec::new();
+    for t in traces {
+        if let Some(e) = &t.error {
+            return Err(if t.window_error {
+                PyValueError::new_err(e.clone())
+            } else {
+                TcpscopeError::new_err(e.clone())
+            });
+        }
+        warnings.extend(t.warnings.iter().chain(&t.empty).cloned());
+    }
+    if !files.is_empty() && files.iter().all(|f| f.packets == 0 && f.error.is_some()) {
+        let msgs: Vec<String> = files.iter().map(|f| on_path(f, f.error.as_deref().unwrap_or(""))).collect();
+        return Err(TcpscopeError::new_err(msgs.join("; ")));
+    }
+    for f in files {
+        for d in &f.damaged {
+            warnings.push(format!("{}: {}", d.file.as_ref().unwrap_or(&f.path).display(), d.describe()));
+        }
+        if let Some(e) = &f.error {
+            warnings.push(on_path(f, e));
+        }
+    }
+    Ok(warnings)
+}
+
+/// The tables named, as pyarrow Tables, and the warnings.
+#[pyfunction]
+#[pyo3(signature = (paths, tables, merge=false, start=None, duration=None, end=None, wscale=None, idle_split=240.0, shard=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn read(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    tables: Vec<String>,
+    merge: bool,
+    start: Option<String>,
+    duration: Option<String>,
+    end: Option<String>,
+    wscale: Option<u8>,
+    idle_split: f64,
+    shard: Option<(usize, usize)>,
+) -> PyResult<(Vec<(String, PyArrowType<Table>)>, Vec<String>)> {
+    let q = query(paths, merge, start, duration, end, wscale, idle_split, shard)?;
+    let mut names = Vec::new();
+    for t in &tables {
+        let n = TableName::parse(t).ok_or_else(|| {
+            let all: Vec<&str> = TableName::ALL.iter().map(|t| t.name()).collect();
+            PyValueError::new_err(format!("unknown table {t:?} ({})", all.join(", ")))
+        })?;
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let outs: Vec<(TableName, Arc<Mutex<Collect>>)> =
+        names.iter().map(|&t| (t, Arc::new(Mutex::new(Collect::default())))).collect();
+    let dests: Vec<(TableName, Dest)> = outs.iter().map(|(t, c)| (*t, c.clone() as Dest)).collect();
+    let report: std::io::Result<Report> =
+        py.detach(|| tcpscope_arrow::export(&q, &Rules::default(), &dests, &|_, _| {}));
+    let report = report.map_err(|e| TcpscopeError::new_err(e.to_string()))?;
+    let warnings = outcome(&report.traces, &report.files)?;
+    let mut out = Vec::new();
+    for (t, c) in outs {
+        let batches = std::mem::take(&mut c.lock().map_err(|_| PyException::new_err("a pass panicked"))?.0);
+        let table = Table::try_new(batches, schema(&t.columns())).map_err(|e| PyException::new_err(e.to_string()))?;
+        out.push((t.name().to_string(), PyArrowType(table)));
+    }
+    Ok((out, warnings))
+}
+
+/// `screen --json`'s connections (every one, boring too, most troubled first), as JSON text,
+/// and the warnings.
+#[pyfunction]
+#[pyo3(signature = (paths, merge=false, start=None, duration=None, end=None, wscale=None, idle_split=240.0))]
+#[allow(clippy::too_many_arguments)]
+fn screen(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    merge: bool,
+    start: Option<String>,
+    duration: Option<String>,
+    end: Option<String>,
+    wscale: Option<u8>,
+    idle_split: f64,
+) -> PyResult<(String, Vec<String>)> {
+    let q = query(paths, merge, start, duration, end, wscale, idle_split, None)?;
+    let rules = Rules::default();
+    let run = py
+        .detach(|| q.run(|| ScreenSink::new(rules.clone()), &|_, _| {}))
+        .map_err(|e| TcpscopeError::new_err(e.to_string()))?;
+    let files = run.files;
+    let mut traces = Vec::new();
+    let mut screens = Vec::new();
+    for t in run.traces {
+        screens.extend(t.sink.finish());
+        traces.push(tcpscope_core::pass::Trace {
+            sink: (),
+            input: t.input,
+            files: t.files,
+            window: t.window,
+            error: t.error,
+            window_error: t.window_error,
+            empty: t.empty,
+            warnings: t.warnings,
+        });
+    }
+    let warnings = outcome(&traces, &files)?;
+    let rows: Vec<ScreenRow<'_>> =
+        rank(&screens).into_iter().map(|i| ScreenRow::new(i + 1, &screens[i], true)).collect();
+    let text = serde_json::to_string(&rows).map_err(|e| PyException::new_err(e.to_string()))?;
+    Ok((text, warnings))
+}
+
+/// The columns of each table, in order (the stable schema).
+#[pyfunction]
+fn columns(table: &str) -> PyResult<Vec<String>> {
+    let t = TableName::parse(table).ok_or_else(|| PyValueError::new_err(format!("unknown table {table:?}")))?;
+    Ok(t.columns().iter().map(|c| c.name.to_string()).collect())
+}
+
+/// A table's Arrow schema (an empty table's, for a Dask DataFrame's `meta`).
+#[pyfunction]
+fn table_schema(table: &str) -> PyResult<PyArrowType<arrow_schema::Schema>> {
+    let t = TableName::parse(table).ok_or_else(|| PyValueError::new_err(format!("unknown table {table:?}")))?;
+    Ok(PyArrowType(schema(&t.columns()).as_ref().clone()))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(read, m)?)?;
+    m.add_function(wrap_pyfunction!(screen, m)?)?;
+    m.add_function(wrap_pyfunction!(columns, m)?)?;
+    m.add_function(wrap_pyfunction!(table_schema, m)?)?;
+    m.add("TcpscopeError", m.py().get_type::<TcpscopeError>())?;
+    m.add("TABLES", TableName::ALL.iter().map(|t| t.name()).collect::<Vec<_>>())?;
+    Ok(())
+}
