@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod netns;
+pub mod thesis;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
