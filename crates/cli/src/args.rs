@@ -21,7 +21,8 @@ impl Cli {
         match &mut cli.command {
             Command::Conns(c)
             | Command::Print(PrintArgs { common: c })
-            | Command::Stats(StatsArgs { common: c, .. }) => c.take_read(),
+            | Command::Stats(StatsArgs { common: c, .. })
+            | Command::States(c) => c.take_read(),
             Command::Screen(s) => s.common.take_read(),
             Command::View(v) => v.common.take_read(),
             Command::Report(r) => r.common.take_read(),
@@ -53,6 +54,9 @@ pub enum Command {
     /// Rank connections by trouble and say why: out-of-sequence classes, what limited each
     /// connection, burstiness, a verdict (boring connections hidden; see docs/screening.md).
     Screen(ScreenArgs),
+    /// The TCP state each endpoint of a connection went through (RFC 9293, inferred from the
+    /// capture), with the segment that caused every transition: `states TRACE -c ID`.
+    States(CommonArgs),
     /// Draw a plot of one connection (or several on one scale) as SVG, PNG or xplot (.xpl).
     Plot(PlotArgs),
     /// Open the interactive viewer in the browser (a local web server; docs/viewer.md).
@@ -202,6 +206,11 @@ pub enum KindArg {
     BurstCdf,
     /// Duplicate ACKs and retransmissions over time.
     Dupack,
+    /// Ladder diagram (timing chart): both endpoints' time lines, one arrow per segment,
+    /// the TCP states beside the lines.
+    Ladder,
+    /// State diagram: the TCP states each endpoint went through, coloured by endpoint.
+    States,
     /// Recordings (`monitor -w`) only: CurCwnd, ssthresh, in flight, peer window.
     Cwnd,
     /// Recordings only: interval bandwidth, goodput, delivery rate.
@@ -242,7 +251,8 @@ pub struct PlotArgs {
     #[arg(long, value_enum)]
     pub dir: Option<DirArg>,
     /// What to plot (docs/plots.md): `tsg` time-sequence (thesis ch. 2), `rtt`, `tput`,
-    /// `flight`, `ssize`, `burst`, `burst-cdf` (thesis ch. 4), `dupack`.
+    /// `flight`, `ssize`, `burst`, `burst-cdf` (thesis ch. 4), `dupack`, `ladder` (timing
+    /// chart), `states` (state diagram).
     #[arg(short = 'k', long, value_enum, default_value = "tsg")]
     pub kind: KindArg,
     /// Output file; `.xpl` writes xplot, `.png` a PNG image, anything else SVG.

@@ -14,6 +14,7 @@ mod print;
 mod repair;
 mod run;
 mod screen;
+mod states;
 mod view;
 
 use std::io::{self, Write};

@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use tcpscope_core::analysis::{Dir, Settings};
-use tcpscope_core::plot::{self, Figure, View, rtt::RttView, tsg::TsgView};
+use tcpscope_core::plot::{self, Figure, View, ladder::LadderView, rtt::RttView, tsg::TsgView};
 use tcpscope_core::seq::{SeqNum, offset_from};
-use tcpscope_core::series::{self, OneConnection, Origin, burst, dupack, flight, rtt, ssize, tput, tsg};
+use tcpscope_core::series::{
+    self, OneConnection, Origin, burst, dupack, flight, ladder, rtt, ssize, states, tput, tsg,
+};
 
 use crate::args::{DirArg, KindArg, PlotArgs};
 
@@ -60,6 +62,8 @@ fn kind_name(k: KindArg) -> &'static str {
         KindArg::Burst => "burst",
         KindArg::BurstCdf => "burst-cdf",
         KindArg::Dupack => "dupack",
+        KindArg::Ladder => "ladder",
+        KindArg::States => "states",
         KindArg::Cwnd => "cwnd",
         KindArg::Bw => "bw",
         KindArg::Limits => "limits",
@@ -103,8 +107,14 @@ pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
         figs.push(fig);
     }
     let kind = kind_name(args.kind);
-    let out =
-        args.output.clone().unwrap_or_else(|| PathBuf::from(format!("{kind}-{}-{}.svg", args.conn, first_dir.name())));
+    let both_ways = matches!(args.kind, KindArg::Ladder | KindArg::States);
+    let out = args.output.clone().unwrap_or_else(|| {
+        if both_ways {
+            PathBuf::from(format!("{kind}-{}.svg", args.conn))
+        } else {
+            PathBuf::from(format!("{kind}-{}-{}.svg", args.conn, first_dir.name()))
+        }
+    });
     let ext = ext_of(&out);
     if figs.len() > 1 {
         plot::share_scale(&mut figs);
@@ -263,8 +273,7 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<(Figure, Dir)
         }
         Ok((from_s, to_s))
     };
-    let view =
-        |from_s, to_s| View { from_s, to_s, title: args.title.clone(), columns: Some(columns), window_s: args.window };
+    let view = |from_s, to_s| View { from_s, to_s, title: args.title.clone(), columns: Some(columns), window_s: args.window };
     let (mut fig, dir) = match args.kind {
         KindArg::Tsg => {
             let (s, origin, dir) = series_of::<tsg::TsgSink>(args, t)?;
@@ -307,6 +316,19 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<(Figure, Dir)
             let (s, origin, dir) = series_of::<dupack::DupackSink>(args, t)?;
             let (from_s, to_s) = limits(&origin)?;
             (plot::dupack::dupack(&s, &view(from_s, to_s)), dir)
+        }
+        KindArg::Ladder | KindArg::States => {
+            // Both directions: the sink ignores the direction.
+            let t1 = Target { dir: Some(Dir::AtoB), trace: t.trace.clone(), conn: t.conn };
+            let area = plot::svg::area(args.width, args.height);
+            if matches!(args.kind, KindArg::Ladder) {
+                let (l, origin, _) = series_of::<ladder::LadderSink>(args, &t1)?;
+                let (from_s, to_s) = limits(&origin)?;
+                let v = LadderView { from_s, to_s, title: args.title.clone(), area_px: area };
+                return Ok((plot::ladder::ladder(&l, &v), Dir::AtoB));
+            }
+            let (s, _, _) = series_of::<states::StatesSink>(args, &t1)?;
+            return Ok((plot::ladder::states(&s, args.title.clone(), area), Dir::AtoB));
         }
         KindArg::Cwnd | KindArg::Bw | KindArg::Limits | KindArg::Timeline => {
             return Err(io::Error::other("-k cwnd, bw, limits and timeline plot recordings of `tcpscope monitor`"));

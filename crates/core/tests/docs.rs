@@ -6,6 +6,7 @@ use std::path::Path;
 
 use tcpscope_core::export::json::{ConnJson, DirJson, FilesTable};
 use tcpscope_core::export::packet::PacketLine;
+use tcpscope_core::export::states::StateRow;
 use tcpscope_core::screen::ScreenRow;
 use tcpscope_core::table::{Field, Table, markdown};
 
@@ -17,6 +18,7 @@ fn sections() -> Vec<(&'static str, &'static [Field])> {
         (DirJson::NAME, DirJson::FIELDS),
         (PacketLine::NAME, PacketLine::FIELDS),
         (ScreenRow::NAME, ScreenRow::FIELDS),
+        (StateRow::NAME, StateRow::FIELDS),
     ]
 }
 

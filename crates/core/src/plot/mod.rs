@@ -16,6 +16,7 @@ pub mod burst;
 pub mod chart;
 pub mod dupack;
 pub mod flight;
+pub mod ladder;
 pub mod rtt;
 pub mod ssize;
 pub mod svg;

@@ -44,6 +44,7 @@
 pub mod burst;
 pub mod dupack;
 pub mod flight;
+pub mod ladder;
 pub mod mipmap;
 pub mod rtt;
 pub mod ssize;
@@ -236,6 +237,17 @@ impl OneConnection for states::StatesSink {
         states::StatesSink::new(conn)
     }
     fn into_series(self) -> Option<states::States> {
+        self.finish()
+    }
+}
+
+impl OneConnection for ladder::LadderSink {
+    type Series = ladder::Ladder;
+    /// Both directions: the direction is not used.
+    fn for_conn(conn: ConnIdx, _dir: Dir) -> Self {
+        ladder::LadderSink::new(conn)
+    }
+    fn into_series(self) -> Option<ladder::Ladder> {
         self.finish()
     }
 }

@@ -176,6 +176,8 @@ pub struct States {
     pub conn: ConnIdx,
     /// Endpoints.
     pub info: ConnInfo,
+    /// Time of the connection's first packet, ns since the epoch (time 0 of the `_s` times).
+    pub t0_ns: u64,
     /// Each endpoint's state before its first transition (by [`Side::idx`]).
     pub initial: [Initial; 2],
     /// Every transition, both endpoints, ordered by [`Transition::at_s`] (each endpoint's own
@@ -343,6 +345,7 @@ impl StatesSink {
         Some(States {
             conn: self.conn,
             info,
+            t0_ns: self.t0.unwrap_or(0),
             initial,
             transitions,
             transit_s: [transit[0].map(|n| n as f64 / 1e9), transit[1].map(|n| n as f64 / 1e9)],
