@@ -295,6 +295,10 @@ pub struct PlotArgs {
     /// (repeatable); the plots go side by side into one image unless --separate.
     #[arg(long = "with", value_name = "TRACE:ID[:DIR]")]
     pub with: Vec<String>,
+    /// xplot (`-o FILE.xpl`): aggregate segments at 4× the pixel columns of --width, as the
+    /// SVG does at 1× (smaller files). Without it every segment is written, as tcptrace does.
+    #[arg(long)]
+    pub xpl_aggregate: bool,
     /// With --with: one file per connection (FILE-1.svg, FILE-2.svg, ...) instead of one image.
     #[arg(long, requires = "with")]
     pub separate: bool,

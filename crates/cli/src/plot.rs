@@ -15,8 +15,8 @@ use tcpscope_core::series::{
 
 use crate::args::{DirArg, KindArg, PlotArgs};
 
-/// xplot files are aggregated at this many times the SVG's pixel columns: bounded, and still
-/// zoomable fourfold before the aggregation shows.
+/// With --xpl-aggregate, xplot files are aggregated at this many times the SVG's pixel columns:
+/// bounded, and still zoomable fourfold before the aggregation shows.
 const XPL_COLUMNS_FACTOR: u32 = 4;
 
 /// One connection to draw.
@@ -96,7 +96,12 @@ pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
     }
     let ext_of = |p: &Path| p.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
     let xpl = args.output.as_deref().is_some_and(|p| ext_of(p) == "xpl");
-    let columns = plot::svg::columns(args.width) * if xpl { XPL_COLUMNS_FACTOR } else { 1 };
+    // xplot is for zooming in: every segment, as tcptrace writes them, unless asked.
+    let columns = match (xpl, args.xpl_aggregate) {
+        (true, false) => None,
+        (true, true) => Some(plot::svg::columns(args.width) * XPL_COLUMNS_FACTOR),
+        (false, _) => Some(plot::svg::columns(args.width)),
+    };
     let mut figs = Vec::with_capacity(targets.len());
     let mut first_dir = Dir::AtoB;
     for (i, t) in targets.iter().enumerate() {
@@ -252,7 +257,7 @@ fn series_of<M: OneConnection + Send>(args: &PlotArgs, t: &Target) -> io::Result
 
 /// Runs the pass for one connection and builds its figure: one read of the trace, for the
 /// series and for what the limits are resolved against. Returns the direction drawn.
-fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<(Figure, Dir)> {
+fn figure(args: &PlotArgs, t: &Target, columns: Option<u32>) -> io::Result<(Figure, Dir)> {
     // The time limits, checked against the connection's span: a window without any of its
     // packets is the same error as `stats --from` past the end (docs/cli.md#time-windows).
     let limits = |origin: &Origin| -> io::Result<(Option<f64>, Option<f64>)> {
@@ -273,19 +278,19 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<(Figure, Dir)
         }
         Ok((from_s, to_s))
     };
-    let view = |from_s, to_s| View { from_s, to_s, title: args.title.clone(), columns: Some(columns), window_s: args.window };
+    let view = |from_s, to_s| View { from_s, to_s, title: args.title.clone(), columns, window_s: args.window };
     let (mut fig, dir) = match args.kind {
         KindArg::Tsg => {
             let (s, origin, dir) = series_of::<tsg::TsgSink>(args, t)?;
             let (from_s, to_s) = limits(&origin)?;
             let (seq_from, seq_to) = seq_limits(args, t, dir, origin.base(dir))?;
-            let v = TsgView { from_s, to_s, seq_from, seq_to, columns: Some(columns), title: args.title.clone() };
+            let v = TsgView { from_s, to_s, seq_from, seq_to, columns, title: args.title.clone() };
             (plot::tsg::tsg(&s, &v), dir)
         }
         KindArg::Rtt => {
             let (s, origin, dir) = series_of::<rtt::RttSink>(args, t)?;
             let (from_s, to_s) = limits(&origin)?;
-            (plot::rtt::rtt(&s, &RttView { from_s, to_s, title: args.title.clone(), columns: Some(columns) }), dir)
+            (plot::rtt::rtt(&s, &RttView { from_s, to_s, title: args.title.clone(), columns }), dir)
         }
         KindArg::Tput => {
             let (s, origin, dir) = series_of::<tput::TputSink>(args, t)?;

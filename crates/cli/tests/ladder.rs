@@ -1,7 +1,8 @@
 //! TCP states (`tcpscope states`) and the ladder and state diagrams (`plot -k ladder|states`) on
 //! connections recorded in a network namespace (`l22-*`, root only; skipped visibly otherwise),
 //! one per closing variant: active and passive close, simultaneous close, RST in each state a
-//! socket can produce, half-close with data after the FIN; and the thesis' figure 2.1.
+//! socket can produce, half-close with data after the FIN; the thesis' figure 2.1; and xplot
+//! writing every segment of a 20 Mbit/s transfer.
 
 mod util;
 
@@ -353,5 +354,64 @@ fn thesis_figure_2_1_ladder_has_its_twelve_arrows() {
     let a0 = &doc["states"][0];
     assert_eq!(a0["side"], "a");
     assert_eq!(a0["distance_s"].as_f64(), Some(3.5));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn xplot_writes_every_segment_of_a_20_mbit_transfer() {
+    let Some(ns) = Netns::with_prefix("l22", "xpl") else { return };
+    if !util::have("tcpdump") {
+        eprintln!("skipping: tcpdump is not installed");
+        return;
+    }
+    let d = tempdir("ladder-xpl");
+    ns.exec(&["ip", "link", "set", "lo", "mtu", "1500"]);
+    // Segments as on a wire: no offload on the loopback.
+    ns.exec(&["ethtool", "-K", "lo", "tso", "off", "gso", "off", "gro", "off"]);
+    ns.exec(&["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "20mbit", "burst", "32kb", "latency", "100ms"]);
+    const BYTES: usize = 8 << 20;
+    let f = record(
+        &ns,
+        &d,
+        "bulk",
+        5201,
+        |mut c| {
+            let chunk = vec![0u8; 1 << 16];
+            for _ in 0..BYTES / chunk.len() {
+                c.write_all(&chunk).unwrap();
+            }
+        },
+        |mut s| {
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            assert_eq!(got.len(), BYTES);
+        },
+    );
+    let fs = f.to_str().unwrap();
+    let st = json(&["stats", "-q", fs]);
+    let data = st["connections"][0]["a2b"]["data_packets"].as_u64().unwrap();
+    let packets = st["connections"][0]["a2b"]["packets"].as_u64().unwrap();
+    // More data segments than 4× the pixel columns of the default width: the old aggregation
+    // would have merged them.
+    assert!(data > 4 * 1092, "{data} data segments");
+    let xpl = d.join("t.xpl");
+    let o = run(&["plot", "-q", fs, "-c", "1", "-o", xpl.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&xpl).unwrap();
+    let starts = |p: &str| text.lines().filter(|l| l.starts_with(p)).count() as u64;
+    // Every segment is drawn: its bottom a down-arrow; its top an up-arrow, or a diamond when
+    // pushed (tcptrace's marks). The direction's packets: the data, its SYN, FIN and ACK.
+    let (down, up, diamonds) = (starts("darrow "), starts("uarrow "), starts("diamond "));
+    eprintln!(
+        "20 Mbit/s transfer: {data} data segments of {packets} packets; .xpl: {down} down-arrows, {up} up-arrows, {diamonds} diamonds"
+    );
+    assert_eq!(down, packets);
+    assert!(up + diamonds >= data);
+    let agg = d.join("a.xpl");
+    let o = run(&["plot", "-q", fs, "-c", "1", "--xpl-aggregate", "-o", agg.to_str().unwrap()]);
+    assert!(o.status.success());
+    let down_agg = std::fs::read_to_string(&agg).unwrap().lines().filter(|l| l.starts_with("darrow ")).count() as u64;
+    eprintln!("with --xpl-aggregate: {down_agg} down-arrows");
+    assert!(down_agg < packets);
     let _ = std::fs::remove_dir_all(&d);
 }
