@@ -21,7 +21,8 @@ impl Cli {
         match &mut cli.command {
             Command::Conns(c)
             | Command::Print(PrintArgs { common: c })
-            | Command::Stats(StatsArgs { common: c, .. }) => c.take_read(),
+            | Command::Stats(StatsArgs { common: c, .. })
+            | Command::States(c) => c.take_read(),
             Command::Screen(s) => s.common.take_read(),
             Command::Export(e) => e.common.take_read(),
             Command::View(v) => v.common.take_read(),
@@ -54,6 +55,9 @@ pub enum Command {
     /// Rank connections by trouble and say why: out-of-sequence classes, what limited each
     /// connection, burstiness, a verdict (boring connections hidden; see docs/screening.md).
     Screen(ScreenArgs),
+    /// The TCP state each endpoint of a connection went through (RFC 9293, inferred from the
+    /// capture), with the segment that caused every transition: `states TRACE -c ID`.
+    States(CommonArgs),
     /// Draw a plot of one connection (or several on one scale) as SVG, PNG or xplot (.xpl).
     Plot(PlotArgs),
     /// Write the analysis as tables (Parquet, Arrow IPC or CSV files) for notebooks and
@@ -215,6 +219,11 @@ pub enum KindArg {
     BurstCdf,
     /// Duplicate ACKs and retransmissions over time.
     Dupack,
+    /// Ladder diagram (timing chart): both endpoints' time lines, one arrow per segment,
+    /// the TCP states beside the lines.
+    Ladder,
+    /// State diagram: the TCP states each endpoint went through, coloured by endpoint.
+    States,
     /// Recordings (`monitor -w`) only: CurCwnd, ssthresh, in flight, peer window.
     Cwnd,
     /// Recordings only: interval bandwidth, goodput, delivery rate.
@@ -255,7 +264,8 @@ pub struct PlotArgs {
     #[arg(long, value_enum)]
     pub dir: Option<DirArg>,
     /// What to plot (docs/plots.md): `tsg` time-sequence (thesis ch. 2), `rtt`, `tput`,
-    /// `flight`, `ssize`, `burst`, `burst-cdf` (thesis ch. 4), `dupack`.
+    /// `flight`, `ssize`, `burst`, `burst-cdf` (thesis ch. 4), `dupack`, `ladder` (timing
+    /// chart), `states` (state diagram).
     #[arg(short = 'k', long, value_enum, default_value = "tsg")]
     pub kind: KindArg,
     /// Output file; `.xpl` writes xplot, `.png` a PNG image, anything else SVG.
@@ -298,6 +308,10 @@ pub struct PlotArgs {
     /// (repeatable); the plots go side by side into one image unless --separate.
     #[arg(long = "with", value_name = "TRACE:ID[:DIR]")]
     pub with: Vec<String>,
+    /// xplot (`-o FILE.xpl`): aggregate segments at 4× the pixel columns of --width, as the
+    /// SVG does at 1× (smaller files). Without it every segment is written, as tcptrace does.
+    #[arg(long)]
+    pub xpl_aggregate: bool,
     /// With --with: one file per connection (FILE-1.svg, FILE-2.svg, ...) instead of one image.
     #[arg(long, requires = "with")]
     pub separate: bool,

@@ -16,6 +16,7 @@ mod print;
 mod repair;
 mod run;
 mod screen;
+mod states;
 mod view;
 
 use std::io::{self, Write};

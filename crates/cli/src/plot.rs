@@ -7,14 +7,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use tcpscope_core::analysis::{Dir, Settings};
-use tcpscope_core::plot::{self, Figure, View, rtt::RttView, tsg::TsgView};
+use tcpscope_core::plot::{self, Figure, View, ladder::LadderView, rtt::RttView, tsg::TsgView};
 use tcpscope_core::seq::{SeqNum, offset_from};
-use tcpscope_core::series::{self, OneConnection, Origin, burst, dupack, flight, rtt, ssize, tput, tsg};
+use tcpscope_core::series::{
+    self, OneConnection, Origin, burst, dupack, flight, ladder, rtt, ssize, states, tput, tsg,
+};
 
 use crate::args::{DirArg, KindArg, PlotArgs};
 
-/// xplot files are aggregated at this many times the SVG's pixel columns: bounded, and still
-/// zoomable fourfold before the aggregation shows.
+/// With --xpl-aggregate, xplot files are aggregated at this many times the SVG's pixel columns:
+/// bounded, and still zoomable fourfold before the aggregation shows.
 const XPL_COLUMNS_FACTOR: u32 = 4;
 
 /// One connection to draw.
@@ -60,6 +62,8 @@ fn kind_name(k: KindArg) -> &'static str {
         KindArg::Burst => "burst",
         KindArg::BurstCdf => "burst-cdf",
         KindArg::Dupack => "dupack",
+        KindArg::Ladder => "ladder",
+        KindArg::States => "states",
         KindArg::Cwnd => "cwnd",
         KindArg::Bw => "bw",
         KindArg::Limits => "limits",
@@ -92,7 +96,12 @@ pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
     }
     let ext_of = |p: &Path| p.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
     let xpl = args.output.as_deref().is_some_and(|p| ext_of(p) == "xpl");
-    let columns = plot::svg::columns(args.width) * if xpl { XPL_COLUMNS_FACTOR } else { 1 };
+    // xplot is for zooming in: every segment, as tcptrace writes them, unless asked.
+    let columns = match (xpl, args.xpl_aggregate) {
+        (true, false) => None,
+        (true, true) => Some(plot::svg::columns(args.width) * XPL_COLUMNS_FACTOR),
+        (false, _) => Some(plot::svg::columns(args.width)),
+    };
     let mut figs = Vec::with_capacity(targets.len());
     let mut first_dir = Dir::AtoB;
     for (i, t) in targets.iter().enumerate() {
@@ -103,8 +112,14 @@ pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
         figs.push(fig);
     }
     let kind = kind_name(args.kind);
-    let out =
-        args.output.clone().unwrap_or_else(|| PathBuf::from(format!("{kind}-{}-{}.svg", args.conn, first_dir.name())));
+    let both_ways = matches!(args.kind, KindArg::Ladder | KindArg::States);
+    let out = args.output.clone().unwrap_or_else(|| {
+        if both_ways {
+            PathBuf::from(format!("{kind}-{}.svg", args.conn))
+        } else {
+            PathBuf::from(format!("{kind}-{}-{}.svg", args.conn, first_dir.name()))
+        }
+    });
     let ext = ext_of(&out);
     if figs.len() > 1 {
         plot::share_scale(&mut figs);
@@ -242,7 +257,7 @@ fn series_of<M: OneConnection + Send>(args: &PlotArgs, t: &Target) -> io::Result
 
 /// Runs the pass for one connection and builds its figure: one read of the trace, for the
 /// series and for what the limits are resolved against. Returns the direction drawn.
-fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<(Figure, Dir)> {
+fn figure(args: &PlotArgs, t: &Target, columns: Option<u32>) -> io::Result<(Figure, Dir)> {
     // The time limits, checked against the connection's span: a window without any of its
     // packets is the same error as `stats --from` past the end (docs/cli.md#time-windows).
     let limits = |origin: &Origin| -> io::Result<(Option<f64>, Option<f64>)> {
@@ -263,20 +278,19 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<(Figure, Dir)
         }
         Ok((from_s, to_s))
     };
-    let view =
-        |from_s, to_s| View { from_s, to_s, title: args.title.clone(), columns: Some(columns), window_s: args.window };
+    let view = |from_s, to_s| View { from_s, to_s, title: args.title.clone(), columns, window_s: args.window };
     let (mut fig, dir) = match args.kind {
         KindArg::Tsg => {
             let (s, origin, dir) = series_of::<tsg::TsgSink>(args, t)?;
             let (from_s, to_s) = limits(&origin)?;
             let (seq_from, seq_to) = seq_limits(args, t, dir, origin.base(dir))?;
-            let v = TsgView { from_s, to_s, seq_from, seq_to, columns: Some(columns), title: args.title.clone() };
+            let v = TsgView { from_s, to_s, seq_from, seq_to, columns, title: args.title.clone() };
             (plot::tsg::tsg(&s, &v), dir)
         }
         KindArg::Rtt => {
             let (s, origin, dir) = series_of::<rtt::RttSink>(args, t)?;
             let (from_s, to_s) = limits(&origin)?;
-            (plot::rtt::rtt(&s, &RttView { from_s, to_s, title: args.title.clone(), columns: Some(columns) }), dir)
+            (plot::rtt::rtt(&s, &RttView { from_s, to_s, title: args.title.clone(), columns }), dir)
         }
         KindArg::Tput => {
             let (s, origin, dir) = series_of::<tput::TputSink>(args, t)?;
@@ -307,6 +321,19 @@ fn figure(args: &PlotArgs, t: &Target, columns: u32) -> io::Result<(Figure, Dir)
             let (s, origin, dir) = series_of::<dupack::DupackSink>(args, t)?;
             let (from_s, to_s) = limits(&origin)?;
             (plot::dupack::dupack(&s, &view(from_s, to_s)), dir)
+        }
+        KindArg::Ladder | KindArg::States => {
+            // Both directions: the sink ignores the direction.
+            let t1 = Target { dir: Some(Dir::AtoB), trace: t.trace.clone(), conn: t.conn };
+            let area = plot::svg::area(args.width, args.height);
+            if matches!(args.kind, KindArg::Ladder) {
+                let (l, origin, _) = series_of::<ladder::LadderSink>(args, &t1)?;
+                let (from_s, to_s) = limits(&origin)?;
+                let v = LadderView { from_s, to_s, title: args.title.clone(), area_px: area };
+                return Ok((plot::ladder::ladder(&l, &v), Dir::AtoB));
+            }
+            let (s, _, _) = series_of::<states::StatesSink>(args, &t1)?;
+            return Ok((plot::ladder::states(&s, args.title.clone(), area), Dir::AtoB));
         }
         KindArg::Cwnd | KindArg::Bw | KindArg::Limits | KindArg::Timeline => {
             return Err(io::Error::other("-k cwnd, bw, limits and timeline plot recordings of `tcpscope monitor`"));

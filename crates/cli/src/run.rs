@@ -42,6 +42,7 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
             Ok(status(&an))
         }
         Command::Screen(args) => crate::screen::screen(&args),
+        Command::States(args) => crate::states::states(&args),
         Command::Plot(args) => crate::plot::plot(&args),
         Command::Export(args) => crate::export::export(&args),
         Command::View(args) => crate::view::view(&args),

@@ -335,6 +335,13 @@ pub enum Event {
         /// The TCP checksum holds what offload leaves, not the right sum.
         offloaded: bool,
     },
+    /// The window scale of a connection seen without its handshake, inferred with certainty
+    /// from its behaviour (`analysis/wscale.rs`, docs/statistics.md) and applied from this
+    /// packet on. The event's direction is the window advertiser's.
+    WscaleInferred {
+        /// The shift.
+        shift: u8,
+    },
     /// Analysis state hit a fixed capacity; numbers after this point may be approximate.
     AnalysisPartial {
         /// Which structure.
@@ -363,6 +370,7 @@ impl Event {
         "karn_discard",
         "post_loss_ack",
         "analysis_partial",
+        "wscale_inferred",
     ];
 
     /// The event's stable name.
@@ -387,12 +395,13 @@ impl Event {
             Event::ChecksumError => "checksum_error",
             Event::ChecksumVerified { .. } => "checksum_verified",
             Event::AnalysisPartial { .. } => "analysis_partial",
+            Event::WscaleInferred { .. } => "wscale_inferred",
         }
     }
 
     /// Whether the event is raised by an acknowledgment about the peer's data and carries the
     /// acknowledging packet's direction in [`At::dir`]: duplicate ACKs, SACK and D-SACK blocks,
-    /// zero windows and window shrinks. Every other event carries the direction of the data it
+    /// zero windows, window shrinks and inferred window scales. Every other event carries the direction of the data it
     /// is about (for the ACK-driven ones, the analysis reverses the ACK's direction: acked
     /// unseen bytes, ACK advances, RTT samples, Karn discards, post-loss ACKs).
     pub fn carries_ack_dir(&self) -> bool {
@@ -403,6 +412,7 @@ impl Event {
                 | Event::Sack { .. }
                 | Event::ZeroWindow
                 | Event::WindowShrink { .. }
+                | Event::WscaleInferred { .. }
         )
     }
 
@@ -446,6 +456,7 @@ impl Event {
             Event::ChecksumError => String::new(),
             Event::ChecksumVerified { offloaded } => if offloaded { "offloaded" } else { "" }.to_string(),
             Event::AnalysisPartial { what } => what.to_string(),
+            Event::WscaleInferred { shift } => format!("shift {shift}"),
         }
     }
 }

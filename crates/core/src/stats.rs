@@ -60,6 +60,9 @@ pub struct DirStats {
     pub wscale_opt: Option<u8>,
     /// Shift applied to this direction's windows (`None`: unknown).
     pub wscale: Option<u8>,
+    /// Window scale inferred for a connection seen without its handshake
+    /// (`analysis/wscale.rs`).
+    pub wscale_inferred: Option<u8>,
     /// SACK-permitted option seen.
     pub sack_permitted: bool,
     /// Packets with SACK blocks.
@@ -349,6 +352,7 @@ impl Sink for StatsSink {
                 d.checksum_errors.get_or_insert(0);
                 *d.checksum_offloaded.get_or_insert(0) += offloaded as u64;
             }
+            Event::WscaleInferred { shift } => d.wscale_inferred = Some(shift),
             Event::AckAdvance { bytes } => {
                 d.acked_bytes += bytes;
                 d.last_ack_advance_ts_ns = at.ts_ns;

@@ -9,6 +9,7 @@ use tcpscope_core::export::json::{ConnJson, DirJson, FilesTable};
 use tcpscope_core::export::packet::PacketLine;
 use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow};
 use tcpscope_core::screen::{OosEvent, ScreenRow};
+use tcpscope_core::export::states::StateRow;
 use tcpscope_core::table::{Field, Table, markdown};
 
 /// Each generated section: its marker name and its fields.
@@ -28,6 +29,7 @@ fn sections() -> Vec<(&'static str, &'static [Field])> {
         (OosEvent::NAME, OosEvent::FIELDS),
         (SegmentRow::NAME, SegmentRow::FIELDS),
         (RttRow::NAME, RttRow::FIELDS),
+        (StateRow::NAME, StateRow::FIELDS),
     ]
 }
 

@@ -4,6 +4,7 @@
 
 pub mod netns;
 pub mod record;
+pub mod thesis;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

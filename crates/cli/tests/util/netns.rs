@@ -10,11 +10,17 @@ pub struct Netns {
 impl Netns {
     /// A fresh namespace with loopback up, or `None` (with a message) when this machine cannot.
     pub fn new(tag: &str) -> Option<Netns> {
+        Netns::with_prefix("tsc", tag)
+    }
+
+    /// As [`Netns::new`], the name starting with `prefix` (each engineer's tests have their
+    /// own, so that no one removes another's namespaces).
+    pub fn with_prefix(prefix: &str, tag: &str) -> Option<Netns> {
         if !nix::unistd::geteuid().is_root() {
             eprintln!("skipping: this test needs root (it makes a network namespace)");
             return None;
         }
-        let name = format!("tsc-{}-{tag}", std::process::id());
+        let name = format!("{prefix}-{}-{tag}", std::process::id());
         let _ = Command::new("ip").args(["netns", "del", &name]).stderr(Stdio::null()).status();
         match Command::new("ip").args(["netns", "add", &name]).status() {
             Ok(s) if s.success() => {}

@@ -23,6 +23,7 @@ mod retransmission;
 mod rtt;
 mod scoreboard;
 mod window;
+mod wscale;
 
 pub use crate::event::{At, ConnIdx, Dir, Event, Evidence, OosClass, RttKind, SegmentInfo};
 pub use crate::sink::Sink;
@@ -124,6 +125,8 @@ struct Half {
     rst_seen: bool,
     /// The partial-analysis warnings already emitted (bit per structure).
     partial: u8,
+    /// Window scale inference of this endpoint's windows, while its scale is unknown.
+    infer: Option<Box<wscale::Infer>>,
     /// What the out-of-sequence classifier remembers of this sender.
     memory: classify::Memory,
 }
@@ -287,6 +290,7 @@ impl Connection {
             scoreboard::on_ack(peer, a, &at, sink);
             scoreboard::on_sack(peer, seg, a, &at, sink);
         }
+        wscale::on_segment(me, peer, seg, (start, ack_off), &at, sink);
         window::on_dup_ack(me, peer, seg, (start, snd_max), ack_off, &at, sink);
         let (win_bytes, shift) = window::on_window(me, seg, ack_off, &at, sink);
         rtt::on_timestamps(me, peer, seg, &at, sink);

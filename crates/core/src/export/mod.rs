@@ -4,3 +4,4 @@
 pub mod json;
 pub mod packet;
 pub mod rows;
+pub mod states;

@@ -17,6 +17,7 @@ pub mod chart;
 pub mod dupack;
 pub mod flight;
 pub mod lifeline;
+pub mod ladder;
 pub mod rtt;
 pub mod ssize;
 pub mod svg;

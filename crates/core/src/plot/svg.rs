@@ -33,6 +33,12 @@ pub fn columns(width: u32) -> u32 {
     (width as f64 - LEFT - RIGHT).max(1.0) as u32
 }
 
+/// The plot area of an SVG `width` × `height` pixels (before a legend under the plot takes
+/// its rows): for figures drawn in pixel-true shapes (the ladder's slanted arrowheads).
+pub fn area(width: u32, height: u32) -> (f64, f64) {
+    ((width as f64 - LEFT - RIGHT).max(1.0), (height as f64 - TOP - BOTTOM).max(1.0))
+}
+
 fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {

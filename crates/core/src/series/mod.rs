@@ -44,9 +44,11 @@
 pub mod burst;
 pub mod dupack;
 pub mod flight;
+pub mod ladder;
 pub mod mipmap;
 pub mod rtt;
 pub mod ssize;
+pub mod states;
 pub mod tput;
 pub mod tsg;
 
@@ -226,4 +228,26 @@ pub(crate) fn test_info() -> ConnInfo {
     use crate::flow::Endpoint;
     let ep = |last: u8, port: u16| Endpoint { addr: std::net::IpAddr::from([10, 0, 0, last]), port };
     ConnInfo { a: ep(1, 40000), b: ep(2, 80), file: 0, reuse: None }
+}
+
+impl OneConnection for states::StatesSink {
+    type Series = states::States;
+    /// Both endpoints' states: the direction is not used.
+    fn for_conn(conn: ConnIdx, _dir: Dir) -> Self {
+        states::StatesSink::new(conn)
+    }
+    fn into_series(self) -> Option<states::States> {
+        self.finish()
+    }
+}
+
+impl OneConnection for ladder::LadderSink {
+    type Series = ladder::Ladder;
+    /// Both directions: the direction is not used.
+    fn for_conn(conn: ConnIdx, _dir: Dir) -> Self {
+        ladder::LadderSink::new(conn)
+    }
+    fn into_series(self) -> Option<ladder::Ladder> {
+        self.finish()
+    }
 }
