@@ -8,8 +8,8 @@ use tcpscope_core::correlate::{CorrDir, CorrEvent, CorrPacket, DelaySummary, Poi
 use tcpscope_core::export::json::{ConnJson, DirJson, FilesTable};
 use tcpscope_core::export::packet::PacketLine;
 use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow};
-use tcpscope_core::screen::{OosEvent, ScreenRow};
 use tcpscope_core::export::states::StateRow;
+use tcpscope_core::screen::{OosEvent, ScreenRow};
 use tcpscope_core::table::{Field, Table, markdown};
 
 /// Each generated section: its marker name and its fields.
