@@ -76,7 +76,10 @@ pub(super) fn on_data<S: Sink>(
             if S::CLASSIFY {
                 me.memory.hole(snd_max, start, ts_ns);
             }
-            if !out.holes.insert(snd_max, start) {
+            // Bytes the peer acknowledged before they were seen were counted as acknowledged
+            // but unseen when that ACK came: they are no hole to count again.
+            let from = me.snd_una.map_or(snd_max, |u| u.max(snd_max));
+            if from < start && !out.holes.insert(from, start) {
                 partial(&mut me.partial, 1, "holes", at, sink);
             }
         }

@@ -312,6 +312,13 @@ fn data_acknowledged_but_never_captured_is_counted() {
     c.handshake().a(30.0, ACK, 0, 0, 100, 1000).a(31.0, ACK, 200, 0, 100, 1000).b(60.0, ACK, 0, 300, 0, 2000);
     let r = c.run();
     assert_eq!(dir(&r, 0, Dir::AtoB).acked_unseen_bytes, 100);
+    // The ACK before the segment after the gap (a receiver-side capture that missed one):
+    // the gap's bytes are counted when acknowledged, not again when the next segment opens it.
+    let mut c = Conv::default();
+    c.handshake().a(30.0, ACK, 0, 0, 100, 1000).b(31.0, ACK, 0, 200, 0, 2000).a(32.0, ACK, 200, 0, 100, 1000);
+    c.b(33.0, ACK, 0, 300, 0, 2000);
+    let r = c.run();
+    assert_eq!(dir(&r, 0, Dir::AtoB).acked_unseen_bytes, 100);
 }
 
 #[test]
