@@ -534,3 +534,20 @@ fn a_cut_compressed_file_is_truncated_not_damaged() {
         }
     }
 }
+
+/// Bytes after the last member that start no other (tape padding, garbage) are said, and cost
+/// no record; one such byte too.
+#[test]
+fn bytes_after_the_last_gzip_member_are_said_and_cost_nothing() {
+    let plain = std::fs::read(repo().join("tests/data/randloss-snd.pcap")).unwrap();
+    let (orig, _, _) = contents(plain.clone());
+    for tail in [vec![0u8], vec![0u8; 4096], b"garbage".to_vec()] {
+        let (mut file, _) = compress(&plain, false, 16 << 10);
+        file.extend(&tail);
+        let (got, damage, err) = contents(file);
+        assert_eq!(got, orig, "{} bytes after", tail.len());
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(damage.len(), 1, "{damage:?}");
+        assert!(damage[0].reason.contains("bytes after a member that do not start another"), "{damage:?}");
+    }
+}

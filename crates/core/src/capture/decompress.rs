@@ -187,11 +187,18 @@ impl Decompressor {
     /// The decoder failed at the current input position: drops what is held back, looks for
     /// the next member (frame) and stops the output there with a description of the hole.
     fn damaged(&mut self, why: &str) -> io::Result<()> {
+        // At least one byte on: where the damage was noticed may look like a member's start.
+        self.damaged_from(why, 1)
+    }
+
+    /// [`Decompressor::damaged`], looking for the next member `skip` bytes on.
+    fn damaged_from(&mut self, why: &str, skip: usize) -> io::Result<()> {
         let (at, unit) = (self.in_pos(), self.unit_start);
         let dropped = self.held.len() - self.ok;
         let passed = self.unit_out.saturating_sub(dropped as u64);
         self.held.truncate(self.ok);
         let name = self.name();
+        self.in_start = (self.in_start + skip).min(self.in_end);
         let resumed = self.find_next()?;
         match &mut self.codec {
             Codec::Gzip { inflate, crc, state } => {
@@ -223,11 +230,9 @@ impl Decompressor {
         Ok(())
     }
 
-    /// Skips compressed input up to the next plausible member (frame) start after the current
+    /// Skips compressed input up to the next plausible member (frame) start from the current
     /// position; its offset, or `None` at the end of the input.
     fn find_next(&mut self) -> io::Result<Option<u64>> {
-        // At least one byte on: the current position is where the damage was noticed.
-        self.in_start = (self.in_start + 1).min(self.in_end);
         loop {
             self.fill_in(MAX_GZIP_HEADER.min(IN_CHUNK))?;
             let w = &self.inbuf[self.in_start..self.in_end];
@@ -343,8 +348,7 @@ impl Decompressor {
                 let rest = &self.inbuf[self.in_start..self.in_end];
                 if !rest.is_empty() && !rest.starts_with(&GZIP_MAGIC[..rest.len().min(2)]) {
                     // Not another member: padding or garbage after the last one.
-                    self.in_start -= 1;
-                    return self.damaged("bytes after a member that do not start another");
+                    return self.damaged_from("bytes after a member that do not start another", 0);
                 }
             }
         }
