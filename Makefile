@@ -8,8 +8,9 @@ DEMO_TRACE := tests/data/loss-snd.pcap
 
 all: build
 
+# Only the command: the Python package's library (crates/py) is built by `make python`/`wheel`.
 build: web build-deps
-	$(CARGO) build --release
+	$(CARGO) build --release --bin tcpscope
 
 # What the build links: libpcap for `tcpscope capture` (pkg-config finds it). Installed here, not
 # only under `deps`, so that `make demo` works on a fresh machine. The Python package's crate
