@@ -75,7 +75,7 @@ fn traces_cut_mid_stream_infer_the_scale_their_handshake_shows_or_say_they_canno
                 continue;
             }
             checked += 1;
-            match (p["window_scale_inferred"].as_u64(), p["window_scale_inferred_certain"].as_bool()) {
+            match (p["window_scale_inferred"].as_u64(), p["window_scale_inferable"].as_bool()) {
                 (Some(s), Some(true)) => {
                     assert_eq!(s, truth, "{}: {tuple}: inferred {s}, the handshake says {truth}", f.display());
                     certain += 1;
@@ -105,10 +105,7 @@ fn thesis_trace_has_shift_0_and_its_receiver_takes_back_offered_window() {
     // a = 18.26.0.115 (the dump), b = 18.26.0.92 (the tape drive, the receiver).
     let b = &c["b2a"];
     assert_eq!(c["a"]["addr"], "18.26.0.115");
-    assert_eq!(
-        (b["window_scale_inferred"].as_u64(), b["window_scale_inferred_certain"].as_bool()),
-        (Some(0), Some(true))
-    );
+    assert_eq!((b["window_scale_inferred"].as_u64(), b["window_scale_inferable"].as_bool()), (Some(0), Some(true)));
     let given = json(&["stats", "-q", "--wscale", "0", f]);
     let shrinks = |doc: &serde_json::Value| doc["connections"][0]["b2a"]["window_shrinks"].as_u64().unwrap();
     eprintln!("thesis trace: {} shrinks inferred, {} with --wscale 0", shrinks(&doc), shrinks(&given));

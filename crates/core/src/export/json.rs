@@ -181,7 +181,7 @@ dir_json! {
     window_scale: Option<u8>, "shift", "shift applied to this side's windows; null: unknown (no handshake)";
     window_scale_option: Option<u8>, "shift", "window scale option as sent in the SYN (unclamped)";
     window_scale_inferred: Option<u8>, "shift", "no handshake: the shift the connection's behaviour singles out, applied to this side's windows from then on (statistics.md); null: not inferred";
-    window_scale_inferred_certain: Option<bool>, "", "true: `window_scale_inferred` is certain; false: no handshake, no --wscale, and the behaviour could not single a shift out (windows unscaled); null: the handshake (or --wscale) gave the scale";
+    window_scale_inferable: Option<bool>, "", "true: no handshake, and the behaviour singled out `window_scale_inferred`; false: no handshake, no --wscale, and the behaviour could not single a shift out (windows unscaled); null: the handshake (or --wscale) gave the scale";
     sack_permitted: bool, "", "SACK-permitted option in this side's SYN";
     timestamps: bool, "", "some segment carried the timestamps option";
     sack_packets: u64, "", "segments carrying SACK blocks";
@@ -260,7 +260,7 @@ impl From<&DirStats> for DirJson {
             window_scale: d.wscale,
             window_scale_option: d.wscale_opt,
             window_scale_inferred: d.wscale_inferred,
-            window_scale_inferred_certain: match (d.wscale_inferred, d.wscale) {
+            window_scale_inferable: match (d.wscale_inferred, d.wscale) {
                 (Some(_), _) => Some(true),
                 (None, None) => Some(false),
                 (None, Some(_)) => None,
