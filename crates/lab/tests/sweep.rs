@@ -146,16 +146,39 @@ fn sweep_measures_the_path_it_built() {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("Throughput"));
     // The congestion window per point from tcp_info: one line per point, each of the 3 s run's
-    // 10 ms samples (≥ 200 of them), in the chart's plot area.
+    // 10 ms samples (≥ 200 of them), in the chart's plot area, drawn from the recording's
+    // snd_cwnd: a higher window is a higher point (a smaller SVG y), an equal one the same.
+    // (Whether the first sample is the smallest depends on how soon after the SYN the 10 ms
+    // sampler first ran, which a loaded machine delays past slow start: not tested.)
     let cwnd = figure_svg(&html, "Congestion window");
     let lines = polylines(cwnd);
     assert_eq!(lines.len(), 2, "one cwnd line per point");
-    for l in &lines {
+    for (l, p) in lines.iter().zip(&rep.points) {
         assert!(l.len() >= 200, "{} cwnd samples drawn", l.len());
         assert!(l.iter().all(|&(x, y)| (70.0..=560.0).contains(&x) && (30.0..=330.0).contains(&y)), "{l:?}");
-        // The window grows from its start: its first value is not the largest drawn.
-        let top = l.iter().map(|p| p.1).fold(f64::MAX, f64::min);
-        assert!(l[0].1 > top, "the cwnd line is flat at its first value");
+        let run = rep.runs.iter().find(|r| r.point == p.point && r.status == "ok").unwrap();
+        let rec =
+            tcpscope_monitor::tsm::read(&dir.join(&run.point_dir).join(format!("t{}", run.trial)).join("tcpinfo.tsm"))
+                .unwrap();
+        let conn = rec.conns.iter().map(|c| c.id).max_by_key(|&id| rec.samples_of(id).len()).unwrap();
+        let all = rec.samples_of(conn);
+        // At most 500 points a line: every k-th sample.
+        let kernel: Vec<u64> = all.iter().step_by(all.len().div_ceil(500)).filter_map(|s| s.get("snd_cwnd")).collect();
+        assert_eq!(l.len(), kernel.len(), "{}: every sample drawn", run.point_dir);
+        let (lo, hi) = (kernel.iter().min().unwrap(), kernel.iter().max().unwrap());
+        assert!(hi > lo, "{}: the kernel's cwnd never changed in 3 s ({lo})", run.point_dir);
+        for i in 1..l.len() {
+            let (dy, dc) = (l[i].1 - l[i - 1].1, kernel[i] as f64 - kernel[i - 1] as f64);
+            assert!(
+                (dc == 0.0 && dy.abs() < 0.05) || (dc != 0.0 && dy * dc < 0.0),
+                "{}: sample {i}: cwnd {} -> {} drawn at y {} -> {}",
+                run.point_dir,
+                kernel[i - 1],
+                kernel[i],
+                l[i - 1].1,
+                l[i].1
+            );
+        }
     }
     // The time-sequence plot of each point's first trial, by the core's plot code, in the
     // report and in the run's directory; it draws every data segment the analysis counted.
