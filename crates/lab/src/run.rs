@@ -137,19 +137,28 @@ fn interrupted(flag: &AtomicBool) -> bool {
     flag.load(Ordering::Relaxed)
 }
 
+/// Why this machine cannot run a lab, if it cannot: a missing tool or not root. `ethtool` is
+/// needed only to turn offloads off (`offload` false). Tests that record call it to skip.
+pub fn cannot_run(offload: bool) -> Option<String> {
+    for tool in ["ip", "tc", "nft", "tcpdump"] {
+        if which(tool).is_none() {
+            return Some(format!("`{tool}` not found: the lab needs iproute2, nftables and tcpdump"));
+        }
+    }
+    if !offload && which("ethtool").is_none() {
+        return Some("`ethtool` not found: needed to turn offloads off (or set hosts.offload = true)".into());
+    }
+    if !nix::unistd::geteuid().is_root() {
+        return Some("the lab needs root (network namespaces, qdiscs, packet capture)".into());
+    }
+    None
+}
+
 /// Runs every point × trial of the plan into `out`; prints one line per run on stderr.
 /// Returns (runs done now, skipped as done before, failed).
 pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String> {
-    for tool in ["ip", "tc", "nft", "tcpdump"] {
-        if which(tool).is_none() {
-            return Err(format!("`{tool}` not found: the lab needs iproute2, nftables and tcpdump"));
-        }
-    }
-    if !plan.base.hosts.offload && which("ethtool").is_none() {
-        return Err("`ethtool` not found: needed to turn offloads off (or set hosts.offload = true)".into());
-    }
-    if !nix::unistd::geteuid().is_root() {
-        return Err("the lab needs root (network namespaces, qdiscs, packet capture)".into());
+    if let Some(why) = cannot_run(plan.base.hosts.offload) {
+        return Err(why);
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

@@ -29,23 +29,6 @@ length = 16384
 "path.loss" = [0.0, 0.02]
 "#;
 
-fn missing_tool() -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("not root (the lab makes network namespaces and qdiscs)".into());
-    }
-    for t in ["ip", "tc", "nft", "tcpdump", "ethtool"] {
-        let found = std::env::var_os("PATH")
-            .into_iter()
-            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-            .chain(["/usr/sbin".into(), "/sbin".into()])
-            .any(|d| d.join(t).is_file());
-        if !found {
-            return Some(format!("`{t}` is not installed"));
-        }
-    }
-    None
-}
-
 /// One experiment at a time: two at once would share the CPU and each other's namespace
 /// listing.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -63,7 +46,7 @@ fn our_namespaces() -> Vec<String> {
 
 #[test]
 fn sweep_measures_the_path_it_built() {
-    if let Some(why) = missing_tool() {
+    if let Some(why) = run::cannot_run(false) {
         eprintln!("SKIPPED sweep_measures_the_path_it_built: {why}");
         return;
     }
@@ -229,7 +212,7 @@ fn sweep_measures_the_path_it_built() {
 
 #[test]
 fn a_failing_run_does_not_spoil_the_others() {
-    if let Some(why) = missing_tool() {
+    if let Some(why) = run::cannot_run(false) {
         eprintln!("SKIPPED a_failing_run_does_not_spoil_the_others: {why}");
         return;
     }
@@ -263,7 +246,7 @@ count = 100
 
 #[test]
 fn delay_forwarder_makes_the_rtt() {
-    if let Some(why) = missing_tool() {
+    if let Some(why) = run::cannot_run(false) {
         eprintln!("SKIPPED delay_forwarder_makes_the_rtt: {why}");
         return;
     }
@@ -317,7 +300,7 @@ seconds = 3
 
 #[test]
 fn reordering_is_what_the_receiver_sees() {
-    if let Some(why) = missing_tool() {
+    if let Some(why) = run::cannot_run(false) {
         eprintln!("SKIPPED reordering_is_what_the_receiver_sees: {why}");
         return;
     }
@@ -376,7 +359,7 @@ seconds = 3
 
 #[test]
 fn two_senders_share_the_bottleneck() {
-    if let Some(why) = missing_tool() {
+    if let Some(why) = run::cannot_run(false) {
         eprintln!("SKIPPED two_senders_share_the_bottleneck: {why}");
         return;
     }
@@ -448,7 +431,7 @@ seconds = 4
 
 #[test]
 fn each_sender_has_its_own_delay() {
-    if let Some(why) = missing_tool() {
+    if let Some(why) = run::cannot_run(false) {
         eprintln!("SKIPPED each_sender_has_its_own_delay: {why}");
         return;
     }
@@ -521,7 +504,7 @@ arrival_rate = 4
 
 #[test]
 fn short_connections_take_at_least_the_path() {
-    if let Some(why) = missing_tool() {
+    if let Some(why) = run::cannot_run(false) {
         eprintln!("SKIPPED short_connections_take_at_least_the_path: {why}");
         return;
     }

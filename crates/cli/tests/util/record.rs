@@ -54,31 +54,13 @@ impl Drop for Recording {
     }
 }
 
-/// Why this machine cannot record, if it cannot (the test then says so and passes).
-pub fn missing_tool() -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("not root (recording makes network namespaces)".into());
-    }
-    for t in ["ip", "tc", "nft", "tcpdump", "ethtool"] {
-        let found = std::env::var_os("PATH")
-            .into_iter()
-            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-            .chain(["/usr/sbin".into(), "/sbin".into()])
-            .any(|d| d.join(t).is_file());
-        if !found {
-            return Some(format!("`{t}` is not installed"));
-        }
-    }
-    None
-}
-
 /// One recording at a time per test process.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs one lab experiment (TOML, one point) into `dir` with the router capture on and the
 /// `c21` namespace prefix; `None` (with a message) when the machine cannot.
 pub fn record(name: &str, experiment: &str) -> Option<Recording> {
-    if let Some(why) = missing_tool() {
+    if let Some(why) = tcpscope_lab::run::cannot_run(false) {
         eprintln!("SKIPPED recording {name}: {why}");
         return None;
     }
