@@ -549,5 +549,8 @@ fn bytes_after_the_last_gzip_member_are_said_and_cost_nothing() {
         assert!(err.is_none(), "{err:?}");
         assert_eq!(damage.len(), 1, "{damage:?}");
         assert!(damage[0].reason.contains("bytes after a member that do not start another"), "{damage:?}");
+        // Every decompressed byte was read: an empty stretch, said as such.
+        assert_eq!(damage[0].start, damage[0].end, "{damage:?}");
+        assert!(damage[0].describe().contains("nothing skipped"), "{}", damage[0].describe());
     }
 }

@@ -68,8 +68,16 @@ pub struct Damage {
 }
 
 impl Damage {
-    /// One line for a person: `bytes A..B corrupt (reason), skipped; N records read after it`.
+    /// One line for a person: `bytes A..B corrupt (reason), skipped; N records read after it`,
+    /// or `at byte A: corrupt (reason), nothing skipped; ...` when the damage cost no byte of
+    /// the decompressed stream (compressed bytes after the last gzip member).
     pub fn describe(&self) -> String {
+        if self.start == self.end {
+            return format!(
+                "at byte {}: corrupt ({}), nothing skipped; {} records read after it",
+                self.start, self.reason, self.records_after
+            );
+        }
         format!(
             "bytes {}..{} corrupt ({}), skipped; {} records read after it",
             self.start, self.end, self.reason, self.records_after
