@@ -62,8 +62,7 @@ impl Capture {
 
     /// SIGTERM, then the exit status (within 5 s) and the log.
     fn stop(mut self) -> (std::process::ExitStatus, Vec<String>) {
-        // Let the last packets reach the capture (it reads every 100 ms at least).
-        std::thread::sleep(Duration::from_millis(300));
+        // No pause first: the capture writes what the kernel received before the signal.
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
         let t = Instant::now();

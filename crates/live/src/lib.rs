@@ -292,7 +292,6 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
         cfg.dir.display(),
         args.file_size
     );
-
     let mut counters = Counters::default();
     let mut file_start = Counters::default();
     let mut current: Option<RingFile> = None;
@@ -316,15 +315,26 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
         Ok(())
     };
 
+    // After a stop signal, the packets the kernel had already received are still written: with
+    // TPACKET_V3 a partly filled block reaches us only when the kernel retires it, after the
+    // 100 ms read timeout, so reading goes on until DRAIN has passed and nothing is buffered, or
+    // a packet from after the signal shows the backlog is read.
+    const DRAIN: Duration = Duration::from_millis(150);
+    let mut stopping: Option<(Instant, u64)> = None;
     let result = loop {
-        if stop.load(Ordering::Relaxed) {
-            break Ok(());
+        if stopping.is_none() && stop.load(Ordering::Relaxed) {
+            let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            stopping = Some((Instant::now(), wall.as_nanos() as u64));
         }
+        let drained = stopping.is_some_and(|(at, _)| at.elapsed() >= DRAIN);
         let mut packet_written = false;
         let mut opened_new = false;
         match cap.next_packet() {
             Ok(p) => {
                 let ts_ns = p.header.ts.tv_sec as u64 * 1_000_000_000 + p.header.ts.tv_usec as u64 * 1000;
+                if drained && stopping.is_some_and(|(_, at_ns)| ts_ns > at_ns) {
+                    break Ok(());
+                }
                 if current.is_none() {
                     let path = cfg.dir.join(ring::file_name(ts_ns, cfg.format));
                     let f = RingFile::create(&path, cfg.format, link_type, args.snaplen, args.index_every, ts_ns)
@@ -343,6 +353,9 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
                 packet_written = true;
             }
             Err(pcap::Error::TimeoutExpired) => {
+                if drained {
+                    break Ok(());
+                }
                 // Nothing buffered: wait for the next block of packets, a signal, or 100 ms.
                 let mut fds = [PollFd::new(cap.as_fd(), PollFlags::POLLIN)];
                 let _ = poll(&mut fds, PollTimeout::from(100u8));
