@@ -292,6 +292,19 @@ pub fn run(args: &CaptureArgs) -> Result<(), LiveError> {
         cfg.dir.display(),
         args.file_size
     );
+    // Below the free-space floor from the start, the ring can keep nothing but the file being
+    // written: say so now rather than let the user find an empty ring.
+    if let Some(floor) = cfg.budget.min_free_pct
+        && let Ok(free) = ring::free_percent(&cfg.dir)
+        && free < floor
+    {
+        log!(
+            "warning: {} has {free:.1} % free, under --min-free {floor}: each file will be deleted when the \
+             next one opens (give --keep SIZE, or a lower --min-free)",
+            cfg.dir.display()
+        );
+    }
+
     let mut counters = Counters::default();
     let mut file_start = Counters::default();
     let mut current: Option<RingFile> = None;
