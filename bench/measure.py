@@ -161,6 +161,9 @@ def main():
                  "what": "real Linux bulk transfer, netns + tbf 1 Gbit/s + 0.05% random drop, tcpdump -s 96"},
         "many": {"path": os.path.join(args.out, "many.pcap"), "connections": 200_000,
                  "what": "synthetic, 200,000 short overlapping connections over 60 s (gen-many.py, seed 1)"},
+        "concurrent": {"path": os.path.join(args.out, "concurrent.pcap"), "connections": 200_000,
+                       "what": "the connections of many, all open at once, round-robin interleaved "
+                               "(gen-many.py --concurrent, seed 1)"},
         "bulk-ng": {"path": os.path.join(args.out, "bulk.pcapng"), "connections": 1,
                     "what": "bulk.pcap rewritten as pcapng by editcap (Wireshark's and dumpcap's format)"},
         "mid": {"path": os.path.join(args.out, "mid.pcap"), "connections": 1,
@@ -185,7 +188,7 @@ def main():
     }
 
     results = {}
-    for name in [n for n in ("bulk", "bulk-ng", "many") if n in inputs]:
+    for name in [n for n in ("bulk", "bulk-ng", "many", "concurrent") if n in inputs]:
         f = inputs[name]["path"]
         print(f"measure: {name}", file=sys.stderr)
         r = {"tcpscope": measure("tcpscope", [tcpscope, "stats", "-q", f], args.runs),
@@ -193,7 +196,7 @@ def main():
         if have_tcptrace:
             r["tcptrace"] = measure("tcptrace", ["tcptrace", "-l", "-r", "-n", f], args.runs)
         # tshark reads the same packets in either format alike: timed once, on bulk.pcap.
-        if have_tshark and name != "bulk-ng":
+        if have_tshark and name not in ("bulk-ng", "concurrent"):
             r["tshark_conv"] = measure("tshark conv,tcp", ["tshark", "-r", f, "-q", "-z", "conv,tcp"],
                                        args.tshark_runs, warmup=0)
             r["tshark_expert"] = measure("tshark expert", ["tshark", "-r", f, "-q", "-z", "expert"],
@@ -222,11 +225,15 @@ def main():
         par[f"cores_busy_{k}"] = round(par[k]["cpu_median_s"] / par[k]["wall_median_s"], 2)
 
     many_rss = results["many"]["tcpscope"]["max_rss_kib"] * 1024
+    conc_rss = results["concurrent"]["tcpscope"]["max_rss_kib"] * 1024
     mem = {
         "rss_bytes": many_rss,
         "rss_per_connection_bytes": round(many_rss / 200_000, 1),
         "input_bytes": inputs["many"]["bytes"],
         "rss_minus_input_per_connection_bytes": round((many_rss - inputs["many"]["bytes"]) / 200_000, 1),
+        # All 200,000 open at once: the state of every connection is held at the same time.
+        "concurrent_rss_bytes": conc_rss,
+        "concurrent_rss_per_connection_bytes": round(conc_rss / 200_000, 1),
     }
 
     now = datetime.datetime.now(datetime.timezone.utc)

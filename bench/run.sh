@@ -27,6 +27,11 @@ if [ ! -s "$OUT/many.pcap" ]; then
     python3 bench/gen-many.py "$OUT/many.pcap.tmp"
     mv "$OUT/many.pcap.tmp" "$OUT/many.pcap"
 fi
+if [ ! -s "$OUT/concurrent.pcap" ]; then
+    echo "run.sh: generating $OUT/concurrent.pcap" >&2
+    python3 bench/gen-many.py --concurrent "$OUT/concurrent.pcap.tmp"
+    mv "$OUT/concurrent.pcap.tmp" "$OUT/concurrent.pcap"
+fi
 if [ ! -s "$OUT/bulk.pcapng" ]; then
     # the same packets in pcapng, the format Wireshark and dumpcap write (editcap comes with tshark)
     if command -v editcap >/dev/null; then
@@ -47,7 +52,8 @@ python3 bench/measure.py --bin target/release/tcpscope --out "$OUT" --results be
 # The same comparison with the tools run in turn, round after round: on a virtual machine whose
 # speed drifts (other load, CPU steal), a ratio taken within one round is the steadier figure.
 echo "run.sh: paired rounds (bench/paired.py)" >&2
-for input in bulk.pcap:${BENCH_PAIRED_ROUNDS:-15} bulk.pcapng:${BENCH_PAIRED_ROUNDS:-15} many.pcap:${BENCH_PAIRED_ROUNDS_MANY:-3}; do
+for input in bulk.pcap:${BENCH_PAIRED_ROUNDS:-15} bulk.pcapng:${BENCH_PAIRED_ROUNDS:-15} many.pcap:${BENCH_PAIRED_ROUNDS_MANY:-3} \
+    concurrent.pcap:${BENCH_PAIRED_ROUNDS_MANY:-3}; do
     f=$OUT/${input%%:*}
     [ -s "$f" ] || continue
     echo "${input%%:*}:"
