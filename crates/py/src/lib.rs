@@ -10,11 +10,13 @@ use arrow_pyarrow::{PyArrowType, Table};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use tcpscope_arrow::columns::schema;
 use tcpscope_arrow::{Collect, Dest, Report, TableName};
-use tcpscope_core::analysis::Settings;
+use tcpscope_core::analysis::{Dir, Settings};
 use tcpscope_core::capture::{TimeSpec, Window};
 use tcpscope_core::pass::{FileSummary, Query};
+use tcpscope_core::plot::make::{Kind, PlotError, Request, png};
 use tcpscope_core::screen::{Rules, ScreenRow, ScreenSink, rank};
 
 create_exception!(
@@ -193,6 +195,81 @@ fn screen(
     Ok((text, warnings))
 }
 
+/// One connection's plot (core's [`Request`], as `tcpscope plot` makes it): the image's bytes
+/// (`format` `svg` or `png`) and the warnings.
+#[pyfunction]
+#[pyo3(signature = (path, conn, kind, dir=None, start=None, end=None, seq_from=None, seq_to=None, abs_seq=false, width=1200, height=750, title=None, wscale=None, window=None, format="svg"))]
+#[allow(clippy::too_many_arguments)]
+fn plot(
+    py: Python<'_>,
+    path: PathBuf,
+    conn: usize,
+    kind: &str,
+    dir: Option<&str>,
+    start: Option<String>,
+    end: Option<String>,
+    seq_from: Option<i64>,
+    seq_to: Option<i64>,
+    abs_seq: bool,
+    width: u32,
+    height: u32,
+    title: Option<String>,
+    wscale: Option<u8>,
+    window: Option<f64>,
+    format: &str,
+) -> PyResult<(Py<PyBytes>, Vec<String>)> {
+    let kind = Kind::parse(kind).ok_or_else(|| {
+        let all: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        PyValueError::new_err(format!("unknown plot kind {kind:?} ({})", all.join(", ")))
+    })?;
+    let dir = match dir {
+        None => None,
+        Some("a2b") => Some(Dir::AtoB),
+        Some("b2a") => Some(Dir::BtoA),
+        Some(d) => return Err(PyValueError::new_err(format!("dir {d:?}: a2b or b2a"))),
+    };
+    if !matches!(format, "svg" | "png") {
+        return Err(PyValueError::new_err(format!("format {format:?}: svg or png")));
+    }
+    let req = Request {
+        dir,
+        from: start,
+        to: end,
+        seq_from,
+        seq_to,
+        abs_seq,
+        width,
+        height,
+        title,
+        wscale,
+        window_s: window,
+        ..Request::new(path, conn, kind)
+    };
+    let (mut files, mut no_fonts) = (Vec::new(), false);
+    let made = py.detach(|| {
+        let (svg, _) = req.svg(&mut |f| {
+            files.push(f.clone());
+            Ok(())
+        })?;
+        if format == "svg" {
+            return Ok(svg.into_bytes());
+        }
+        let png = png(&svg).map_err(PlotError::Usage)?;
+        no_fonts = png.no_fonts;
+        Ok(png.bytes)
+    });
+    let bytes = made.map_err(|e| match e {
+        PlotError::Usage(m) => PyValueError::new_err(m),
+        PlotError::Input(m) => TcpscopeError::new_err(m),
+        PlotError::Io(e) => PyException::new_err(e.to_string()),
+    })?;
+    let mut warnings = outcome(&[], &files)?;
+    if no_fonts {
+        warnings.push("no fonts found on this system: the PNG has no text".to_string());
+    }
+    Ok((PyBytes::new(py, &bytes).unbind(), warnings))
+}
+
 /// The columns of each table, in order (the stable schema).
 #[pyfunction]
 fn columns(table: &str) -> PyResult<Vec<String>> {
@@ -211,9 +288,11 @@ fn table_schema(table: &str) -> PyResult<PyArrowType<arrow_schema::Schema>> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(screen, m)?)?;
+    m.add_function(wrap_pyfunction!(plot, m)?)?;
     m.add_function(wrap_pyfunction!(columns, m)?)?;
     m.add_function(wrap_pyfunction!(table_schema, m)?)?;
     m.add("TcpscopeError", m.py().get_type::<TcpscopeError>())?;
     m.add("TABLES", TableName::ALL.iter().map(|t| t.name()).collect::<Vec<_>>())?;
+    m.add("PLOT_KINDS", Kind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>())?;
     Ok(())
 }

@@ -25,10 +25,13 @@ import pyarrow
 from . import _native
 from ._native import TcpscopeError
 
-__all__ = ["TABLES", "TcpscopeError", "columns", "read", "schema", "screen"]
+__all__ = ["PLOT_KINDS", "TABLES", "Plot", "TcpscopeError", "columns", "plot", "read", "schema", "screen"]
 
 #: Every table ``read`` can give, in order.
 TABLES: tuple = tuple(_native.TABLES)
+
+#: Every kind ``plot`` draws (``tcpscope plot --kind``).
+PLOT_KINDS: tuple = tuple(_native.PLOT_KINDS)
 
 Paths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 
@@ -124,6 +127,101 @@ def screen(
     )
     _warn(warns)
     return json.loads(text)
+
+
+class Plot:
+    """An image ``plot`` made: its bytes (``data``, also ``bytes(p)``) and ``format``
+    (``"svg"`` or ``"png"``). Jupyter shows it inline (``_repr_svg_``/``_repr_png_``)."""
+
+    def __init__(self, data: bytes, format: str) -> None:
+        self.data = data
+        self.format = format
+
+    def __bytes__(self) -> bytes:
+        return self.data
+
+    def __repr__(self) -> str:
+        return f"<tcpscope.Plot {self.format}, {len(self.data)} bytes>"
+
+    def _repr_svg_(self) -> Optional[str]:
+        return self.data.decode("utf-8") if self.format == "svg" else None
+
+    def _repr_png_(self) -> Optional[bytes]:
+        return self.data if self.format == "png" else None
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the image to ``path``."""
+        with open(path, "wb") as f:
+            f.write(self.data)
+
+
+def plot(
+    path: Union[str, "os.PathLike[str]"],
+    conn: int,
+    kind: str = "tsg",
+    *,
+    dir: Optional[str] = None,
+    start: Optional[str] = None,
+    end: Optional[str] = None,
+    seq_from: Optional[int] = None,
+    seq_to: Optional[int] = None,
+    abs_seq: bool = False,
+    width: int = 1200,
+    height: int = 750,
+    title: Optional[str] = None,
+    wscale: Optional[int] = None,
+    window: Optional[float] = None,
+    format: str = "svg",
+) -> Plot:
+    """Plot one connection, as ``tcpscope plot`` does (the same code, the same bytes).
+
+    Args:
+        path: a capture file or a ring directory (read whole, as one trace).
+        conn: connection id, 1-based, as ``tcpscope conns`` numbers them (the ``conn``
+            column of ``read``'s tables for a single file).
+        kind: what to draw (``tcpscope.PLOT_KINDS``): ``tsg``, ``rtt``, ``tput``,
+            ``flight``, ``ssize``, ``burst``, ``burst-cdf``, ``dupack``, ``ladder``,
+            ``states`` (docs/plots.md).
+        dir: ``"a2b"`` or ``"b2a"``: whose data is drawn (default: the direction that sent
+            the most payload bytes, said in the title).
+        start, end: the time axis' limits, as ``plot --from``/``--to`` take them: seconds
+            since the connection's first packet (``1.5``), or an absolute time
+            (``"12:06:05.2"``, ``"@1700000000"``; UTC).
+        seq_from, seq_to: the sequence axis' limits (relative; absolute with ``abs_seq``).
+        width, height: image size in pixels.
+        title: the plot's title (default: connection, direction and endpoints).
+        wscale: window scale to assume when the handshake was not captured.
+        window: ``tput``'s moving-average window, ``dupack``'s counting interval (seconds).
+        format: ``"svg"`` or ``"png"``.
+
+    Returns:
+        A ``Plot`` (shown inline in Jupyter; ``bytes(p)`` or ``p.save(path)`` for the file).
+
+    Raises:
+        TcpscopeError: the trace could not be read, or has no packets of the connection in
+            the limits.
+        ValueError: a bad option, or a connection the trace does not have (messages name
+            the option by its ``tcpscope plot`` flag).
+    """
+    data, warns = _native.plot(
+        os.fspath(path),
+        conn,
+        kind,
+        dir=dir,
+        start=start,
+        end=end,
+        seq_from=seq_from,
+        seq_to=seq_to,
+        abs_seq=abs_seq,
+        width=width,
+        height=height,
+        title=title,
+        wscale=wscale,
+        window=window,
+        format=format,
+    )
+    _warn(warns)
+    return Plot(data, format)
 
 
 def columns(table: str) -> list:

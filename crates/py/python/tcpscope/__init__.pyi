@@ -6,6 +6,7 @@ import pyarrow
 Paths = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
 TABLES: Tuple[str, ...]
+PLOT_KINDS: Tuple[str, ...]
 
 class TcpscopeError(Exception): ...
 
@@ -45,5 +46,32 @@ def screen(
     wscale: Optional[int] = ...,
     idle_split: float = ...,
 ) -> List[dict]: ...
+class Plot:
+    data: bytes
+    format: str
+    def __init__(self, data: bytes, format: str) -> None: ...
+    def __bytes__(self) -> bytes: ...
+    def _repr_svg_(self) -> Optional[str]: ...
+    def _repr_png_(self) -> Optional[bytes]: ...
+    def save(self, path: Union[str, os.PathLike]) -> None: ...
+
+def plot(
+    path: Union[str, os.PathLike],
+    conn: int,
+    kind: str = ...,
+    *,
+    dir: Optional[str] = ...,
+    start: Optional[str] = ...,
+    end: Optional[str] = ...,
+    seq_from: Optional[int] = ...,
+    seq_to: Optional[int] = ...,
+    abs_seq: bool = ...,
+    width: int = ...,
+    height: int = ...,
+    title: Optional[str] = ...,
+    wscale: Optional[int] = ...,
+    window: Optional[float] = ...,
+    format: str = ...,
+) -> Plot: ...
 def columns(table: str) -> List[str]: ...
 def schema(table: str) -> pyarrow.Schema: ...
