@@ -176,17 +176,9 @@ fn screen(
     let mut traces = Vec::new();
     let mut screens = Vec::new();
     for t in run.traces {
-        screens.extend(t.sink.finish());
-        traces.push(tcpscope_core::pass::Trace {
-            sink: (),
-            input: t.input,
-            files: t.files,
-            window: t.window,
-            error: t.error,
-            window_error: t.window_error,
-            empty: t.empty,
-            warnings: t.warnings,
-        });
+        let (sink, t) = t.split();
+        screens.extend(sink.finish());
+        traces.push(t);
     }
     let warnings = outcome(&traces, &files)?;
     let rows: Vec<ScreenRow<'_>> =
