@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Optional, Sequence, TypedDict, Union
 
 import pyarrow
 
 from . import _native
 from ._native import TcpscopeError
 
-__all__ = ["PLOT_KINDS", "TABLES", "Plot", "TcpscopeError", "columns", "plot", "read", "schema", "screen"]
+__all__ = ["PLOT_KINDS", "TABLES", "Options", "Plot", "TcpscopeError", "columns", "plot", "read", "schema", "screen"]
 
 #: Every table ``read`` can give, in order.
 TABLES: tuple = tuple(_native.TABLES)
@@ -48,17 +48,34 @@ def _warn(messages: Iterable[str]) -> None:
         warnings.warn(m, RuntimeWarning, stacklevel=3)
 
 
+class Options(TypedDict, total=False):
+    """The options of a pass: keyword arguments of ``read``, ``screen`` and
+    ``tcpscope.dask.analyze``, the command line's flags of the same names (the native module
+    holds their one definition and defaults; an unknown one is a ``TypeError``).
+
+    - ``merge`` (``False``): read all paths as one trace in time order (``--merge``).
+    - ``start``, ``duration``, ``end`` (``None``): the time window, as ``--from``, ``--for``,
+      ``--to`` take it (``"12:06:00"``, ``"+30s"``, ``"@1700000000"``; ``"500ms"``, ``"5m"``).
+    - ``wscale`` (``None``): window scale to assume when the handshake was not captured
+      (``--wscale``).
+    - ``idle_split`` (``240.0``): seconds of silence that split a 4-tuple into two
+      connections (``--idle-split``).
+    """
+
+    merge: bool
+    start: Optional[str]
+    duration: Optional[str]
+    end: Optional[str]
+    wscale: Optional[int]
+    idle_split: float
+
+
 def read(
     path: Paths,
     tables: Union[str, Sequence[str]] = TABLES,
     *,
-    merge: bool = False,
-    start: Optional[str] = None,
-    duration: Optional[str] = None,
-    end: Optional[str] = None,
-    wscale: Optional[int] = None,
-    idle_split: float = 240.0,
     shard: Optional[tuple] = None,
+    **options: Any,
 ) -> Any:
     """Analyse traces and return their tables.
 
@@ -68,14 +85,11 @@ def read(
         tables: one table name (the result is that ``pyarrow.Table``) or several (the
             result is a dict of name to table): ``connections``, ``events``, ``segments``,
             ``rtt`` (``tcpscope.TABLES``).
-        merge: read all paths as one trace in time order (``--merge``).
-        start, duration, end: the time window, as ``--from``, ``--for``, ``--to`` take it
-            (``"12:06:00"``, ``"+30s"``, ``"@1700000000"``; ``"500ms"``, ``"5m"``).
-        wscale: window scale to assume when the handshake was not captured (``--wscale``).
-        idle_split: seconds of silence that split a 4-tuple into two connections.
         shard: ``(k, n)``: analyse only the connections of shard ``k`` of ``n`` (by 4-tuple
             hash), every file still read in order; the ``n`` shards together hold every
             connection (``tcpscope.dask`` uses this).
+        **options: ``merge``, ``start``, ``duration``, ``end``, ``wscale``, ``idle_split``
+            (``tcpscope.Options``).
 
     Returns:
         A ``pyarrow.Table``, or a dict of them.
@@ -84,47 +98,27 @@ def read(
         TcpscopeError: no trace could be read (the message names the file and the byte
             offset).
         ValueError: a bad option (window, table name).
+        TypeError: an unknown option.
 
     A capture damaged part-way gives what was read, with a ``RuntimeWarning`` per damaged
     stretch or read error.
     """
     one = isinstance(tables, str)
     names = [tables] if one else list(tables)
-    got, warns = _native.read(
-        _paths(path),
-        names,
-        merge=merge,
-        start=start,
-        duration=duration,
-        end=end,
-        wscale=wscale,
-        idle_split=idle_split,
-        shard=shard,
-    )
+    got, warns = _native.read(_paths(path), names, shard=shard, **options)
     _warn(warns)
     result = dict(got)
     return result[names[0]] if one else result
 
 
-def screen(
-    path: Paths,
-    *,
-    merge: bool = False,
-    start: Optional[str] = None,
-    duration: Optional[str] = None,
-    end: Optional[str] = None,
-    wscale: Optional[int] = None,
-    idle_split: float = 240.0,
-) -> list:
+def screen(path: Paths, **options: Any) -> list:
     """Rank connections by trouble, as ``tcpscope screen --json --all``.
 
     Returns a list of dicts, most troubled first, with the fields of ``screen --json``
     (``id``, ``severity``, ``verdict``, ``limits``, ``out_of_sequence``, ``events``, ...).
-    Options and errors as ``read``.
+    Options (``tcpscope.Options``) and errors as ``read``.
     """
-    text, warns = _native.screen(
-        _paths(path), merge=merge, start=start, duration=duration, end=end, wscale=wscale, idle_split=idle_split
-    )
+    text, warns = _native.screen(_paths(path), **options)
     _warn(warns)
     return json.loads(text)
 

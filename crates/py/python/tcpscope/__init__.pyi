@@ -1,5 +1,7 @@
 import os
-from typing import Dict, List, Optional, Sequence, Tuple, Union, overload
+from typing import Dict, List, Optional, Sequence, Tuple, TypedDict, Union, overload
+
+from typing_extensions import Unpack
 
 import pyarrow
 
@@ -10,42 +12,32 @@ PLOT_KINDS: Tuple[str, ...]
 
 class TcpscopeError(Exception): ...
 
+class Options(TypedDict, total=False):
+    merge: bool
+    start: Optional[str]
+    duration: Optional[str]
+    end: Optional[str]
+    wscale: Optional[int]
+    idle_split: float
+
 @overload
 def read(
     path: Paths,
     tables: str,
     *,
-    merge: bool = ...,
-    start: Optional[str] = ...,
-    duration: Optional[str] = ...,
-    end: Optional[str] = ...,
-    wscale: Optional[int] = ...,
-    idle_split: float = ...,
     shard: Optional[Tuple[int, int]] = ...,
+    **options: Unpack[Options],
 ) -> pyarrow.Table: ...
 @overload
 def read(
     path: Paths,
     tables: Sequence[str] = ...,
     *,
-    merge: bool = ...,
-    start: Optional[str] = ...,
-    duration: Optional[str] = ...,
-    end: Optional[str] = ...,
-    wscale: Optional[int] = ...,
-    idle_split: float = ...,
     shard: Optional[Tuple[int, int]] = ...,
+    **options: Unpack[Options],
 ) -> Dict[str, pyarrow.Table]: ...
-def screen(
-    path: Paths,
-    *,
-    merge: bool = ...,
-    start: Optional[str] = ...,
-    duration: Optional[str] = ...,
-    end: Optional[str] = ...,
-    wscale: Optional[int] = ...,
-    idle_split: float = ...,
-) -> List[dict]: ...
+def screen(path: Paths, **options: Unpack[Options]) -> List[dict]: ...
+
 class Plot:
     data: bytes
     format: str
