@@ -126,7 +126,6 @@ impl Stream {
 struct RowSink {
     input: String,
     names: Vec<String>,
-    conn_file: Vec<usize>,
     verdict: Verdict,
     segments: Option<Stream>,
     rtt: Option<Stream>,
@@ -146,9 +145,6 @@ impl Sink for RowSink {
         self.names.resize(self.names.len().max(file + 1), String::new());
         self.names[file] = path.display().to_string();
     }
-    fn connection(&mut self, _: ConnIdx, info: &ConnInfo) {
-        self.conn_file.push(info.file);
-    }
     fn event(&mut self, at: &At, ev: &Event) {
         self.verdict.event(ev);
         if let (Some(rtt), Some(row)) = (&mut self.rtt, RttRow::of(at, ev)) {
@@ -158,8 +154,8 @@ impl Sink for RowSink {
     }
     fn segment(&mut self, s: &SegmentInfo) {
         let Some(seg) = &mut self.segments else { return };
-        // The file is the connection's, as `print` names it.
-        let file = self.conn_file.get(s.at.conn).and_then(|&f| self.names.get(f)).map_or("", |n| n.as_str());
+        // The packet's own file, as `print` names it (not its connection's first file).
+        let file = self.names.get(s.at.file as usize).map_or("", |n| n.as_str());
         let row = self.verdict.row(s, file);
         let r = seg.row(ConnRef { input: &self.input, conn: s.at.conn + 1 }, &row);
         self.result(r);
@@ -249,7 +245,6 @@ pub fn export(
         let rows = RowSink {
             input: input.clone(),
             names: Vec::new(),
-            conn_file: Vec::new(),
             verdict: Verdict::default(),
             segments: stream(TableName::Segments),
             rtt: stream(TableName::Rtt),

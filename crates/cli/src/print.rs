@@ -72,9 +72,9 @@ struct Printer<W: Write> {
     out: Out<W>,
     tz: jiff::tz::TimeZone,
     wanted: Vec<usize>,
-    /// Each file's name, by the index connections name it by.
+    /// Each file's name, by the index packets ([`tcpscope_core::event::At::file`]) name it by.
     names: Vec<String>,
-    /// Each connection's endpoints and file.
+    /// Each connection's endpoints.
     conns: Vec<ConnInfo>,
     /// The write that failed.
     failed: Option<io::Error>,
@@ -94,7 +94,9 @@ impl<W: Write> Sink for Printer<W> {
             return;
         }
         let info = &self.conns[seg.at.conn];
-        let line = PacketLine::new(&self.names[info.file], info, seg, id);
+        // The packet's own file: a connection crossing the files of a ring has its later
+        // packets in later files (issue 23).
+        let line = PacketLine::new(&self.names[seg.at.file as usize], info, seg, id);
         if let Err(e) = self.out.write(&line, &self.tz) {
             self.failed = Some(e);
         }

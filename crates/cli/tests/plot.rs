@@ -837,6 +837,8 @@ fn large_connection_gives_bounded_files_and_keeps_every_retransmission() {
             small.2
         );
     }
+    // 170 MB of traces and plots: not left in /tmp by every run (the disk is shared).
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// A million packets: every kind renders in about two seconds (release build:

@@ -179,6 +179,49 @@ fn a_split_ring_gives_the_same_answers_as_the_whole_file() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Issue 23: a connection crossing the files of a ring has its later packets in later files;
+/// `print` and the `segments` table name each packet's own file and its frame there. Oracle:
+/// [`split`] put whole-file frame `n` (1-based) into `part-{(n-1)/per}` as frame `(n-1)%per+1`,
+/// and the ring is printed in the whole file's order (checked above).
+#[test]
+fn r23_a_packet_is_named_by_its_own_file_in_a_ring() {
+    let per = 300;
+    let dir = util::tempdir("print-ring-file");
+    assert!(split(&trace(), &dir, per) >= 3);
+    let d = dir.to_str().unwrap();
+    let t = trace();
+    let whole = print_json(&[t.to_str().unwrap()]);
+    let ring = print_json(&[d]);
+    assert_eq!(whole.len(), ring.len());
+    let want = |v: &Value| {
+        let n = v["frame"].as_u64().unwrap() as usize - 1;
+        (dir.join(format!("part-{:03}.pcap", n / per)).display().to_string(), (n % per + 1) as u64)
+    };
+    let got = |file: &str, frame: u64| (file.to_string(), frame);
+    // The one connection spans every file: the bug named them all by the first.
+    assert!(ring.iter().all(|v| v["conn"] == 1));
+    let mut files = std::collections::BTreeSet::new();
+    for (w, r) in whole.iter().zip(&ring) {
+        assert_eq!(got(r["file"].as_str().unwrap(), r["frame"].as_u64().unwrap()), want(w), "print: {r}");
+        files.insert(r["file"].as_str().unwrap().to_string());
+    }
+    assert!(files.len() >= 3, "{files:?}");
+    // The segments table, in the same order.
+    let out = dir.join("out");
+    let o = util::run(&["export", d, "-o", out.to_str().unwrap(), "--format", "csv", "--tables", "segments"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut rows = csv::Reader::from_path(out.join("segments.csv")).unwrap();
+    let header = rows.headers().unwrap().clone();
+    let col = |k: &str| header.iter().position(|h| h == k).unwrap();
+    let (file, frame) = (col("file"), col("frame"));
+    let rows: Vec<csv::StringRecord> = rows.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), whole.len());
+    for (w, r) in whole.iter().zip(&rows) {
+        assert_eq!(got(&r[file], r[frame].parse().unwrap()), want(w), "segments: {r:?}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn connection_ids_in_a_window_are_those_conns_gives_for_it() {
     // Both recorded points of the loss scenario, merged, and a window that starts mid-transfer.

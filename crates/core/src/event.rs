@@ -18,7 +18,12 @@ pub struct At {
     pub conn: ConnIdx,
     /// Direction of the packet that triggered the event.
     pub dir: Dir,
-    /// 1-based frame number of that packet.
+    /// The file holding that packet, by the index [`crate::sink::Sink::file`] names it by: the
+    /// connection's own file ([`crate::flow::ConnInfo::file`]) is only where its first packet
+    /// was, and a connection crossing the files of a ring has later packets in later files.
+    /// (`u32`, not `usize`: it fits in the padding after `dir`, so `At` stays 32 bytes.)
+    pub file: u32,
+    /// 1-based frame number of that packet within its file.
     pub frame: u64,
     /// Its capture time, ns since the epoch.
     pub ts_ns: u64,

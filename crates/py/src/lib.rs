@@ -8,13 +8,15 @@ use std::sync::{Arc, Mutex};
 
 use arrow_pyarrow::{PyArrowType, Table};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
 use tcpscope_arrow::columns::schema;
 use tcpscope_arrow::{Collect, Dest, Report, TableName};
-use tcpscope_core::analysis::Settings;
+use tcpscope_core::analysis::{Dir, Settings};
 use tcpscope_core::capture::{TimeSpec, Window};
 use tcpscope_core::pass::{FileSummary, Query};
+use tcpscope_core::plot::make::{Kind, PlotError, Request, png};
 use tcpscope_core::screen::{Rules, ScreenRow, ScreenSink, rank};
 
 create_exception!(
@@ -24,46 +26,92 @@ create_exception!(
     "A trace could not be read (the message names the file and byte offset)."
 );
 
-/// The query the options ask for (the CLI's flags of the same names).
-#[allow(clippy::too_many_arguments)]
-fn query(
-    paths: Vec<PathBuf>,
+/// The options of a pass, the CLI's flags of the same names: the keyword arguments of `read`
+/// and `screen` (and of `tcpscope.dask.analyze`, which hands them to `read`). Their one
+/// definition, defaults included: the Python side passes on what the caller gave
+/// (`tcpscope.Options` documents them).
+struct Options {
+    /// All paths as one trace in time order (`--merge`).
     merge: bool,
+    /// The time window, as `--from`, `--for`, `--to` take it.
     start: Option<String>,
     duration: Option<String>,
     end: Option<String>,
+    /// Window scale to assume when the handshake was not captured (`--wscale`).
     wscale: Option<u8>,
+    /// Seconds of silence that split a 4-tuple into two connections (`--idle-split`).
     idle_split: f64,
-    shard: Option<(usize, usize)>,
-) -> PyResult<Query> {
-    if paths.is_empty() {
-        return Err(PyValueError::new_err("no trace given"));
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { merge: false, start: None, duration: None, end: None, wscale: None, idle_split: 240.0 }
     }
-    if idle_split.is_nan() || idle_split <= 0.0 {
-        return Err(PyValueError::new_err("idle_split must be a positive number of seconds"));
-    }
-    if wscale.is_some_and(|w| w > 14) {
-        return Err(PyValueError::new_err("wscale must be 0 to 14"));
-    }
-    let spec = |s: Option<String>, what: &str| -> PyResult<Option<TimeSpec>> {
-        s.map(|s| s.parse().map_err(|e| PyValueError::new_err(format!("{what} {s:?}: {e}")))).transpose()
-    };
-    let length_ns = duration
-        .map(|d| {
-            tcpscope_core::capture::time::parse_duration(&d)
-                .map_err(|e| PyValueError::new_err(format!("duration {d:?}: {e}")))
-        })
-        .transpose()?;
-    let window = Window { from: spec(start, "start")?, length_ns, to: spec(end, "end")? };
-    let settings = Settings { idle_split_ns: (idle_split * 1e9) as u64, assume_wscale: wscale, ..Settings::default() };
-    let mut q = Query::new(paths).merge(merge).window(window).settings(Rules::default().settings(settings));
-    if let Some((k, n)) = shard {
-        if n == 0 || k >= n {
-            return Err(PyValueError::new_err("shard must be (k, n) with 0 <= k < n"));
+}
+
+impl Options {
+    /// The options of a call's keyword arguments, the others at their defaults; an unknown
+    /// one is a `TypeError`, as for any Python function. (By hand: pyo3's `FromPyObject`
+    /// derive takes no struct whose fields all have defaults.)
+    fn of(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+        let mut o = Options::default();
+        for (key, v) in kwargs.into_iter().flat_map(|kw| kw.iter()) {
+            let key: String = key.extract()?;
+            let bad = |e: PyErr| PyTypeError::new_err(format!("{key}: {e}"));
+            match key.as_str() {
+                "merge" => o.merge = v.extract().map_err(bad)?,
+                "start" => o.start = v.extract().map_err(bad)?,
+                "duration" => o.duration = v.extract().map_err(bad)?,
+                "end" => o.end = v.extract().map_err(bad)?,
+                "wscale" => o.wscale = v.extract().map_err(bad)?,
+                "idle_split" => o.idle_split = v.extract().map_err(bad)?,
+                _ => {
+                    return Err(PyTypeError::new_err(format!(
+                        "unexpected option '{key}' (options: merge, start, duration, end, wscale, idle_split)"
+                    )));
+                }
+            }
         }
-        q = q.shard(k, n);
+        Ok(o)
     }
-    Ok(q)
+
+    /// The query of `paths` these options ask for; with `shard`, only that shard's
+    /// connections.
+    fn query(self, paths: Vec<PathBuf>, shard: Option<(usize, usize)>) -> PyResult<Query> {
+        if paths.is_empty() {
+            return Err(PyValueError::new_err("no trace given"));
+        }
+        if self.idle_split.is_nan() || self.idle_split <= 0.0 {
+            return Err(PyValueError::new_err("idle_split must be a positive number of seconds"));
+        }
+        if self.wscale.is_some_and(|w| w > 14) {
+            return Err(PyValueError::new_err("wscale must be 0 to 14"));
+        }
+        let spec = |s: Option<String>, what: &str| -> PyResult<Option<TimeSpec>> {
+            s.map(|s| s.parse().map_err(|e| PyValueError::new_err(format!("{what} {s:?}: {e}")))).transpose()
+        };
+        let length_ns = self
+            .duration
+            .map(|d| {
+                tcpscope_core::capture::time::parse_duration(&d)
+                    .map_err(|e| PyValueError::new_err(format!("duration {d:?}: {e}")))
+            })
+            .transpose()?;
+        let window = Window { from: spec(self.start, "start")?, length_ns, to: spec(self.end, "end")? };
+        let settings = Settings {
+            idle_split_ns: (self.idle_split * 1e9) as u64,
+            assume_wscale: self.wscale,
+            ..Settings::default()
+        };
+        let mut q = Query::new(paths).merge(self.merge).window(window).settings(Rules::default().settings(settings));
+        if let Some((k, n)) = shard {
+            if n == 0 || k >= n {
+                return Err(PyValueError::new_err("shard must be (k, n) with 0 <= k < n"));
+            }
+            q = q.shard(k, n);
+        }
+        Ok(q)
+    }
 }
 
 /// `file: message`, unless the message names the file already, with the byte offset where
@@ -109,21 +157,16 @@ fn outcome(traces: &[tcpscope_core::pass::Trace<()>], files: &[FileSummary]) -> 
 
 /// The tables named, as pyarrow Tables, and the warnings.
 #[pyfunction]
-#[pyo3(signature = (paths, tables, merge=false, start=None, duration=None, end=None, wscale=None, idle_split=240.0, shard=None))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[pyo3(signature = (paths, tables, shard=None, **options))]
+#[allow(clippy::type_complexity)]
 fn read(
     py: Python<'_>,
     paths: Vec<PathBuf>,
     tables: Vec<String>,
-    merge: bool,
-    start: Option<String>,
-    duration: Option<String>,
-    end: Option<String>,
-    wscale: Option<u8>,
-    idle_split: f64,
     shard: Option<(usize, usize)>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<(Vec<(String, PyArrowType<Table>)>, Vec<String>)> {
-    let q = query(paths, merge, start, duration, end, wscale, idle_split, shard)?;
+    let q = Options::of(options)?.query(paths, shard)?;
     let mut names = Vec::new();
     for t in &tables {
         let n = TableName::parse(t).ok_or_else(|| {
@@ -153,19 +196,9 @@ fn read(
 /// `screen --json`'s connections (every one, boring too, most troubled first), as JSON text,
 /// and the warnings.
 #[pyfunction]
-#[pyo3(signature = (paths, merge=false, start=None, duration=None, end=None, wscale=None, idle_split=240.0))]
-#[allow(clippy::too_many_arguments)]
-fn screen(
-    py: Python<'_>,
-    paths: Vec<PathBuf>,
-    merge: bool,
-    start: Option<String>,
-    duration: Option<String>,
-    end: Option<String>,
-    wscale: Option<u8>,
-    idle_split: f64,
-) -> PyResult<(String, Vec<String>)> {
-    let q = query(paths, merge, start, duration, end, wscale, idle_split, None)?;
+#[pyo3(signature = (paths, **options))]
+fn screen(py: Python<'_>, paths: Vec<PathBuf>, options: Option<&Bound<'_, PyDict>>) -> PyResult<(String, Vec<String>)> {
+    let q = Options::of(options)?.query(paths, None)?;
     let rules = Rules::default();
     let run = py
         .detach(|| q.run(|| ScreenSink::new(rules.clone()), &|_, _| {}))
@@ -174,23 +207,90 @@ fn screen(
     let mut traces = Vec::new();
     let mut screens = Vec::new();
     for t in run.traces {
-        screens.extend(t.sink.finish());
-        traces.push(tcpscope_core::pass::Trace {
-            sink: (),
-            input: t.input,
-            files: t.files,
-            window: t.window,
-            error: t.error,
-            window_error: t.window_error,
-            empty: t.empty,
-            warnings: t.warnings,
-        });
+        let (sink, t) = t.split();
+        screens.extend(sink.finish());
+        traces.push(t);
     }
     let warnings = outcome(&traces, &files)?;
     let rows: Vec<ScreenRow<'_>> =
         rank(&screens).into_iter().map(|i| ScreenRow::new(i + 1, &screens[i], true)).collect();
     let text = serde_json::to_string(&rows).map_err(|e| PyException::new_err(e.to_string()))?;
     Ok((text, warnings))
+}
+
+/// One connection's plot (core's [`Request`], as `tcpscope plot` makes it): the image's bytes
+/// (`format` `svg` or `png`) and the warnings.
+#[pyfunction]
+#[pyo3(signature = (path, conn, kind, dir=None, start=None, end=None, seq_from=None, seq_to=None, abs_seq=false, width=1200, height=750, title=None, wscale=None, window=None, format="svg"))]
+#[allow(clippy::too_many_arguments)]
+fn plot(
+    py: Python<'_>,
+    path: PathBuf,
+    conn: usize,
+    kind: &str,
+    dir: Option<&str>,
+    start: Option<String>,
+    end: Option<String>,
+    seq_from: Option<i64>,
+    seq_to: Option<i64>,
+    abs_seq: bool,
+    width: u32,
+    height: u32,
+    title: Option<String>,
+    wscale: Option<u8>,
+    window: Option<f64>,
+    format: &str,
+) -> PyResult<(Py<PyBytes>, Vec<String>)> {
+    let kind = Kind::parse(kind).ok_or_else(|| {
+        let all: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        PyValueError::new_err(format!("unknown plot kind {kind:?} ({})", all.join(", ")))
+    })?;
+    let dir = match dir {
+        None => None,
+        Some("a2b") => Some(Dir::AtoB),
+        Some("b2a") => Some(Dir::BtoA),
+        Some(d) => return Err(PyValueError::new_err(format!("dir {d:?}: a2b or b2a"))),
+    };
+    if !matches!(format, "svg" | "png") {
+        return Err(PyValueError::new_err(format!("format {format:?}: svg or png")));
+    }
+    let req = Request {
+        dir,
+        from: start,
+        to: end,
+        seq_from,
+        seq_to,
+        abs_seq,
+        width,
+        height,
+        title,
+        wscale,
+        window_s: window,
+        ..Request::new(path, conn, kind)
+    };
+    let (mut files, mut no_fonts) = (Vec::new(), false);
+    let made = py.detach(|| {
+        let (svg, _) = req.svg(&mut |f| {
+            files.push(f.clone());
+            Ok(())
+        })?;
+        if format == "svg" {
+            return Ok(svg.into_bytes());
+        }
+        let png = png(&svg).map_err(PlotError::Usage)?;
+        no_fonts = png.no_fonts;
+        Ok(png.bytes)
+    });
+    let bytes = made.map_err(|e| match e {
+        PlotError::Usage(m) => PyValueError::new_err(m),
+        PlotError::Input(m) => TcpscopeError::new_err(m),
+        PlotError::Io(e) => PyException::new_err(e.to_string()),
+    })?;
+    let mut warnings = outcome(&[], &files)?;
+    if no_fonts {
+        warnings.push("no fonts found on this system: the PNG has no text".to_string());
+    }
+    Ok((PyBytes::new(py, &bytes).unbind(), warnings))
 }
 
 /// The columns of each table, in order (the stable schema).
@@ -211,9 +311,11 @@ fn table_schema(table: &str) -> PyResult<PyArrowType<arrow_schema::Schema>> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(screen, m)?)?;
+    m.add_function(wrap_pyfunction!(plot, m)?)?;
     m.add_function(wrap_pyfunction!(columns, m)?)?;
     m.add_function(wrap_pyfunction!(table_schema, m)?)?;
     m.add("TcpscopeError", m.py().get_type::<TcpscopeError>())?;
     m.add("TABLES", TableName::ALL.iter().map(|t| t.name()).collect::<Vec<_>>())?;
+    m.add("PLOT_KINDS", Kind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>())?;
     Ok(())
 }

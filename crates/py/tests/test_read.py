@@ -84,6 +84,21 @@ def test_window_and_screen(loss_snd):
         tcpscope.read(loss_snd, "nope")
 
 
+def test_read_and_screen_take_the_one_set_of_options(loss_snd):
+    read = lambda **o: tcpscope.read(loss_snd, "connections", **o)  # noqa: E731
+    screen = lambda **o: tcpscope.screen(loss_snd, **o)  # noqa: E731
+    for f in (read, screen):
+        with pytest.raises(TypeError, match="unexpected option 'windw'"):
+            f(windw="1s")
+        with pytest.raises(ValueError, match="idle_split"):
+            f(idle_split=0)
+        with pytest.raises(ValueError, match="wscale"):
+            f(wscale=15)
+        with pytest.raises(ValueError, match="duration"):
+            f(duration="soon")
+        assert f(start=None, duration="100ms", wscale=7, idle_split=60.0, merge=False)
+
+
 def test_a_damaged_capture_gives_what_was_read_with_a_warning(loss_snd, tmp_path):
     data = open(loss_snd, "rb").read()
     whole = tcpscope.read(loss_snd, "segments").num_rows

@@ -236,17 +236,10 @@ impl Connection {
         None
     }
 
-    /// Analyses one segment sent in direction `dir`.
-    pub fn on_segment<S: Sink>(
-        &mut self,
-        seg: &Segment<'_>,
-        dir: Dir,
-        frame: u64,
-        ts_ns: u64,
-        settings: &Settings,
-        sink: &mut S,
-    ) {
-        let at = At { conn: self.idx, dir, frame, ts_ns };
+    /// Analyses one segment of this connection sent at `at` (its direction, file, frame, time).
+    pub fn on_segment<S: Sink>(&mut self, seg: &Segment<'_>, at: At, settings: &Settings, sink: &mut S) {
+        debug_assert_eq!(at.conn, self.idx, "a segment is analysed in its own connection");
+        let At { dir, frame, ts_ns, .. } = at;
         let flags = seg.flags;
         let (syn, fin, rst) = (flags.syn() as i64, flags.fin() as i64, flags.rst());
         let len = seg.payload_len;

@@ -65,7 +65,8 @@ impl<S: Sink> Analyzer<S> {
         }
     }
 
-    /// Sets the file index recorded in new connections.
+    /// Sets the file of the packets analysed next: recorded in new connections
+    /// ([`crate::flow::ConnInfo::file`]) and in every [`At`] (a packet's own file).
     pub fn set_file(&mut self, file: usize) {
         self.file = file;
     }
@@ -160,7 +161,8 @@ impl<S: Sink> Analyzer<S> {
         };
         // The lookup above guarantees the state exists: evicted connections leave the table.
         if let Some(conn) = self.conns[idx].as_deref_mut() {
-            conn.on_segment(seg, dir, frame, ts_ns, &self.settings, &mut self.sink);
+            let at = At { conn: idx, dir, file: self.file as u32, frame, ts_ns };
+            conn.on_segment(seg, at, &self.settings, &mut self.sink);
         }
         (idx, dir)
     }
@@ -175,13 +177,16 @@ impl<S: Sink> Analyzer<S> {
         if seg.checksum == Checksum::Bad {
             let Some((idx, dir)) = self.flows.lookup(seg) else { return };
             if self.conns[idx].as_deref().is_some_and(|conn| !expired(conn, ts_ns)) {
-                self.sink.event(&At { conn: idx, dir, frame, ts_ns }, &Event::ChecksumError);
+                self.sink.event(&At { conn: idx, dir, file: self.file as u32, frame, ts_ns }, &Event::ChecksumError);
             }
             return;
         }
         let (idx, dir) = self.analyse(seg, frame, ts_ns);
         let offloaded = seg.checksum == Checksum::Offloaded;
-        self.sink.event(&At { conn: idx, dir, frame, ts_ns }, &Event::ChecksumVerified { offloaded });
+        self.sink.event(
+            &At { conn: idx, dir, file: self.file as u32, frame, ts_ns },
+            &Event::ChecksumVerified { offloaded },
+        );
     }
 
     /// Drops the analysis state of connections that have expired by trace time `now`.

@@ -100,6 +100,14 @@ pub struct Run<S> {
     pub traces: Vec<Trace<S>>,
 }
 
+impl<S> Trace<S> {
+    /// The sink, and the rest of the trace's record without it.
+    pub fn split(self) -> (S, Trace<()>) {
+        let Trace { sink, input, files, window, error, window_error, empty, warnings } = self;
+        (sink, Trace { sink: (), input, files, window, error, window_error, empty, warnings })
+    }
+}
+
 impl<S> Run<S> {
     /// The traces' sinks, in order.
     pub fn sinks(self) -> impl Iterator<Item = S> {
@@ -256,18 +264,8 @@ impl Query {
             return Err(io::Error::other("run_one: a query of one trace was expected"));
         }
         let run = self.run_made(&make, false, progress)?;
-        let t = run.traces.into_iter().next().expect("one trace");
-        let rest = Trace {
-            sink: (),
-            input: t.input,
-            files: t.files,
-            window: t.window,
-            error: t.error,
-            window_error: t.window_error,
-            empty: t.empty,
-            warnings: t.warnings,
-        };
-        Ok((t.sink, run.files, rest))
+        let (sink, rest) = run.traces.into_iter().next().expect("one trace").split();
+        Ok((sink, run.files, rest))
     }
 
     fn run_made<S: Sink + Send>(

@@ -6,7 +6,10 @@
 //!   packet, y = relative sequence number).
 //! - [`tsg::tsg`] builds the time-sequence figure (the thesis, ch. 2.4) from a
 //!   [`crate::series::tsg::Tsg`].
-//! - [`svg::render`] writes SVG text; [`xplot::render`] writes tcptrace-compatible `.xpl`.
+//! - [`svg::render`] writes SVG text; [`xplot::render`] writes tcptrace-compatible `.xpl`;
+//!   [`make::png`] (feature `png`) rasterises the SVG.
+//! - [`make::Request`] is one connection's plot from a trace, start to end (the pass, the
+//!   limits, the figure): what `tcpscope plot` and Python's `tcpscope.plot` call.
 //!
 //! Primitives carry the marks of xplot (tcptrace's viewer): lines, up and down arrowheads, up,
 //! down and horizontal ticks, diamonds, boxes and text placed above, below, left, right or
@@ -18,6 +21,7 @@ pub mod dupack;
 pub mod flight;
 pub mod ladder;
 pub mod lifeline;
+pub mod make;
 pub mod rtt;
 pub mod ssize;
 pub mod svg;

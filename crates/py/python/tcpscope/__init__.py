@@ -18,17 +18,20 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Optional, Sequence, TypedDict, Union
 
 import pyarrow
 
 from . import _native
 from ._native import TcpscopeError
 
-__all__ = ["TABLES", "TcpscopeError", "columns", "read", "schema", "screen"]
+__all__ = ["PLOT_KINDS", "TABLES", "Options", "Plot", "TcpscopeError", "columns", "plot", "read", "schema", "screen"]
 
 #: Every table ``read`` can give, in order.
 TABLES: tuple = tuple(_native.TABLES)
+
+#: Every kind ``plot`` draws (``tcpscope plot --kind``).
+PLOT_KINDS: tuple = tuple(_native.PLOT_KINDS)
 
 Paths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 
@@ -45,17 +48,34 @@ def _warn(messages: Iterable[str]) -> None:
         warnings.warn(m, RuntimeWarning, stacklevel=3)
 
 
+class Options(TypedDict, total=False):
+    """The options of a pass: keyword arguments of ``read``, ``screen`` and
+    ``tcpscope.dask.analyze``, the command line's flags of the same names (the native module
+    holds their one definition and defaults; an unknown one is a ``TypeError``).
+
+    - ``merge`` (``False``): read all paths as one trace in time order (``--merge``).
+    - ``start``, ``duration``, ``end`` (``None``): the time window, as ``--from``, ``--for``,
+      ``--to`` take it (``"12:06:00"``, ``"+30s"``, ``"@1700000000"``; ``"500ms"``, ``"5m"``).
+    - ``wscale`` (``None``): window scale to assume when the handshake was not captured
+      (``--wscale``).
+    - ``idle_split`` (``240.0``): seconds of silence that split a 4-tuple into two
+      connections (``--idle-split``).
+    """
+
+    merge: bool
+    start: Optional[str]
+    duration: Optional[str]
+    end: Optional[str]
+    wscale: Optional[int]
+    idle_split: float
+
+
 def read(
     path: Paths,
     tables: Union[str, Sequence[str]] = TABLES,
     *,
-    merge: bool = False,
-    start: Optional[str] = None,
-    duration: Optional[str] = None,
-    end: Optional[str] = None,
-    wscale: Optional[int] = None,
-    idle_split: float = 240.0,
     shard: Optional[tuple] = None,
+    **options: Any,
 ) -> Any:
     """Analyse traces and return their tables.
 
@@ -65,14 +85,11 @@ def read(
         tables: one table name (the result is that ``pyarrow.Table``) or several (the
             result is a dict of name to table): ``connections``, ``events``, ``segments``,
             ``rtt`` (``tcpscope.TABLES``).
-        merge: read all paths as one trace in time order (``--merge``).
-        start, duration, end: the time window, as ``--from``, ``--for``, ``--to`` take it
-            (``"12:06:00"``, ``"+30s"``, ``"@1700000000"``; ``"500ms"``, ``"5m"``).
-        wscale: window scale to assume when the handshake was not captured (``--wscale``).
-        idle_split: seconds of silence that split a 4-tuple into two connections.
         shard: ``(k, n)``: analyse only the connections of shard ``k`` of ``n`` (by 4-tuple
             hash), every file still read in order; the ``n`` shards together hold every
             connection (``tcpscope.dask`` uses this).
+        **options: ``merge``, ``start``, ``duration``, ``end``, ``wscale``, ``idle_split``
+            (``tcpscope.Options``).
 
     Returns:
         A ``pyarrow.Table``, or a dict of them.
@@ -81,49 +98,124 @@ def read(
         TcpscopeError: no trace could be read (the message names the file and the byte
             offset).
         ValueError: a bad option (window, table name).
+        TypeError: an unknown option.
 
     A capture damaged part-way gives what was read, with a ``RuntimeWarning`` per damaged
     stretch or read error.
     """
     one = isinstance(tables, str)
     names = [tables] if one else list(tables)
-    got, warns = _native.read(
-        _paths(path),
-        names,
-        merge=merge,
-        start=start,
-        duration=duration,
-        end=end,
-        wscale=wscale,
-        idle_split=idle_split,
-        shard=shard,
-    )
+    got, warns = _native.read(_paths(path), names, shard=shard, **options)
     _warn(warns)
     result = dict(got)
     return result[names[0]] if one else result
 
 
-def screen(
-    path: Paths,
-    *,
-    merge: bool = False,
-    start: Optional[str] = None,
-    duration: Optional[str] = None,
-    end: Optional[str] = None,
-    wscale: Optional[int] = None,
-    idle_split: float = 240.0,
-) -> list:
+def screen(path: Paths, **options: Any) -> list:
     """Rank connections by trouble, as ``tcpscope screen --json --all``.
 
     Returns a list of dicts, most troubled first, with the fields of ``screen --json``
     (``id``, ``severity``, ``verdict``, ``limits``, ``out_of_sequence``, ``events``, ...).
-    Options and errors as ``read``.
+    Options (``tcpscope.Options``) and errors as ``read``.
     """
-    text, warns = _native.screen(
-        _paths(path), merge=merge, start=start, duration=duration, end=end, wscale=wscale, idle_split=idle_split
-    )
+    text, warns = _native.screen(_paths(path), **options)
     _warn(warns)
     return json.loads(text)
+
+
+class Plot:
+    """An image ``plot`` made: its bytes (``data``, also ``bytes(p)``) and ``format``
+    (``"svg"`` or ``"png"``). Jupyter shows it inline (``_repr_svg_``/``_repr_png_``)."""
+
+    def __init__(self, data: bytes, format: str) -> None:
+        self.data = data
+        self.format = format
+
+    def __bytes__(self) -> bytes:
+        return self.data
+
+    def __repr__(self) -> str:
+        return f"<tcpscope.Plot {self.format}, {len(self.data)} bytes>"
+
+    def _repr_svg_(self) -> Optional[str]:
+        return self.data.decode("utf-8") if self.format == "svg" else None
+
+    def _repr_png_(self) -> Optional[bytes]:
+        return self.data if self.format == "png" else None
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the image to ``path``."""
+        with open(path, "wb") as f:
+            f.write(self.data)
+
+
+def plot(
+    path: Union[str, "os.PathLike[str]"],
+    conn: int,
+    kind: str = "tsg",
+    *,
+    dir: Optional[str] = None,
+    start: Optional[str] = None,
+    end: Optional[str] = None,
+    seq_from: Optional[int] = None,
+    seq_to: Optional[int] = None,
+    abs_seq: bool = False,
+    width: int = 1200,
+    height: int = 750,
+    title: Optional[str] = None,
+    wscale: Optional[int] = None,
+    window: Optional[float] = None,
+    format: str = "svg",
+) -> Plot:
+    """Plot one connection, as ``tcpscope plot`` does (the same code, the same bytes).
+
+    Args:
+        path: a capture file or a ring directory (read whole, as one trace).
+        conn: connection id, 1-based, as ``tcpscope conns`` numbers them (the ``conn``
+            column of ``read``'s tables for a single file).
+        kind: what to draw (``tcpscope.PLOT_KINDS``): ``tsg``, ``rtt``, ``tput``,
+            ``flight``, ``ssize``, ``burst``, ``burst-cdf``, ``dupack``, ``ladder``,
+            ``states`` (docs/plots.md).
+        dir: ``"a2b"`` or ``"b2a"``: whose data is drawn (default: the direction that sent
+            the most payload bytes, said in the title).
+        start, end: the time axis' limits, as ``plot --from``/``--to`` take them: seconds
+            since the connection's first packet (``1.5``), or an absolute time
+            (``"12:06:05.2"``, ``"@1700000000"``; UTC).
+        seq_from, seq_to: the sequence axis' limits (relative; absolute with ``abs_seq``).
+        width, height: image size in pixels.
+        title: the plot's title (default: connection, direction and endpoints).
+        wscale: window scale to assume when the handshake was not captured.
+        window: ``tput``'s moving-average window, ``dupack``'s counting interval (seconds).
+        format: ``"svg"`` or ``"png"``.
+
+    Returns:
+        A ``Plot`` (shown inline in Jupyter; ``bytes(p)`` or ``p.save(path)`` for the file).
+
+    Raises:
+        TcpscopeError: the trace could not be read, or has no packets of the connection in
+            the limits.
+        ValueError: a bad option, or a connection the trace does not have (messages name
+            the option by its ``tcpscope plot`` flag).
+    """
+    data, warns = _native.plot(
+        os.fspath(path),
+        conn,
+        kind,
+        dir=dir,
+        start=start,
+        end=end,
+        seq_from=seq_from,
+        seq_to=seq_to,
+        abs_seq=abs_seq,
+        width=width,
+        height=height,
+        title=title,
+        wscale=wscale,
+        window=window,
+        format=format,
+    )
+    _warn(warns)
+    return Plot(data, format)
 
 
 def columns(table: str) -> list:

@@ -54,8 +54,8 @@ def analyze(
         table: the table to compute.
         shards: tasks per trace (by 4-tuple hash); default: twice the client's workers, or
             the CPU count.
-        **options: ``start``, ``duration``, ``end``, ``wscale``, ``idle_split`` as in
-            ``tcpscope.read``.
+        **options: ``start``, ``duration``, ``end``, ``wscale``, ``idle_split``
+            (``tcpscope.Options``), as ``tcpscope.read`` takes them.
 
     A connection is named by (``input``, ``shard``, ``conn``) in the result; its values are
     those of the one-machine result (a test holds them equal, connection by connection, on a
