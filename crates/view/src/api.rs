@@ -478,20 +478,21 @@ pub fn events_json(d: &Detail) -> Value {
 /// The packet-listing row of `frame` and every event it triggered; `null` if the connection has
 /// no such frame.
 pub fn packet_json(d: &Detail, frame: u64) -> Value {
-    let i = d.packets.partition_point(|p| p.frame < frame);
-    let Some(p) = d.packets.get(i).filter(|p| p.frame == frame) else { return Value::Null };
+    let segs = &d.ladder.segs;
+    let i = segs.partition_point(|p| p.frame < frame);
+    let Some(p) = segs.get(i).filter(|p| p.frame == frame) else { return Value::Null };
     let j = d.events.partition_point(|e| e.frame < frame);
     let evs: Vec<Value> = d.events[j..].iter().take_while(|e| e.frame == frame).map(|e| event_row(d, e)).collect();
     json!({
         "frame": p.frame,
-        "t": p.t_ns as f64 / 1e9,
+        "t": p.t,
         "dir": dir_of(p.dir),
         "seq": p.seq_off,
         "ack": p.ack_off,
-        "win": p.win_bytes,
+        "win": p.win,
         "len": p.len,
-        "flags": flags_text(p.flags),
-        "in_flight": p.in_flight,
+        "flags": flags_text(p.flags.0),
+        "in_flight": d.in_flight.get(i).copied().flatten(),
         "events": evs,
     })
 }

@@ -197,7 +197,7 @@ fn a_ring_directory_is_one_trace() {
     assert_eq!(ring.an.conns[1].dir[0].rexmit_packets, files.an.conns[1].dir[0].rexmit_packets);
     assert_eq!(ring.screens[1].verdict, files.screens[1].verdict);
     let (a, b) = (ring.detail(2).unwrap(), files.detail(2).unwrap());
-    assert_eq!(a.packets.len(), b.packets.len());
+    assert_eq!(a.ladder.segs.len(), b.ladder.segs.len());
     assert_eq!(a.tsg[0].segments.len(), b.tsg[0].segments.len());
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -531,7 +531,7 @@ fn details_read_together_are_the_ones_read_one_by_one() {
     let v = tcpscope_view::api::Viewport { w: 300, ..Default::default() };
     for id in 1..=3 {
         let (t, o) = (together.detail(id).unwrap(), alone.detail(id).unwrap());
-        assert!(t.packets.len() > 100, "connection {id}: {} packets", t.packets.len());
+        assert!(t.ladder.segs.len() > 100, "connection {id}: {} packets", t.ladder.segs.len());
         assert_eq!(tcpscope_view::api::events_json(&t), tcpscope_view::api::events_json(&o), "connection {id}");
         for dir in [tcpscope_core::analysis::Dir::AtoB, tcpscope_core::analysis::Dir::BtoA] {
             let fig = |d: &tcpscope_view::data::Detail| {
