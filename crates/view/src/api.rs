@@ -497,6 +497,25 @@ pub fn packet_json(d: &Detail, frame: u64) -> Value {
     })
 }
 
+/// Most pixel rows a request may ask for.
+pub const MAX_ROWS: u32 = 8192;
+
+/// The ladder of the connection for a viewport (`api/ladder`): time across, a's line above
+/// b's, from the core's ladder series (`series::ladder`, which `tcpscope plot -k ladder` draws
+/// too) by [`tcpscope_core::plot::ladder::ladder_across`], for a plot area of `v.w` × `h`
+/// pixels (labels are placed, or left out, by pixels). The sequence range is not used.
+pub fn ladder_figure(d: &Detail, v: &Viewport, h: u32) -> Figure {
+    use tcpscope_core::plot::ladder::{LadderView, ladder_across};
+    let l = &d.ladder;
+    let view = LadderView {
+        from_s: v.t0,
+        to_s: v.t1,
+        title: Some(format!("connection {}: a {} ↔ b {} (ladder)", d.id, l.info.a, l.info.b)),
+        area_px: (v.w.clamp(1, MAX_COLUMNS) as f64, h.clamp(1, MAX_ROWS) as f64),
+    };
+    ladder_across(l, &view)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

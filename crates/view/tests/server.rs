@@ -580,3 +580,75 @@ fn the_list_and_the_report_carry_the_servers_rules() {
     // The report's ranks order its rows as the server orders the live list by severity.
     assert_eq!(rows.iter().map(|r| r.1).collect::<Vec<_>>(), live);
 }
+
+/// The texts of a mark's text primitives (`["x", colour, x, y, anchor, text]`).
+fn mark_texts(m: &Value) -> Vec<String> {
+    m["p"].as_array().unwrap().iter().filter(|p| p[0] == "x").map(|p| p[5].as_str().unwrap().to_string()).collect()
+}
+
+/// The ladder (`api/ladder`): zoomed out, one arrow per pixel column, direction and kind that
+/// still counts every packet of both directions (counted independently by the statistics
+/// pass); zoomed in, one arrow per packet, labelled with what its packet-listing row says; the
+/// states of both sides beside their lines; the packed answer is the JSON one.
+#[test]
+fn the_ladder_has_every_packet_of_both_directions_labelled_when_zoomed_in() {
+    let s = start(IpAddr::from([127, 0, 0, 1]));
+    let conns = json(s.addr, "/api/conns");
+    let c = &conns["conns"][0];
+    let packets = c["a2b"]["packets"].as_u64().unwrap() + c["b2a"]["packets"].as_u64().unwrap();
+    let segs = |fig: &Value| -> Vec<Value> {
+        fig["marks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["c"].as_str().unwrap().starts_with("seg"))
+            .cloned()
+            .collect()
+    };
+    let out = json(s.addr, "/api/ladder?conn=1&w=200&h=400");
+    let agg = segs(&out);
+    assert_eq!(agg.iter().map(|m| m["n"].as_u64().unwrap()).sum::<u64>(), packets);
+    assert!(agg.len() < 200 * 2 * 5 && agg.iter().any(|m| m["n"].as_u64().unwrap() > 1), "{} marks", agg.len());
+    assert!(agg.iter().all(|m| mark_texts(m).is_empty()), "no labels when aggregated");
+    assert!(out["remarks"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("one arrow per column")));
+    // The states: a (the client) opened actively, b passively; the first states are assumed.
+    let states: Vec<String> = marks(&out, "state").iter().flat_map(|m| mark_texts(m)).collect();
+    assert!(states.contains(&"CLOSED (assumed)".to_string()) && states.contains(&"LISTEN (assumed)".to_string()));
+    assert!(states.contains(&"SYN_SENT".to_string()) && states.contains(&"SYN_RCVD".to_string()), "{states:?}");
+
+    // Zoomed in around the first loss: each packet its own arrow, the retransmission among them.
+    let q = "conn=1&t0=0.078&t1=0.084&w=1500&h=800";
+    let fig = json(s.addr, &format!("/api/ladder?{q}"));
+    assert_eq!((fig["x"][0].as_f64(), fig["x"][1].as_f64()), (Some(0.078), Some(0.084)));
+    let zoomed = segs(&fig);
+    assert!(zoomed.len() > 10 && zoomed.iter().all(|m| m["n"] == 1), "{} marks", zoomed.len());
+    assert_eq!(zoomed.iter().filter(|m| m["c"] == "seg rexmit").count(), 1);
+    let mut labelled = 0;
+    for m in &zoomed {
+        let row = json(s.addr, &format!("/api/packet?conn=1&frame={}", m["f"]));
+        let Some(label) = mark_texts(m).pop() else { continue };
+        labelled += 1;
+        let (seq, len) = (row["seq"].as_i64().unwrap(), row["len"].as_i64().unwrap());
+        let range = if len > 0 { format!(" {seq}:{} ", seq + len) } else { format!(" seq {seq} ") };
+        assert!(label.contains(&range), "{label} vs {row}");
+        assert!(label.contains(&format!(" ack {} ", row["ack"])), "{label} vs {row}");
+        assert!(label.contains(&format!(" win {}", row["win"])), "{label} vs {row}");
+        // Flags: the listing's letters are the label's first word's initials.
+        let initials: String = label.split(' ').next().unwrap().split(',').map(|f| &f[..1]).collect();
+        let mut a: Vec<char> = initials.chars().collect();
+        let mut b: Vec<char> = row["flags"].as_str().unwrap().chars().collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{label} vs {row}");
+    }
+    assert!(labelled * 2 >= zoomed.len(), "{labelled} of {} labelled", zoomed.len());
+    // The packed answer decodes to the same marks.
+    let bin = get_bytes(s.addr, &format!("/api/ladder?{q}&fmt=bin"));
+    assert_eq!(&bin[..4], b"TSC1");
+    let hl = u32::from_le_bytes(bin[4..8].try_into().unwrap()) as usize;
+    let head: Value = serde_json::from_slice(&bin[8..8 + hl]).unwrap();
+    assert_eq!(head["arrays"]["mark_class"][2].as_u64(), Some(fig["marks"].as_array().unwrap().len() as u64));
+    assert_eq!(get(s.addr, "/api/ladder?conn=1&h=x").0, 400);
+    assert_eq!(get(s.addr, "/api/ladder?conn=9").0, 404);
+    s.stop();
+}
