@@ -360,8 +360,9 @@ pub fn ladder_across(l: &Ladder, v: &LadderView) -> Figure {
                 visible.push(t);
             }
         }
-        // A centred label at `t` px, moved right of the one before.
-        let mut last_end = f64::NEG_INFINITY;
+        // A centred label at `t` px, moved right of the one before (the first, right of the
+        // plot's left edge).
+        let mut last_end = 0.0;
         let mut place = |at_px: f64, label: &str| {
             let half = label.chars().count() as f64 * CHAR_PX / 2.0;
             let c = at_px.max(last_end + 4.0 + half);
@@ -595,6 +596,21 @@ mod tests {
         assert_eq!(states.len(), 2 + l.states.transitions.len());
         let named: Vec<&str> = states.iter().flat_map(|m| texts(m)).map(|t| t.2).collect();
         assert!(named.contains(&"TIME_WAIT") && named.contains(&"LAST_ACK"), "{named:?}");
+        // Each side's state labels (centred) start inside the plot and do not overlap.
+        for line in [0.0, 1.0] {
+            let mut spans: Vec<(f64, f64)> = states
+                .iter()
+                .flat_map(|m| texts(m))
+                .filter(|t| t.1 == line)
+                .map(|(x, _, t)| {
+                    let half = t.chars().count() as f64 * CHAR_PX / 2.0;
+                    ((x - f.x.min) * ux - half, (x - f.x.min) * ux + half)
+                })
+                .collect();
+            spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert!(spans[0].0 >= 0.0, "{spans:?}");
+            assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0), "{spans:?}");
+        }
         assert!(f.remarks.iter().all(|r| !r.contains("unlabelled")), "{:?}", f.remarks);
     }
 
