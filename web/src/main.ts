@@ -112,6 +112,8 @@ function bindSplitter() {
 async function main() {
   routeChanges(onChange);
   readUrl();
+  // A report holds the time-sequence figures only (a link to a ladder opens those).
+  if (api.report) state.kind = "tsg";
   bindSplitter();
   let m: api.Monitor | null = null;
   try {
@@ -144,6 +146,7 @@ async function main() {
   bindKeys();
   window.addEventListener("hashchange", () => {
     readUrl();
+    if (api.report) state.kind = "tsg";
     changed({ list: true, plots: true, events: true });
   });
   if (!state.ids.length && !m) {

@@ -162,3 +162,15 @@ test("ladder: one labelled arrow per segment of both directions, the states, zoo
   assert.equal(new URLSearchParams((await pg.evaluate(() => location.hash)).slice(1)).get("k"), null);
   assert.deepEqual(pg.errors, []);
 });
+
+test("ladder: a report has none; a link to one opens the time-sequence plot, without the switch", async () => {
+  const file = path.join(out, "ladder-report.html");
+  execFileSync(bin, ["report", TRACE, "-o", file]);
+  const pg = await page();
+  await pg.goto(`file://${file}#c=1&k=ladder`);
+  const fig = await figureAfter(pg, 0);
+  assert.doesNotMatch(fig.title, /ladder/);
+  assert.ok(fig.marks.some((m) => m.c.startsWith("ack")), "the time-sequence figure");
+  assert.equal(await pg.isVisible("#kind-ladder"), false);
+  assert.deepEqual(pg.errors, []);
+});
