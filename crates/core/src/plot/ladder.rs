@@ -79,6 +79,21 @@ fn seg_color(s: &LadderSeg) -> (Color, &'static str) {
     }
 }
 
+/// The ladders' legend: the segments' colours (as [`seg_color`]), then each side's state
+/// colour with `states` (a's, b's) as its text.
+fn legend(states: [String; 2]) -> Vec<LegendEntry> {
+    let [a, b] = states;
+    vec![
+        LegendEntry { color: Color::Fg, sample: Sample::Line, text: "data".into() },
+        LegendEntry { color: Color::Green, sample: Sample::Line, text: "ACK, no data".into() },
+        LegendEntry { color: Color::Orange, sample: Sample::Line, text: "SYN or FIN".into() },
+        LegendEntry { color: Color::Magenta, sample: Sample::Line, text: "RST".into() },
+        LegendEntry { color: Color::Red, sample: Sample::Line, text: "retransmission".into() },
+        LegendEntry { color: side_color(Side::A), sample: Sample::Letter("a"), text: a },
+        LegendEntry { color: side_color(Side::B), sample: Sample::Letter("b"), text: b },
+    ]
+}
+
 /// The ladder figure.
 pub fn ladder(l: &Ladder, v: &LadderView) -> Figure {
     let from = v.from_s.unwrap_or(0.0).max(0.0);
@@ -203,15 +218,7 @@ pub fn ladder(l: &Ladder, v: &LadderView) -> Figure {
         prims.insert(0, text(xs, -(from - pad), anchor, first, color));
         marks.push(Mark { class: "state", frame: None, count: 1, prims });
     }
-    let legend = vec![
-        LegendEntry { color: Color::Fg, sample: Sample::Line, text: "data".into() },
-        LegendEntry { color: Color::Green, sample: Sample::Line, text: "ACK, no data".into() },
-        LegendEntry { color: Color::Orange, sample: Sample::Line, text: "SYN or FIN".into() },
-        LegendEntry { color: Color::Magenta, sample: Sample::Line, text: "RST".into() },
-        LegendEntry { color: Color::Red, sample: Sample::Line, text: "retransmission".into() },
-        LegendEntry { color: Color::Red, sample: Sample::Letter("a"), text: "a's state".into() },
-        LegendEntry { color: Color::Blue, sample: Sample::Letter("b"), text: "b's state".into() },
-    ];
+    let legend = legend(["a's state".into(), "b's state".into()]);
     let title = v
         .title
         .clone()
@@ -385,15 +392,7 @@ pub fn ladder_across(l: &Ladder, v: &LadderView) -> Figure {
             });
         }
     }
-    let legend = vec![
-        LegendEntry { color: Color::Fg, sample: Sample::Line, text: "data".into() },
-        LegendEntry { color: Color::Green, sample: Sample::Line, text: "ACK, no data".into() },
-        LegendEntry { color: Color::Orange, sample: Sample::Line, text: "SYN or FIN".into() },
-        LegendEntry { color: Color::Magenta, sample: Sample::Line, text: "RST".into() },
-        LegendEntry { color: Color::Red, sample: Sample::Line, text: "retransmission".into() },
-        LegendEntry { color: Color::Red, sample: Sample::Letter("a"), text: format!("a {}: its states", l.info.a) },
-        LegendEntry { color: Color::Blue, sample: Sample::Letter("b"), text: format!("b {}: its states", l.info.b) },
-    ];
+    let legend = legend([format!("a {}: its states", l.info.a), format!("b {}: its states", l.info.b)]);
     let title = v
         .title
         .clone()
