@@ -11,7 +11,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
-import { startViewer } from "./util.mjs";
+import { inkAt, startViewer } from "./util.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -52,22 +52,6 @@ async function figureAfter(pg, n) {
 const fetches = (pg) => pg.evaluate(() => window.tcpscopePerf.fetches.length);
 const texts = (m) => m.p.filter((p) => p[0] === "x").map((p) => p[p.length - 1]);
 const segs = (fig) => fig.marks.filter((m) => m.c.startsWith("seg"));
-
-/** Of the 9 × 9 around client point (x, y) of the plot's data layer as shown, how many pixels are inked. */
-const inkAt = (pg, x, y) =>
-  pg.evaluate(([x, y]) => {
-    const c = [...document.querySelectorAll(".plot .tsg canvas.data")].find((c) => c.style.visibility !== "hidden");
-    const r = c.getBoundingClientRect();
-    const t = document.createElement("canvas");
-    [t.width, t.height] = [c.width, c.height];
-    const g = t.getContext("2d");
-    g.drawImage(c, 0, 0);
-    const k = c.width / r.width;
-    const d = g.getImageData(Math.round((x - r.left) * k) - 4, Math.round((y - r.top) * k) - 4, 9, 9).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && d[i] + d[i + 1] + d[i + 2] < 600) n++;
-    return n;
-  }, [x, y]);
 
 test("ladder: one labelled arrow per segment of both directions, the states, zoom in time, back to time-sequence", async () => {
   const rows = execFileSync(bin, ["print", "--json", "-q", "-c", "1", TRACE], { encoding: "utf8" })
@@ -121,7 +105,8 @@ test("ladder: one labelled arrow per segment of both directions, the states, zoo
   // gives its packet-listing row.
   const rx = await pg.evaluate(() => window.tcpscopeMarkAt("seg rexmit"));
   assert.ok(rx, "the retransmission is drawn where it can be hovered");
-  assert.ok((await inkAt(pg, rx[0], rx[1])) > 0, "inked");
+  const ink = await inkAt(pg, rx[0], rx[1]);
+  assert.ok(ink.inked > 0 && ink.cornerWhite, `inked where hovered: ${JSON.stringify(ink)}`);
   await pg.mouse.move(rx[0], rx[1]);
   await pg.waitForSelector("#tip table.pkt");
   const cells = await pg.locator("#tip table.pkt tr:nth-child(2) td").allTextContents();
