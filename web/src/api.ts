@@ -340,6 +340,13 @@ export function tsg(conn: number, dir: Dir, v: Viewport, signal?: AbortSignal): 
   return getBin("tsg", viewParams(conn, dir, v), signal).then(figureOf);
 }
 
+/** The connection's ladder at a viewport of `v.w` × `h` pixels (api/ladder; not in a report). */
+export function ladder(conn: number, v: Viewport, h: number, signal?: AbortSignal): Promise<Figure> {
+  if (report) return Promise.reject(new Error("a report holds no ladder"));
+  const { t0, t1, w } = viewParams(conn, "a2b", v);
+  return getBin("ladder", { conn, t0, t1, w, h: Math.max(1, Math.round(h)) }, signal).then(figureOf);
+}
+
 export function panels(conn: number, dir: Dir, v: Viewport, signal?: AbortSignal): Promise<Panels> {
   if (report) return Promise.resolve(reportPart(conn, dir, "panels", panelsOf));
   return getBin("panels", viewParams(conn, dir, v), signal).then(panelsOf);

@@ -341,7 +341,7 @@ export function highlight(ctx: CanvasRenderingContext2D, f: Frame, fig: Figure, 
   ctx.restore();
 }
 
-/** Where mark i is drawn (css pixels in `f`): its first vertical line's middle, else its first point. */
+/** Where mark i is drawn (css pixels in `f`): its first vertical line's middle, else its first primitive's (a line's middle, as a ladder's sloped arrow). */
 export function markPoint(f: Frame, fig: Figure, i: number): [number, number] {
   const m = mapOf(f, fig);
   let j = fig.mprim[i];
@@ -353,7 +353,7 @@ export function markPoint(f: Frame, fig: Figure, i: number): [number, number] {
     }
   }
   const k = fig.pxy[j], xy = fig.xy;
-  const x = m.bx + m.ax * xy[k];
+  const x = fig.op[j] === OP.LINE ? m.bx + (m.ax * (xy[k] + xy[k + 2])) / 2 : m.bx + m.ax * xy[k];
   const y = fig.op[j] === OP.LINE ? m.by + (m.ay * (xy[k + 1] + xy[k + 3])) / 2 : m.by + m.ay * xy[k + 1];
   return [x, y];
 }

@@ -15,6 +15,7 @@ type Hooks = {
   tcpscopePerf: typeof perf;
   tcpscopeMarkAt: (prefix: string, plot?: number) => [number, number, number | null] | null;
   tcpscopeMarksOf: (conn: number, dir: Dir, v: api.Viewport) => Promise<unknown>;
+  tcpscopeFigure: (plot?: number) => unknown;
   tcpscopeDrawnBy: () => "worker" | "page";
   tcpscopeFrames: () => unknown[];
   tcpscopeRedraw: (n: number) => Promise<number[]>;
@@ -65,12 +66,22 @@ export function installHooks() {
     const fig = p.fig;
     for (let i = 0; i < fig.n; i++) {
       if (!fig.classes[fig.cls[i]].startsWith(prefix)) continue;
+      // Its point, else (a ladder's arrows cross others at their middles) points along its
+      // first line.
       const [mx, my] = markPoint(f, fig, i);
-      // Whole client pixels, as a pointer has them; one the pointer would hover there (not a
-      // segment drawn over it).
-      const [cx, cy] = [Math.round(r.left + mx), Math.round(r.top + my)];
-      const [x, y] = [cx - r.left, cy - r.top];
-      if (x > LEFT && x < f.w - RIGHT && y > TOP && y < f.h - BOTTOM && hit(f, fig, x, y) === i) return [cx, cy, Number.isNaN(fig.frame[i]) ? null : fig.frame[i]];
+      const pts: [number, number][] = [[mx, my]];
+      const j = fig.mprim[i], k = fig.pxy[j];
+      if (fig.op[j] === OP.LINE) {
+        const [ex, ey] = [mx - (fig.xy[k + 2] - fig.xy[k]) * ((f.w - LEFT - RIGHT) / (f.x1 - f.x0)) / 2, my + (fig.xy[k + 3] - fig.xy[k + 1]) * ((f.h - TOP - BOTTOM) / (f.y1 - f.y0)) / 2];
+        for (const q of [0.25, 0.75, 0.15, 0.85]) pts.push([ex + (mx - ex) * 2 * q, ey + (my - ey) * 2 * q]);
+      }
+      for (const [px, py] of pts) {
+        // Whole client pixels, as a pointer has them; one the pointer would hover there (not a
+        // segment drawn over it).
+        const [cx, cy] = [Math.round(r.left + px), Math.round(r.top + py)];
+        const [x, y] = [cx - r.left, cy - r.top];
+        if (x > LEFT && x < f.w - RIGHT && y > TOP && y < f.h - BOTTOM && hit(f, fig, x, y) === i) return [cx, cy, Number.isNaN(fig.frame[i]) ? null : fig.frame[i]];
+      }
     }
     return null;
   };
@@ -100,8 +111,16 @@ export function installHooks() {
 
   // For the tests: the page's reading of a packed figure, back in the JSON answer's shape
   // (docs/viewer.md), to compare with the JSON answer of the same view.
-  w.tcpscopeMarksOf = async (conn: number, dir: Dir, v: api.Viewport) => {
-    const f = await api.tsg(conn, dir, v);
+  w.tcpscopeMarksOf = async (conn: number, dir: Dir, v: api.Viewport) => asJson(await api.tsg(conn, dir, v));
+
+  // For the tests: the figure a plot shows (time-sequence or ladder), in the JSON answer's shape.
+  w.tcpscopeFigure = (plot = 0) => {
+    const f = plots[plot]?.fig;
+    return f ? asJson(f) : null;
+  };
+
+  /** A packed figure as the JSON answer has it. */
+  function asJson(f: api.Figure) {
     const OPS = "latdbopr";
     const WAYS = "udh", ANCHORS = "ablrc";
     const marks = [];
@@ -115,8 +134,8 @@ export function installHooks() {
       }
       marks.push({ c: f.classes[f.cls[i]], f: Number.isNaN(f.frame[i]) ? null : f.frame[i], n: f.count[i], p });
     }
-    return { x: f.x, y: f.y, title: f.title, marks };
-  };
+    return { x: f.x, y: f.y, title: f.title, remarks: f.remarks, marks };
+  }
 
   // For the tests: who draws the data layers ("worker": drawworker.ts; "page": this thread).
   w.tcpscopeDrawnBy = () => (painter ? "worker" : "page");

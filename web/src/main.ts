@@ -23,7 +23,7 @@ import { monitor, renderMonitorList, shownConn, startMonitorList } from "./monli
 import { TimelinePlot } from "./timeline";
 import { loadAll, plots, rebuildPlots, requestFrame, timeline } from "./plot";
 import { changed, readUrl, routeChanges, state } from "./state";
-import type { Change } from "./state";
+import type { Change, Kind } from "./state";
 import { bindHover } from "./tooltip";
 import { back, bindKeys, bindZoom, reset } from "./zoom";
 
@@ -40,6 +40,7 @@ function onChange(what: Change) {
   }
   if (what.events) loadEvents();
   for (const b of document.querySelectorAll<HTMLButtonElement>("[data-dir]")) b.classList.toggle("on", b.dataset.dir === state.dir);
+  for (const b of document.querySelectorAll<HTMLButtonElement>("[data-kind]")) b.classList.toggle("on", b.dataset.kind === state.kind);
   if (what.plots || what.view) {
     requestFrame();
     loadAll(what.delay ?? 0);
@@ -111,6 +112,8 @@ function bindSplitter() {
 async function main() {
   routeChanges(onChange);
   readUrl();
+  // A report holds the time-sequence figures only (a link to a ladder opens those).
+  if (api.report) state.kind = "tsg";
   bindSplitter();
   let m: api.Monitor | null = null;
   try {
@@ -126,11 +129,24 @@ async function main() {
       state.dirAuto = false;
       changed({ dir: true, view: true });
     };
+  for (const b of document.querySelectorAll<HTMLButtonElement>("[data-kind]")) {
+    // A report holds the time-sequence figures only.
+    if (api.report) b.hidden = true;
+    b.onclick = () => {
+      if (state.kind === b.dataset.kind) return;
+      state.kind = b.dataset.kind as Kind;
+      // The time range carries over; the sequence range is the time-sequence plot's own.
+      const { t0, t1 } = state.view;
+      state.view = t0 !== undefined && t1 !== undefined ? { t0, t1 } : {};
+      changed({ dir: true, view: true });
+    };
+  }
   $("back").onclick = back;
   $("reset").onclick = reset;
   bindKeys();
   window.addEventListener("hashchange", () => {
     readUrl();
+    if (api.report) state.kind = "tsg";
     changed({ list: true, plots: true, events: true });
   });
   if (!state.ids.length && !m) {

@@ -243,8 +243,11 @@ export class ConnPlot implements Surface, Layered {
       h2.classList.add("waiting");
     }, 250);
     try {
+      // The ladder: both directions, time across, at the plot's pixel height (its labels are
+      // placed, or left out, by pixels).
+      const h = Math.max(1, this.size(this.tsg)[1] - TOP - BOTTOM);
       const [fig, pan] = await Promise.all([
-        api.tsg(this.id, state.dir, { ...v, w }, ctl.signal),
+        state.kind === "ladder" ? api.ladder(this.id, { t0: v.t0, t1: v.t1, w }, h, ctl.signal) : api.tsg(this.id, state.dir, { ...v, w }, ctl.signal),
         api.panels(this.id, state.dir, { t0: v.t0, t1: v.t1, w }, ctl.signal),
       ]);
       if (ctl.signal.aborted) return;
@@ -353,7 +356,10 @@ export class ConnPlot implements Surface, Layered {
     }
     this.marks.show(f);
     // Each strip only when its ticks move: a horizontal pan leaves the sequence labels be.
-    this.axes[0].draw(`${y0},${y1}`, [w, h], (ctx) => axes(ctx, f, "relative sequence number", true, undefined, AX.Y), force);
+    const ladder = state.kind === "ladder";
+    // The ladder's y is its two time lines: a at 1, b at 0.
+    const yfmt = ladder ? (l: string) => (parseFloat(l) === 1 ? "a" : parseFloat(l) === 0 ? "b" : "") : undefined;
+    this.axes[0].draw(`${y0},${y1},${ladder}`, [w, h], (ctx) => axes(ctx, f, ladder ? "endpoint" : "relative sequence number", true, yfmt, AX.Y), force);
     this.axes[1].draw(`${x0},${x1}`, [w, h], (ctx) => axes(ctx, f, "", true, undefined, AX.X), force);
     const lines = this.lines;
     this.series.forEach((layer, k) => {
@@ -411,8 +417,16 @@ export class ConnPlot implements Surface, Layered {
     return { html: `<b>${escapeHtml(cls)}</b>${agg}<div>frame ${frame}</div>`, more };
   }
 
+  /**
+   * The view's y at a pixel row (zoom.ts): the time-sequence plot's sequence numbers; none for
+   * the ladder, whose y (its two time lines) does not zoom: it is zoomed and panned in time only.
+   */
+  get viewY(): ((f: Frame, py: number) => number) | undefined {
+    return state.kind === "ladder" ? undefined : (f, py) => this.seqAt(f, py);
+  }
+
   /** Its sequence number at pixel row `py` of `f`, as the first plot's (the view's coordinates), as drawn now. */
-  viewY(f: Frame, py: number): number {
+  seqAt(f: Frame, py: number): number {
     const seq = iy(f, py);
     const { y } = ranges();
     const i = plots.indexOf(this);
@@ -487,7 +501,7 @@ export function ranges(): { x0: number; x1: number; y: [number, number][] } {
   const tl = timeline?.last();
   // Under a timeline, the whole view is the timeline's.
   const x1 = v.t1 ?? (tl !== undefined ? Math.max(1e-6, tl) : Math.max(1e-6, ...ends));
-  if (v.s0 !== undefined && v.s1 !== undefined) {
+  if (v.s0 !== undefined && v.s1 !== undefined && state.kind !== "ladder") {
     const [s0, s1] = [v.s0, v.s1];
     return { x0, x1, y: plots.map((_, i) => { const o = offsetOf(i); return [s0 + o, s1 + o]; }) };
   }

@@ -24,6 +24,9 @@ export interface State {
   /** With a recording (`view run.tsm`): the monitored connection whose timeline is shown (null: none). */
   mon: number | null;
   dir: Dir;
+  /** What a connection's plot shows: its time-sequence figure (one direction), or its ladder
+   * (both directions and both endpoints' states, time across: api/ladder). */
+  kind: Kind;
   /** The direction was not chosen (no `d` in the URL, no button, no event jump): each
    * connection selected shows the direction that carries the most data (docs/cli.md#directions). */
   dirAuto: boolean;
@@ -41,10 +44,13 @@ export interface State {
   focusFrame: number | null;
 }
 
+/** A connection's plot: time-sequence or ladder (URL `k`). */
+export type Kind = "tsg" | "ladder";
+
 // Worst first, as `tcpscope screen` ranks them.
 export const DEFAULT_SORT = "severity";
 
-export const state: State = { ids: [], mon: null, dir: "a2b", dirAuto: true, view: {}, sort: DEFAULT_SORT, desc: true, filter: "", boring: false, history: [], events: [], focusFrame: null };
+export const state: State = { ids: [], mon: null, dir: "a2b", kind: "tsg", dirAuto: true, view: {}, sort: DEFAULT_SORT, desc: true, filter: "", boring: false, history: [], events: [], focusFrame: null };
 
 /** What changed, for `changed`: each part redone is named; `delay` (ms): fetch once input pauses. */
 export interface Change {
@@ -56,7 +62,7 @@ export interface Change {
   events?: boolean;
   /** The view: drawn at once, fetched (after `delay`). */
   view?: boolean;
-  /** The direction: the plots' figures are dropped (the view is then changed too). */
+  /** The direction or the kind: the plots' figures are dropped (the view is then changed too). */
   dir?: boolean;
   delay?: number;
 }
@@ -91,6 +97,7 @@ export function writeUrl() {
   if (state.mon !== null) q.set("m", String(state.mon));
   else if (state.ids.length) q.set("c", state.ids.join(","));
   if (!state.dirAuto) q.set("d", state.dir);
+  if (state.kind !== "tsg") q.set("k", state.kind);
   const v = state.view;
   if (v.t0 !== undefined && v.t1 !== undefined) q.set("t", `${v.t0},${v.t1}`);
   if (v.s0 !== undefined && v.s1 !== undefined) q.set("s", `${Math.floor(v.s0)},${Math.ceil(v.s1)}`);
@@ -114,6 +121,7 @@ export function readUrl() {
   const d = q.get("d");
   state.dirAuto = d !== "a2b" && d !== "b2a";
   if (!state.dirAuto) state.dir = d as Dir;
+  state.kind = q.get("k") === "ladder" ? "ladder" : "tsg";
   const t = nums("t"), s = nums("s");
   state.view = {};
   if (t.length === 2 && t[1] > t[0]) Object.assign(state.view, { t0: t[0], t1: t[1] });

@@ -12,7 +12,7 @@ import os from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
-import { startViewer } from "./util.mjs";
+import { inkAt, startViewer } from "./util.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -55,28 +55,6 @@ async function expectDepth(pg, n) {
 const hash = async (pg) => new URLSearchParams((await pg.evaluate(() => location.hash)).slice(1));
 // The plot's margins (web/src/draw.ts).
 const TOP = 10, BOTTOM = 34;
-
-/**
- * Pixels of the first plot's data layer as shown: of the 7 × 7 around client point (x, y), how
- * many are inked (darker than light grey); and whether its top-left corner is white.
- */
-const inkAt = (pg, x, y) =>
-  pg.evaluate(([x, y]) => {
-    // The one shown: with the drawing worker, each layer has two, the other hidden.
-    const c = [...document.querySelectorAll(".plot .tsg canvas.data")].find((c) => c.style.visibility !== "hidden");
-    const r = c.getBoundingClientRect();
-    // Copied onto a 2D canvas: the worker draws on canvases the page cannot read.
-    const t = document.createElement("canvas");
-    [t.width, t.height] = [c.width, c.height];
-    const g = t.getContext("2d");
-    g.drawImage(c, 0, 0);
-    const k = c.width / r.width;
-    const d = g.getImageData(Math.round((x - r.left) * k) - 3, Math.round((y - r.top) * k) - 3, 7, 7).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && d[i] + d[i + 1] + d[i + 2] < 600) n++;
-    const w = g.getImageData(2, 2, 1, 1).data;
-    return { inked: n, cornerWhite: w[0] === 255 && w[1] === 255 && w[2] === 255 && w[3] === 255 };
-  }, [x, y]);
 
 /** Both plots drawn over the same time range and the same sequence span per pixel. */
 async function expectOneScale(pg, when) {

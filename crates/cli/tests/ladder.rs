@@ -1,8 +1,9 @@
 //! TCP states (`tcpscope states`) and the ladder and state diagrams (`plot -k ladder|states`) on
 //! connections recorded in a network namespace (`l22-*`, root only; skipped visibly otherwise),
 //! one per closing variant: active and passive close, simultaneous close, RST in each state a
-//! socket can produce, half-close with data after the FIN; the thesis' figure 2.1; and xplot
-//! writing every segment of a 20 Mbit/s transfer.
+//! socket can produce, half-close with data after the FIN, RST received in CLOSING, LAST_ACK
+//! and TIME_WAIT (`v22-*`: the peer's traffic dropped by nftables, a raw socket's RST); the
+//! thesis' figure 2.1; and xplot writing every segment of a 20 Mbit/s transfer.
 
 mod util;
 
@@ -414,4 +415,251 @@ fn xplot_writes_every_segment_of_a_20_mbit_transfer() {
     eprintln!("with --xpl-aggregate: {down_agg} down-arrows");
     assert!(down_agg < packets);
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The end of the last FIN that `sport` sent in `file` (its sequence number plus its length and
+/// the FIN's one): what the peer acknowledges once it has it. Reads the capture as tcpdump wrote
+/// it so far (pcap, Ethernet on the loopback, IPv4), written by hand: a few fixed offsets.
+fn fin_end(file: &Path, sport: u16) -> Option<u32> {
+    let b = std::fs::read(file).ok()?;
+    let (mut i, mut end) = (24, None);
+    while i + 16 <= b.len() {
+        let caplen = u32::from_le_bytes(b[i + 8..i + 12].try_into().unwrap()) as usize;
+        let p = &b[i + 16..(i + 16 + caplen).min(b.len())];
+        i += 16 + caplen;
+        if p.len() < 14 + 20 || p[12..14] != [0x08, 0x00] || p[14 + 9] != 6 {
+            continue;
+        }
+        let ihl = (p[14] & 0x0f) as usize * 4;
+        let ip_len = u16::from_be_bytes([p[16], p[17]]) as usize;
+        let t = &p[14 + ihl..];
+        if t.len() < 20 || u16::from_be_bytes([t[0], t[1]]) != sport || t[13] & 0x01 == 0 {
+            continue;
+        }
+        let len = ip_len - ihl - (t[12] >> 4) as usize * 4;
+        end = Some(u32::from_be_bytes(t[4..8].try_into().unwrap()).wrapping_add(len as u32 + 1));
+    }
+    end
+}
+
+/// Sends a bare RST from 127.0.0.1:`sport` to 127.0.0.1:`dport` with sequence number `seq`,
+/// through a raw socket (the kernel writes the IP header), on the calling thread's namespace.
+fn raw_rst(sport: u16, dport: u16, seq: u32) {
+    use nix::libc;
+    use nix::sys::socket::{AddressFamily, SockFlag, SockProtocol, SockType, socket};
+    use std::os::fd::AsRawFd;
+    let mut h = [0u8; 20];
+    h[0..2].copy_from_slice(&sport.to_be_bytes());
+    h[2..4].copy_from_slice(&dport.to_be_bytes());
+    h[4..8].copy_from_slice(&seq.to_be_bytes());
+    h[12] = 5 << 4;
+    h[13] = 0x04;
+    // The checksum over the pseudo-header (both addresses 127.0.0.1, protocol 6, length 20)
+    // and the header (RFC 9293 §3.1).
+    let mut words: Vec<u32> = vec![0x7f00, 0x0001, 0x7f00, 0x0001, 6, 20];
+    words.extend(h.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]]) as u32));
+    let mut sum: u32 = words.iter().sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    h[16..18].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let fd = socket(AddressFamily::Inet, SockType::Raw, SockFlag::empty(), SockProtocol::Tcp).expect("raw socket");
+    // By libc: nix's socket addresses need its `net` feature, which would rebuild nix (and all
+    // that uses it) for one test.
+    let to = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: dport.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be() },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: `h` and `to` outlive the call, which reads `h.len()` bytes and a sockaddr_in.
+    let sent = unsafe {
+        libc::sendto(
+            fd.as_raw_fd(),
+            h.as_ptr().cast(),
+            h.len(),
+            0,
+            (&to as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(sent, 20, "send the RST: {}", std::io::Error::last_os_error());
+}
+
+/// The kernel's TCP sockets in `state` (ss's name: `time-wait`, `last-ack`, `closing`) on
+/// port `port` of the namespace.
+fn sockets_in(ns: &str, state: &str, port: u16) -> usize {
+    let o = Command::new("ip")
+        .args(["netns", "exec", ns, "ss", "-tanH", "state", state])
+        .arg(format!("( sport = :{port} or dport = :{port} )"))
+        .output()
+        .expect("ss");
+    assert!(o.status.success(), "ss: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).lines().filter(|l| !l.trim().is_empty()).count()
+}
+
+/// Waits up to 3 s for `n` sockets in `state` on `port`; returns how many there were.
+fn wait_for(ns: &str, state: &str, port: u16, n: usize) -> usize {
+    for _ in 0..60 {
+        if sockets_in(ns, state, port) == n {
+            return n;
+        }
+        pause(50);
+    }
+    sockets_in(ns, state, port)
+}
+
+/// The last transition of `side` in `states --json`: (to, sent, flags).
+fn last_of(file: &Path, side: &str) -> (String, bool, String) {
+    let doc = json(&["states", "-q", file.to_str().unwrap(), "-c", "1"]);
+    let r = doc["states"].as_array().unwrap().iter().rev().find(|r| r["side"] == side).unwrap().clone();
+    (r["to"].as_str().unwrap().into(), r["sent"] == true, r["flags"].as_str().unwrap_or("").into())
+}
+
+/// RST in CLOSING, LAST_ACK and TIME_WAIT, made to happen on real Linux in a namespace (`v22-*`)
+/// and checked against the kernel (`ss`: the socket left that state) and against RFC 9293
+/// §3.10.7.4 ("CLOSING, LAST-ACK, TIME-WAIT: if the RST bit is set, then enter the CLOSED
+/// state"), which `tcpscope states` is to follow.
+#[test]
+fn recorded_rst_in_closing_last_ack_and_time_wait_closes_as_rfc_9293_says() {
+    let Some(ns) = Netns::with_prefix("v22", "rst") else { return };
+    for tool in ["tcpdump", "nft", "ss", "tc"] {
+        if !util::have(tool) {
+            eprintln!("skipping: {tool} is not installed");
+            return;
+        }
+    }
+    let d = tempdir("ladder-rst");
+    // Linux's default: a RST kills a TIME_WAIT socket (RFC 1337's protection off), per netns.
+    ns.exec(&["sysctl", "-qw", "net.ipv4.tcp_rfc1337=0"]);
+
+    // TIME_WAIT: a closes actively and waits; a RST from b's port with the sequence number a
+    // expects next (after b's FIN), sent by a raw socket, ends it.
+    let file = d.join("rst-time-wait.pcap");
+    let (f2, ns2) = (file.clone(), ns.name.clone());
+    let f = record(
+        &ns,
+        &d,
+        "rst-time-wait",
+        5301,
+        move |mut c| {
+            let port = c.local_addr().unwrap().port();
+            c.write_all(b"x").unwrap();
+            let mut buf = [0u8; 1];
+            c.read_exact(&mut buf).unwrap();
+            drop(c);
+            assert_eq!(wait_for(&ns2, "time-wait", 5301, 1), 1, "a in TIME_WAIT");
+            let seq = fin_end(&f2, 5301).expect("b's FIN captured");
+            raw_rst(5301, port, seq);
+            assert_eq!(wait_for(&ns2, "time-wait", 5301, 0), 0, "the RST ended TIME_WAIT");
+        },
+        |mut s| {
+            let mut buf = [0u8; 1];
+            s.read_exact(&mut buf).unwrap();
+            s.write_all(&buf).unwrap();
+            assert_eq!(s.read(&mut buf).unwrap(), 0);
+            pause(100);
+        },
+    );
+    assert_eq!(f, file);
+    let (a, b) = paths(&f);
+    assert_eq!(a, with(OPEN_A, &["FIN_WAIT_1", "FIN_WAIT_2", "TIME_WAIT", "CLOSED"]));
+    assert_eq!(b, with(OPEN_B, &["CLOSE_WAIT", "LAST_ACK", "CLOSED"]));
+    assert_eq!(last_of(&f, "a"), ("CLOSED".into(), false, "RST".into()));
+    check_plots(&f, &d);
+
+    // LAST_ACK: a shuts down its sending side; b's FIN is dropped on its way into a (after the
+    // capture point, nftables' input hook), so b waits in LAST_ACK; a, in FIN_WAIT_2, then
+    // closes with SO_LINGER 0 and sends a RST.
+    ns.exec(&["nft", "add table inet v22"]);
+    ns.exec(&["nft", "add chain inet v22 in { type filter hook input priority 0 ; }"]);
+    ns.exec(&["nft", "add rule inet v22 in tcp sport 5302 tcp flags & fin == fin drop"]);
+    let ns2 = ns.name.clone();
+    let f = record(
+        &ns,
+        &d,
+        "rst-last-ack",
+        5302,
+        move |c| {
+            c.shutdown(Shutdown::Write).unwrap();
+            assert_eq!(wait_for(&ns2, "last-ack", 5302, 1), 1, "b in LAST_ACK");
+            linger0(&c);
+            drop(c);
+            assert_eq!(wait_for(&ns2, "last-ack", 5302, 0), 0, "the RST ended LAST_ACK");
+        },
+        |mut s| {
+            let mut buf = [0u8; 1];
+            assert_eq!(s.read(&mut buf).unwrap(), 0);
+            pause(100);
+        },
+    );
+    ns.exec(&["nft", "delete table inet v22"]);
+    let (a, b) = paths(&f);
+    // a never got b's FIN: its RST does not acknowledge it, which places the FIN's arrival
+    // after the RST (the state machine's acknowledgment rule), when a is closed already.
+    assert_eq!(a, with(OPEN_A, &["FIN_WAIT_1", "FIN_WAIT_2", "CLOSED"]));
+    assert_eq!(b, with(OPEN_B, &["CLOSE_WAIT", "LAST_ACK", "CLOSED"]));
+    assert_eq!(last_of(&f, "a"), ("CLOSED".into(), true, "RST,ACK".into()));
+    assert_eq!(last_of(&f, "b"), ("CLOSED".into(), false, "RST,ACK".into()));
+    check_plots(&f, &d);
+
+    // CLOSING: a simultaneous close as in the closing variants' test (a slow queue holds the
+    // FINs), and once both FINs have left, everything but RSTs is dropped as it is sent
+    // (nftables' output hook, before the capture point): the ACKs of the FINs never go, both
+    // stay in CLOSING. b then closes with the 1500 bytes a sent still unread, and Linux sends a
+    // RST (data lost: RFC 9293 §3.10.4 leaves it to the application).
+    let ns2 = ns.name.clone();
+    // Three meetings: both shut down together; both FINs sent; both seen in CLOSING.
+    let step = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let step2 = step.clone();
+    let f = record(
+        &ns,
+        &d,
+        "rst-closing",
+        5303,
+        move |mut c| {
+            let exec = |cmd: &[&str]| {
+                let st = Command::new("ip").args(["netns", "exec", &ns2]).args(cmd).status().unwrap();
+                assert!(st.success(), "{cmd:?}");
+            };
+            c.set_nodelay(true).unwrap();
+            pause(50);
+            exec(&[
+                "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "8kbit", "burst", "1600", "latency", "5s",
+            ]);
+            c.write_all(&[1u8; 1500]).unwrap();
+            pause(5);
+            step.wait();
+            c.shutdown(Shutdown::Write).unwrap();
+            // Both FINs have passed the output hook: what follows is dropped there but RSTs.
+            step.wait();
+            exec(&["nft", "add table inet v22"]);
+            exec(&["nft", "add chain inet v22 out { type filter hook output priority 0 ; }"]);
+            exec(&["nft", "add rule inet v22 out tcp flags & rst != rst drop"]);
+            assert_eq!(wait_for(&ns2, "closing", 5303, 2), 2, "both in CLOSING");
+            step.wait();
+            assert_eq!(wait_for(&ns2, "closing", 5303, 0), 0, "the RST ended CLOSING on both sides");
+            drop(c);
+        },
+        move |s| {
+            step2.wait();
+            s.shutdown(Shutdown::Write).unwrap();
+            step2.wait();
+            step2.wait();
+            drop(s);
+        },
+    );
+    ns.exec(&["nft", "delete table inet v22"]);
+    ns.exec(&["tc", "qdisc", "del", "dev", "lo", "root"]);
+    let (a, b) = paths(&f);
+    assert_eq!(a, with(OPEN_A, &["FIN_WAIT_1", "CLOSING", "CLOSED"]));
+    assert_eq!(b, with(OPEN_B, &["FIN_WAIT_1", "CLOSING", "CLOSED"]));
+    assert_eq!(last_of(&f, "a"), ("CLOSED".into(), false, "RST,ACK".into()));
+    assert_eq!(last_of(&f, "b"), ("CLOSED".into(), true, "RST,ACK".into()));
+    check_plots(&f, &d);
+    if std::env::var_os("TCPSCOPE_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&d);
+    } else {
+        eprintln!("kept {}", d.display());
+    }
 }

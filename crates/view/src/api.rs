@@ -478,22 +478,42 @@ pub fn events_json(d: &Detail) -> Value {
 /// The packet-listing row of `frame` and every event it triggered; `null` if the connection has
 /// no such frame.
 pub fn packet_json(d: &Detail, frame: u64) -> Value {
-    let i = d.packets.partition_point(|p| p.frame < frame);
-    let Some(p) = d.packets.get(i).filter(|p| p.frame == frame) else { return Value::Null };
+    let segs = &d.ladder.segs;
+    let i = segs.partition_point(|p| p.frame < frame);
+    let Some(p) = segs.get(i).filter(|p| p.frame == frame) else { return Value::Null };
     let j = d.events.partition_point(|e| e.frame < frame);
     let evs: Vec<Value> = d.events[j..].iter().take_while(|e| e.frame == frame).map(|e| event_row(d, e)).collect();
     json!({
         "frame": p.frame,
-        "t": p.t_ns as f64 / 1e9,
+        "t": p.t,
         "dir": dir_of(p.dir),
         "seq": p.seq_off,
         "ack": p.ack_off,
-        "win": p.win_bytes,
+        "win": p.win,
         "len": p.len,
-        "flags": flags_text(p.flags),
-        "in_flight": p.in_flight,
+        "flags": flags_text(p.flags.0),
+        "in_flight": d.in_flight.get(i).copied().flatten(),
         "events": evs,
     })
+}
+
+/// Most pixel rows a request may ask for.
+pub const MAX_ROWS: u32 = 8192;
+
+/// The ladder of the connection for a viewport (`api/ladder`): time across, a's line above
+/// b's, from the core's ladder series (`series::ladder`, which `tcpscope plot -k ladder` draws
+/// too) by [`tcpscope_core::plot::ladder::ladder_across`], for a plot area of `v.w` × `h`
+/// pixels (labels are placed, or left out, by pixels). The sequence range is not used.
+pub fn ladder_figure(d: &Detail, v: &Viewport, h: u32) -> Figure {
+    use tcpscope_core::plot::ladder::{LadderView, ladder_across};
+    let l = &d.ladder;
+    let view = LadderView {
+        from_s: v.t0,
+        to_s: v.t1,
+        title: Some(format!("connection {}: a {} ↔ b {} (ladder)", d.id, l.info.a, l.info.b)),
+        area_px: (v.w.clamp(1, MAX_COLUMNS) as f64, h.clamp(1, MAX_ROWS) as f64),
+    };
+    ladder_across(l, &view)
 }
 
 #[cfg(test)]

@@ -13,34 +13,12 @@ use tcpscope_core::pass::{self, Analysis, Query};
 use tcpscope_core::plot::tsg::TsgIndex;
 use tcpscope_core::screen::{ConnScreen, Rules, ScreenSink};
 use tcpscope_core::series::flight::{FlightSeries, FlightSink};
+use tcpscope_core::series::ladder::{Ladder, LadderSink};
 use tcpscope_core::series::mipmap::{Mipmap, Summary};
 use tcpscope_core::series::rtt::{RttSeries, RttSink};
 use tcpscope_core::series::tput::{TputSeries, TputSink};
 use tcpscope_core::series::tsg::{Tsg, TsgSink};
 use tcpscope_core::stats::StatsSink;
-
-/// One packet of the connection as a packet listing shows it (both directions).
-#[derive(Clone, Copy, Debug)]
-pub struct Packet {
-    /// 1-based frame number in its file.
-    pub frame: u64,
-    /// Time since the connection's first packet, ns.
-    pub t_ns: u64,
-    /// Direction.
-    pub dir: Dir,
-    /// TCP flags.
-    pub flags: u16,
-    /// Relative sequence number (first payload byte 0).
-    pub seq_off: i64,
-    /// Relative ack (in the peer's sequence space), if ACK is set.
-    pub ack_off: Option<i64>,
-    /// Advertised window, bytes.
-    pub win_bytes: u64,
-    /// Payload length.
-    pub len: u32,
-    /// Bytes in flight in this direction after it, as the analysis computed them.
-    pub in_flight: Option<u64>,
-}
 
 /// An event of the connection, with the frame that triggered it.
 #[derive(Clone, Copy, Debug)]
@@ -65,8 +43,12 @@ pub struct Detail {
     pub tsg_index: [TsgIndex; 2],
     /// RTT samples of each direction's data.
     pub rtt: [RttSeries; 2],
-    /// Every packet, in trace order.
-    pub packets: Vec<Packet>,
+    /// Every packet, in trace order, as the ladder labels it (`series::ladder`: the packet
+    /// listing and the ladder view read it), and both endpoints' states.
+    pub ladder: Ladder,
+    /// Bytes in flight in its direction after each packet of `ladder.segs`, as the analysis
+    /// computed them.
+    pub in_flight: Vec<Option<u64>>,
     /// Every event, in trace order.
     pub events: Vec<EventAt>,
     /// The read error that ended the pass early, if any.
@@ -183,8 +165,8 @@ struct DetailSink {
     rtt: [RttSink; 2],
     tput: [TputSink; 2],
     flight: [FlightSink; 2],
-    t0: Option<u64>,
-    packets: Vec<Packet>,
+    ladder: LadderSink,
+    in_flight: Vec<Option<u64>>,
     events: Vec<EventAt>,
 }
 
@@ -192,6 +174,7 @@ impl Sink for DetailSink {
     /// The events list says each retransmission's class.
     const CLASSIFY: bool = true;
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
+        self.ladder.connection(conn, info);
         self.tsg.iter_mut().for_each(|s| s.connection(conn, info));
         self.rtt.iter_mut().for_each(|s| s.connection(conn, info));
         self.tput.iter_mut().for_each(|s| s.connection(conn, info));
@@ -205,18 +188,8 @@ impl Sink for DetailSink {
         if s.at.conn != self.conn {
             return;
         }
-        let t0 = *self.t0.get_or_insert(s.at.ts_ns);
-        self.packets.push(Packet {
-            frame: s.at.frame,
-            t_ns: s.at.ts_ns.saturating_sub(t0),
-            dir: s.at.dir,
-            flags: s.flags.0,
-            seq_off: s.seq_off.0,
-            ack_off: s.ack_off.map(|a| a.0),
-            win_bytes: s.win_bytes,
-            len: s.len,
-            in_flight: s.in_flight,
-        });
+        self.ladder.segment(s);
+        self.in_flight.push(s.in_flight);
     }
     fn event(&mut self, at: &At, ev: &Event) {
         self.tsg.iter_mut().for_each(|k| k.event(at, ev));
@@ -441,8 +414,8 @@ impl DetailSink {
                 FlightSink::new(conn, Dir::AtoB).reserve(ab, ba),
                 FlightSink::new(conn, Dir::BtoA).reserve(ba, ab),
             ],
-            t0: None,
-            packets: Vec::with_capacity(ab + ba),
+            ladder: LadderSink::new(conn).reserve(ab + ba),
+            in_flight: Vec::with_capacity(ab + ba),
             events: Vec::new(),
         }
     }
@@ -460,7 +433,18 @@ impl DetailSink {
         let flight = [fa.finish().ok_or_else(missing)?, fb.finish().ok_or_else(missing)?];
         let lines = [Dir::AtoB, Dir::BtoA].map(|d| Lines::new(&rtt[d.idx()], &tput[d.idx()], &flight[d.idx()]));
         let tsg_index = [TsgIndex::new(&tsg[0]), TsgIndex::new(&tsg[1])];
-        Ok(Detail { id, tsg, tsg_index, rtt, packets: self.packets, events: self.events, error: err, lines })
+        let ladder = self.ladder.finish().ok_or_else(missing)?;
+        Ok(Detail {
+            id,
+            tsg,
+            tsg_index,
+            rtt,
+            ladder,
+            in_flight: self.in_flight,
+            events: self.events,
+            error: err,
+            lines,
+        })
     }
 }
 
@@ -472,7 +456,7 @@ mod tests {
     /// Every answer the viewer gives from a detail, comparably.
     fn answers(d: &Detail) -> Vec<serde_json::Value> {
         let v = api::Viewport { w: 400, ..Default::default() };
-        let mut out = vec![api::events_json(d), serde_json::json!(d.packets.len())];
+        let mut out = vec![api::events_json(d), serde_json::json!(d.ladder.segs.len())];
         for dir in [Dir::AtoB, Dir::BtoA] {
             out.push(serde_json::to_value(api::figure_out(d, dir, &api::tsg_figure(d, dir, &v))).unwrap());
             out.push(api::panels_json(d, dir, &v));

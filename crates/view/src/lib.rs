@@ -310,10 +310,10 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                 Err((status, msg)) => error(req, status, &msg),
             }
         }
-        "/api/tsg" | "/api/panels" | "/api/events" | "/api/packet" => {
-            // `fmt=bin`: the packed form (crate::pack) of the figure and the panels.
+        "/api/tsg" | "/api/ladder" | "/api/panels" | "/api/events" | "/api/packet" => {
+            // `fmt=bin`: the packed form (crate::pack) of the figures and the panels.
             let bin = q.get("fmt") == Some("bin");
-            let ctype = if bin && matches!(route, "/api/tsg" | "/api/panels") { BIN } else { JSON };
+            let ctype = if bin && matches!(route, "/api/tsg" | "/api/ladder" | "/api/panels") { BIN } else { JSON };
             let key = format!("{route}?{query}");
             let hit = ctx.recent.lock().ok().and_then(|r| r.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()));
             if let Some(body) = hit {
@@ -330,6 +330,16 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                             return Ok(pack::figure(&d, dir, &f));
                         }
                         return serde_json::to_vec(&api::figure_out(&d, dir, &f)).map_err(|e| (500, e.to_string()));
+                    }
+                    "/api/ladder" => {
+                        let h: u32 = q.num("h").map_err(|e| (400, e))?.unwrap_or(600);
+                        let f = api::ladder_figure(&d, &q.viewport().map_err(|e| (400, e))?, h);
+                        // Both directions: `dir` says a2b (a's line is the upper one).
+                        if bin {
+                            return Ok(pack::figure(&d, Dir::AtoB, &f));
+                        }
+                        return serde_json::to_vec(&api::figure_out(&d, Dir::AtoB, &f))
+                            .map_err(|e| (500, e.to_string()));
                     }
                     "/api/panels" => {
                         let p = api::panels(&d, q.dir().map_err(|e| (400, e))?, &q.viewport().map_err(|e| (400, e))?);

@@ -197,7 +197,7 @@ fn a_ring_directory_is_one_trace() {
     assert_eq!(ring.an.conns[1].dir[0].rexmit_packets, files.an.conns[1].dir[0].rexmit_packets);
     assert_eq!(ring.screens[1].verdict, files.screens[1].verdict);
     let (a, b) = (ring.detail(2).unwrap(), files.detail(2).unwrap());
-    assert_eq!(a.packets.len(), b.packets.len());
+    assert_eq!(a.ladder.segs.len(), b.ladder.segs.len());
     assert_eq!(a.tsg[0].segments.len(), b.tsg[0].segments.len());
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -531,7 +531,7 @@ fn details_read_together_are_the_ones_read_one_by_one() {
     let v = tcpscope_view::api::Viewport { w: 300, ..Default::default() };
     for id in 1..=3 {
         let (t, o) = (together.detail(id).unwrap(), alone.detail(id).unwrap());
-        assert!(t.packets.len() > 100, "connection {id}: {} packets", t.packets.len());
+        assert!(t.ladder.segs.len() > 100, "connection {id}: {} packets", t.ladder.segs.len());
         assert_eq!(tcpscope_view::api::events_json(&t), tcpscope_view::api::events_json(&o), "connection {id}");
         for dir in [tcpscope_core::analysis::Dir::AtoB, tcpscope_core::analysis::Dir::BtoA] {
             let fig = |d: &tcpscope_view::data::Detail| {
@@ -579,4 +579,76 @@ fn the_list_and_the_report_carry_the_servers_rules() {
     rows.sort();
     // The report's ranks order its rows as the server orders the live list by severity.
     assert_eq!(rows.iter().map(|r| r.1).collect::<Vec<_>>(), live);
+}
+
+/// The texts of a mark's text primitives (`["x", colour, x, y, anchor, text]`).
+fn mark_texts(m: &Value) -> Vec<String> {
+    m["p"].as_array().unwrap().iter().filter(|p| p[0] == "x").map(|p| p[5].as_str().unwrap().to_string()).collect()
+}
+
+/// The ladder (`api/ladder`): zoomed out, one arrow per pixel column, direction and kind that
+/// still counts every packet of both directions (counted independently by the statistics
+/// pass); zoomed in, one arrow per packet, labelled with what its packet-listing row says; the
+/// states of both sides beside their lines; the packed answer is the JSON one.
+#[test]
+fn the_ladder_has_every_packet_of_both_directions_labelled_when_zoomed_in() {
+    let s = start(IpAddr::from([127, 0, 0, 1]));
+    let conns = json(s.addr, "/api/conns");
+    let c = &conns["conns"][0];
+    let packets = c["a2b"]["packets"].as_u64().unwrap() + c["b2a"]["packets"].as_u64().unwrap();
+    let segs = |fig: &Value| -> Vec<Value> {
+        fig["marks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["c"].as_str().unwrap().starts_with("seg"))
+            .cloned()
+            .collect()
+    };
+    let out = json(s.addr, "/api/ladder?conn=1&w=200&h=400");
+    let agg = segs(&out);
+    assert_eq!(agg.iter().map(|m| m["n"].as_u64().unwrap()).sum::<u64>(), packets);
+    assert!(agg.len() < 200 * 2 * 5 && agg.iter().any(|m| m["n"].as_u64().unwrap() > 1), "{} marks", agg.len());
+    assert!(agg.iter().all(|m| mark_texts(m).is_empty()), "no labels when aggregated");
+    assert!(out["remarks"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("one arrow per column")));
+    // The states: a (the client) opened actively, b passively; the first states are assumed.
+    let states: Vec<String> = marks(&out, "state").iter().flat_map(|m| mark_texts(m)).collect();
+    assert!(states.contains(&"CLOSED (assumed)".to_string()) && states.contains(&"LISTEN (assumed)".to_string()));
+    assert!(states.contains(&"SYN_SENT".to_string()) && states.contains(&"SYN_RCVD".to_string()), "{states:?}");
+
+    // Zoomed in around the first loss: each packet its own arrow, the retransmission among them.
+    let q = "conn=1&t0=0.078&t1=0.084&w=1500&h=800";
+    let fig = json(s.addr, &format!("/api/ladder?{q}"));
+    assert_eq!((fig["x"][0].as_f64(), fig["x"][1].as_f64()), (Some(0.078), Some(0.084)));
+    let zoomed = segs(&fig);
+    assert!(zoomed.len() > 10 && zoomed.iter().all(|m| m["n"] == 1), "{} marks", zoomed.len());
+    assert_eq!(zoomed.iter().filter(|m| m["c"] == "seg rexmit").count(), 1);
+    let mut labelled = 0;
+    for m in &zoomed {
+        let row = json(s.addr, &format!("/api/packet?conn=1&frame={}", m["f"]));
+        let Some(label) = mark_texts(m).pop() else { continue };
+        labelled += 1;
+        let (seq, len) = (row["seq"].as_i64().unwrap(), row["len"].as_i64().unwrap());
+        let range = if len > 0 { format!(" {seq}:{} ", seq + len) } else { format!(" seq {seq} ") };
+        assert!(label.contains(&range), "{label} vs {row}");
+        assert!(label.contains(&format!(" ack {} ", row["ack"])), "{label} vs {row}");
+        assert!(label.contains(&format!(" win {}", row["win"])), "{label} vs {row}");
+        // Flags: the listing's letters are the label's first word's initials.
+        let initials: String = label.split(' ').next().unwrap().split(',').map(|f| &f[..1]).collect();
+        let mut a: Vec<char> = initials.chars().collect();
+        let mut b: Vec<char> = row["flags"].as_str().unwrap().chars().collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{label} vs {row}");
+    }
+    assert!(labelled * 2 >= zoomed.len(), "{labelled} of {} labelled", zoomed.len());
+    // The packed answer decodes to the same marks.
+    let bin = get_bytes(s.addr, &format!("/api/ladder?{q}&fmt=bin"));
+    assert_eq!(&bin[..4], b"TSC1");
+    let hl = u32::from_le_bytes(bin[4..8].try_into().unwrap()) as usize;
+    let head: Value = serde_json::from_slice(&bin[8..8 + hl]).unwrap();
+    assert_eq!(head["arrays"]["mark_class"][2].as_u64(), Some(fig["marks"].as_array().unwrap().len() as u64));
+    assert_eq!(get(s.addr, "/api/ladder?conn=1&h=x").0, 400);
+    assert_eq!(get(s.addr, "/api/ladder?conn=9").0, 404);
+    s.stop();
 }

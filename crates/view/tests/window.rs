@@ -48,9 +48,9 @@ fn the_viewer_reads_the_window_as_conns_does() {
     // The details pass reads the same window: every packet in it, none outside.
     let d = t.detail(1).unwrap();
     let c = &t.an.conns[0];
-    assert_eq!(d.packets.len() as u64, c.dir[0].packets + c.dir[1].packets);
+    assert_eq!(d.ladder.segs.len() as u64, c.dir[0].packets + c.dir[1].packets);
     assert!(d.t0_ns() >= from && d.t0_ns() + d.last_ns() < to);
-    assert!(d.packets.len() < whole.detail(1).unwrap().packets.len());
+    assert!(d.ladder.segs.len() < whole.detail(1).unwrap().ladder.segs.len());
 }
 
 #[test]

@@ -79,6 +79,21 @@ fn seg_color(s: &LadderSeg) -> (Color, &'static str) {
     }
 }
 
+/// The ladders' legend: the segments' colours (as [`seg_color`]), then each side's state
+/// colour with `states` (a's, b's) as its text.
+fn legend(states: [String; 2]) -> Vec<LegendEntry> {
+    let [a, b] = states;
+    vec![
+        LegendEntry { color: Color::Fg, sample: Sample::Line, text: "data".into() },
+        LegendEntry { color: Color::Green, sample: Sample::Line, text: "ACK, no data".into() },
+        LegendEntry { color: Color::Orange, sample: Sample::Line, text: "SYN or FIN".into() },
+        LegendEntry { color: Color::Magenta, sample: Sample::Line, text: "RST".into() },
+        LegendEntry { color: Color::Red, sample: Sample::Line, text: "retransmission".into() },
+        LegendEntry { color: side_color(Side::A), sample: Sample::Letter("a"), text: a },
+        LegendEntry { color: side_color(Side::B), sample: Sample::Letter("b"), text: b },
+    ]
+}
+
 /// The ladder figure.
 pub fn ladder(l: &Ladder, v: &LadderView) -> Figure {
     let from = v.from_s.unwrap_or(0.0).max(0.0);
@@ -203,15 +218,181 @@ pub fn ladder(l: &Ladder, v: &LadderView) -> Figure {
         prims.insert(0, text(xs, -(from - pad), anchor, first, color));
         marks.push(Mark { class: "state", frame: None, count: 1, prims });
     }
-    let legend = vec![
-        LegendEntry { color: Color::Fg, sample: Sample::Line, text: "data".into() },
-        LegendEntry { color: Color::Green, sample: Sample::Line, text: "ACK, no data".into() },
-        LegendEntry { color: Color::Orange, sample: Sample::Line, text: "SYN or FIN".into() },
-        LegendEntry { color: Color::Magenta, sample: Sample::Line, text: "RST".into() },
-        LegendEntry { color: Color::Red, sample: Sample::Line, text: "retransmission".into() },
-        LegendEntry { color: Color::Red, sample: Sample::Letter("a"), text: "a's state".into() },
-        LegendEntry { color: Color::Blue, sample: Sample::Letter("b"), text: "b's state".into() },
-    ];
+    let legend = legend(["a's state".into(), "b's state".into()]);
+    let title = v
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("connection {}: a {} ↔ b {} (ladder)", l.conn + 1, l.info.a, l.info.b));
+    Figure { title, x, y, marks, legend, remarks }
+}
+
+/// Pixels a label's character is taken to take (the viewer's and the SVG's 10–11 px sans-serif
+/// average under 6 px; a little more keeps neighbours apart).
+const CHAR_PX: f64 = 6.2;
+/// A line of text, px.
+const LINE_PX: f64 = 12.0;
+
+/// The ladder with time across, for the viewer: its x is the time axis that every view of a
+/// connection shares (so it zooms and pans with them, `docs/viewer.md`); endpoint a's time line
+/// is at y = 1, b's at y = 0. Arrows as in [`ladder`]: a segment captured at `t` goes from its
+/// sender's line at `t − d(sender)` to its receiver's at `t + d(receiver)`.
+///
+/// Label density: labels are written in rows between the two lines, each on its arrow where the
+/// arrow crosses the first row whose previous label ends left of it; a label that fits in no
+/// row is left out (counted in a remark), so zooming in labels more arrows. When the window
+/// holds more segments than half the plot's pixel columns (`area_px.0`), arrows are aggregated:
+/// one per pixel column, direction and kind (its mark's `count` says how many segments, its
+/// `frame` is the first's), and none is labelled. The states are written above a's line and
+/// below b's at each change (a dot on the line at the estimated time; a label that would
+/// overlap the one before moves right), the state at the window's start first.
+pub fn ladder_across(l: &Ladder, v: &LadderView) -> Figure {
+    let from = v.from_s.unwrap_or(0.0);
+    let last = l.last_s.max(l.states.transitions.iter().map(|t| t.at_s).fold(0.0, f64::max));
+    let to = v.to_s.unwrap_or(last).max(from + 1e-6);
+    let d = [l.states.transit_s[0].unwrap_or(0.0), l.states.transit_s[1].unwrap_or(0.0)];
+    let reach = d[0].max(d[1]);
+    let x = Axis::new("time (s)", from, to, 10);
+    let y = Axis {
+        label: String::new(),
+        min: -0.3,
+        max: 1.3,
+        ticks: vec![(1.0, "a".into()), (0.0, "b".into())],
+        style: AxisStyle::Linear,
+        name: String::new(),
+    };
+    let (w_px, h_px) = (v.area_px.0.max(1.0), v.area_px.1.max(1.0));
+    let sc = Scale { ux: w_px / (to - from), uy: h_px / (y.max - y.min) };
+    let px = |t: f64| (t - from) * sc.ux;
+    let line = |x1: f64, y1: f64, x2: f64, y2: f64, color: Color| Prim { shape: Shape::Line { x1, y1, x2, y2 }, color };
+    let text = |x: f64, y: f64, anchor, text: String, color| Prim { shape: Shape::Text { x, y, anchor, text }, color };
+    let mut marks = Vec::new();
+    for ys in [1.0, 0.0] {
+        marks.push(Mark { class: "timeline", frame: None, count: 1, prims: vec![line(from, ys, to, ys, Color::Fg)] });
+    }
+    if d[0] + d[1] > 0.0 {
+        let yc = 1.0 - d[0] / (d[0] + d[1]);
+        marks.push(Mark {
+            class: "capture",
+            frame: None,
+            count: 1,
+            prims: vec![
+                line(from, yc, to, yc, Color::Gray),
+                text(from, yc, super::Anchor::Right, "capture point".into(), Color::Gray),
+            ],
+        });
+    }
+    let mut remarks = Vec::new();
+    let dist = |v: Option<f64>| v.map_or("unknown (0)".to_string(), |v| format!("{:.3} ms", v * 1e3));
+    remarks.push(format!(
+        "arrows slope by each endpoint's distance from the capture point (half its smallest half-loop): a {}, b {}",
+        dist(l.states.transit_s[0]),
+        dist(l.states.transit_s[1])
+    ));
+    // Every segment whose arrow reaches into the window (capture order, which may step back).
+    let shown: Vec<&LadderSeg> = l.segs.iter().filter(|s| s.t + reach >= from && s.t - reach <= to).collect();
+    let ends = |s: &LadderSeg| match s.dir {
+        Dir::AtoB => ((s.t - d[0], 1.0), (s.t + d[1], 0.0)),
+        Dir::BtoA => ((s.t - d[1], 0.0), (s.t + d[0], 1.0)),
+    };
+    let arrow = |s: &LadderSeg, color: Color| {
+        let (p1, p2) = ends(s);
+        let mut prims = vec![line(p1.0, p1.1, p2.0, p2.1, color)];
+        prims.extend(sc.head(p1, p2, color));
+        prims
+    };
+    if 2 * shown.len() > w_px as usize {
+        // One arrow per pixel column, direction and kind: the last mark of each (direction,
+        // kind) is extended while its segments stay in its column.
+        let mut open: Vec<(Dir, &str, i64, usize)> = Vec::new();
+        for s in &shown {
+            let (color, class) = seg_color(s);
+            let col = px(s.t).floor() as i64;
+            match open.iter_mut().find(|o| o.0 == s.dir && o.1 == class) {
+                Some(o) if o.2 == col => marks[o.3].count += 1,
+                found => {
+                    let at = marks.len();
+                    marks.push(Mark { class, frame: Some(s.frame), count: 1, prims: arrow(s, color) });
+                    match found {
+                        Some(o) => (o.2, o.3) = (col, at),
+                        None => open.push((s.dir, class, col, at)),
+                    }
+                }
+            }
+        }
+        remarks.push(format!(
+            "{} segments in view, more than one per two pixel columns: one arrow per column, direction and kind, unlabelled; zoom in to see each",
+            shown.len()
+        ));
+    } else {
+        // Label rows between the lines, a line of text apart, from a's line down.
+        let rows = ((sc.uy / LINE_PX) as usize).saturating_sub(1).max(1);
+        let row_y = |k: usize| 1.0 - (k + 1) as f64 / (rows + 1) as f64;
+        let mut row_end = vec![f64::NEG_INFINITY; rows];
+        let mut unlabelled = 0;
+        for s in &shown {
+            let (color, class) = seg_color(s);
+            let mut prims = arrow(s, color);
+            let label = s.label();
+            let width = label.chars().count() as f64 * CHAR_PX + 8.0;
+            let ((x1, y1), (x2, y2)) = ends(s);
+            // Where the arrow crosses row k's height.
+            let cross = |k: usize| x1 + (x2 - x1) * (row_y(k) - y1) / (y2 - y1);
+            match (0..rows).find(|&k| px(cross(k)) >= row_end[k]) {
+                Some(k) => {
+                    row_end[k] = px(cross(k)) + width;
+                    prims.push(text(cross(k), row_y(k), super::Anchor::Right, label, color));
+                }
+                None => unlabelled += 1,
+            }
+            marks.push(Mark { class, frame: Some(s.frame), count: 1, prims });
+        }
+        if unlabelled > 0 {
+            remarks.push(format!("{unlabelled} arrows left unlabelled, no room in any row: zoom in to label them"));
+        }
+    }
+    // States above a's line and below b's.
+    for side in [Side::A, Side::B] {
+        let (line_y, anchor) = match side {
+            Side::A => (1.0, super::Anchor::Above),
+            Side::B => (0.0, super::Anchor::Below),
+        };
+        let color = side_color(side);
+        let init = l.states.initial[side.idx()];
+        let (mut state, mut assumed) = (init.state, init.assumed);
+        let mut visible = Vec::new();
+        for t in l.states.transitions.iter().filter(|t| t.side == side) {
+            if t.at_s < from {
+                (state, assumed) = (t.to, false);
+            } else if t.at_s <= to {
+                visible.push(t);
+            }
+        }
+        // A centred label at `t` px, moved right of the one before (the first, right of the
+        // plot's left edge).
+        let mut last_end = 0.0;
+        let mut place = |at_px: f64, label: &str| {
+            let half = label.chars().count() as f64 * CHAR_PX / 2.0;
+            let c = at_px.max(last_end + 4.0 + half);
+            last_end = c + half;
+            from + c / sc.ux
+        };
+        let first = format!("{}{}", state.name(), if assumed { " (assumed)" } else { "" });
+        let xs = place(0.0, &first);
+        marks.push(Mark { class: "state", frame: None, count: 1, prims: vec![text(xs, line_y, anchor, first, color)] });
+        for t in visible {
+            let xs = place(px(t.at_s), t.to.name());
+            marks.push(Mark {
+                class: "state",
+                frame: Some(t.frame),
+                count: 1,
+                prims: vec![
+                    Prim { shape: Shape::Dot { x: t.at_s, y: line_y }, color },
+                    text(xs, line_y, anchor, t.to.name().to_string(), color),
+                ],
+            });
+        }
+    }
+    let legend = legend([format!("a {}: its states", l.info.a), format!("b {}: its states", l.info.b)]);
     let title = v
         .title
         .clone()
@@ -337,4 +518,129 @@ pub fn states(s: &States, title: Option<String>, area_px: (f64, f64)) -> Figure 
     }
     let title = title.unwrap_or_else(|| format!("connection {}: TCP states of a and b", s.conn + 1));
     Figure { title, x, y, marks, legend, remarks }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Settings;
+    use crate::series::ladder::LadderSink;
+    use crate::series::run_pkts;
+    use crate::testutil::{Pkt, flag::*, scripted};
+
+    /// A handshake, `n` data segments of 100 bytes from a each acknowledged by b (1 ms apart),
+    /// and an active close by a.
+    fn conn(n: u32) -> Ladder {
+        let mut p: Vec<Pkt> = vec![
+            scripted(true, 0.0, SYN, 0, 0, 0, 1000, vec![]),
+            scripted(false, 1.0, SYN | ACK, 0, 0, 0, 1000, vec![]),
+            scripted(true, 2.0, ACK, 0, 0, 0, 1000, vec![]),
+        ];
+        for i in 0..n {
+            let t = 3.0 + 2.0 * i as f64;
+            p.push(scripted(true, t, PSH | ACK, i * 100, 0, 100, 1000, vec![]));
+            p.push(scripted(false, t + 1.0, ACK, 0, (i + 1) * 100, 0, 1000, vec![]));
+        }
+        let (t, e) = (3.0 + 2.0 * n as f64, n * 100);
+        p.push(scripted(true, t, FIN | ACK, e, 0, 0, 1000, vec![]));
+        p.push(scripted(false, t + 1.0, FIN | ACK, 0, e + 1, 0, 1000, vec![]));
+        p.push(scripted(true, t + 2.0, ACK, e + 1, 1, 0, 1000, vec![]));
+        run_pkts(&p, Settings::default(), LadderSink::new(0)).finish().unwrap()
+    }
+
+    fn view(w: f64, h: f64) -> LadderView {
+        LadderView { from_s: None, to_s: None, title: None, area_px: (w, h) }
+    }
+
+    fn seg_marks(f: &Figure) -> Vec<&Mark> {
+        f.marks.iter().filter(|m| m.class.starts_with("seg")).collect()
+    }
+
+    fn texts(m: &Mark) -> Vec<(f64, f64, &str)> {
+        m.prims
+            .iter()
+            .filter_map(|p| match &p.shape {
+                Shape::Text { x, y, text, .. } => Some((*x, *y, text.as_str())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn across_one_labelled_arrow_per_segment_and_the_states_at_each_change() {
+        let l = conn(3);
+        let f = ladder_across(&l, &view(1600.0, 500.0));
+        let segs = seg_marks(&f);
+        assert_eq!(segs.len(), l.segs.len());
+        for (m, s) in segs.iter().zip(&l.segs) {
+            assert_eq!((m.frame, m.count), (Some(s.frame), 1));
+            // Arrow from the sender's line to the receiver's, labelled with the segment.
+            let Shape::Line { y1, y2, .. } = m.prims[0].shape else { panic!("{:?}", m.prims[0]) };
+            let want = if s.dir == Dir::AtoB { (1.0, 0.0) } else { (0.0, 1.0) };
+            assert_eq!((y1, y2), want);
+            assert_eq!(texts(m).iter().map(|t| t.2).collect::<Vec<_>>(), [s.label().as_str()]);
+        }
+        // Labels in a row do not overlap (each ends, in its estimated width, before the next).
+        let ux = 1600.0 / (f.x.max - f.x.min);
+        let mut rows: Vec<(f64, f64, usize)> =
+            segs.iter().flat_map(|m| texts(m)).map(|(x, y, t)| (y, x * ux, t.chars().count())).collect();
+        rows.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        for w in rows.windows(2) {
+            if w[0].0 == w[1].0 {
+                assert!(w[0].1 + w[0].2 as f64 * CHAR_PX <= w[1].1, "{w:?}");
+            }
+        }
+        // The states: the initial one per side, then one mark per transition, its causing frame.
+        let states: Vec<&Mark> = f.marks.iter().filter(|m| m.class == "state").collect();
+        assert_eq!(states.len(), 2 + l.states.transitions.len());
+        let named: Vec<&str> = states.iter().flat_map(|m| texts(m)).map(|t| t.2).collect();
+        assert!(named.contains(&"TIME_WAIT") && named.contains(&"LAST_ACK"), "{named:?}");
+        // Each side's state labels (centred) start inside the plot and do not overlap.
+        for line in [0.0, 1.0] {
+            let mut spans: Vec<(f64, f64)> = states
+                .iter()
+                .flat_map(|m| texts(m))
+                .filter(|t| t.1 == line)
+                .map(|(x, _, t)| {
+                    let half = t.chars().count() as f64 * CHAR_PX / 2.0;
+                    ((x - f.x.min) * ux - half, (x - f.x.min) * ux + half)
+                })
+                .collect();
+            spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert!(spans[0].0 >= 0.0, "{spans:?}");
+            assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0), "{spans:?}");
+        }
+        assert!(f.remarks.iter().all(|r| !r.contains("unlabelled")), "{:?}", f.remarks);
+    }
+
+    #[test]
+    fn across_leaves_labels_out_where_no_row_has_room_and_zooming_in_labels_them() {
+        let l = conn(40);
+        let labelled = |f: &Figure| seg_marks(f).iter().filter(|m| !texts(m).is_empty()).count();
+        let out = ladder_across(&l, &view(600.0, 120.0));
+        let n = labelled(&out);
+        assert!(n > 0 && n < l.segs.len(), "{n} of {}", l.segs.len());
+        assert!(out.remarks.iter().any(|r| r.contains(&format!("{} arrows left unlabelled", l.segs.len() - n))));
+        // The first 20 ms only, as wide: more labels of fewer arrows.
+        let v = LadderView { to_s: Some(0.02), ..view(600.0, 120.0) };
+        let zoomed = ladder_across(&l, &v);
+        assert!(seg_marks(&zoomed).len() < l.segs.len());
+        assert!(labelled(&zoomed) as f64 / seg_marks(&zoomed).len() as f64 > n as f64 / l.segs.len() as f64);
+    }
+
+    #[test]
+    fn across_aggregates_per_pixel_column_when_zoomed_out() {
+        let l = conn(500);
+        let f = ladder_across(&l, &view(300.0, 400.0));
+        let segs = seg_marks(&f);
+        // Every segment counted once, no arrow labelled, at most one mark per column, direction
+        // and kind.
+        assert_eq!(segs.iter().map(|m| m.count as usize).sum::<usize>(), l.segs.len());
+        assert!(segs.iter().all(|m| texts(m).is_empty()));
+        assert!(segs.len() <= 300 * 2 * 5 && segs.len() < l.segs.len(), "{}", segs.len());
+        assert!(f.remarks.iter().any(|r| r.starts_with(&format!("{} segments in view", l.segs.len()))));
+        // Wide enough: one arrow each.
+        let f = ladder_across(&l, &view(2.0 * l.segs.len() as f64, 400.0));
+        assert!(seg_marks(&f).iter().all(|m| m.count == 1));
+    }
 }

@@ -119,6 +119,12 @@ impl LadderSink {
         LadderSink { states: StatesSink::new(conn), conn, t0: None, segs: Vec::new() }
     }
 
+    /// With room for `n` segments (the connection's packets, when known).
+    pub fn reserve(mut self, n: usize) -> Self {
+        self.segs.reserve_exact(n);
+        self
+    }
+
     /// The ladder, `None` if the connection never appeared.
     pub fn finish(self) -> Option<Ladder> {
         let states = self.states.finish()?;
