@@ -231,7 +231,7 @@ impl Correlation {
             let ms = |x: f64| (x / 1e3).round() / 1e3;
             CorrPacket {
                 conn: l.conn as usize + 1,
-                dir: if l.dir == 0 { "a2b" } else { "b2a" },
+                dir: rows::dir_name(l.dir),
                 seq: u64::from(l.seq.wrapping_sub(self.bases[cd])),
                 len: l.len,
                 flags: crate::export::packet::flag_letters(crate::decode::Flags(l.flags)),

@@ -4,6 +4,12 @@ use serde::Serialize;
 
 use crate::table::{Field as F, Kind, Table};
 
+/// A direction as every record names it: 0 is `a2b` (from the SYN's sender, or the first
+/// packet's), 1 is `b2a`.
+pub(crate) fn dir_name(d: u8) -> &'static str {
+    if d == 0 { "a2b" } else { "b2a" }
+}
+
 /// Smallest, median and largest of a set of delays (ms); null without any.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct DelaySummary {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::clock::Clock;
-use super::rows::{CorrDir, CorrEvent, DelaySummary, LossAt};
+use super::rows::{CorrDir, CorrEvent, DelaySummary, LossAt, dir_name};
 use super::stream::Raw;
 use super::{Correlation, Life, Sight};
 
@@ -40,10 +40,6 @@ impl Ranges {
 const SYN: u16 = 0x02;
 const FIN: u16 = 0x01;
 const ACK: u16 = 0x10;
-
-fn dir_name(d: u8) -> &'static str {
-    if d == 0 { "a2b" } else { "b2a" }
-}
 
 /// The points a connection's direction passes, upstream first: points that saw none of its
 /// packets are not on it; the others are ordered by the majority of its packets' times (both
@@ -217,15 +213,8 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
             // Missed in the middle: the packet passed those points.
             for m in fi + 1..li {
                 if !seen[m] {
-                    row.capture_loss += 1;
-                    point_missed[path[m]] += 1;
-                    events.push(ev(
-                        k,
-                        "capture_loss",
-                        path[m],
-                        None,
-                        format!("seen at points {} and {}", path[fi] + 1, path[li] + 1),
-                    ));
+                    let detail = format!("seen at points {} and {}", path[fi] + 1, path[li] + 1);
+                    missed(&mut row, &mut point_missed, &mut events, ev(k, "capture_loss", path[m], None, detail));
                 }
             }
             // Not seen upstream of the first sighting.
@@ -244,19 +233,17 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
                     for m in (0..fi).rev() {
                         at -= hop_min[m];
                         if in_span(path[m], at) {
-                            row.capture_loss += 1;
-                            point_missed[path[m]] += 1;
-                            events.push(ev(
-                                k,
-                                "capture_loss",
-                                path[m],
-                                None,
-                                format!(
-                                    "arrived at point {} but point {} did not see it leave",
-                                    path[fi] + 1,
-                                    path[m] + 1
-                                ),
-                            ));
+                            let detail = format!(
+                                "arrived at point {} but point {} did not see it leave",
+                                path[fi] + 1,
+                                path[m] + 1
+                            );
+                            missed(
+                                &mut row,
+                                &mut point_missed,
+                                &mut events,
+                                ev(k, "capture_loss", path[m], None, detail),
+                            );
                         }
                     }
                 }
@@ -454,6 +441,13 @@ impl Fate {
             Fate::Duplicated => "duplicated",
         }
     }
+}
+
+/// A capture loss: counted for its direction and for the point (`e.point`, 1-based) that missed it.
+fn missed(row: &mut CorrDir, point_missed: &mut [u64], events: &mut Vec<CorrEvent>, e: CorrEvent) {
+    row.capture_loss += 1;
+    point_missed[e.point - 1] += 1;
+    events.push(e);
 }
 
 fn first_time(t: &dyn Fn(usize, usize) -> Option<i64>, k: usize, n: usize) -> i64 {
