@@ -148,6 +148,33 @@ fn skew_is_found_from_the_lower_envelopes() {
     }
 }
 
+/// The envelope keeps the hull of its samples, not the samples: folded every k samples, in
+/// any order, its hull is the hull of all of them (and the estimate the same).
+#[test]
+fn an_envelope_is_the_hull_of_all_its_samples() {
+    use super::clock::{Envelope, lower_hull};
+    let (f, r) = synth(-1e6, 50e-6, 2e6, 2e6);
+    let mut all = f.clone();
+    all.sort_unstable();
+    let want = lower_hull(&all);
+    assert!(want.len() > 2 && want.len() < 100, "{} vertices", want.len());
+    // Out of time order, as the lifelines complete.
+    let mut shuffled = f.clone();
+    shuffled.reverse();
+    shuffled.swap(5, 1500);
+    for k in [1, 3, 17, 4096] {
+        let mut e = Envelope::with_fold(k);
+        shuffled.iter().for_each(|&(t, d)| e.push(t, d));
+        assert_eq!(e.hull(), want.as_slice(), "fold every {k}");
+    }
+    let mut e = Envelope::with_fold(3);
+    f.iter().for_each(|&(t, d)| e.push(t, d));
+    let mut g = Envelope::with_fold(3);
+    r.iter().for_each(|&(t, d)| g.push(t, d));
+    let (a, b) = (super::clock::estimate_envelopes(&mut e, &mut g).unwrap(), estimate_pair(&f, &r).unwrap());
+    assert_eq!((a.offset_ns, a.skew, a.t_ref, a.samples), (b.offset_ns, b.skew, b.t_ref, b.samples));
+}
+
 #[test]
 fn one_way_only_is_not_estimable() {
     let (f, _) = synth(0.0, 0.0, 1e6, 1e6);
