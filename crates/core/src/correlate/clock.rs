@@ -87,16 +87,19 @@ impl Clock {
 }
 
 /// Delay samples: (time at the first point, delay as the clocks read it), ns.
+#[cfg(test)]
 pub type Samples = Vec<(i64, i64)>;
 
-/// The lower convex hull of points sorted by x (monotone chain).
-fn lower_hull(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    let mut h: Vec<(f64, f64)> = Vec::new();
+/// The lower convex hull of points sorted by time (monotone chain), exact in integers.
+pub(super) fn lower_hull(pts: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let mut h: Vec<(i64, i64)> = Vec::new();
     for &p in pts {
         while h.len() >= 2 {
             let (a, b) = (h[h.len() - 2], h[h.len() - 1]);
-            // Remove b when it lies on or above the segment a → p.
-            if (b.0 - a.0) * (p.1 - a.1) - (b.1 - a.1) * (p.0 - a.0) <= 0.0 {
+            // Remove b when it lies on or above the segment a → p (differences of ns times
+            // and delays: i128 holds their products exactly).
+            let cross = i128::from(b.0 - a.0) * i128::from(p.1 - a.1) - i128::from(b.1 - a.1) * i128::from(p.0 - a.0);
+            if cross <= 0 {
                 h.pop();
             } else {
                 break;
@@ -107,12 +110,73 @@ fn lower_hull(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
     h
 }
 
-/// Moon's lower envelope of (time s, delay ns): the hull's edge under the mean time, as
-/// (slope ns/s, value at time 0), and whether it is a true edge (two hull points or more).
-fn envelope(pts: &mut [(f64, f64)]) -> (f64, f64, bool) {
-    pts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let mean = pts.iter().map(|p| p.0).sum::<f64>() / pts.len() as f64;
-    let h = lower_hull(pts);
+/// How many samples an [`Envelope`] holds besides its hull before it folds them in.
+const FOLD: usize = 4096;
+
+/// The delay samples of one direction between two points, as much of them as the estimate
+/// needs: their lower convex hull (Moon's envelope is one of its edges, the smallest delay
+/// one of its vertices), their count and the sum of their times. The hull of a set is the
+/// hull of its parts' hulls, so the samples are folded into the hull every [`FOLD`] of them:
+/// the memory is the hull and that buffer whatever the number of packets (the hull of
+/// delays above a floor has a few dozen vertices), and the answer is the one all samples give.
+#[derive(Debug, Clone)]
+pub struct Envelope {
+    hull: Vec<(i64, i64)>,
+    buf: Vec<(i64, i64)>,
+    n: usize,
+    sum_t: i128,
+    fold: usize,
+}
+
+impl Default for Envelope {
+    fn default() -> Self {
+        Envelope::with_fold(FOLD)
+    }
+}
+
+impl Envelope {
+    /// An empty one that folds every `fold` samples (at least 1).
+    pub fn with_fold(fold: usize) -> Envelope {
+        Envelope { hull: Vec::new(), buf: Vec::new(), n: 0, sum_t: 0, fold: fold.max(1) }
+    }
+
+    /// One sample: (time at the first point, delay as the clocks read it), ns; in any order.
+    pub fn push(&mut self, t: i64, d: i64) {
+        self.n += 1;
+        self.sum_t += i128::from(t);
+        self.buf.push((t, d));
+        if self.buf.len() >= self.fold {
+            self.fold_in();
+        }
+    }
+
+    fn fold_in(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let mut all = std::mem::take(&mut self.hull);
+        all.append(&mut self.buf);
+        all.sort_unstable();
+        self.hull = lower_hull(&all);
+    }
+
+    /// Whether none.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The lower hull of every sample so far, in time order.
+    pub fn hull(&mut self) -> &[(i64, i64)] {
+        self.fold_in();
+        &self.hull
+    }
+}
+
+/// Moon's lower envelope: the hull's edge under the mean time, as (slope ns/s, value at
+/// `t_ref` ns), and whether it is a true edge (two hull points or more). Not empty.
+fn envelope(e: &mut Envelope, t_ref: i64) -> (f64, f64, bool) {
+    let mean = (e.sum_t - i128::from(t_ref) * e.n as i128) as f64 / e.n as f64 * 1e-9;
+    let h: Vec<(f64, f64)> = e.hull().iter().map(|&(t, d)| ((t - t_ref) as f64 * 1e-9, d as f64)).collect();
     if h.len() < 2 {
         return (0.0, h[0].1, false);
     }
@@ -126,25 +190,29 @@ fn envelope(pts: &mut [(f64, f64)]) -> (f64, f64, bool) {
 /// the packets going i → j as (time at i ns, t_j − t_i ns), `rev` those going j → i as (time
 /// at i, t_i − t_j). `None` without packets both ways.
 pub fn estimate_pair(fwd: &[(i64, i64)], rev: &[(i64, i64)]) -> Option<Clock> {
+    let env = |v: &[(i64, i64)]| {
+        let mut e = Envelope::default();
+        v.iter().for_each(|&(t, d)| e.push(t, d));
+        e
+    };
+    estimate_envelopes(&mut env(fwd), &mut env(rev))
+}
+
+/// [`estimate_pair`] from the two directions' envelopes.
+pub fn estimate_envelopes(fwd: &mut Envelope, rev: &mut Envelope) -> Option<Clock> {
     if fwd.is_empty() || rev.is_empty() {
         return None;
     }
-    let t_ref = {
-        let all = fwd.iter().chain(rev).map(|p| p.0 as i128).sum::<i128>();
-        (all / (fwd.len() + rev.len()) as i128) as i64
-    };
-    let pts = |v: &[(i64, i64)]| -> Vec<(f64, f64)> {
-        v.iter().map(|&(t, d)| ((t - t_ref) as f64 * 1e-9, d as f64)).collect()
-    };
-    let (mut f, mut r) = (pts(fwd), pts(rev));
-    let (af, bf, ef) = envelope(&mut f);
-    let (ar, br, er) = envelope(&mut r);
+    let t_ref = ((fwd.sum_t + rev.sum_t) / (fwd.n + rev.n) as i128) as i64;
+    let (af, bf, ef) = envelope(fwd, t_ref);
+    let (ar, br, er) = envelope(rev, t_ref);
     // Slopes are ns per s: 1e-9 of them is the dimensionless skew.
     let skew = (af - ar) / 2.0 * 1e-9;
     let skew_uncertainty = (af + ar).abs() / 2.0 * 1e-9;
     let skew_applied = ef && er && skew.abs() > 2.0 * skew_uncertainty;
-    let min = |v: &[(f64, f64)]| v.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    let (mf, mr) = (min(&f), min(&r));
+    // The smallest delay is a vertex of the hull.
+    let min = |e: &mut Envelope| e.hull().iter().map(|p| p.1).min().map_or(f64::INFINITY, |d| d as f64);
+    let (mf, mr) = (min(fwd), min(rev));
     let (offset_ns, offset_uncertainty_ns) =
         if skew_applied { ((bf - br) / 2.0, (bf + br) / 2.0) } else { ((mf - mr) / 2.0, (mf + mr) / 2.0) };
     Some(Clock {
@@ -156,14 +224,14 @@ pub fn estimate_pair(fwd: &[(i64, i64)], rev: &[(i64, i64)]) -> Option<Clock> {
         skew,
         skew_uncertainty,
         skew_applied,
-        samples: (fwd.len(), rev.len()),
+        samples: (fwd.n, rev.n),
     })
 }
 
 /// The samples between points i and j: per connection, the direction i is upstream of j in is
 /// found from the data (module doc, "Path order"); connections seen one way only take the
 /// others' majority.
-fn samples(raw: &Raw, i: usize, j: usize) -> (Samples, Samples) {
+fn samples(raw: &Raw, i: usize, j: usize) -> (Envelope, Envelope) {
     let n = raw.points.len();
     // Per connection: min(t_j − t_i) of a→b, min(t_i − t_j) of b→a.
     let mut mins = vec![[i64::MAX; 2]; raw.conns.len()];
@@ -180,7 +248,7 @@ fn samples(raw: &Raw, i: usize, j: usize) -> (Samples, Samples) {
     let up = known.iter().flatten().filter(|&&x| x).count();
     let down = known.iter().flatten().filter(|&&x| !x).count();
     let majority = up >= down;
-    let (mut fwd, mut rev) = (Vec::new(), Vec::new());
+    let (mut fwd, mut rev) = (Envelope::default(), Envelope::default());
     for (k, l) in raw.lives.iter().enumerate() {
         let (si, sj) = (&raw.sights[k * n + i], &raw.sights[k * n + j]);
         if !(si.seen() && sj.seen()) {
@@ -188,9 +256,9 @@ fn samples(raw: &Raw, i: usize, j: usize) -> (Samples, Samples) {
         }
         let i_up_a2b = known[l.conn as usize].unwrap_or(majority);
         if (l.dir == 0) == i_up_a2b {
-            fwd.push((si.t, sj.t - si.t));
+            fwd.push(si.t, sj.t - si.t);
         } else {
-            rev.push((si.t, si.t - sj.t));
+            rev.push(si.t, si.t - sj.t);
         }
     }
     (fwd, rev)
@@ -215,8 +283,8 @@ pub(super) fn estimate(raw: &Raw, _settings: &Settings) -> Vec<Clock> {
             }
             for i in 0..n {
                 let Some(ci) = clocks[i] else { continue };
-                let (fwd, rev) = samples(raw, i, j);
-                if let Some(mut c) = estimate_pair(&fwd, &rev) {
+                let (mut fwd, mut rev) = samples(raw, i, j);
+                if let Some(mut c) = estimate_envelopes(&mut fwd, &mut rev) {
                     // j − ref = (j − i) + (i − ref), both linear in time.
                     c.offset_ns += ci.at(c.t_ref);
                     if ci.skew_applied {

@@ -18,8 +18,10 @@
 //!   [`Settings::window_ns`] of input time (default 2 s); past it, it can no longer be matched,
 //!   and a later sighting of the same packet starts a lifeline of its own (seen at one point
 //!   only). The captures' clocks must therefore differ by less than the window (give
-//!   `--offset` otherwise). Memory: the unmatched sightings of the window, and a 40-byte
-//!   summary per packet for the clock correction, which needs the whole pass.
+//!   `--offset` otherwise). Memory: the window's key table, and every packet's facts and
+//!   sightings, which the verdicts, `--packets` and the plots read after the pass. The clock
+//!   fit keeps no samples: per pair of points and direction, the lower convex hull of the
+//!   delays and at most 4096 more (`clock::Envelope`).
 //! - **Path order**: for each connection and direction, the order in which its packets pass
 //!   the points (upstream first), found from the data: point i is upstream of j for a→b when
 //!   `min(t_j − t_i)` over a→b packets plus `min(t_i − t_j)` over b→a packets is positive (the
@@ -231,7 +233,7 @@ impl Correlation {
             let ms = |x: f64| (x / 1e3).round() / 1e3;
             CorrPacket {
                 conn: l.conn as usize + 1,
-                dir: if l.dir == 0 { "a2b" } else { "b2a" },
+                dir: rows::dir_name(l.dir),
                 seq: u64::from(l.seq.wrapping_sub(self.bases[cd])),
                 len: l.len,
                 flags: crate::export::packet::flag_letters(crate::decode::Flags(l.flags)),

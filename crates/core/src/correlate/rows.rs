@@ -4,6 +4,12 @@ use serde::Serialize;
 
 use crate::table::{Field as F, Kind, Table};
 
+/// A direction as every record names it: 0 is `a2b` (from the SYN's sender, or the first
+/// packet's), 1 is `b2a`.
+pub(crate) fn dir_name(d: u8) -> &'static str {
+    if d == 0 { "a2b" } else { "b2a" }
+}
+
 /// Smallest, median and largest of a set of delays (ms); null without any.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct DelaySummary {
@@ -16,14 +22,27 @@ pub struct DelaySummary {
 }
 
 impl DelaySummary {
-    /// From values in ns (sorted here).
+    /// From values in ns (reordered here).
     pub fn of(v: &mut [f64]) -> DelaySummary {
+        DelaySummary::from_ns(DelaySummary::pick(v))
+    }
+
+    /// The smallest, median and largest of values in ns, or `None` without any: a selection,
+    /// not a sort (the values of a bulk transfer are a million).
+    pub(crate) fn pick(v: &mut [f64]) -> Option<(f64, f64, f64)> {
         if v.is_empty() {
-            return DelaySummary::default();
+            return None;
         }
-        v.sort_by(f64::total_cmp);
-        let ms = |x: f64| (x / 1e3).round() / 1e3;
-        DelaySummary { min: Some(ms(v[0])), median: Some(ms(v[(v.len() - 1) / 2])), max: Some(ms(v[v.len() - 1])) }
+        let min = v.iter().copied().min_by(f64::total_cmp)?;
+        let max = v.iter().copied().max_by(f64::total_cmp)?;
+        let (_, median, _) = v.select_nth_unstable_by((v.len() - 1) / 2, f64::total_cmp);
+        Some((min, *median, max))
+    }
+
+    /// From the smallest, median and largest in ns.
+    pub(crate) fn from_ns(v: Option<(f64, f64, f64)>) -> DelaySummary {
+        let ms = |x: f64| Some((x / 1e3).round() / 1e3);
+        v.map_or_else(DelaySummary::default, |(a, b, c)| DelaySummary { min: ms(a), median: ms(b), max: ms(c) })
     }
 }
 

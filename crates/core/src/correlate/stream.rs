@@ -1,7 +1,7 @@
 //! The one streaming pass: the captures merged in time order, each packet matched to its
 //! sightings at the other points within the window (module doc of `correlate`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
 
@@ -153,6 +153,22 @@ impl Input {
     }
 }
 
+/// Per lifeline, the matcher's working state, in one record: a sighting that matches reads it
+/// for the lifelines of its key, and the window of a fast transfer (~10⁵ lifelines) is far
+/// larger than the caches, so one cache miss here replaces three (window time, key chain,
+/// which points saw it) and a fourth (its connection).
+#[derive(Clone, Copy)]
+struct Hot {
+    /// When it entered the window (ns).
+    entered: i64,
+    /// The previous lifeline with the same key (`u32::MAX`: none).
+    older: u32,
+    /// The points that saw it, bit p for point p (at most 32 points).
+    seen: u32,
+    /// Its connection as made (before joins) times 2, plus 1 for b → a.
+    conn_dir: u32,
+}
+
 /// A point's last 4-tuple (lower, higher endpoint) and its connection and a-is-lower.
 type LastTuple = (Endpoint, Endpoint, Option<(u32, bool)>);
 
@@ -160,14 +176,15 @@ type LastTuple = (Endpoint, Endpoint, Option<(u32, bool)>);
 pub(super) struct Matcher {
     n: usize,
     window: i64,
-    /// Per match key in the window, its newest lifeline; older ones with the same key are
-    /// chained by `older` (a Vec per key cost an allocation per packet).
+    /// Per match key, its newest lifeline; older ones with the same key are chained by
+    /// [`Hot::older`] (a Vec per key cost an allocation per packet). Entries whose newest
+    /// lifeline has left the window count as absent and are swept out once per window of input
+    /// time (`swept`): one sequential pass over the table instead of a lookup per lifeline.
     pending: HashMap<MatchKey, u32, Fx>,
-    /// Per lifeline, the previous one with the same key still in the window (`u32::MAX`: none).
-    older: Vec<u32>,
-    /// Per lifeline, when it entered the window (ns).
-    entered: Vec<i64>,
-    expiry: VecDeque<(i64, MatchKey, u32)>,
+    /// When `pending` was last swept (ns of input time).
+    swept: Option<i64>,
+    /// Per lifeline, what a new sighting needs to read (see [`Hot`]).
+    hot: Vec<Hot>,
     /// Per point, the last tuple looked up and its answer (a bulk transfer asks the same).
     last_tuple: Vec<Option<LastTuple>>,
     /// (point, lower endpoint, higher endpoint) → (connection as made, a is the lower).
@@ -183,9 +200,8 @@ impl Matcher {
             n,
             window,
             pending: HashMap::default(),
-            older: Vec::new(),
-            entered: Vec::new(),
-            expiry: VecDeque::new(),
+            swept: None,
+            hot: Vec::new(),
             last_tuple: vec![None; n],
             tuples: HashMap::default(),
             conns: Conns::default(),
@@ -198,8 +214,7 @@ impl Matcher {
     pub fn reserve(&mut self, k: usize) {
         self.lives.reserve(k);
         self.sights.reserve(k * self.n);
-        self.older.reserve(k);
-        self.entered.reserve(k);
+        self.hot.reserve(k);
     }
 
     /// The connection and direction (false: a → b) of a packet at point `p`, if known there.
@@ -228,32 +243,36 @@ impl Matcher {
     /// One packet of point `p`, in time order over all points.
     pub fn push(&mut self, p: usize, o: &Obs) {
         let now = o.sight.t;
-        while let Some(&(t, key, idx)) = self.expiry.front() {
-            if now - t <= self.window {
-                break;
-            }
-            self.expiry.pop_front();
-            // The newest of its key gone: the key leaves the window (older ones went before).
-            if self.pending.get(&key) == Some(&idx) {
-                self.pending.remove(&key);
-            }
+        let window = self.window;
+        if self.swept.is_none_or(|s| now - s > window) {
+            let hot = &self.hot;
+            self.pending.retain(|_, idx| now - hot[*idx as usize].entered <= window);
+            self.swept = Some(now);
         }
         let n = self.n;
-        let newest = self.pending.get(&o.key).copied();
+        let bit = 1u32 << p;
+        // The newest lifeline of this key, if still in the window.
+        let newest = self.pending.get(&o.key).copied().filter(|&i| now - self.hot[i as usize].entered <= window);
         // The oldest lifeline of this key still in the window that this point has not seen.
         let mut found = None;
         let mut at = newest.unwrap_or(u32::MAX);
-        while at != u32::MAX && now - self.entered[at as usize] <= self.window {
-            if !self.sights[at as usize * n + p].seen() {
+        while at != u32::MAX {
+            let h = self.hot[at as usize];
+            if now - h.entered > window {
+                break;
+            }
+            if h.seen & bit == 0 {
                 found = Some(at);
             }
-            at = self.older[at as usize];
+            at = h.older;
         }
         let copy = newest.is_some();
         match found {
             Some(i) => {
                 self.sights[i as usize * n + p] = o.sight;
-                let (lc, ld) = (self.lives[i as usize].conn, self.lives[i as usize].dir == 1);
+                let h = &mut self.hot[i as usize];
+                h.seen |= bit;
+                let (lc, ld) = (h.conn_dir >> 1, h.conn_dir & 1 == 1);
                 match self.conn_of(p, o) {
                     Some((c, d)) => self.conns.join(lc, ld, c, d),
                     None => self.set_conn(p, o, lc, ld),
@@ -283,10 +302,13 @@ impl Matcher {
                 });
                 self.sights.extend(std::iter::repeat_n(Sight::NONE, n));
                 self.sights[idx as usize * n + p] = o.sight;
-                self.older.push(newest.unwrap_or(u32::MAX));
-                self.entered.push(now);
+                self.hot.push(Hot {
+                    entered: now,
+                    older: newest.unwrap_or(u32::MAX),
+                    seen: bit,
+                    conn_dir: c << 1 | u32::from(d),
+                });
                 self.pending.insert(o.key, idx);
-                self.expiry.push_back((now, o.key, idx));
             }
         }
     }

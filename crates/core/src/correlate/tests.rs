@@ -83,6 +83,26 @@ fn past_the_window_a_packet_is_no_longer_matched() {
     assert_eq!(r.1.len(), 3, "the late sighting started a lifeline of its own");
 }
 
+#[test]
+fn the_window_is_kept_between_sweeps() {
+    let (a, b) = (ep(1, 1000), ep(2, 80));
+    let mut m = Matcher::new(2, 1_000);
+    m.push(0, &obs(0, a, b, 1, 100, 5));
+    m.push(0, &obs(900, a, b, 101, 100, 6));
+    // Past a window since the last sweep: the table is swept (seq 1 leaves, 101 stays).
+    m.push(0, &obs(1_500, a, b, 201, 100, 7));
+    m.push(1, &obs(1_600, a, b, 201, 100, 7));
+    m.push(1, &obs(1_700, a, b, 101, 100, 6));
+    // 101 entered at 900: out of the window at 2 000, though no sweep has run since 1 500.
+    m.push(1, &obs(2_000, a, b, 101, 100, 6));
+    m.push(1, &obs(2_100, a, b, 1, 100, 5));
+    let r = m.finish();
+    assert_eq!(r.1.len(), 5, "1, 101, 201, and the late 101 and 1 on their own");
+    assert_eq!((seen(&r, 1, 2), seen(&r, 2, 2)), (vec![true, true], vec![true, true]));
+    assert_eq!((seen(&r, 3, 2), seen(&r, 4, 2)), (vec![false, true], vec![false, true]));
+    assert!(!r.1[3].copy && !r.1[4].copy, "a key out of the window is not a copy");
+}
+
 /// Delays d(t) = base + queueing ≥ 0 both ways, one clock off by `off` and running fast by
 /// `skew`: the estimate finds both within the stated uncertainty.
 fn synth(off: f64, skew: f64, base_f: f64, base_r: f64) -> (super::clock::Samples, super::clock::Samples) {
@@ -126,6 +146,33 @@ fn skew_is_found_from_the_lower_envelopes() {
         let want = -1e6 + 50e-6 * (t - 1_000_000_000_000) as f64;
         assert!((c.at(*t) - want).abs() < 20e3, "at {t}: {} vs {want}", c.at(*t));
     }
+}
+
+/// The envelope keeps the hull of its samples, not the samples: folded every k samples, in
+/// any order, its hull is the hull of all of them (and the estimate the same).
+#[test]
+fn an_envelope_is_the_hull_of_all_its_samples() {
+    use super::clock::{Envelope, lower_hull};
+    let (f, r) = synth(-1e6, 50e-6, 2e6, 2e6);
+    let mut all = f.clone();
+    all.sort_unstable();
+    let want = lower_hull(&all);
+    assert!(want.len() > 2 && want.len() < 100, "{} vertices", want.len());
+    // Out of time order, as the lifelines complete.
+    let mut shuffled = f.clone();
+    shuffled.reverse();
+    shuffled.swap(5, 1500);
+    for k in [1, 3, 17, 4096] {
+        let mut e = Envelope::with_fold(k);
+        shuffled.iter().for_each(|&(t, d)| e.push(t, d));
+        assert_eq!(e.hull(), want.as_slice(), "fold every {k}");
+    }
+    let mut e = Envelope::with_fold(3);
+    f.iter().for_each(|&(t, d)| e.push(t, d));
+    let mut g = Envelope::with_fold(3);
+    r.iter().for_each(|&(t, d)| g.push(t, d));
+    let (a, b) = (super::clock::estimate_envelopes(&mut e, &mut g).unwrap(), estimate_pair(&f, &r).unwrap());
+    assert_eq!((a.offset_ns, a.skew, a.t_ref, a.samples), (b.offset_ns, b.skew, b.t_ref, b.samples));
 }
 
 #[test]

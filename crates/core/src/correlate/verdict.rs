@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::clock::Clock;
-use super::rows::{CorrDir, CorrEvent, DelaySummary, LossAt};
+use super::rows::{CorrDir, CorrEvent, DelaySummary, LossAt, dir_name};
 use super::stream::Raw;
 use super::{Correlation, Life, Sight};
 
@@ -17,10 +17,21 @@ impl Ranges {
         if a >= b {
             return;
         }
-        // Merge with every range that touches [a, b).
-        let touching: Vec<(u64, u64)> =
-            self.0.range(..=b).rev().take_while(|(_, e)| **e >= a).map(|(s, e)| (*s, *e)).collect();
-        for (s, e) in touching {
+        // Data in order extends the last range: in place, no search.
+        if let Some(mut last) = self.0.last_entry()
+            && *last.key() <= a
+            && a <= *last.get()
+        {
+            let e = last.get_mut();
+            *e = (*e).max(b);
+            return;
+        }
+        // Merge with every range that touches [a, b), from the highest start down (the ranges
+        // are disjoint and apart, so their ends fall in the same order as their starts).
+        while let Some((&s, &e)) = self.0.range(..=b).next_back() {
+            if e < a {
+                break;
+            }
             self.0.remove(&s);
             a = a.min(s);
             b = b.max(e);
@@ -38,22 +49,24 @@ impl Ranges {
 }
 
 const SYN: u16 = 0x02;
+/// `correlate` takes at most 32 captures (one bit each in the matcher).
+const MAX_POINTS: usize = 32;
 const FIN: u16 = 0x01;
 const ACK: u16 = 0x10;
-
-fn dir_name(d: u8) -> &'static str {
-    if d == 0 { "a2b" } else { "b2a" }
-}
 
 /// The points a connection's direction passes, upstream first: points that saw none of its
 /// packets are not on it; the others are ordered by the majority of its packets' times (both
 /// directions, the reverse one counted backwards).
-fn path_order(lives: &[usize], all: &[Life], t: &dyn Fn(usize, usize) -> Option<i64>, n: usize) -> Vec<usize> {
+fn path_order(lives: &[u32], all: &[Life], t: &dyn Fn(usize, usize) -> Option<i64>, n: usize) -> Vec<usize> {
     let mut on = vec![false; n];
     // before[i][j]: packets of a→b at i before j (b→a: j before i).
     let mut before = vec![vec![0i64; n]; n];
+    let mut times = [None; MAX_POINTS];
     for &k in lives {
-        let times: Vec<Option<i64>> = (0..n).map(|p| t(k, p)).collect();
+        let k = k as usize;
+        for (p, x) in times.iter_mut().enumerate().take(n) {
+            *x = t(k, p);
+        }
         for i in 0..n {
             let Some(ti) = times[i] else { continue };
             on[i] = true;
@@ -92,9 +105,15 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
     let spans: Vec<Option<(i64, i64)>> =
         raw.points.iter().zip(&clocks).map(|(p, c)| p.span.map(|(a, b)| (c.to_ref(a), c.to_ref(b)))).collect();
     let t0 = spans.iter().flatten().map(|s| s.0).min().unwrap_or(0);
-    let mut by_dir: Vec<Vec<usize>> = vec![Vec::new(); nconn * 2];
+    // Per connection and direction, its lifelines (u32, sized exactly: one table of a bulk
+    // transfer's packets grown by doubling was copied and faulted in twice).
+    let mut count = vec![0usize; nconn * 2];
+    for l in &raw.lives {
+        count[l.conn as usize * 2 + l.dir as usize] += 1;
+    }
+    let mut by_dir: Vec<Vec<u32>> = count.iter().map(|&c| Vec::with_capacity(c)).collect();
     for (k, l) in raw.lives.iter().enumerate() {
-        by_dir[l.conn as usize * 2 + l.dir as usize].push(k);
+        by_dir[l.conn as usize * 2 + l.dir as usize].push(k as u32);
     }
     let mut dirs = Vec::new();
     let mut events = Vec::new();
@@ -103,9 +122,9 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
     let mut fates: Vec<Fate> = vec![Fate::Delivered; raw.lives.len()];
     let mut bases = vec![0u32; nconn * 2];
     let mut min_owd = vec![f64::NAN; nconn * 2];
-    let mut owds: Vec<Vec<(usize, f64)>> = vec![Vec::new(); nconn * 2];
+    let mut owds: Vec<Vec<f64>> = vec![Vec::new(); nconn * 2];
     for c in 0..nconn {
-        let both: Vec<usize> = by_dir[c * 2].iter().chain(&by_dir[c * 2 + 1]).copied().collect();
+        let both: Vec<u32> = by_dir[c * 2].iter().chain(&by_dir[c * 2 + 1]).copied().collect();
         let fwd = path_order(&both, &raw.lives, &t, n);
         let mut rev = fwd.clone();
         rev.reverse();
@@ -121,18 +140,18 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
             continue;
         }
         for &k in &by_dir[cd] {
-            if let (Some(a), Some(b)) = (t(k, first), t(k, last)) {
-                owds[cd].push((k, (b - a) as f64));
+            if let (Some(a), Some(b)) = (t(k as usize, first), t(k as usize, last)) {
+                owds[cd].push((b - a) as f64);
             }
         }
-        min_owd[cd] = owds[cd].iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+        min_owd[cd] = owds[cd].iter().copied().fold(f64::INFINITY, f64::min);
     }
     for cd in 0..nconn * 2 {
         let (c, d) = (cd / 2, (cd % 2) as u8);
         let conn = &raw.conns[c];
         let (src, dst) = if d == 0 { (conn.a, conn.b) } else { (conn.b, conn.a) };
         let path = paths[cd].clone();
-        let lives = &by_dir[cd];
+        let lives: &[u32] = &by_dir[cd];
         let mut row = CorrDir {
             conn: c + 1,
             dir: dir_name(d),
@@ -169,7 +188,11 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
             continue;
         }
         // The base of relative sequence numbers: the first packet's (the SYN's) at any point.
-        let base = lives.iter().min_by_key(|&&k| first_time(&t, k, n)).map(|&k| raw.lives[k].seq).unwrap_or(0);
+        let base = lives
+            .iter()
+            .min_by_key(|&&k| first_time(&t, k as usize, n))
+            .map(|&k| raw.lives[k as usize].seq)
+            .unwrap_or(0);
         bases[cd] = base;
         let rel = |s: u32| u64::from(s.wrapping_sub(base));
         let ev = |k: usize, kind: &'static str, point: usize, to: Option<usize>, detail: String| {
@@ -196,15 +219,27 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
         // Smallest delay between consecutive points of the path (for "was it capturing then").
         let hop_min: Vec<i64> = path
             .windows(2)
-            .map(|w| lives.iter().filter_map(|&k| Some(t(k, w[1])? - t(k, w[0])?)).min().unwrap_or(0).max(0))
+            .map(|w| {
+                lives
+                    .iter()
+                    .filter_map(|&k| Some(t(k as usize, w[1])? - t(k as usize, w[0])?))
+                    .min()
+                    .unwrap_or(0)
+                    .max(0)
+            })
             .collect();
         let in_span = |p: usize, at: i64| spans[p].is_some_and(|(a, b)| a <= at && at <= b);
         let (first, last) = (path[0], path[path.len() - 1]);
         let mut losses: BTreeMap<(usize, usize), u64> = BTreeMap::new();
         let mut hops: Option<u8> = None;
+        let mut seen = [false; MAX_POINTS];
         for &k in lives {
+            let k = k as usize;
             let l = &raw.lives[k];
-            let seen: Vec<bool> = path.iter().map(|&p| t(k, p).is_some()).collect();
+            for (s, &p) in seen.iter_mut().zip(&path) {
+                *s = t(k, p).is_some();
+            }
+            let seen = &seen[..path.len()];
             let Some(fi) = seen.iter().position(|&s| s) else { continue };
             let li = seen.iter().rposition(|&s| s).unwrap_or(fi);
             if fi == 0 {
@@ -217,15 +252,8 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
             // Missed in the middle: the packet passed those points.
             for m in fi + 1..li {
                 if !seen[m] {
-                    row.capture_loss += 1;
-                    point_missed[path[m]] += 1;
-                    events.push(ev(
-                        k,
-                        "capture_loss",
-                        path[m],
-                        None,
-                        format!("seen at points {} and {}", path[fi] + 1, path[li] + 1),
-                    ));
+                    let detail = format!("seen at points {} and {}", path[fi] + 1, path[li] + 1);
+                    missed(&mut row, &mut point_missed, &mut events, ev(k, "capture_loss", path[m], None, detail));
                 }
             }
             // Not seen upstream of the first sighting.
@@ -244,19 +272,17 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
                     for m in (0..fi).rev() {
                         at -= hop_min[m];
                         if in_span(path[m], at) {
-                            row.capture_loss += 1;
-                            point_missed[path[m]] += 1;
-                            events.push(ev(
-                                k,
-                                "capture_loss",
-                                path[m],
-                                None,
-                                format!(
-                                    "arrived at point {} but point {} did not see it leave",
-                                    path[fi] + 1,
-                                    path[m] + 1
-                                ),
-                            ));
+                            let detail = format!(
+                                "arrived at point {} but point {} did not see it leave",
+                                path[fi] + 1,
+                                path[m] + 1
+                            );
+                            missed(
+                                &mut row,
+                                &mut point_missed,
+                                &mut events,
+                                ev(k, "capture_loss", path[m], None, detail),
+                            );
                         }
                     }
                 }
@@ -292,17 +318,20 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
         row.loss_rate = (judged > 0).then(|| row.lost_on_path as f64 / judged as f64);
         // Delays.
         let mn = min_owd[cd];
-        let mut v: Vec<f64> = owds[cd].iter().map(|x| x.1).collect();
-        let mut q: Vec<f64> = v.iter().map(|x| x - mn).collect();
-        row.one_way_delay_ms = DelaySummary::of(&mut v);
-        row.queueing_ms = DelaySummary::of(&mut q);
+        // The queueing parts are the delays less a constant: the same order, the same picks.
+        let v = DelaySummary::pick(&mut owds[cd]);
+        row.one_way_delay_ms = DelaySummary::from_ns(v);
+        row.queueing_ms = DelaySummary::from_ns(v.map(|(a, b, c)| (a - mn, b - mn, c - mn)));
         // Reordering: arrival at the last point after a later-sent packet's.
         if first != last {
-            let mut sent: Vec<(i64, i64, usize)> =
-                lives.iter().filter_map(|&k| Some((t(k, first)?, t(k, last)?, k))).collect();
-            sent.sort_unstable();
+            let mut sent: Vec<(i64, i64, u32)> =
+                lives.iter().filter_map(|&k| Some((t(k as usize, first)?, t(k as usize, last)?, k))).collect();
+            // Nearly in order already (lifelines are made in time order): the stable sort's
+            // runs make that linear. The keys are unique, so the order is the unstable one's.
+            sent.sort();
             let mut earliest_later = i64::MAX;
             for &(_, arr, k) in sent.iter().rev() {
+                let k = k as usize;
                 if arr > earliest_later {
                     row.reordered += 1;
                     events.push(ev(k, "reordered", last, None, "arrived after a packet sent later".into()));
@@ -313,13 +342,14 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
         // Retransmissions, in the order they left the first point.
         let mut sent: Vec<(i64, usize)> = lives
             .iter()
-            .filter(|&&k| {
+            .map(|&k| k as usize)
+            .filter(|&k| {
                 let l = &raw.lives[k];
                 !l.copy && (l.len > 0 || l.flags & (SYN | FIN) != 0)
             })
-            .filter_map(|&k| Some((t(k, first)?, k)))
+            .filter_map(|k| Some((t(k, first)?, k)))
             .collect();
-        sent.sort_unstable();
+        sent.sort();
         let mut highest = 0u64;
         let mut delivered = Ranges::default();
         let mut resent = Ranges::default();
@@ -361,16 +391,17 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
         if first != last && !min_owd[rcd].is_nan() && !mn.is_nan() {
             let mut acks: Vec<(i64, usize)> = by_dir[rcd]
                 .iter()
-                .filter(|&&k| raw.lives[k].flags & ACK != 0)
-                .filter_map(|&k| Some((t(k, last)?, k)))
+                .map(|&k| k as usize)
+                .filter(|&k| raw.lives[k].flags & ACK != 0)
+                .filter_map(|k| Some((t(k, last)?, k)))
                 .collect();
-            acks.sort_unstable();
+            acks.sort();
             let mut data: Vec<(i64, usize)> = sent
                 .iter()
                 .filter(|&&(_, k)| raw.lives[k].len > 0)
                 .filter_map(|&(_, k)| Some((t(k, last)?, k)))
                 .collect();
-            data.sort_unstable();
+            data.sort();
             let (mut sum_rtt, mut sum_path, mut sum_q, mut sum_r, mut m) = (0.0, 0.0, 0.0, 0.0, 0u64);
             let path_delay = mn + min_owd[rcd];
             let mut j = 0;
@@ -456,6 +487,13 @@ impl Fate {
     }
 }
 
+/// A capture loss: counted for its direction and for the point (`e.point`, 1-based) that missed it.
+fn missed(row: &mut CorrDir, point_missed: &mut [u64], events: &mut Vec<CorrEvent>, e: CorrEvent) {
+    row.capture_loss += 1;
+    point_missed[e.point - 1] += 1;
+    events.push(e);
+}
+
 fn first_time(t: &dyn Fn(usize, usize) -> Option<i64>, k: usize, n: usize) -> i64 {
     (0..n).filter_map(|p| t(k, p)).min().unwrap_or(i64::MAX)
 }
@@ -475,5 +513,40 @@ fn change(row: &mut CorrDir, hops: &mut Option<u8>, a: &Sight, b: &Sight, mut ev
     if a.mss != b.mss {
         row.mss_changed += 1;
         ev("changed", format!("MSS option {} became {}", a.mss, b.mss));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ranges;
+
+    /// Random insertions against a bitmap of the bytes: the merged ranges cover exactly the
+    /// bytes inserted, in order or not (the in-order fast path and the general merge).
+    #[test]
+    fn ranges_cover_what_was_inserted() {
+        let mut x = 7u64;
+        let mut rnd = |m: u64| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for round in 0..200 {
+            let mut r = Ranges::default();
+            let mut bytes = [false; 256];
+            let mut next = 0;
+            for _ in 0..40 {
+                // Mostly in order, as data is; now and then anywhere.
+                let a = if round % 2 == 0 && rnd(4) > 0 { next } else { rnd(240) };
+                let b = (a + rnd(16)).min(256);
+                r.insert(a, b);
+                bytes[a as usize..b as usize].iter_mut().for_each(|x| *x = true);
+                next = b;
+                let starts: Vec<(u64, u64)> = r.0.iter().map(|(s, e)| (*s, *e)).collect();
+                assert!(starts.windows(2).all(|w| w[0].1 < w[1].0), "disjoint and apart: {starts:?}");
+                for s in 0..256u64 {
+                    assert_eq!(r.covers(s, s + 1), bytes[s as usize], "byte {s} in {starts:?}");
+                    assert_eq!(r.overlaps(s, s + 1), bytes[s as usize], "byte {s} in {starts:?}");
+                }
+            }
+        }
     }
 }
