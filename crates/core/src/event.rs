@@ -70,6 +70,11 @@ pub struct SegmentInfo {
     pub wscale_opt: Option<u8>,
     /// SACK-permitted option present.
     pub sack_permitted: bool,
+    /// IP and TCP header bytes (options and IPv6 extension headers included): the segment's
+    /// size on the wire is this plus `len`.
+    pub hdr_len: u16,
+    /// What it did as an acknowledgment of the peer's data (ACK strategy).
+    pub acking: AckFacts,
 }
 
 impl SegmentInfo {
@@ -88,6 +93,75 @@ impl SegmentInfo {
     /// Whether it carried a TCP timestamps option.
     pub fn has_timestamps(&self) -> bool {
         self.tsval.is_some()
+    }
+}
+
+/// What a segment did as an acknowledgment of the peer's payload: the receiver's ACK strategy
+/// (`docs/statistics.md`, *Acknowledgment strategy*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckFacts {
+    /// Its class; [`AckKind::None`] when it neither acknowledged new payload nor was useless.
+    pub kind: AckKind,
+    /// Payload bytes it newly acknowledged.
+    pub bytes: u32,
+    /// The receiver's delay from the arrival of the oldest data it newly acknowledges to the
+    /// ACK, the capture point's half-loop (`loop_ns`) taken off; `None` when not measurable
+    /// (during loss recovery, or that data was not seen).
+    pub delay_ns: Option<u64>,
+    /// The half-loop taken off: the smallest data-to-ACK time seen so far for this data
+    /// (`u64::MAX` before any).
+    pub loop_ns: u64,
+    /// It is the second quick ACK in a row: a quick-ACK episode starts.
+    pub episode: bool,
+}
+
+impl AckFacts {
+    /// No acknowledgment of new payload.
+    pub const NONE: AckFacts =
+        AckFacts { kind: AckKind::None, bytes: 0, delay_ns: None, loop_ns: u64::MAX, episode: false };
+}
+
+/// The class of an acknowledgment, by what it acknowledged and how long it waited ("full": the
+/// sender's largest segment, at most the receiver's MSS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckKind {
+    /// It acknowledged no new payload (and was not useless).
+    None,
+    /// A pure ACK that acknowledged nothing new, moved no window, carried no SACK block and
+    /// answered nothing: the peer had sent nothing since this side's previous segment.
+    Useless,
+    /// Up to one full segment, pure, sent at once (delay under
+    /// [`crate::analysis::DELAYED_MIN_NS`]).
+    Quick,
+    /// Up to one full segment, pure, held by the delayed-ACK timer.
+    Delayed,
+    /// Up to one full segment, pure, delay not measurable.
+    Untimed,
+    /// Up to one full segment, riding on data, a SYN or a FIN.
+    Piggybacked,
+    /// More than one and at most two full segments: the every-second-segment rule.
+    Pair,
+    /// More than two full segments: a stretch ACK.
+    Stretch,
+}
+
+impl AckKind {
+    /// Whether it newly acknowledged payload.
+    pub fn advancing(self) -> bool {
+        !matches!(self, AckKind::None | AckKind::Useless)
+    }
+    /// Name as in plots' legends.
+    pub fn name(self) -> &'static str {
+        match self {
+            AckKind::None => "none",
+            AckKind::Useless => "useless",
+            AckKind::Quick => "quick",
+            AckKind::Delayed => "delayed",
+            AckKind::Untimed => "untimed",
+            AckKind::Piggybacked => "piggybacked",
+            AckKind::Pair => "pair",
+            AckKind::Stretch => "stretch",
+        }
     }
 }
 
