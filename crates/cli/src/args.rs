@@ -52,6 +52,10 @@ pub enum Command {
     Conns(CommonArgs),
     /// Full per-connection, per-direction statistics (both directions side by side).
     Stats(StatsArgs),
+    /// How good the capture is, per file and per connection: packets it missed, frames recorded
+    /// twice, time going backwards, snaplen cuts, offloaded segments, where the capture point
+    /// sits (docs/quality.md).
+    Quality(CommonArgs),
     /// Rank connections by trouble and say why: out-of-sequence classes, what limited each
     /// connection, burstiness, a verdict (boring connections hidden; see docs/screening.md).
     Screen(ScreenArgs),

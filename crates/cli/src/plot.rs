@@ -248,6 +248,7 @@ fn series_of<M: OneConnection + Send>(args: &PlotArgs, t: &Target) -> io::Result
         }
     };
     crate::run::say_files(std::slice::from_ref(&summary), args.quiet)?;
+    crate::quality::warn(std::slice::from_ref(&summary), &[], args.quiet)?;
     let dir = t.dir.unwrap_or_else(|| origin.busier());
     let sink = [one, other].into_iter().flatten().find(|(_, d)| *d == dir).map(|(s, _)| s);
     let no_conn = || io::Error::other(format!("{}: no connection {}", t.trace.display(), t.conn));
