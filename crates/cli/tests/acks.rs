@@ -118,13 +118,19 @@ fn record(tag: &str, nodelay: bool, quickack: bool) -> Option<(Value, PathBuf)> 
     Some((conns[0].clone(), file))
 }
 
+/// `screen`'s verdict of the one connection in `file`.
+fn verdict(file: &Path) -> String {
+    let doc = util::json(&["screen", "--all", file.to_str().unwrap()]);
+    doc["connections"][0]["verdict"].as_str().unwrap().to_string()
+}
+
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
 #[test]
 fn nagle_and_delayed_acks_make_40_ms_rounds_quickack_and_nodelay_do_not() {
-    let Some((nagle, _)) = record("nagle", false, false) else { return };
+    let Some((nagle, nagle_file)) = record("nagle", false, false) else { return };
     let server = &nagle["b2a"];
     eprintln!("nagle: server {server}");
     // Linux starts in quick-ACK mode and delays from then on: most requests wait for the timer.
@@ -138,7 +144,11 @@ fn nagle_and_delayed_acks_make_40_ms_rounds_quickack_and_nodelay_do_not() {
     // 40 rounds of 40 ms.
     assert!(f(&nagle["duration_s"]) > 0.02 * ROUNDS as f64, "{}", nagle["duration_s"]);
 
-    let Some((quick, _)) = record("quick", false, true) else { return };
+    // screen says why the rounds took 40 ms (seed 001's -D story), and only then.
+    let v = verdict(&nagle_file);
+    assert!(v.contains("interact with Nagle"), "{v}");
+    let Some((quick, quick_file)) = record("quick", false, true) else { return };
+    assert!(!verdict(&quick_file).contains("Nagle"));
     let server = &quick["b2a"];
     eprintln!("quickack: server {server}");
     assert_eq!(server["delayed_acks"], 0, "TCP_QUICKACK: no ACK waits for the timer");
@@ -147,7 +157,8 @@ fn nagle_and_delayed_acks_make_40_ms_rounds_quickack_and_nodelay_do_not() {
     assert!(server["delayed_ack_timer_ms"].is_null());
     assert!(f(&quick["duration_s"]) < 0.01 * ROUNDS as f64, "{}", quick["duration_s"]);
 
-    let Some((nodelay, _)) = record("nodelay", true, false) else { return };
+    let Some((nodelay, nodelay_file)) = record("nodelay", true, false) else { return };
+    assert!(!verdict(&nodelay_file).contains("Nagle"));
     let server = &nodelay["b2a"];
     eprintln!("nodelay: server {server}");
     // Both writes leave at once and are acknowledged together, at once (two segments: the
