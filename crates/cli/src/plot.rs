@@ -10,7 +10,7 @@ use tcpscope_core::analysis::{Dir, Settings};
 use tcpscope_core::plot::{self, Figure, View, ladder::LadderView, rtt::RttView, tsg::TsgView};
 use tcpscope_core::seq::{SeqNum, offset_from};
 use tcpscope_core::series::{
-    self, OneConnection, Origin, burst, dupack, flight, ladder, rtt, ssize, states, tput, tsg,
+    self, OneConnection, Origin, ack, burst, dupack, flight, ladder, rtt, ssize, states, tput, tsg,
 };
 
 use crate::args::{DirArg, KindArg, PlotArgs};
@@ -59,6 +59,7 @@ fn kind_name(k: KindArg) -> &'static str {
         KindArg::Tput => "tput",
         KindArg::Flight => "flight",
         KindArg::Ssize => "ssize",
+        KindArg::Ack => "ack",
         KindArg::Burst => "burst",
         KindArg::BurstCdf => "burst-cdf",
         KindArg::Dupack => "dupack",
@@ -307,6 +308,11 @@ fn figure(args: &PlotArgs, t: &Target, columns: Option<u32>) -> io::Result<(Figu
             let (s, origin, dir) = series_of::<ssize::SsizeSink>(args, t)?;
             let (from_s, to_s) = limits(&origin)?;
             (plot::ssize::ssize(&s, &view(from_s, to_s)), dir)
+        }
+        KindArg::Ack => {
+            let (s, origin, dir) = series_of::<ack::AckSink>(args, t)?;
+            let (from_s, to_s) = limits(&origin)?;
+            (plot::ack::ack(&s, &view(from_s, to_s)), dir)
         }
         KindArg::Burst => {
             let (s, origin, dir) = series_of::<burst::BurstSink>(args, t)?;
