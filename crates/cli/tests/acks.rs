@@ -1,6 +1,6 @@
 //! The ACK strategy (`stats`' acknowledgment fields, docs/statistics.md#acknowledgment-strategy)
 //! against real Linux receivers whose behaviour is known: request/response connections recorded
-//! on loopback in network namespaces this test makes (named `a22-PID-TAG`, removed when done),
+//! on loopback in network namespaces this test makes (named `a22b-PID-TAG`, removed when done),
 //! so the capture is beside the receiver and the delays are exact.
 //!
 //! - Nagle on and delayed ACKs (Linux's defaults), two small writes then a read: the server
@@ -106,7 +106,7 @@ fn request_response(ns: &Netns, nodelay: bool, quickack: bool) {
 
 /// Records one run and returns its connection's `stats` JSON.
 fn record(tag: &str, nodelay: bool, quickack: bool) -> Option<(Value, PathBuf)> {
-    let ns = Netns::with_prefix("a22", tag)?;
+    let ns = Netns::with_prefix("a22b", tag)?;
     let file = util::tempdir(&format!("acks-{tag}")).join("rr.pcap");
     let dump = Tcpdump::start(&ns, &file)?;
     request_response(&ns, nodelay, quickack);

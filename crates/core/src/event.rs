@@ -73,8 +73,6 @@ pub struct SegmentInfo {
     /// IP and TCP header bytes (options and IPv6 extension headers included): the segment's
     /// size on the wire is this plus `len`.
     pub hdr_len: u16,
-    /// What it did as an acknowledgment of the peer's data (ACK strategy).
-    pub acking: AckFacts,
 }
 
 impl SegmentInfo {
@@ -96,40 +94,41 @@ impl SegmentInfo {
     }
 }
 
-/// What a segment did as an acknowledgment of the peer's payload: the receiver's ACK strategy
-/// (`docs/statistics.md`, *Acknowledgment strategy*).
+/// What an ACK that newly acknowledged the peer's payload did: the receiver's ACK strategy
+/// (`docs/statistics.md`, *Acknowledgment strategy*), given with [`Event::AckAdvance`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AckFacts {
-    /// Its class; [`AckKind::None`] when it neither acknowledged new payload nor was useless.
+    /// Its class.
     pub kind: AckKind,
-    /// Payload bytes it newly acknowledged.
-    pub bytes: u32,
+    /// The acknowledging segment carried payload, a SYN or a FIN (the ACK rode on it).
+    pub carried: bool,
+    /// It is the second quick ACK in a row: a quick-ACK episode starts.
+    pub episode: bool,
     /// The receiver's delay from the arrival of the oldest data it newly acknowledges to the
-    /// ACK, the capture point's half-loop (`loop_ns`) taken off; `None` when not measurable
-    /// (during loss recovery, or that data was not seen).
-    pub delay_ns: Option<u64>,
+    /// ACK, the capture point's half-loop (`loop_ns`) taken off; `u64::MAX` when not measurable
+    /// (the ACK covers a retransmission, data sent out of order, or bytes never captured).
+    pub delay_ns: u64,
     /// The half-loop taken off: the smallest data-to-ACK time seen so far for this data
     /// (`u64::MAX` before any).
     pub loop_ns: u64,
-    /// It is the second quick ACK in a row: a quick-ACK episode starts.
-    pub episode: bool,
 }
 
 impl AckFacts {
-    /// No acknowledgment of new payload.
-    pub const NONE: AckFacts =
-        AckFacts { kind: AckKind::None, bytes: 0, delay_ns: None, loop_ns: u64::MAX, episode: false };
+    /// The delay, when measured.
+    pub fn delay(&self) -> Option<u64> {
+        (self.delay_ns != u64::MAX).then_some(self.delay_ns)
+    }
+
+    /// The half-loop, once measured.
+    pub fn half_loop(&self) -> Option<u64> {
+        (self.loop_ns != u64::MAX).then_some(self.loop_ns)
+    }
 }
 
 /// The class of an acknowledgment, by what it acknowledged and how long it waited ("full": the
 /// sender's largest segment, at most the receiver's MSS).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AckKind {
-    /// It acknowledged no new payload (and was not useless).
-    None,
-    /// A pure ACK that acknowledged nothing new, moved no window, carried no SACK block and
-    /// answered nothing: the peer had sent nothing since this side's previous segment.
-    Useless,
     /// Up to one full segment, pure, sent at once (delay under
     /// [`crate::analysis::DELAYED_MIN_NS`]).
     Quick,
@@ -146,15 +145,9 @@ pub enum AckKind {
 }
 
 impl AckKind {
-    /// Whether it newly acknowledged payload.
-    pub fn advancing(self) -> bool {
-        !matches!(self, AckKind::None | AckKind::Useless)
-    }
     /// Name as in plots' legends.
     pub fn name(self) -> &'static str {
         match self {
-            AckKind::None => "none",
-            AckKind::Useless => "useless",
             AckKind::Quick => "quick",
             AckKind::Delayed => "delayed",
             AckKind::Untimed => "untimed",
@@ -333,7 +326,13 @@ pub enum Event {
     AckAdvance {
         /// Payload bytes newly acknowledged (SYN and FIN excluded).
         bytes: u64,
+        /// What the ACK was, as the receiver's ACK strategy.
+        ack: AckFacts,
     },
+    /// A pure ACK that acknowledged nothing new, moved no window, carried no SACK block and
+    /// answered nothing: the peer had sent nothing since this side's previous segment (the
+    /// event's direction is the ACK's).
+    UselessAck,
     /// A duplicate ACK (Wireshark's rule, see docs); `n` counts the duplicates of this ack.
     DupAck {
         /// 1 for the first duplicate, 3 for the third ("triple").
@@ -432,6 +431,7 @@ impl Event {
         "hole",
         "acked_unseen",
         "ack_advance",
+        "useless_ack",
         "dup_ack",
         "dsack",
         "unneeded",
@@ -455,6 +455,7 @@ impl Event {
             Event::Hole { .. } => "hole",
             Event::AckedUnseen { .. } => "acked_unseen",
             Event::AckAdvance { .. } => "ack_advance",
+            Event::UselessAck => "useless_ack",
             Event::DupAck { .. } => "dup_ack",
             Event::Dsack { .. } => "dsack",
             Event::Unneeded { .. } => "unneeded",
@@ -475,13 +476,14 @@ impl Event {
 
     /// Whether the event is raised by an acknowledgment about the peer's data and carries the
     /// acknowledging packet's direction in [`At::dir`]: duplicate ACKs, SACK and D-SACK blocks,
-    /// zero windows, window shrinks and inferred window scales. Every other event carries the direction of the data it
+    /// useless ACKs, zero windows, window shrinks and inferred window scales. Every other event carries the direction of the data it
     /// is about (for the ACK-driven ones, the analysis reverses the ACK's direction: acked
     /// unseen bytes, ACK advances, RTT samples, Karn discards, post-loss ACKs).
     pub fn carries_ack_dir(&self) -> bool {
         matches!(
             self,
             Event::DupAck { .. }
+                | Event::UselessAck
                 | Event::Dsack { .. }
                 | Event::Sack { .. }
                 | Event::ZeroWindow
@@ -507,7 +509,8 @@ impl Event {
             Event::OutOfOrder { seq_off, class } => format!("seq {seq_off}{}", class_text(class)),
             Event::Hole { from, to } => format!("{from}..{to} not captured"),
             Event::AckedUnseen { bytes } => format!("{bytes} bytes"),
-            Event::AckAdvance { bytes } => format!("{bytes} bytes"),
+            Event::AckAdvance { bytes, .. } => format!("{bytes} bytes"),
+            Event::UselessAck => String::new(),
             Event::DupAck { n, ack_off } => format!("#{n} of ack {ack_off}"),
             Event::Dsack { from, to } => format!("{from}..{to}"),
             Event::Sack { from, to } => format!("{from}..{to}"),

@@ -154,35 +154,32 @@ pub struct AckStats {
 }
 
 impl AckStats {
-    /// Counts one segment's acknowledgment facts (`a.kind` is not `None`); `carried` when the
-    /// segment had payload, a SYN or a FIN. Not inlined, and given the facts alone: passing the
-    /// whole segment (or a reference into it) made the analysis build it in memory for every
-    /// packet.
-    #[inline(never)]
-    fn add(&mut self, a: AckFacts, carried: bool) {
-        if a.kind == AckKind::Useless {
-            self.useless += 1;
-            return;
-        }
+    /// Counts an ACK that newly acknowledged `bytes` of the peer's payload (an
+    /// [`Event::AckAdvance`], once per advancing ACK).
+    #[inline]
+    fn add(&mut self, bytes: u64, a: AckFacts) {
         self.acking += 1;
-        self.payload_bytes += a.bytes as u64;
+        self.payload_bytes += bytes;
         if a.loop_ns != u64::MAX {
             self.loop_ns = Some(self.loop_ns.map_or(a.loop_ns, |l| l.min(a.loop_ns)));
         }
-        match a.kind {
-            AckKind::Piggybacked => {}
-            AckKind::Quick => self.quick += 1,
-            AckKind::Delayed => self.delayed += 1,
-            AckKind::Stretch => self.stretch += 1,
-            AckKind::Pair | AckKind::Untimed | AckKind::None | AckKind::Useless => {}
-        }
-        self.piggybacked += carried as u64;
+        self.piggybacked += a.carried as u64;
         self.quick_episodes += a.episode as u64;
-        if let (AckKind::Quick | AckKind::Delayed, Some(d)) = (a.kind, a.delay_ns) {
-            self.delay.add(d);
-            if a.kind == AckKind::Delayed {
-                self.hist.get_or_insert_default().add(d);
-            }
+        match a.kind {
+            AckKind::Quick | AckKind::Delayed => self.timed(a.kind, a.delay_ns),
+            AckKind::Stretch => self.stretch += 1,
+            _ => {}
+        }
+    }
+
+    /// A quick or delayed ACK and its delay.
+    fn timed(&mut self, kind: AckKind, d: u64) {
+        self.delay.add(d);
+        if kind == AckKind::Delayed {
+            self.delayed += 1;
+            self.hist.get_or_insert_default().add(d);
+        } else {
+            self.quick += 1;
         }
     }
 
@@ -405,10 +402,6 @@ impl Sink for StatsSink {
             d.pure_acks += 1;
             d.acks.wire_bytes += s.hdr_len as u64;
         }
-        if s.acking.kind != AckKind::None {
-            // By value: a reference into `s` made the analysis build all of it in memory.
-            d.acks.add(s.acking, s.len > 0 || f.syn() || f.fin());
-        }
         d.unique_bytes += s.new_bytes as u64;
         d.rexmit_packets += s.is_rexmit as u64;
         d.rexmit_bytes += s.rexmit_bytes as u64;
@@ -477,10 +470,13 @@ impl Sink for StatsSink {
                 *d.checksum_offloaded.get_or_insert(0) += offloaded as u64;
             }
             Event::WscaleInferred { shift } => d.wscale_inferred = Some(shift),
-            Event::AckAdvance { bytes } => {
+            Event::AckAdvance { bytes, ack } => {
                 d.acked_bytes += bytes;
                 d.last_ack_advance_ts_ns = at.ts_ns;
+                // The receiver's strategy is counted on its side.
+                self.conns[at.conn].dir[at.dir.rev().idx()].acks.add(bytes, ack);
             }
+            Event::UselessAck => d.acks.useless += 1,
             Event::Retransmission { .. } | Event::Sack { .. } | Event::Unneeded { .. } => {}
         }
     }

@@ -131,8 +131,12 @@ struct Half {
     infer: Option<Box<wscale::Infer>>,
     /// What the out-of-sequence classifier remembers of this sender.
     memory: classify::Memory,
-    /// This endpoint's data awaiting an ACK, and its own ACK strategy (`acks`).
+    /// What the peer's ACKs of this endpoint's data have shown (`acks`: the peer's ACK
+    /// strategy).
     acks: acks::AckState,
+    /// The peer sent a segment since this endpoint's last one (`acks`: an ACK answering it is
+    /// not useless).
+    peer_spoke: bool,
 }
 
 /// The parts of a [`Half`] that grow with unacknowledged data.
@@ -159,17 +163,6 @@ impl Half {
     /// The outstanding state, allocated on first use.
     fn out(&mut self) -> &mut Outstanding {
         self.out.get_or_insert_default()
-    }
-
-    /// Payload bytes of this endpoint between the cumulative ACKs `from` and `to`: SYN and FIN
-    /// excluded, as [`Event::AckAdvance`] credits them.
-    /// `from < to`; the SYN (offset −1) and the FIN in the range take a byte off each (no
-    /// clamping: this runs for every advancing ACK).
-    #[inline(always)]
-    fn payload_between(&self, from: SeqOff, to: SeqOff) -> u64 {
-        let syn = (from.0 < 0 && self.isn.is_some()) as i64;
-        let fin = self.fin_off.is_some_and(|f| from <= f && f < to) as i64;
-        (to.0 - from.0 - syn - fin).max(0) as u64
     }
 
     /// This endpoint's unwrapper, created with `base` as offset 0 if it does not exist yet.
@@ -290,7 +283,8 @@ impl Connection {
         if S::CLASSIFY {
             me.memory.sent(seg, (start, end), ts_ns, frame);
         }
-        acks::on_sent(me, peer, seg, (start, end - fin), snd_max, (&found, probed.0 || probed.1), ts_ns);
+        // The largest segment (`acks`: what a full segment is); a max, not a branch.
+        me.acks.largest = me.acks.largest.max(len);
         if flags.fin() {
             me.fin_seen = true;
         }
@@ -300,17 +294,17 @@ impl Connection {
 
         // The receiver's view: what this segment says about the peer's data.
         let mut ack_off = None;
-        let mut prev_una = None;
+        let spoke = std::mem::replace(&mut me.peer_spoke, false);
+        peer.peer_spoke = true;
         if flags.ack() {
             let a = peer.unwrapper(seg.ack).advance(seg.ack);
             ack_off = Some(a);
-            // Before its SYN was acknowledged the peer's data starts at the SYN.
-            prev_una = peer.snd_una.or(peer.isn.map(|_| SeqOff(-1)));
-            scoreboard::on_ack(peer, a, &at, sink);
+            if !scoreboard::on_ack(peer, seg, a, &at, sink) {
+                acks::on_stale(me, seg, spoke, &at, sink);
+            }
             scoreboard::on_sack(peer, seg, a, &at, sink);
         }
         wscale::on_segment(me, peer, seg, (start, ack_off), &at, sink);
-        let acking = acks::on_ack(me, peer, seg, ack_off, prev_una, ts_ns);
         window::on_dup_ack(me, peer, seg, (start, snd_max), ack_off, &at, sink);
         let (win_bytes, shift) = window::on_window(me, seg, ack_off, &at, sink);
         rtt::on_timestamps(me, peer, seg, &at, sink);
@@ -348,7 +342,6 @@ impl Connection {
             wscale_opt: seg.options.wscale,
             sack_permitted: seg.options.sack_permitted,
             hdr_len: seg.hdr_len,
-            acking,
         });
     }
 }

@@ -477,6 +477,8 @@ impl Sink for ScreenSink {
             }
             Event::ZeroWindow => side[r].zero_window(at.ts_ns),
             Event::RttSample { rtt_ns, .. } => side[d].rtt_sample(rtt_ns),
+            // Read by `acked_by` with the acknowledging segment, which comes next.
+            Event::AckAdvance { ack, .. } => side[d].advance = Some(ack),
             _ => {}
         }
     }

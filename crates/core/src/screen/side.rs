@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use super::rules::Classify;
 use super::{AckBehaviour, BurstCount, Burstiness, DirScreen, Limits, OosClass, OosCounts, OosEvent};
 use crate::analysis::{At, Evidence, SegmentInfo};
-use crate::event::AckKind;
+use crate::event::{AckFacts, AckKind};
 use crate::seq::SeqOff;
 use crate::summary::Summary;
 
@@ -84,6 +84,9 @@ pub(super) struct Side {
     acks: u64,
     stretch_acks: u64,
     delayed: Summary,
+    /// What the analysis made of the ACK being handled, as the peer's ACK strategy (its
+    /// [`crate::analysis::Event::AckAdvance`], raised before the segment carrying it).
+    pub(super) advance: Option<AckFacts>,
     /// The peer's last ACK, when it was a delayed ACK (analysis `AckKind::Delayed`) of
     /// everything this side had sent: its time and its delay.
     delayed_ack_at: Option<(u64, u64)>,
@@ -322,10 +325,10 @@ impl Side {
             self.peer_mss = m as u32;
         }
         if let Some(a) = s.ack_off {
-            if s.acking.kind.advancing() {
+            if let Some(k) = self.advance.take() {
                 let all = self.hi.is_some_and(|hi| a >= hi);
-                let delayed = s.acking.kind == AckKind::Delayed && all;
-                self.delayed_ack_at = delayed.then_some((s.at.ts_ns, s.acking.delay_ns.unwrap_or(0)));
+                let delayed = k.kind == AckKind::Delayed && all;
+                self.delayed_ack_at = delayed.then_some((s.at.ts_ns, k.delay_ns));
             }
             if self.una.is_none_or(|u| a > u) {
                 let advance = self.una.map(|u| a - u);

@@ -2,7 +2,7 @@
 //! direction's data whose delay was measured (the receiver's delay, the capture point's
 //! half-loop taken off: `docs/statistics.md`, *Acknowledgment strategy*), with its class.
 
-use crate::analysis::{ConnIdx, Dir, SegmentInfo, Sink};
+use crate::analysis::{At, ConnIdx, Dir, Event, SegmentInfo, Sink};
 use crate::event::AckKind;
 use crate::flow::ConnInfo;
 
@@ -68,17 +68,22 @@ impl Sink for AckSink {
         self.base.connection(conn, info);
     }
     fn segment(&mut self, s: &SegmentInfo) {
-        if s.at.conn != self.base.conn {
-            return;
+        if s.at.conn == self.base.conn {
+            self.base.segment(s);
         }
-        let t_ns = self.base.segment(s);
-        let a = &s.acking;
-        if s.at.dir == self.base.dir.rev() && a.kind.advancing() {
-            if a.loop_ns != u64::MAX {
-                self.loop_ns = Some(a.loop_ns);
+    }
+    fn event(&mut self, at: &At, ev: &Event) {
+        // The event's direction is the data's; its time and frame are the ACK's.
+        if let Event::AckAdvance { ack, .. } = ev
+            && at.conn == self.base.conn
+            && at.dir == self.base.dir
+        {
+            let t_ns = self.base.rel(at.ts_ns);
+            if let Some(l) = ack.half_loop() {
+                self.loop_ns = Some(l);
             }
-            if let Some(delay_ns) = a.delay_ns {
-                self.points.push(AckPoint { t_ns, delay_ns, kind: a.kind, frame: s.at.frame });
+            if let Some(delay_ns) = ack.delay() {
+                self.points.push(AckPoint { t_ns, delay_ns, kind: ack.kind, frame: at.frame });
             }
         }
     }
