@@ -52,6 +52,10 @@ pub enum Command {
     Conns(CommonArgs),
     /// Full per-connection, per-direction statistics (both directions side by side).
     Stats(StatsArgs),
+    /// How good the capture is, per file and per connection: packets it missed, frames recorded
+    /// twice, time going backwards, snaplen cuts, offloaded segments, where the capture point
+    /// sits (docs/quality.md).
+    Quality(CommonArgs),
     /// Rank connections by trouble and say why: out-of-sequence classes, what limited each
     /// connection, burstiness, a verdict (boring connections hidden; see docs/screening.md).
     Screen(ScreenArgs),
@@ -213,6 +217,9 @@ pub enum KindArg {
     Flight,
     /// Segment size over time.
     Ssize,
+    /// The receiver's ACK delay over time, and its histogram (statistics.md, acknowledgment
+    /// strategy).
+    Ack,
     /// Burstiness: bytes over the instantaneous rate they were sent at (thesis ch. 4).
     Burst,
     /// Burstiness integrated: bytes sent at or below each rate.
@@ -264,8 +271,8 @@ pub struct PlotArgs {
     #[arg(long, value_enum)]
     pub dir: Option<DirArg>,
     /// What to plot (docs/plots.md): `tsg` time-sequence (thesis ch. 2), `rtt`, `tput`,
-    /// `flight`, `ssize`, `burst`, `burst-cdf` (thesis ch. 4), `dupack`, `ladder` (timing
-    /// chart), `states` (state diagram).
+    /// `flight`, `ssize`, `burst`, `burst-cdf` (thesis ch. 4), `dupack`, `ack` (the receiver's
+    /// ACK delay and its histogram), `ladder` (timing chart), `states` (state diagram).
     #[arg(short = 'k', long, value_enum, default_value = "tsg")]
     pub kind: KindArg,
     /// Output file; `.xpl` writes xplot, `.png` a PNG image, anything else SVG.

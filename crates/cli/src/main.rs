@@ -13,6 +13,7 @@ mod monitor;
 mod output;
 mod plot;
 mod print;
+mod quality;
 mod repair;
 mod run;
 mod screen;

@@ -25,7 +25,7 @@ use crate::args::CommonArgs;
 mod fixed;
 use fixed::push_fixed;
 
-fn selected(args: &CommonArgs) -> impl Fn(usize) -> bool + '_ {
+pub(crate) fn selected(args: &CommonArgs) -> impl Fn(usize) -> bool + '_ {
     move |id| args.conn.is_empty() || args.conn.contains(&id)
 }
 
@@ -328,8 +328,8 @@ fn conn_csv_row(
     match rows {
         Rows::Stats => {
             csv_cell(w, Cell::Float(max_idle))?;
-            for d in &c.dir {
-                for v in json::DirJson::from(d).cells() {
+            for i in 0..2 {
+                for v in json::DirJson::of(c, i).cells() {
                     csv_cell(w, v)?;
                 }
             }
@@ -482,7 +482,7 @@ impl Table {
         conn_head(buf, c, id, &self.tz);
         let rows_at = buf.len() + COLUMNS.len();
         buf.extend_from_slice(&self.blank);
-        let (a, b) = (json::DirJson::from(&c.dir[0]).cells(), json::DirJson::from(&c.dir[1]).cells());
+        let (a, b) = (json::DirJson::of(c, 0).cells(), json::DirJson::of(c, 1).cells());
         let rows = buf[rows_at..].chunks_exact_mut(ROW);
         for (((row, fmt), va), vb) in rows.zip(&self.rows).zip(a).zip(b) {
             let (sa, sb) = row[ROW - 1 - 2 * CELL_WIDTH..ROW - 1].split_at_mut(CELL_WIDTH);
@@ -498,7 +498,7 @@ impl Table {
     fn connection_by_rows(&self, buf: &mut Vec<u8>, c: &ConnStats, id: usize) {
         conn_head(buf, c, id, &self.tz);
         buf.extend_from_slice(COLUMNS);
-        let (a, b) = (json::DirJson::from(&c.dir[0]).cells(), json::DirJson::from(&c.dir[1]).cells());
+        let (a, b) = (json::DirJson::of(c, 0).cells(), json::DirJson::of(c, 1).cells());
         for (((name, fmt), va), vb) in json::DirJson::NAMES.iter().zip(&self.rows).zip(a).zip(b) {
             buf.extend_from_slice(b"  ");
             buf.extend_from_slice(name.as_bytes());

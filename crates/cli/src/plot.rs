@@ -67,6 +67,7 @@ fn kind_of(k: KindArg) -> io::Result<Kind> {
         KindArg::Tput => Kind::Tput,
         KindArg::Flight => Kind::Flight,
         KindArg::Ssize => Kind::Ssize,
+        KindArg::Ack => Kind::Ack,
         KindArg::Burst => Kind::Burst,
         KindArg::BurstCdf => Kind::BurstCdf,
         KindArg::Dupack => Kind::Dupack,
@@ -195,6 +196,9 @@ fn error(e: PlotError) -> io::Error {
 /// Runs the pass for one connection and builds its figure (core's [`Request`]), saying the
 /// files' damage on stderr. Returns the direction drawn.
 fn figure(args: &PlotArgs, t: &Target, columns: Option<u32>) -> io::Result<(Figure, Dir)> {
-    let said = &mut |f: &tcpscope_core::pass::FileSummary| crate::run::say_files(std::slice::from_ref(f), args.quiet);
+    let said = &mut |f: &tcpscope_core::pass::FileSummary| {
+        crate::run::say_files(std::slice::from_ref(f), args.quiet)?;
+        crate::quality::warn(std::slice::from_ref(f), &[], args.quiet)
+    };
     request(args, t)?.figure_in(columns, said).map_err(error)
 }

@@ -52,6 +52,7 @@ pub fn print(args: &CommonArgs) -> io::Result<ExitCode> {
     }
     drop(err);
     crate::run::say_files(&files, args.quiet)?;
+    crate::quality::warn(&files, &[], args.quiet)?;
     let n = printer.conns.len();
     for &id in &args.conn {
         if id == 0 || id > n {

@@ -41,6 +41,7 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
             out.flush()?;
             Ok(status(&an))
         }
+        Command::Quality(args) => crate::quality::quality(&args),
         Command::Screen(args) => crate::screen::screen(&args),
         Command::States(args) => crate::states::states(&args),
         Command::Plot(args) => crate::plot::plot(&args),
@@ -126,7 +127,9 @@ pub fn query(args: &CommonArgs) -> io::Result<Query> {
 
 /// Analyses the inputs for statistics (see [`analyse_with`]).
 fn analyse(args: &CommonArgs) -> io::Result<Analysis> {
-    Ok(analyse_with(args, StatsSink::default)?.into_analysis())
+    let an = analyse_with(args, StatsSink::default)?.into_analysis();
+    crate::quality::warn(&an.files, &an.conns, args.quiet)?;
+    Ok(an)
 }
 
 /// Runs the query of `args` with a sink from `make` per trace, with a progress bar. A trace

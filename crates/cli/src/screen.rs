@@ -23,6 +23,7 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
     let query = query(&args.common)?.settings(rules.settings(settings(&args.common)?));
     let run = analyse_query(query, &args.common, || ScreenSink::new(rules.clone()))?;
     let files = run.files;
+    crate::quality::warn(&files, &[], args.common.quiet)?;
     let mut screens = Vec::new();
     for sink in run.traces.into_iter().map(|t| t.sink) {
         // Moved, not copied, when there is one part: the results are the bulk of the memory.

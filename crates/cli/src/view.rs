@@ -25,6 +25,7 @@ fn load_paths(c: &ViewCommon, paths: Vec<std::path::PathBuf>) -> io::Result<Trac
     };
     let t = Traces::load_window(paths, settings, &c.window.get(), &c.zone.get());
     crate::run::say_files(&t.an.files, c.quiet)?;
+    crate::quality::warn(&t.an.files, &t.an.conns, c.quiet)?;
     if !t.paths.is_empty() && t.an.nothing_read() {
         // A window that ends before it starts is the command line's fault (exit 2).
         if t.bad_window {

@@ -75,6 +75,9 @@ pub struct SegmentInfo {
     pub wscale_opt: Option<u8>,
     /// SACK-permitted option present.
     pub sack_permitted: bool,
+    /// IP and TCP header bytes (options and IPv6 extension headers included): the segment's
+    /// size on the wire is this plus `len`.
+    pub hdr_len: u16,
 }
 
 impl SegmentInfo {
@@ -93,6 +96,70 @@ impl SegmentInfo {
     /// Whether it carried a TCP timestamps option.
     pub fn has_timestamps(&self) -> bool {
         self.tsval.is_some()
+    }
+}
+
+/// What an ACK that newly acknowledged the peer's payload did: the receiver's ACK strategy
+/// (`docs/statistics.md`, *Acknowledgment strategy*), given with [`Event::AckAdvance`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckFacts {
+    /// Its class.
+    pub kind: AckKind,
+    /// The acknowledging segment carried payload, a SYN or a FIN (the ACK rode on it).
+    pub carried: bool,
+    /// It is the second quick ACK in a row: a quick-ACK episode starts.
+    pub episode: bool,
+    /// The receiver's delay from the arrival of the oldest data it newly acknowledges to the
+    /// ACK, the capture point's half-loop (`loop_ns`) taken off; `u64::MAX` when not measurable
+    /// (the ACK covers a retransmission, data sent out of order, or bytes never captured).
+    pub delay_ns: u64,
+    /// The half-loop taken off: the smallest data-to-ACK time seen so far for this data
+    /// (`u64::MAX` before any).
+    pub loop_ns: u64,
+}
+
+impl AckFacts {
+    /// The delay, when measured.
+    pub fn delay(&self) -> Option<u64> {
+        (self.delay_ns != u64::MAX).then_some(self.delay_ns)
+    }
+
+    /// The half-loop, once measured.
+    pub fn half_loop(&self) -> Option<u64> {
+        (self.loop_ns != u64::MAX).then_some(self.loop_ns)
+    }
+}
+
+/// The class of an acknowledgment, by what it acknowledged and how long it waited ("full": the
+/// sender's largest segment, at most the receiver's MSS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckKind {
+    /// Up to one full segment, pure, sent at once (delay under
+    /// [`crate::analysis::DELAYED_MIN_NS`]).
+    Quick,
+    /// Up to one full segment, pure, held by the delayed-ACK timer.
+    Delayed,
+    /// Up to one full segment, pure, delay not measurable.
+    Untimed,
+    /// Up to one full segment, riding on data, a SYN or a FIN.
+    Piggybacked,
+    /// More than one and at most two full segments: the every-second-segment rule.
+    Pair,
+    /// More than two full segments: a stretch ACK.
+    Stretch,
+}
+
+impl AckKind {
+    /// Name as in plots' legends.
+    pub fn name(self) -> &'static str {
+        match self {
+            AckKind::Quick => "quick",
+            AckKind::Delayed => "delayed",
+            AckKind::Untimed => "untimed",
+            AckKind::Piggybacked => "piggybacked",
+            AckKind::Pair => "pair",
+            AckKind::Stretch => "stretch",
+        }
     }
 }
 
@@ -264,7 +331,13 @@ pub enum Event {
     AckAdvance {
         /// Payload bytes newly acknowledged (SYN and FIN excluded).
         bytes: u64,
+        /// What the ACK was, as the receiver's ACK strategy.
+        ack: AckFacts,
     },
+    /// A pure ACK that acknowledged nothing new, moved no window, carried no SACK block and
+    /// answered nothing: the peer had sent nothing since this side's previous segment (the
+    /// event's direction is the ACK's).
+    UselessAck,
     /// A duplicate ACK (Wireshark's rule, see docs); `n` counts the duplicates of this ack.
     DupAck {
         /// 1 for the first duplicate, 3 for the third ("triple").
@@ -363,6 +436,7 @@ impl Event {
         "hole",
         "acked_unseen",
         "ack_advance",
+        "useless_ack",
         "dup_ack",
         "dsack",
         "unneeded",
@@ -386,6 +460,7 @@ impl Event {
             Event::Hole { .. } => "hole",
             Event::AckedUnseen { .. } => "acked_unseen",
             Event::AckAdvance { .. } => "ack_advance",
+            Event::UselessAck => "useless_ack",
             Event::DupAck { .. } => "dup_ack",
             Event::Dsack { .. } => "dsack",
             Event::Unneeded { .. } => "unneeded",
@@ -406,13 +481,14 @@ impl Event {
 
     /// Whether the event is raised by an acknowledgment about the peer's data and carries the
     /// acknowledging packet's direction in [`At::dir`]: duplicate ACKs, SACK and D-SACK blocks,
-    /// zero windows, window shrinks and inferred window scales. Every other event carries the direction of the data it
+    /// useless ACKs, zero windows, window shrinks and inferred window scales. Every other event carries the direction of the data it
     /// is about (for the ACK-driven ones, the analysis reverses the ACK's direction: acked
     /// unseen bytes, ACK advances, RTT samples, Karn discards, post-loss ACKs).
     pub fn carries_ack_dir(&self) -> bool {
         matches!(
             self,
             Event::DupAck { .. }
+                | Event::UselessAck
                 | Event::Dsack { .. }
                 | Event::Sack { .. }
                 | Event::ZeroWindow
@@ -438,7 +514,8 @@ impl Event {
             Event::OutOfOrder { seq_off, class } => format!("seq {seq_off}{}", class_text(class)),
             Event::Hole { from, to } => format!("{from}..{to} not captured"),
             Event::AckedUnseen { bytes } => format!("{bytes} bytes"),
-            Event::AckAdvance { bytes } => format!("{bytes} bytes"),
+            Event::AckAdvance { bytes, .. } => format!("{bytes} bytes"),
+            Event::UselessAck => String::new(),
             Event::DupAck { n, ack_off } => format!("#{n} of ack {ack_off}"),
             Event::Dsack { from, to } => format!("{from}..{to}"),
             Event::Sack { from, to } => format!("{from}..{to}"),

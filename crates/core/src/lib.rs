@@ -16,6 +16,7 @@
 //!   primitives and renders them as SVG or xplot.
 //! - [`screen`] classifies out-of-sequence segments, finds what limited each connection and
 //!   says what is wrong with it.
+//! - [`quality`] says what the capture got wrong (frames twice, time backwards, offload).
 //! - [`pass`] drives all of this over one file, or several merged in time order.
 //! - [`export`] writes the results as JSON and CSV.
 //! - [`correlate`] pairs the captures of the same connections taken at several points.
@@ -32,6 +33,7 @@ pub mod export;
 pub mod flow;
 pub mod pass;
 pub mod plot;
+pub mod quality;
 pub mod screen;
 pub mod seq;
 pub mod series;

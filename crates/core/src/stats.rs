@@ -6,6 +6,7 @@
 
 use crate::analysis::{At, ConnIdx, Event, RttKind, SegmentInfo, Sink};
 use crate::conn::ConnId;
+use crate::event::{AckFacts, AckKind};
 use crate::flow::ConnInfo;
 use crate::seq::SeqNum;
 
@@ -118,6 +119,121 @@ pub struct DirStats {
     pub isn: Option<SeqNum>,
     /// The wire sequence number of offset 0 ([`SegmentInfo::seq_base`]), once a segment was seen.
     pub seq_base: Option<SeqNum>,
+    /// The ACK strategy of this side as a receiver of the peer's data.
+    pub acks: AckStats,
+}
+
+/// How one side acknowledged the other's data (`docs/statistics.md`, *Acknowledgment
+/// strategy*): counters, the delay's summary and the delayed ACKs' histogram.
+#[derive(Clone, Debug, Default)]
+pub struct AckStats {
+    /// Segments that newly acknowledged the peer's payload.
+    pub acking: u64,
+    /// Those that rode on a segment sent anyway (payload, SYN or FIN).
+    pub piggybacked: u64,
+    /// Pure ACKs of at most one full segment sent at once.
+    pub quick: u64,
+    /// Pure ACKs of at most one full segment held by the delayed-ACK timer.
+    pub delayed: u64,
+    /// Runs of two or more quick ACKs in a row.
+    pub quick_episodes: u64,
+    /// ACKs of more than two full segments.
+    pub stretch: u64,
+    /// Pure ACKs that said nothing new and answered nothing.
+    pub useless: u64,
+    /// Payload bytes newly acknowledged.
+    pub payload_bytes: u64,
+    /// Bytes on the wire (IP and TCP headers) of the pure ACKs sent.
+    pub wire_bytes: u64,
+    /// Delay of the quick and delayed ACKs (ns, half-loop taken off).
+    pub delay: Summary,
+    /// The capture point's half-loop to this side and back (ns), once measured.
+    pub loop_ns: Option<u64>,
+    /// Delays of the delayed ACKs, allocated with the first one.
+    pub hist: Option<Box<DelayHist>>,
+}
+
+impl AckStats {
+    /// Counts an ACK that newly acknowledged `bytes` of the peer's payload (an
+    /// [`Event::AckAdvance`], once per advancing ACK).
+    #[inline]
+    fn add(&mut self, bytes: u64, a: AckFacts) {
+        self.acking += 1;
+        self.payload_bytes += bytes;
+        if a.loop_ns != u64::MAX {
+            self.loop_ns = Some(self.loop_ns.map_or(a.loop_ns, |l| l.min(a.loop_ns)));
+        }
+        self.piggybacked += a.carried as u64;
+        self.quick_episodes += a.episode as u64;
+        match a.kind {
+            AckKind::Quick | AckKind::Delayed => self.timed(a.kind, a.delay_ns),
+            AckKind::Stretch => self.stretch += 1,
+            _ => {}
+        }
+    }
+
+    /// A quick or delayed ACK and its delay.
+    fn timed(&mut self, kind: AckKind, d: u64) {
+        self.delay.add(d);
+        if kind == AckKind::Delayed {
+            self.delayed += 1;
+            self.hist.get_or_insert_default().add(d);
+        } else {
+            self.quick += 1;
+        }
+    }
+
+    /// The delayed-ACK timer: the mean delay of the most common bin of the delayed ACKs'
+    /// histogram (ns), from two delayed ACKs on.
+    pub fn timer_ns(&self) -> Option<f64> {
+        self.hist.as_ref().filter(|_| self.delayed >= 2).and_then(|h| h.mode())
+    }
+}
+
+/// A histogram of delays from [`DelayHist::LOW_NS`] up, eight bins an octave over ten octaves
+/// (the last bin takes everything above): each bin's count and its samples' mean, so the mode
+/// reads as a time, not as a bin's edges.
+#[derive(Clone, Debug)]
+pub struct DelayHist {
+    count: [u32; DelayHist::BINS],
+    mean_ns: [f32; DelayHist::BINS],
+}
+
+impl Default for DelayHist {
+    fn default() -> Self {
+        DelayHist { count: [0; Self::BINS], mean_ns: [0.0; Self::BINS] }
+    }
+}
+
+impl DelayHist {
+    /// Bins.
+    pub const BINS: usize = 80;
+    /// The first bin's lower edge: 2^22 ns, 4.19 ms (delayed ACKs are at least 5 ms).
+    pub const LOW_NS: u64 = 1 << 22;
+
+    /// The bin of `ns`.
+    pub fn bin(ns: u64) -> usize {
+        if ns < Self::LOW_NS {
+            return 0;
+        }
+        // Octave from the leading bit, the eighth within it from the next three bits.
+        let octave = 63 - ns.leading_zeros() as usize - 22;
+        let eighth = ((ns >> (63 - ns.leading_zeros() - 3)) & 7) as usize;
+        (octave * 8 + eighth).min(Self::BINS - 1)
+    }
+
+    fn add(&mut self, ns: u64) {
+        let b = Self::bin(ns);
+        self.count[b] = self.count[b].saturating_add(1);
+        // A running mean: f32 sums of millions of samples would lose the digits that matter.
+        self.mean_ns[b] += (ns as f32 - self.mean_ns[b]) / self.count[b] as f32;
+    }
+
+    /// The mean of the fullest bin (the lowest of equals), or `None` when empty.
+    pub fn mode(&self) -> Option<f64> {
+        let (b, &n) = self.count.iter().enumerate().rev().max_by_key(|&(_, n)| n)?;
+        (n > 0).then(|| self.mean_ns[b] as f64)
+    }
 }
 
 impl DirStats {
@@ -284,6 +400,7 @@ impl Sink for StatsSink {
             d.last_data_ts_ns = t;
         } else if f.ack() && !f.syn() && !f.fin() && !f.rst() {
             d.pure_acks += 1;
+            d.acks.wire_bytes += s.hdr_len as u64;
         }
         d.unique_bytes += s.new_bytes as u64;
         d.rexmit_packets += s.is_rexmit as u64;
@@ -353,10 +470,13 @@ impl Sink for StatsSink {
                 *d.checksum_offloaded.get_or_insert(0) += offloaded as u64;
             }
             Event::WscaleInferred { shift } => d.wscale_inferred = Some(shift),
-            Event::AckAdvance { bytes } => {
+            Event::AckAdvance { bytes, ack } => {
                 d.acked_bytes += bytes;
                 d.last_ack_advance_ts_ns = at.ts_ns;
+                // The receiver's strategy is counted on its side.
+                self.conns[at.conn].dir[at.dir.rev().idx()].acks.add(bytes, ack);
             }
+            Event::UselessAck => d.acks.useless += 1,
             Event::Retransmission { .. } | Event::Sack { .. } | Event::Unneeded { .. } => {}
         }
     }
@@ -395,6 +515,61 @@ mod tests {
         let c = &stats(&handshake[2..])[0];
         let got = c.dir.each_ref().map(|d| (d.isn.map(|n| n.0), d.seq_base.map(|n| n.0)));
         assert_eq!(got, [(None, Some(1001)), (None, Some(5001))]);
+    }
+
+    /// Each kind of acknowledgment counted where the receiver sent it (b2a for a's data).
+    #[test]
+    fn ack_strategy_counts_each_kind() {
+        use crate::testutil::{flag::*, scripted};
+        let pkts = [
+            scripted(true, 0.0, SYN, 0, 0, 0, 65535, vec![]),
+            scripted(false, 0.1, SYN | ACK, 0, 0, 0, 65535, vec![]),
+            scripted(true, 0.2, ACK, 0, 0, 0, 65535, vec![]),
+            // Three segments, one ACK of all three: a stretch ACK.
+            scripted(true, 10.0, ACK, 0, 0, 100, 65535, vec![]),
+            scripted(true, 10.1, ACK, 100, 0, 100, 65535, vec![]),
+            scripted(true, 10.2, ACK, 200, 0, 100, 65535, vec![]),
+            scripted(false, 10.3, ACK, 0, 300, 0, 65535, vec![]),
+            // The same ACK again, a said nothing in between: useless.
+            scripted(false, 11.0, ACK, 0, 300, 0, 65535, vec![]),
+            // A window update is not.
+            scripted(false, 12.0, ACK, 0, 300, 0, 60000, vec![]),
+            // Acknowledged with b's answer: piggy-backed.
+            scripted(true, 20.0, ACK, 300, 0, 100, 65535, vec![]),
+            scripted(false, 20.5, ACK, 0, 400, 50, 65535, vec![]),
+            // Acknowledged after 40 ms: delayed; then at once: quick, twice: an episode.
+            scripted(true, 30.0, ACK, 400, 50, 100, 65535, vec![]),
+            scripted(false, 70.1, ACK, 50, 500, 0, 65535, vec![]),
+            scripted(true, 80.0, ACK, 500, 50, 100, 65535, vec![]),
+            scripted(false, 80.1, ACK, 50, 600, 0, 65535, vec![]),
+            scripted(true, 90.0, ACK, 600, 50, 100, 65535, vec![]),
+            scripted(false, 90.1, ACK, 50, 700, 0, 65535, vec![]),
+        ];
+        let c = &crate::series::run_pkts(&pkts, Default::default(), super::StatsSink::default()).conns[0];
+        let k = &c.dir[1].acks;
+        let got = (k.acking, k.stretch, k.useless, k.piggybacked, k.delayed, k.quick, k.quick_episodes);
+        assert_eq!(got, (5, 1, 1, 1, 1, 2, 1));
+        assert_eq!(k.payload_bytes, 700);
+        // The half-loop is the quickest answer, 0.1 ms (the script's times are f64 ms: ±1 ns);
+        // the delayed ACK waited 40 ms beyond it.
+        assert!(k.loop_ns.unwrap().abs_diff(100_000) <= 1, "{:?}", k.loop_ns);
+        assert_eq!(k.delay.n, 3);
+        assert!(k.delay.max.abs_diff(40_000_000) <= 1, "{}", k.delay.max);
+        // a acknowledged b's 50 bytes once, with data.
+        assert_eq!((c.dir[0].acks.acking, c.dir[0].acks.piggybacked), (1, 1));
+    }
+
+    #[test]
+    fn delay_histogram_bins_and_mode() {
+        use super::DelayHist;
+        let low = DelayHist::LOW_NS;
+        assert_eq!([DelayHist::bin(0), DelayHist::bin(low), DelayHist::bin(low + low / 8)], [0, 0, 1]);
+        assert_eq!([DelayHist::bin(2 * low), DelayHist::bin(2 * low - 1), DelayHist::bin(u64::MAX)], [8, 7, 79]);
+        let mut h = DelayHist::default();
+        for ns in [40_100_000, 40_300_000, 40_200_000, 200_000_000, 120_000_000] {
+            h.add(ns);
+        }
+        assert!((h.mode().unwrap() - 40_200_000.0).abs() < 10.0, "{:?}", h.mode());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use tcpscope_core::export::json::{ConnJson, DirJson, FilesTable};
 use tcpscope_core::export::packet::PacketLine;
 use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow};
 use tcpscope_core::export::states::StateRow;
+use tcpscope_core::quality::{ConnRow, FileRow};
 use tcpscope_core::screen::{OosEvent, ScreenRow};
 use tcpscope_core::table::{Field, Table, markdown};
 
@@ -30,6 +31,8 @@ fn sections() -> Vec<(&'static str, &'static [Field])> {
         (SegmentRow::NAME, SegmentRow::FIELDS),
         (RttRow::NAME, RttRow::FIELDS),
         (StateRow::NAME, StateRow::FIELDS),
+        (FileRow::NAME, FileRow::FIELDS),
+        (ConnRow::NAME, ConnRow::FIELDS),
     ]
 }
 

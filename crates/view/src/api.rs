@@ -451,9 +451,9 @@ pub fn flags_text(f: u16) -> String {
 }
 
 /// Whether an event goes in the side list: the frequent bookkeeping ones (every ACK's advance,
-/// every RTT sample, every SACK block) are on the plots already and only shown on hover.
+/// useless ACK, RTT sample and SACK block) are on the plots already and only shown on hover.
 fn listed(ev: &Event) -> bool {
-    !matches!(ev, Event::AckAdvance { .. } | Event::RttSample { .. } | Event::Sack { .. })
+    !matches!(ev, Event::AckAdvance { .. } | Event::UselessAck | Event::RttSample { .. } | Event::Sack { .. })
 }
 
 fn event_row(d: &Detail, e: &crate::data::EventAt) -> Value {

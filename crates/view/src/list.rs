@@ -141,7 +141,7 @@ fn column(t: &Traces, key: &str) -> Result<Column, String> {
             if matches!(DirJson::from(&DirStats::default()).cells()[k], Cell::Bool(_)) {
                 return Err(bad());
             }
-            num(&|i| match DirJson::from(&conns[i].dir[d]).cells()[k] {
+            num(&|i| match DirJson::of(&conns[i], d).cells()[k] {
                 Cell::Int(v) => Some(v as f64),
                 Cell::Float(v) => Some(v),
                 Cell::Bool(_) | Cell::Null => None,

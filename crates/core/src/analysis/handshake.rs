@@ -11,6 +11,10 @@ pub(super) fn on_segment(me: &mut Half, peer: &mut Half, seg: &Segment<'_>, sett
     let flags = seg.flags;
     if flags.syn() {
         me.syn_seen = true;
+        if let Some(m) = seg.options.mss {
+            // The most `me` takes: a full segment of the peer's data (`acks`).
+            peer.acks.peer_mss = m;
+        }
         me.memory.syn_sack |= seg.options.sack_permitted;
         if me.isn.is_none() {
             me.isn = Some(seg.seq);

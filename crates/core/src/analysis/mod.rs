@@ -15,6 +15,7 @@
 //! unacknowledged data: holes and SACKed ranges are [`ranges::RangeSet`]s with a fixed capacity,
 //! the list of unacknowledged segments for RTT sampling is capped at [`MAX_UNACKED`].
 
+mod acks;
 mod classify;
 mod handshake;
 mod probe;
@@ -27,6 +28,7 @@ mod wscale;
 
 pub use crate::event::{At, ConnIdx, Dir, Event, Evidence, OosClass, RttKind, SegmentInfo};
 pub use crate::sink::Sink;
+pub use acks::DELAYED_MIN_NS;
 pub use classify::Classify;
 
 use std::collections::VecDeque;
@@ -129,6 +131,12 @@ struct Half {
     infer: Option<Box<wscale::Infer>>,
     /// What the out-of-sequence classifier remembers of this sender.
     memory: classify::Memory,
+    /// What the peer's ACKs of this endpoint's data have shown (`acks`: the peer's ACK
+    /// strategy).
+    acks: acks::AckState,
+    /// The peer sent a segment since this endpoint's last one (`acks`: an ACK answering it is
+    /// not useless).
+    peer_spoke: bool,
 }
 
 /// The parts of a [`Half`] that grow with unacknowledged data.
@@ -268,6 +276,8 @@ impl Connection {
         if S::CLASSIFY {
             me.memory.sent(seg, (start, end), ts_ns, frame);
         }
+        // The largest segment (`acks`: what a full segment is); a max, not a branch.
+        me.acks.largest = me.acks.largest.max(len);
         if flags.fin() {
             me.fin_seen = true;
         }
@@ -277,10 +287,14 @@ impl Connection {
 
         // The receiver's view: what this segment says about the peer's data.
         let mut ack_off = None;
+        let spoke = std::mem::replace(&mut me.peer_spoke, false);
+        peer.peer_spoke = true;
         if flags.ack() {
             let a = peer.unwrapper(seg.ack).advance(seg.ack);
             ack_off = Some(a);
-            scoreboard::on_ack(peer, a, &at, sink);
+            if !scoreboard::on_ack(peer, seg, a, &at, sink) {
+                acks::on_stale(me, seg, spoke, &at, sink);
+            }
             scoreboard::on_sack(peer, seg, a, &at, sink);
         }
         wscale::on_segment(me, peer, seg, (start, ack_off), &at, sink);
@@ -320,6 +334,7 @@ impl Connection {
             mss: seg.options.mss,
             wscale_opt: seg.options.wscale,
             sack_permitted: seg.options.sack_permitted,
+            hdr_len: seg.hdr_len,
         });
     }
 }

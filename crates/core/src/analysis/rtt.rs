@@ -8,7 +8,9 @@ use crate::seq::{SeqNum, SeqOff};
 
 /// The RTT sample, if any, of a cumulative ACK `a` (at `at`) for data whose outstanding state is
 /// `out`: the transmissions it covers leave `out.unacked`. Events go to `data_dir`, the data's
-/// direction.
+/// direction. Returns when the oldest data the ACK newly covers arrived, for the ACK strategy's
+/// delay (`acks`), unless any of what it covers was sent twice or out of order (recovery: the
+/// delay would measure that, not the receiver).
 #[inline(always)] // once per packet, from one place: as if written in its caller
 pub(super) fn karn<S: Sink>(
     out: &mut Outstanding,
@@ -17,25 +19,35 @@ pub(super) fn karn<S: Sink>(
     at: &At,
     data_dir: &At,
     sink: &mut S,
-) {
+) -> Option<u64> {
     // RTT (RFC 6298 §3 Karn's rule, tcptrace's exact-match rule): the ACK must end exactly on a
     // transmission that was never repeated, and no earlier transmission it covers may have
     // been sent after it.
     // `unacked` is in sequence order, so everything this ACK covers is at the front.
     let mut candidate: Option<Sent> = None;
     let mut latest_other = 0u64;
+    // The oldest range covered (its first arrival), and whether any covered was sent twice.
+    let mut oldest = None;
+    let mut resent = false;
     while let Some(s) = out.unacked.front().copied().filter(|s| s.end <= a) {
         out.unacked.pop_front();
+        oldest = oldest.or(Some(s.ts_ns));
+        resent |= s.ambiguous;
         if let Some(c) = candidate.replace(s) {
             latest_other = latest_other.max(c.last_ts_ns);
         }
     }
+    // Sent in order: no range it covers was sent after the last one.
+    let in_order = candidate.is_none_or(|c| latest_other <= c.ts_ns);
     if candidate.is_some_and(|c| c.end != a) {
         candidate = None;
     }
     if let Some(front) = out.unacked.front_mut()
         && front.start < a
     {
+        // Part of a range: its arrival is the oldest when nothing before it was covered.
+        oldest = oldest.or(Some(front.ts_ns));
+        resent |= front.ambiguous;
         front.start = a;
     }
     if let Some(c) = candidate {
@@ -51,6 +63,7 @@ pub(super) fn karn<S: Sink>(
             sink.event(data_dir, &Event::RttSample { rtt_ns, kind: RttKind::Karn, sent_frame: c.frame });
         }
     }
+    oldest.filter(|_| in_order && !resent)
 }
 
 /// Timestamps of a segment `me` sent (its ACK, if any, acknowledging `peer`'s data): a sample of

@@ -6,11 +6,12 @@ use super::{At, Event, Half, Sink, partial};
 use crate::decode::Segment;
 use crate::seq::SeqOff;
 
-/// A cumulative ACK `a` for `h`'s data: capture loss, RTT samples (Karn), scoreboard pruning.
+/// A cumulative ACK `a` for `h`'s data, carried by `seg`: capture loss, RTT samples (Karn),
+/// scoreboard pruning, the ACK strategy (`acks`). Whether it advanced over anything.
 #[inline]
-pub(super) fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
+pub(super) fn on_ack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &At, sink: &mut S) -> bool {
     if h.snd_una.is_some_and(|una| a <= una) {
-        return;
+        return false;
     }
     let data_dir = At { dir: at.dir.rev(), ..*at };
     // Acknowledged but never captured: holes below a, and anything above the highest byte seen.
@@ -25,19 +26,21 @@ pub(super) fn on_ack<S: Sink>(h: &mut Half, a: SeqOff, at: &At, sink: &mut S) {
     if unseen > 0 {
         sink.event(&data_dir, &Event::AckedUnseen { bytes: unseen });
     }
+    // Payload newly acknowledged (`acks::on_advance` raises `AckAdvance` with it).
+    let mut bytes = 0;
     if let Some(old) = h.snd_una {
         // Credit payload only: not the SYN (offset -1) nor the FIN.
         let lo = if h.isn.is_some() { SeqOff(0) } else { SeqOff::MIN };
         // A FIN below the first byte (garbage on the wire) must not make an empty range panic.
         let hi = h.fin_off.unwrap_or(SeqOff::MAX).max(lo);
-        let bytes = a.clamp(lo, hi).0.saturating_sub(old.clamp(lo, hi).0);
-        if bytes > 0 {
-            sink.event(&data_dir, &Event::AckAdvance { bytes: bytes as u64 });
-        }
+        bytes = a.clamp(lo, hi).0.saturating_sub(old.clamp(lo, hi).0) as u64;
     }
     h.snd_una = Some(a);
     out.sacked.remove_below(a);
-    super::rtt::karn(out, &mut h.memory, a, at, &data_dir, sink);
+    let oldest = super::rtt::karn(out, &mut h.memory, a, at, &data_dir, sink);
+    // Bytes never captured: no arrival to measure the receiver's delay from.
+    super::acks::on_advance(h, seg, bytes, oldest.filter(|_| unseen == 0), &data_dir, sink);
+    true
 }
 
 /// The SACK and D-SACK blocks of `seg`, which acknowledges `h`'s data cumulatively up to `a`.

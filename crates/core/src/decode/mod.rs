@@ -73,6 +73,8 @@ pub struct Segment<'a> {
     /// What checking its checksums found ([`checksum::verify`]; set by the pass when
     /// verification is on, [`Checksum::NotVerified`] otherwise: [`decode`] leaves it alone).
     pub checksum: Checksum,
+    /// IP and TCP header bytes (options and IPv6 extension headers included).
+    pub hdr_len: u16,
 }
 
 impl Segment<'static> {
@@ -95,6 +97,7 @@ impl Segment<'static> {
         ecn: 0,
         anomalies: AnomalySet(0),
         checksum: Checksum::NotVerified,
+        hdr_len: 0,
     };
 }
 
@@ -314,6 +317,7 @@ fn tcp_part<'a>(part: IpPart<'a>, ip_wire_len: usize, out: &mut Segment<'_>) -> 
     out.ttl = ttl;
     out.ecn = ecn;
     out.anomalies = anomalies;
+    out.hdr_len = (ip_hdr_len + hdr.header_len).min(u16::MAX as usize) as u16;
     Ok(captured)
 }
 

@@ -224,6 +224,22 @@ dir_json! {
     analysis_partial: bool, "", "a fixed-capacity structure overflowed: numbers after it may be approximate";
     isn: Option<u32>, "", "initial sequence number: this side's SYN's sequence number as on the wire; null when its SYN was not seen";
     seq_base: Option<u32>, "", "the wire sequence number that relative offsets (plots, events, `--seq-from`) count from: `isn` + 1 after a SYN, else this direction's first sequence number; null without a segment";
+    acking_segments: u64, "", "segments of this side that newly acknowledged the peer's payload (pure or carrying data): its ACK strategy as a receiver, [statistics.md](statistics.md#acknowledgment-strategy)";
+    acks_per_data_segment: Option<f64>, "", "`acking_segments` / the peer's `data_packets`; null when the peer sent no data";
+    piggybacked_acks: u64, "", "acking segments that rode on payload, a SYN or a FIN";
+    quick_acks: u64, "", "pure ACKs of at most one full segment sent at once (delay under 5 ms)";
+    delayed_acks: u64, "", "pure ACKs of at most one full segment held by the delayed-ACK timer (delay of 5 ms or more)";
+    quick_ack_episodes: u64, "", "runs of two or more quick ACKs in a row";
+    stretch_acks: u64, "", "ACKs newly acknowledging more than two full segments";
+    useless_acks: u64, "", "pure ACKs acknowledging nothing new, moving no window, carrying no SACK block and answering nothing the peer sent";
+    ack_delay_samples: u64, "", "quick and delayed ACKs whose delay was measured";
+    ack_delay_min_ms: Option<f64>, "ms", "smallest delay from the oldest data an ACK newly acknowledges to the ACK, the capture point's half-loop (`ack_halfloop_ms`) taken off";
+    ack_delay_avg_ms: Option<f64>, "ms", "mean of those delays";
+    ack_delay_max_ms: Option<f64>, "ms", "largest of those delays";
+    delayed_ack_timer_ms: Option<f64>, "ms", "the delayed-ACK timer: the mode of the delayed ACKs' delays (mean of the fullest of 8-per-octave bins); null below 2 delayed ACKs";
+    ack_halfloop_ms: Option<f64>, "ms", "smallest time from the peer's data to this side's ACK of it, at the capture point: near 0 at a capture beside this side (delays exact), about the RTT at one beside the peer (delays estimated)";
+    ack_bytes: u64, "bytes", "bytes on the wire (IP and TCP headers) of this side's pure ACKs";
+    ack_overhead: Option<f64>, "", "`ack_bytes` / payload bytes this side newly acknowledged; null when it acknowledged none";
 }
 
 fn secs(ns: u64) -> f64 {
@@ -241,6 +257,8 @@ impl From<&DirStats> for DirJson {
     fn from(d: &DirStats) -> Self {
         let [rtt_min_ms, rtt_avg_ms, rtt_max_ms, rtt_stdev_ms] = ms_of(&d.rtt);
         let [rtt_ts_min_ms, rtt_ts_avg_ms, rtt_ts_max_ms, rtt_ts_stdev_ms] = ms_of(&d.rtt_ts);
+        let k = &d.acks;
+        let [ack_delay_min_ms, ack_delay_avg_ms, ack_delay_max_ms, _] = ms_of(&k.delay);
         let any = d.packets > 0;
         DirJson {
             packets: d.packets,
@@ -307,7 +325,34 @@ impl From<&DirStats> for DirJson {
             analysis_partial: d.partial,
             isn: d.isn.map(|n| n.0),
             seq_base: d.seq_base.map(|n| n.0),
+            acking_segments: k.acking,
+            acks_per_data_segment: None,
+            piggybacked_acks: k.piggybacked,
+            quick_acks: k.quick,
+            delayed_acks: k.delayed,
+            quick_ack_episodes: k.quick_episodes,
+            stretch_acks: k.stretch,
+            useless_acks: k.useless,
+            ack_delay_samples: k.delay.n,
+            ack_delay_min_ms,
+            ack_delay_avg_ms,
+            ack_delay_max_ms,
+            delayed_ack_timer_ms: k.timer_ns().map(ms),
+            ack_halfloop_ms: k.loop_ns.map(|l| ms(l as f64)),
+            ack_bytes: k.wire_bytes,
+            ack_overhead: (k.payload_bytes > 0).then(|| k.wire_bytes as f64 / k.payload_bytes as f64),
         }
+    }
+}
+
+impl DirJson {
+    /// Direction `i` (0 `a2b`, 1 `b2a`) of `c`, with the fields that read the other direction
+    /// (`acks_per_data_segment`); `From<&DirStats>` leaves those null.
+    pub fn of(c: &ConnStats, i: usize) -> DirJson {
+        let mut d = DirJson::from(&c.dir[i]);
+        let peer = c.dir[1 - i].data_packets;
+        d.acks_per_data_segment = (peer > 0).then(|| d.acking_segments as f64 / peer as f64);
+        d
     }
 }
 
@@ -486,8 +531,8 @@ impl ConnJson {
             last_time,
             duration_s,
             max_idle_s: Some(max_idle_s),
-            a2b: (&c.dir[0]).into(),
-            b2a: (&c.dir[1]).into(),
+            a2b: DirJson::of(c, 0),
+            b2a: DirJson::of(c, 1),
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::analysis::{Dir, Settings};
 use crate::capture::time::TimeSpec;
 use crate::pass::FileSummary;
 use crate::seq::{SeqNum, offset_from};
-use crate::series::{self, OneConnection, Origin, burst, dupack, flight, ladder, rtt, ssize, states, tput, tsg};
+use crate::series::{self, OneConnection, Origin, ack, burst, dupack, flight, ladder, rtt, ssize, states, tput, tsg};
 
 /// What a plot of one connection draws (docs/plots.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +38,8 @@ pub enum Kind {
     Flight,
     /// Segment sizes.
     Ssize,
+    /// The receiver's ACK delay over time and its histogram.
+    Ack,
     /// Instantaneous rates (thesis ch. 4).
     Burst,
     /// Their distribution.
@@ -52,12 +54,13 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order docs/plots.md gives them.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Tsg,
         Kind::Rtt,
         Kind::Tput,
         Kind::Flight,
         Kind::Ssize,
+        Kind::Ack,
         Kind::Burst,
         Kind::BurstCdf,
         Kind::Dupack,
@@ -73,6 +76,7 @@ impl Kind {
             Kind::Tput => "tput",
             Kind::Flight => "flight",
             Kind::Ssize => "ssize",
+            Kind::Ack => "ack",
             Kind::Burst => "burst",
             Kind::BurstCdf => "burst-cdf",
             Kind::Dupack => "dupack",
@@ -236,6 +240,10 @@ impl Request {
             Kind::Ssize => {
                 let (s, origin, dir) = self.series::<ssize::SsizeSink>(self.dir, files)?;
                 (super::ssize::ssize(&s, &self.view(&origin, columns)?), dir)
+            }
+            Kind::Ack => {
+                let (s, origin, dir) = self.series::<ack::AckSink>(self.dir, files)?;
+                (super::ack::ack(&s, &self.view(&origin, columns)?), dir)
             }
             Kind::Burst => {
                 let (s, origin, dir) = self.series::<burst::BurstSink>(self.dir, files)?;

@@ -15,6 +15,7 @@
 //! down and horizontal ticks, diamonds, boxes and text placed above, below, left, right or
 //! centred on a point. The SVG renderer sizes arrowheads and ticks in pixels, as xplot does.
 
+pub mod ack;
 pub mod burst;
 pub mod chart;
 pub mod dupack;

@@ -215,6 +215,11 @@ pub struct AckBehaviour {
     pub delayed_ack_ms: Option<f64>,
     /// How many ACKs showed it.
     pub delayed_acks: u64,
+    /// Small segments this side sent right after the peer's delayed ACK (analysis' rule,
+    /// statistics.md) of the small segment before them: Nagle's algorithm held them for it.
+    pub nagle_waits: u64,
+    /// The mean delay (ms) of those delayed ACKs.
+    pub nagle_delay_ms: Option<f64>,
 }
 
 /// The per-direction part of a screening result.
@@ -388,7 +393,7 @@ impl crate::table::Table for ScreenRow<'_> {
                 "a2b",
                 Kind::Object,
                 "",
-                "a's data as a sender: its own `out_of_sequence` and `limits`; `zero_windows` (episodes: the peer's window went from open to zero), `zero_window_s`; `timeout_stalls`, `timeout_stall_s`; `burstiness` (`average_bps`, `bursty_fraction`, `bursts` by length 2–16, 16 = 16 or more); `acks`, how the peer acknowledged this data (`acks_per_data_segment`, `stretch_acks`, `pure_ack_fraction` of the peer's packets, `delayed_ack_ms` or null, `delayed_acks`)",
+                "a's data as a sender: its own `out_of_sequence` and `limits`; `zero_windows` (episodes: the peer's window went from open to zero), `zero_window_s`; `timeout_stalls`, `timeout_stall_s`; `burstiness` (`average_bps`, `bursty_fraction`, `bursts` by length 2–16, 16 = 16 or more); `acks`, how the peer acknowledged this data (`acks_per_data_segment`, `stretch_acks`, `pure_ack_fraction` of the peer's packets, `delayed_ack_ms` or null, `delayed_acks`, `nagle_waits`: small segments this side sent right after the peer's delayed ACK of the one before, `nagle_delay_ms` or null: those ACKs' mean delay)",
             ),
             F::new("b2a", Kind::Object, "", "the same for b's data"),
             F::new(
@@ -472,6 +477,8 @@ impl Sink for ScreenSink {
             }
             Event::ZeroWindow => side[r].zero_window(at.ts_ns),
             Event::RttSample { rtt_ns, .. } => side[d].rtt_sample(rtt_ns),
+            // Read by `acked_by` with the acknowledging segment, which comes next.
+            Event::AckAdvance { ack, .. } => side[d].advance = Some(ack),
             _ => {}
         }
     }
@@ -506,6 +513,8 @@ impl Sink for ScreenSink {
                 c.events_dropped += 1;
             }
         }
+        let turn = me.turn_ns(peer);
+        me.nagle(s, turn);
         peer.acked_by(s);
         // Closed both ways (or reset): keep the results, free the state.
         if (me.closed() && peer.closed()) || me.rst_sent {
@@ -603,6 +612,7 @@ impl ConnScreen {
             "duration_s" => self.duration_s,
             "bytes" => payload,
             "packets" => both(|d| d.packets as f64),
+            "nagle_waits" => both(|d| d.acks.nagle_waits as f64),
             _ => return None,
         })
     }
@@ -681,13 +691,33 @@ fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
     if s.boring {
         return "boring".into();
     }
-    let other = resends(&s.dir[1 - main], main == 1);
+    let mut other = resends(&s.dir[1 - main], main == 1);
+    for (i, list) in [(main, &mut parts), (1 - main, &mut other)] {
+        if let Some(n) = nagle(&s.dir[i]) {
+            list.push(n);
+        }
+    }
     match (parts.is_empty(), other.is_empty()) {
         (true, true) => "no trouble found".into(),
         (false, true) => format!("{}: {}", arrow(main), parts.join("; ")),
         (true, false) => format!("{}: {}", arrow(1 - main), other.join("; ")),
         (false, false) => format!("{}: {}; {}: {}", arrow(main), parts.join("; "), arrow(1 - main), other.join("; ")),
     }
+}
+
+/// Delayed ACKs holding up Nagle's algorithm on a request/response connection (seed 001's `-D`
+/// story): said when at least 2 small segments waited for the peer's delayed ACK, and they are
+/// at least 5 % of this side's packets.
+fn nagle(d: &DirScreen) -> Option<String> {
+    let a = &d.acks;
+    (a.nagle_waits >= 2 && a.nagle_waits.saturating_mul(20) >= d.packets).then(|| {
+        format!(
+            "delayed ACKs of {:.0} ms interact with Nagle: {} small segments waited for the peer's delayed ACK \
+             of the one before (request/response; TCP_NODELAY or TCP_QUICKACK avoid it)",
+            a.nagle_delay_ms.unwrap_or(0.0),
+            a.nagle_waits
+        )
+    })
 }
 
 /// What one direction's out-of-sequence segments say: timeout stalls, retransmissions by class

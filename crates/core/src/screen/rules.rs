@@ -46,7 +46,7 @@ pub struct Boring {
 
 impl Default for Boring {
     fn default() -> Self {
-        let max = [("retransmissions", 0.0), ("receiver_window", 0.0), ("zero_windows", 0.0)];
+        let max = [("retransmissions", 0.0), ("receiver_window", 0.0), ("zero_windows", 0.0), ("nagle_waits", 0.0)];
         Boring {
             stop_and_wait: true,
             max: max.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
@@ -75,6 +75,7 @@ pub const METRICS: &[(&str, &str)] = &[
     ("duration_s", "lifetime in seconds"),
     ("bytes", "payload bytes, both directions"),
     ("packets", "packets, both directions"),
+    ("nagle_waits", "small segments held by Nagle's algorithm for the peer's delayed ACK, both directions"),
 ];
 
 impl Rules {

@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 use super::rules::Classify;
 use super::{AckBehaviour, BurstCount, Burstiness, DirScreen, Limits, OosClass, OosCounts, OosEvent};
 use crate::analysis::{At, Evidence, SegmentInfo};
+use crate::event::{AckFacts, AckKind};
 use crate::seq::SeqOff;
 use crate::summary::Summary;
 
@@ -83,6 +84,21 @@ pub(super) struct Side {
     acks: u64,
     stretch_acks: u64,
     delayed: Summary,
+    /// What the analysis made of the ACK being handled, as the peer's ACK strategy (its
+    /// [`crate::analysis::Event::AckAdvance`], raised before the segment carrying it).
+    pub(super) advance: Option<AckFacts>,
+    /// The peer's last ACK, when it was a delayed ACK (analysis `AckKind::Delayed`) of
+    /// everything this side had sent: its time and its delay.
+    delayed_ack_at: Option<(u64, u64)>,
+    /// This side's last data segment was shorter than a full segment.
+    last_small: bool,
+    /// The MSS the peer announced (0 unknown).
+    peer_mss: u32,
+    /// Small segments sent right after a delayed ACK of the small segment before them: Nagle's
+    /// algorithm held them for that ACK (RFC 896; seed 001's `-D` story).
+    nagle_waits: u64,
+    /// The delays of those delayed ACKs.
+    nagle_delay: Summary,
 }
 
 impl Side {
@@ -268,12 +284,52 @@ impl Side {
         }
     }
 
+    /// This side sent `s`; `turn` is the longest time an ACK can take from the capture point to
+    /// this side and this side's answer back (both half-loops and 2 ms). A small segment sent
+    /// within it after the peer's delayed ACK of everything before, itself small, waited for
+    /// that ACK: Nagle's algorithm.
+    #[inline]
+    pub(super) fn nagle(&mut self, s: &SegmentInfo, turn: u64) {
+        if s.len == 0 {
+            return;
+        }
+        // Short of a full segment by more than any options take (40 bytes), 536 (RFC 9293's
+        // default MSS) when the peer's MSS is unknown.
+        let full = if self.peer_mss > 0 { self.peer_mss } else { 536 };
+        let small = s.len + 40 < full;
+        if let Some((at, delay)) = self.delayed_ack_at.take()
+            && small
+            && self.last_small
+            && s.at.ts_ns.saturating_sub(at) <= turn
+        {
+            self.nagle_waits += 1;
+            self.nagle_delay.add(delay);
+        }
+        self.last_small = small;
+    }
+
+    /// The longest turn-around [`Side::nagle`] accepts, from this side's and the peer's RTTs.
+    pub(super) fn turn_ns(&self, peer: &Side) -> u64 {
+        let half = |s: &Side| if s.rtt_samples { s.rtt_min } else { 0 };
+        half(self) + half(peer) + 2_000_000
+    }
+
     /// A packet from the peer: its ACK and window about this side's data.
     #[inline] // once per packet, from ScreenSink::segment
     pub(super) fn acked_by(&mut self, s: &SegmentInfo) {
         let t = s.at.ts_ns;
         self.syn_to_answer |= s.flags.syn() && !s.flags.ack();
+        if s.flags.syn()
+            && let Some(m) = s.mss
+        {
+            self.peer_mss = m as u32;
+        }
         if let Some(a) = s.ack_off {
+            if let Some(k) = self.advance.take() {
+                let all = self.hi.is_some_and(|hi| a >= hi);
+                let delayed = k.kind == AckKind::Delayed && all;
+                self.delayed_ack_at = delayed.then_some((s.at.ts_ns, k.delay_ns));
+            }
             if self.una.is_none_or(|u| a > u) {
                 let advance = self.una.map(|u| a - u);
                 if let Some(adv) = advance {
@@ -352,6 +408,8 @@ impl Side {
                 delayed_ack_ms: (self.delayed.n >= 3 && self.delayed.n * 20 >= self.acks)
                     .then(|| self.delayed.mean().unwrap_or(0.0) / MS),
                 delayed_acks: self.delayed.n,
+                nagle_waits: self.nagle_waits,
+                nagle_delay_ms: self.nagle_delay.mean().map(|m| m / MS),
             },
             payload_bytes: self.payload_bytes,
             rexmit_bytes: self.resent_bytes,

@@ -41,6 +41,7 @@
 //! copies the old one into it). Room reserved and never written is not memory used: the pages of
 //! a large allocation are backed only once written.
 
+pub mod ack;
 pub mod burst;
 pub mod dupack;
 pub mod flight;
@@ -181,6 +182,7 @@ macro_rules! one_connection {
         }
     };
 }
+one_connection!(ack::AckSink, ack::AckSeries);
 one_connection!(burst::BurstSink, burst::BurstSeries);
 one_connection!(dupack::DupackSink, dupack::DupackSeries);
 one_connection!(flight::FlightSink, flight::FlightSeries);

@@ -174,7 +174,7 @@ def plot(
         conn: connection id, 1-based, as ``tcpscope conns`` numbers them (the ``conn``
             column of ``read``'s tables for a single file).
         kind: what to draw (``tcpscope.PLOT_KINDS``): ``tsg``, ``rtt``, ``tput``,
-            ``flight``, ``ssize``, ``burst``, ``burst-cdf``, ``dupack``, ``ladder``,
+            ``flight``, ``ssize``, ``ack``, ``burst``, ``burst-cdf``, ``dupack``, ``ladder``,
             ``states`` (docs/plots.md).
         dir: ``"a2b"`` or ``"b2a"``: whose data is drawn (default: the direction that sent
             the most payload bytes, said in the title).
