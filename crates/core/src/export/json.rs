@@ -653,7 +653,7 @@ impl Table for FilesTable {
             "damaged",
             Kind::List,
             "",
-            "stretches skipped because their bytes cannot be records, in file order: `start` and `end` (byte offsets in the decompressed stream: the first byte skipped, where reading resumed or the file's end), `reason` (what was wrong with the record or block at `start`), `records_after` (records read after it, up to the next damage or the end), and `file` (only in a ring directory's summary, summed over its files: the file the stretch is in); reading goes on after each ([capture.md](capture.md#damaged-captures))",
+            "stretches skipped because their bytes cannot be records, in file order: `start` and `end` (byte offsets in the decompressed stream: the first byte skipped, where reading resumed or the file's end; equal when damage in a gzip or zstd stream cost no decompressed byte, as bytes after the last member do), `reason` (what was wrong with the record or block at `start`), `records_after` (records read after it, up to the next damage or the end), and `file` (only in a ring directory's summary, summed over its files: the file the stretch is in); reading goes on after each ([capture.md](capture.md#damaged-captures))",
         ),
     ];
 }
