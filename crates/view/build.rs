@@ -6,7 +6,10 @@ use std::path::Path;
 use std::process::Command;
 
 fn main() {
-    let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web");
+    // Read when the script runs, not baked in when it is compiled: a target directory shared
+    // by two checkouts reuses the compiled script, which must then look in the right one.
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let web = Path::new(&manifest).join("../../web");
     let dist = web.join("dist/index.html");
     println!("cargo:rerun-if-changed={}", dist.display());
     if dist.exists() {
