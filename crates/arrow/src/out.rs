@@ -80,9 +80,17 @@ impl FileOut {
         let file = File::create(path).map_err(|e| err(&e))?;
         let w = match format {
             Format::Parquet => {
-                let props = WriterProperties::builder()
-                    .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).map_err(|e| err(&e))?))
-                    .build();
+                let mut props = WriterProperties::builder()
+                    .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).map_err(|e| err(&e))?));
+                // Dictionary encoding pays for text (a handful of names, flags, verdicts), not
+                // for numbers: most columns are times, frames, sequence numbers, all distinct,
+                // whose dictionary Parquet builds, hashing every value, then drops.
+                for f in schema.fields() {
+                    if f.data_type() != &arrow_schema::DataType::Utf8 {
+                        props = props.set_column_dictionary_enabled(f.name().as_str().into(), false);
+                    }
+                }
+                let props = props.build();
                 Writer::Parquet(ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| err(&e))?)
             }
             Format::Arrow => Writer::Arrow(arrow_ipc::writer::FileWriter::try_new(file, schema).map_err(|e| err(&e))?),

@@ -120,12 +120,17 @@ fn files_read_back_as_written() {
             let back: Vec<RecordBatch> = match format {
                 Format::Parquet => {
                     let file = std::fs::File::open(&path).unwrap();
-                    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-                        .unwrap()
-                        .build()
-                        .unwrap()
-                        .map(|b| b.unwrap())
-                        .collect()
+                    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+                    // Text is dictionary-encoded; numbers (times, frames, sequence numbers,
+                    // mostly distinct) are not.
+                    for rg in reader.metadata().row_groups() {
+                        for (c, col) in t.columns().iter().zip(rg.columns()) {
+                            let text = c.field.kind == tcpscope_core::table::Kind::Text;
+                            let dict = col.dictionary_page_offset().is_some();
+                            assert_eq!(dict, text, "{}.{}: dictionary page", t.name(), c.name);
+                        }
+                    }
+                    reader.build().unwrap().map(|b| b.unwrap()).collect()
                 }
                 Format::Arrow => {
                     let file = std::fs::File::open(&path).unwrap();
