@@ -375,7 +375,7 @@ pub struct CorrPacket {
     /// Payload length.
     pub len: u32,
     /// Flags, as `print` writes them.
-    pub flags: String,
+    pub flags: crate::export::packet::FlagLetters,
     /// Per point (order given), when seen there: s since the first packet, first capture's
     /// clock; null where not seen.
     pub at_s: Vec<Option<f64>>,

@@ -44,7 +44,7 @@ pub struct PacketLine<'a> {
     /// TCP payload length from the IP header (counts bytes cut by the snaplen).
     pub len: u32,
     /// Flag letters: S SYN, F FIN, R RST, P PSH, A ACK, U URG, E ECE, C CWR, N AE; `.` for none.
-    pub flags: String,
+    pub flags: FlagLetters,
 }
 
 impl Table for PacketLine<'_> {
@@ -73,9 +73,60 @@ impl Table for PacketLine<'_> {
 }
 
 /// Flag letters in a fixed order (see [`PacketLine::flags`]).
-pub fn flag_letters(f: Flags) -> String {
-    let s: String = FLAG_LETTERS.iter().filter(|(m, _)| f.has(*m)).map(|&(_, c)| c).collect();
-    if s.is_empty() { ".".into() } else { s }
+pub fn flag_letters(f: Flags) -> FlagLetters {
+    let mut out = FlagLetters { buf: [0; 9], len: 0 };
+    for &(m, c) in &FLAG_LETTERS {
+        if f.has(m) {
+            out.buf[out.len as usize] = c as u8;
+            out.len += 1;
+        }
+    }
+    if out.len == 0 {
+        out.buf[0] = b'.';
+        out.len = 1;
+    }
+    out
+}
+
+/// A packet's flag letters (at most nine ASCII letters, or `.`), kept in place: a packet row of
+/// `print`, `segments` or `correlate --packets` allocates no string for them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct FlagLetters {
+    buf: [u8; 9],
+    len: u8,
+}
+
+impl FlagLetters {
+    /// The letters.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII letters and '.' are ever written (flag_letters).
+        std::str::from_utf8(&self.buf[..self.len as usize]).unwrap_or(".")
+    }
+}
+
+impl std::ops::Deref for FlagLetters {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for FlagLetters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for FlagLetters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl serde::Serialize for FlagLetters {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 /// Each flag's letter, in the order they are written (`print`, and the viewer's packet rows).

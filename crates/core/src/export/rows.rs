@@ -40,7 +40,7 @@ pub struct SegmentRow<'a> {
     /// `a2b` or `b2a`.
     pub dir: &'static str,
     /// Flag letters as `print` writes them.
-    pub flags: String,
+    pub flags: crate::export::packet::FlagLetters,
     /// Relative sequence number of its first sequence byte (the SYN's is -1).
     pub seq: i64,
     /// Payload length.
