@@ -2,7 +2,7 @@
 //! seen before: tcptrace's rule), a hole fill (out of order), or a jump past a hole (bytes not
 //! captured); and the transmissions remembered for RTT sampling (RFC 6298 §3).
 
-use super::{At, Classify, Event, Half, MAX_UNACKED, Outstanding, Sent, Sink, classify, partial};
+use super::{At, Classify, Event, Half, MAX_UNACKED, Outstanding, Sent, Sink, classify, partial, push_compact};
 use crate::analysis::ranges::RangeSet;
 use crate::decode::Segment;
 use crate::seq::SeqOff;
@@ -89,22 +89,20 @@ pub(super) fn on_data<S: Sink>(
             me.fin_off = Some(end - 1);
         }
         // Remember the transmission for RTT sampling.
-        let sent = Sent { start, end, ts_ns, frame, last_ts_ns: ts_ns, last_frame: frame, ambiguous: is_rexmit };
+        let sent = Sent::new(start, end, ts_ns, frame, is_rexmit);
         if out.unacked.back().is_none_or(|b| b.end <= start) {
             if out.unacked.len() >= MAX_UNACKED {
                 out.unacked.pop_front();
                 partial(&mut me.partial, 2, "unacked segments", at, sink);
             }
-            out.unacked.push_back(sent);
+            push_compact(&mut out.unacked, sent);
         } else {
             // Below the highest range: mark what it repeats; a range it alone covers (a hole
             // fill) is inserted in order.
             let first = out.unacked.partition_point(|s| s.end <= start);
             let mut i = first;
             while let Some(s) = out.unacked.get_mut(i).filter(|s| s.start < end) {
-                s.ambiguous = true;
-                s.last_ts_ns = ts_ns;
-                s.last_frame = frame;
+                s.resent(ts_ns, frame);
                 i += 1;
             }
             if i == first && me.snd_una.is_none_or(|una| end > una) {
