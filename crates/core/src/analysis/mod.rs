@@ -185,10 +185,10 @@ struct Half {
 /// The parts of a [`Half`] that grow with unacknowledged data.
 #[derive(Default, Debug)]
 struct Outstanding {
-    /// Bytes below `snd_max` never seen in the capture (and not yet acknowledged).
-    holes: RangeSet,
-    /// Bytes above `snd_una` the peer reported in SACK blocks (RFC 6675 scoreboard).
-    sacked: RangeSet,
+    /// Holes and SACKed ranges, allocated with the first of either: most directions have
+    /// neither, and with many connections open at once two empty sets in every direction with
+    /// data in flight were 48 bytes each.
+    ranges: Option<Box<Ranges>>,
     /// Ranges sent and not yet cumulatively acknowledged, sorted by sequence and disjoint: new
     /// data is pushed at the back, a retransmission marks the ranges it repeats.
     unacked: VecDeque<Sent>,
@@ -196,9 +196,38 @@ struct Outstanding {
     ts_pending: VecDeque<(u32, u64, u64)>,
 }
 
+/// The range sets of an [`Outstanding`].
+#[derive(Default, Debug)]
+struct Ranges {
+    /// Bytes below `snd_max` never seen in the capture (and not yet acknowledged).
+    holes: RangeSet,
+    /// Bytes above `snd_una` the peer reported in SACK blocks (RFC 6675 scoreboard).
+    sacked: RangeSet,
+}
+
+/// What an [`Outstanding`] without range sets reads as.
+static NO_RANGES: Ranges = Ranges { holes: RangeSet::new(), sacked: RangeSet::new() };
+
 impl Outstanding {
     fn is_empty(&self) -> bool {
-        self.holes.is_empty() && self.sacked.is_empty() && self.unacked.is_empty() && self.ts_pending.is_empty()
+        self.ranges.as_deref().is_none_or(|r| r.holes.is_empty() && r.sacked.is_empty())
+            && self.unacked.is_empty()
+            && self.ts_pending.is_empty()
+    }
+
+    /// The holes (empty when none was ever recorded).
+    fn holes(&self) -> &RangeSet {
+        &self.ranges.as_deref().unwrap_or(&NO_RANGES).holes
+    }
+
+    /// The SACKed ranges (empty when none was ever recorded).
+    fn sacked(&self) -> &RangeSet {
+        &self.ranges.as_deref().unwrap_or(&NO_RANGES).sacked
+    }
+
+    /// The range sets, allocated on first use: for an insertion (a removal needs none).
+    fn ranges(&mut self) -> &mut Ranges {
+        self.ranges.get_or_insert_default()
     }
 }
 

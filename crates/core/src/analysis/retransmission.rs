@@ -55,8 +55,8 @@ pub(super) fn on_data<S: Sink>(
         let pay_end = pay_start + len as i64;
         // One lookup of the outstanding state for the whole block (it is in every packet's path).
         let out = me.out.get_or_insert_default();
-        let seen_all = seen(start, end, &out.holes);
-        let seen_pay = seen(pay_start, pay_end, &out.holes) as u32;
+        let seen_all = seen(start, end, out.holes());
+        let seen_pay = seen(pay_start, pay_end, out.holes()) as u32;
         let hole_fill = start < snd_max && (end - start) as u64 > seen_all;
         // Conservation: each payload byte is new or seen before (or part of a probe).
         rexmit_bytes = seen_pay;
@@ -79,11 +79,13 @@ pub(super) fn on_data<S: Sink>(
             // Bytes the peer acknowledged before they were seen were counted as acknowledged
             // but unseen when that ACK came: they are no hole to count again.
             let from = me.snd_una.map_or(snd_max, |u| u.max(snd_max));
-            if from < start && !out.holes.insert(from, start) {
+            if from < start && !out.ranges().holes.insert(from, start) {
                 partial(&mut me.partial, 1, "holes", at, sink);
             }
         }
-        out.holes.remove(start, end);
+        if let Some(r) = out.ranges.as_deref_mut() {
+            r.holes.remove(start, end);
+        }
         me.snd_max = Some(snd_max.max(end));
         if fin {
             me.fin_off = Some(end - 1);
@@ -172,6 +174,6 @@ fn rexmit_evidence(o: &Outstanding, snd_una: Option<SeqOff>, start: SeqOff, end:
     let i = o.unacked.partition_point(|s| s.end <= start);
     let prev_sent = o.unacked.get(i).filter(|s| s.start < end).map(|s| (s.last_ts_ns, s.last_frame));
     let above = start.max(una);
-    let acked = end <= una || o.sacked.overlap(above, end) == (end - above) as u64;
+    let acked = end <= una || o.sacked().overlap(above, end) == (end - above) as u64;
     Repeat { prev_sent, acked }
 }

@@ -534,3 +534,11 @@ fn outstanding_queues_grow_from_one() {
     assert_eq!(caps, [1, 2, 4, 4, 8]);
     assert!(q.iter().map(|e| e.1).eq(0..5));
 }
+
+#[test]
+fn outstanding_state_without_ranges_is_small() {
+    // Held by every direction with data in flight; the range sets only when used.
+    assert_eq!(std::mem::size_of::<Outstanding>(), 72);
+    let o = Outstanding::default();
+    assert!(o.is_empty() && o.holes().is_empty() && o.sacked().is_empty() && o.ranges.is_none());
+}
