@@ -193,16 +193,14 @@ impl AckStats {
 /// A histogram of delays from [`DelayHist::LOW_NS`] up, eight bins an octave over ten octaves
 /// (the last bin takes everything above): each bin's count and its samples' mean, so the mode
 /// reads as a time, not as a bin's edges.
-#[derive(Clone, Debug)]
+///
+/// Only the bins that hold a delay are kept, in bin order, 12 bytes each: a side's delayed
+/// ACKs fall in one or two bins, and every side that delayed one keeps its histogram to the
+/// end of the run (all [`DelayHist::BINS`] of them were 640 bytes a side).
+#[derive(Clone, Debug, Default)]
 pub struct DelayHist {
-    count: [u32; DelayHist::BINS],
-    mean_ns: [f32; DelayHist::BINS],
-}
-
-impl Default for DelayHist {
-    fn default() -> Self {
-        DelayHist { count: [0; Self::BINS], mean_ns: [0.0; Self::BINS] }
-    }
+    /// (bin, count, mean of its samples in ns), by bin; no bin twice, no count 0.
+    bins: Vec<(u8, u32, f32)>,
 }
 
 impl DelayHist {
@@ -223,16 +221,26 @@ impl DelayHist {
     }
 
     fn add(&mut self, ns: u64) {
-        let b = Self::bin(ns);
-        self.count[b] = self.count[b].saturating_add(1);
+        let b = Self::bin(ns) as u8;
+        let i = match self.bins.binary_search_by_key(&b, |e| e.0) {
+            Ok(i) => i,
+            Err(i) => {
+                // Grown one entry at a time: a side rarely fills more than a few bins.
+                self.bins.reserve_exact(1);
+                self.bins.insert(i, (b, 0, 0.0));
+                i
+            }
+        };
+        let (_, count, mean) = &mut self.bins[i];
+        *count = count.saturating_add(1);
         // A running mean: f32 sums of millions of samples would lose the digits that matter.
-        self.mean_ns[b] += (ns as f32 - self.mean_ns[b]) / self.count[b] as f32;
+        *mean += (ns as f32 - *mean) / *count as f32;
     }
 
     /// The mean of the fullest bin (the lowest of equals), or `None` when empty.
     pub fn mode(&self) -> Option<f64> {
-        let (b, &n) = self.count.iter().enumerate().rev().max_by_key(|&(_, n)| n)?;
-        (n > 0).then(|| self.mean_ns[b] as f64)
+        let &(_, _, mean) = self.bins.iter().rev().max_by_key(|e| e.1)?;
+        Some(mean as f64)
     }
 }
 
@@ -570,6 +578,15 @@ mod tests {
             h.add(ns);
         }
         assert!((h.mode().unwrap() - 40_200_000.0).abs() < 10.0, "{:?}", h.mode());
+        // Equal counts: the lowest bin's mean, whatever the order the bins filled in.
+        let mut h = DelayHist::default();
+        assert_eq!(h.mode(), None);
+        for ns in [200_000_000, 120_000_000, 40_000_000, 120_000_000, 40_000_000, 200_000_000] {
+            h.add(ns);
+        }
+        assert_eq!(h.mode(), Some(40_000_000.0));
+        assert_eq!(h.bins.len(), 3);
+        assert!(h.bins.windows(2).all(|w| w[0].0 < w[1].0), "{:?}", h.bins);
     }
 
     #[test]

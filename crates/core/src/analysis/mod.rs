@@ -69,20 +69,63 @@ impl Default for Settings {
     }
 }
 
-/// A range of sequence space sent and not yet cumulatively acknowledged.
+/// A range of sequence space sent and not yet cumulatively acknowledged (48 bytes: every
+/// direction with data in flight holds some, `docs/performance.md`).
 #[derive(Clone, Copy, Debug)]
 struct Sent {
     start: SeqOff,
     end: SeqOff,
-    /// When (and in which frame) the range was first sent: the RTT sample's start.
+    /// When the range was first sent: the RTT sample's start.
     ts_ns: u64,
-    frame: u64,
+    /// The frame it was first sent in, and in the top bit whether some of it was sent more
+    /// than once (ambiguous for RTT, Karn). A frame number never reaches 2^63, so the flag
+    /// costs no word of its own.
+    frame_ambiguous: u64,
     /// When (and in which frame) any of it was last sent: an ACK covering it after a later
     /// range is "post-loss".
     last_ts_ns: u64,
     last_frame: u64,
+}
+
+impl Sent {
+    const AMBIGUOUS: u64 = 1 << 63;
+
+    /// A range first sent in `frame` at `ts_ns`.
+    fn new(start: SeqOff, end: SeqOff, ts_ns: u64, frame: u64, ambiguous: bool) -> Self {
+        debug_assert!(frame < Self::AMBIGUOUS, "frame numbers stay below 2^63");
+        let frame_ambiguous = frame | (ambiguous as u64) << 63;
+        Sent { start, end, ts_ns, frame_ambiguous, last_ts_ns: ts_ns, last_frame: frame }
+    }
+
+    /// The frame it was first sent in.
+    fn frame(&self) -> u64 {
+        self.frame_ambiguous & !Self::AMBIGUOUS
+    }
+
     /// Some of it was sent more than once: ambiguous for RTT (Karn).
-    ambiguous: bool,
+    fn ambiguous(&self) -> bool {
+        self.frame_ambiguous & Self::AMBIGUOUS != 0
+    }
+
+    /// Marks it sent again in `frame` at `ts_ns`.
+    fn resent(&mut self, ts_ns: u64, frame: u64) {
+        self.frame_ambiguous |= Self::AMBIGUOUS;
+        self.last_ts_ns = ts_ns;
+        self.last_frame = frame;
+    }
+}
+
+/// Appends `x` to `q`, growing it by doubling from one element rather than from `VecDeque`'s
+/// first capacity of four. Most directions keep one or two ranges or TSvals outstanding, and
+/// with many connections open at once every one holds these queues (`docs/performance.md`,
+/// *concurrent*). Written by hand because std's `VecDeque` has no growth-policy knob; the
+/// doubling keeps a push amortised O(1).
+#[inline]
+fn push_compact<T>(q: &mut VecDeque<T>, x: T) {
+    if q.len() == q.capacity() {
+        q.reserve_exact(q.len().max(1));
+    }
+    q.push_back(x);
 }
 
 /// What one endpoint has sent, and what it has said about the other's data.
@@ -142,10 +185,10 @@ struct Half {
 /// The parts of a [`Half`] that grow with unacknowledged data.
 #[derive(Default, Debug)]
 struct Outstanding {
-    /// Bytes below `snd_max` never seen in the capture (and not yet acknowledged).
-    holes: RangeSet,
-    /// Bytes above `snd_una` the peer reported in SACK blocks (RFC 6675 scoreboard).
-    sacked: RangeSet,
+    /// Holes and SACKed ranges, allocated with the first of either: most directions have
+    /// neither, and with many connections open at once two empty sets in every direction with
+    /// data in flight were 48 bytes each.
+    ranges: Option<Box<Ranges>>,
     /// Ranges sent and not yet cumulatively acknowledged, sorted by sequence and disjoint: new
     /// data is pushed at the back, a retransmission marks the ranges it repeats.
     unacked: VecDeque<Sent>,
@@ -153,9 +196,38 @@ struct Outstanding {
     ts_pending: VecDeque<(u32, u64, u64)>,
 }
 
+/// The range sets of an [`Outstanding`].
+#[derive(Default, Debug)]
+struct Ranges {
+    /// Bytes below `snd_max` never seen in the capture (and not yet acknowledged).
+    holes: RangeSet,
+    /// Bytes above `snd_una` the peer reported in SACK blocks (RFC 6675 scoreboard).
+    sacked: RangeSet,
+}
+
+/// What an [`Outstanding`] without range sets reads as.
+static NO_RANGES: Ranges = Ranges { holes: RangeSet::new(), sacked: RangeSet::new() };
+
 impl Outstanding {
     fn is_empty(&self) -> bool {
-        self.holes.is_empty() && self.sacked.is_empty() && self.unacked.is_empty() && self.ts_pending.is_empty()
+        self.ranges.as_deref().is_none_or(|r| r.holes.is_empty() && r.sacked.is_empty())
+            && self.unacked.is_empty()
+            && self.ts_pending.is_empty()
+    }
+
+    /// The holes (empty when none was ever recorded).
+    fn holes(&self) -> &RangeSet {
+        &self.ranges.as_deref().unwrap_or(&NO_RANGES).holes
+    }
+
+    /// The SACKed ranges (empty when none was ever recorded).
+    fn sacked(&self) -> &RangeSet {
+        &self.ranges.as_deref().unwrap_or(&NO_RANGES).sacked
+    }
+
+    /// The range sets, allocated on first use: for an insertion (a removal needs none).
+    fn ranges(&mut self) -> &mut Ranges {
+        self.ranges.get_or_insert_default()
     }
 }
 

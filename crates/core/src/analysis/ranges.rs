@@ -17,6 +17,11 @@ pub struct RangeSet {
 pub const MAX_RANGES: usize = 256;
 
 impl RangeSet {
+    /// An empty set.
+    pub const fn new() -> Self {
+        RangeSet { ranges: Vec::new() }
+    }
+
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()

@@ -2,7 +2,7 @@
 //! seen before: tcptrace's rule), a hole fill (out of order), or a jump past a hole (bytes not
 //! captured); and the transmissions remembered for RTT sampling (RFC 6298 §3).
 
-use super::{At, Classify, Event, Half, MAX_UNACKED, Outstanding, Sent, Sink, classify, partial};
+use super::{At, Classify, Event, Half, MAX_UNACKED, Outstanding, Sent, Sink, classify, partial, push_compact};
 use crate::analysis::ranges::RangeSet;
 use crate::decode::Segment;
 use crate::seq::SeqOff;
@@ -55,8 +55,8 @@ pub(super) fn on_data<S: Sink>(
         let pay_end = pay_start + len as i64;
         // One lookup of the outstanding state for the whole block (it is in every packet's path).
         let out = me.out.get_or_insert_default();
-        let seen_all = seen(start, end, &out.holes);
-        let seen_pay = seen(pay_start, pay_end, &out.holes) as u32;
+        let seen_all = seen(start, end, out.holes());
+        let seen_pay = seen(pay_start, pay_end, out.holes()) as u32;
         let hole_fill = start < snd_max && (end - start) as u64 > seen_all;
         // Conservation: each payload byte is new or seen before (or part of a probe).
         rexmit_bytes = seen_pay;
@@ -79,32 +79,32 @@ pub(super) fn on_data<S: Sink>(
             // Bytes the peer acknowledged before they were seen were counted as acknowledged
             // but unseen when that ACK came: they are no hole to count again.
             let from = me.snd_una.map_or(snd_max, |u| u.max(snd_max));
-            if from < start && !out.holes.insert(from, start) {
+            if from < start && !out.ranges().holes.insert(from, start) {
                 partial(&mut me.partial, 1, "holes", at, sink);
             }
         }
-        out.holes.remove(start, end);
+        if let Some(r) = out.ranges.as_deref_mut() {
+            r.holes.remove(start, end);
+        }
         me.snd_max = Some(snd_max.max(end));
         if fin {
             me.fin_off = Some(end - 1);
         }
         // Remember the transmission for RTT sampling.
-        let sent = Sent { start, end, ts_ns, frame, last_ts_ns: ts_ns, last_frame: frame, ambiguous: is_rexmit };
+        let sent = Sent::new(start, end, ts_ns, frame, is_rexmit);
         if out.unacked.back().is_none_or(|b| b.end <= start) {
             if out.unacked.len() >= MAX_UNACKED {
                 out.unacked.pop_front();
                 partial(&mut me.partial, 2, "unacked segments", at, sink);
             }
-            out.unacked.push_back(sent);
+            push_compact(&mut out.unacked, sent);
         } else {
             // Below the highest range: mark what it repeats; a range it alone covers (a hole
             // fill) is inserted in order.
             let first = out.unacked.partition_point(|s| s.end <= start);
             let mut i = first;
             while let Some(s) = out.unacked.get_mut(i).filter(|s| s.start < end) {
-                s.ambiguous = true;
-                s.last_ts_ns = ts_ns;
-                s.last_frame = frame;
+                s.resent(ts_ns, frame);
                 i += 1;
             }
             if i == first && me.snd_una.is_none_or(|una| end > una) {
@@ -174,6 +174,6 @@ fn rexmit_evidence(o: &Outstanding, snd_una: Option<SeqOff>, start: SeqOff, end:
     let i = o.unacked.partition_point(|s| s.end <= start);
     let prev_sent = o.unacked.get(i).filter(|s| s.start < end).map(|s| (s.last_ts_ns, s.last_frame));
     let above = start.max(una);
-    let acked = end <= una || o.sacked.overlap(above, end) == (end - above) as u64;
+    let acked = end <= una || o.sacked().overlap(above, end) == (end - above) as u64;
     Repeat { prev_sent, acked }
 }

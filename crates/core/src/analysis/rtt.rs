@@ -2,7 +2,7 @@
 //! rule) and timestamp echoes (RFC 7323 §4.3, as pping does).
 
 use super::classify::Memory;
-use super::{At, Event, Half, MAX_TS_PENDING, Outstanding, RttKind, Sent, Sink};
+use super::{At, Event, Half, MAX_TS_PENDING, Outstanding, RttKind, Sent, Sink, push_compact};
 use crate::decode::Segment;
 use crate::seq::{SeqNum, SeqOff};
 
@@ -32,7 +32,7 @@ pub(super) fn karn<S: Sink>(
     while let Some(s) = out.unacked.front().copied().filter(|s| s.end <= a) {
         out.unacked.pop_front();
         oldest = oldest.or(Some(s.ts_ns));
-        resent |= s.ambiguous;
+        resent |= s.ambiguous();
         if let Some(c) = candidate.replace(s) {
             latest_other = latest_other.max(c.last_ts_ns);
         }
@@ -47,11 +47,11 @@ pub(super) fn karn<S: Sink>(
     {
         // Part of a range: its arrival is the oldest when nothing before it was covered.
         oldest = oldest.or(Some(front.ts_ns));
-        resent |= front.ambiguous;
+        resent |= front.ambiguous();
         front.start = a;
     }
     if let Some(c) = candidate {
-        if c.ambiguous {
+        if c.ambiguous() {
             sink.event(data_dir, &Event::KarnDiscard);
         } else if latest_other > c.ts_ns {
             sink.event(data_dir, &Event::PostLossAck);
@@ -60,7 +60,7 @@ pub(super) fn karn<S: Sink>(
             if S::CLASSIFY {
                 memory.rtt_sample(rtt_ns);
             }
-            sink.event(data_dir, &Event::RttSample { rtt_ns, kind: RttKind::Karn, sent_frame: c.frame });
+            sink.event(data_dir, &Event::RttSample { rtt_ns, kind: RttKind::Karn, sent_frame: c.frame() });
         }
     }
     oldest.filter(|_| in_order && !resent)
@@ -96,7 +96,7 @@ pub(super) fn on_timestamps<S: Sink>(me: &mut Half, peer: &mut Half, seg: &Segme
             if pending.len() >= MAX_TS_PENDING {
                 pending.pop_front();
             }
-            pending.push_back((tsval, ts_ns, frame));
+            push_compact(pending, (tsval, ts_ns, frame));
         }
     }
 }

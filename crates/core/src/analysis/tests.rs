@@ -511,3 +511,34 @@ fn a_pass_that_does_not_ask_for_classes_gets_none() {
         .collect();
     assert_eq!((classes, plain.1), (vec![None], 0));
 }
+
+#[test]
+fn a_transmission_keeps_its_frame_and_karn_flag_in_48_bytes() {
+    assert_eq!(std::mem::size_of::<Sent>(), 48);
+    let frame = (1 << 63) - 1;
+    let mut s = Sent::new(SeqOff(0), SeqOff(0), 5, frame, false);
+    assert_eq!((s.frame(), s.ambiguous(), s.last_frame), (frame, false, frame));
+    s.resent(9, 12);
+    assert_eq!((s.frame(), s.ambiguous(), s.last_ts_ns, s.last_frame), (frame, true, 9, 12));
+    assert!(Sent::new(SeqOff(0), SeqOff(0), 5, 7, true).ambiguous());
+}
+
+#[test]
+fn outstanding_queues_grow_from_one() {
+    let mut q = VecDeque::new();
+    let mut caps = vec![];
+    for i in 0..5u64 {
+        push_compact(&mut q, (0u32, i, i));
+        caps.push(q.capacity());
+    }
+    assert_eq!(caps, [1, 2, 4, 4, 8]);
+    assert!(q.iter().map(|e| e.1).eq(0..5));
+}
+
+#[test]
+fn outstanding_state_without_ranges_is_small() {
+    // Held by every direction with data in flight; the range sets only when used.
+    assert_eq!(std::mem::size_of::<Outstanding>(), 72);
+    let o = Outstanding::default();
+    assert!(o.is_empty() && o.holes().is_empty() && o.sacked().is_empty() && o.ranges.is_none());
+}
