@@ -241,10 +241,11 @@ fn date_time(secs: f64, tz: &TimeZone) -> String {
 /// `12:16:10.849758`, rounded to the µs.
 fn clock_of_secs(secs: f64, tz: &TimeZone) -> String {
     let us = (secs * 1e6).round();
-    if !(0.0..1e17).contains(&us) {
-        return format!("{secs:.6}");
+    // Past year ~2554 the time in ns does not fit 64 bits (a damaged or odd timestamp).
+    match (0.0..1e17).contains(&us).then(|| (us as u64).checked_mul(1000)).flatten() {
+        Some(ns) => tcpscope_core::capture::time::clock(ns, tz),
+        None => format!("{secs:.6}"),
     }
-    tcpscope_core::capture::time::clock(us as u64 * 1000, tz)
 }
 
 /// Writes `make` of every run of [`TEXT_CHUNK`] items, made in parallel `block` items at a time
@@ -583,6 +584,15 @@ mod tests {
                 assert!(buf.len() <= CONN_TEXT, "{} bytes", buf.len());
             }
         }
+    }
+
+    #[test]
+    fn a_time_past_what_ns_hold_is_written_in_seconds() {
+        // pcapplusplus__pcapng-example.pcapng has such a timestamp: the product overflowed.
+        let tz = TimeZone::UTC;
+        assert_eq!(clock_of_secs(2e10, &tz), "20000000000.000000");
+        assert_eq!(clock_of_secs(-1.0, &tz), "-1.000000");
+        assert!(clock_of_secs(1.7e9, &tz).contains(':'));
     }
 
     #[test]
