@@ -11,7 +11,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
-import { inkAt, startViewer } from "./util.mjs";
+import { inkAt, newPage, startViewer } from "./util.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -33,14 +33,7 @@ after(async () => {
   server?.kill();
 });
 
-async function page() {
-  const ctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
-  const pg = await ctx.newPage();
-  pg.errors = [];
-  pg.on("console", (m) => m.type() === "error" && pg.errors.push(m.text()));
-  pg.on("pageerror", (e) => pg.errors.push(String(e)));
-  return pg;
-}
+const page = () => newPage(browser);
 
 const nextFrame = (pg) => pg.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 /** The figure shown once the fetches number more than `n` and a frame has drawn it. */

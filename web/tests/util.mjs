@@ -37,3 +37,14 @@ export const inkAt = (pg, x, y) =>
     const w = g.getImageData(2, 2, 1, 1).data;
     return { inked: n, cornerWhite: w[0] === 255 && w[1] === 255 && w[2] === 255 && w[3] === 255 };
   }, [x, y]);
+
+/** A page of `browser` that records console errors and uncaught exceptions in `pg.errors`
+ * (the tests assert it stays empty). */
+export async function newPage(browser) {
+  const ctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
+  const pg = await ctx.newPage();
+  pg.errors = [];
+  pg.on("console", (m) => m.type() === "error" && pg.errors.push(m.text()));
+  pg.on("pageerror", (e) => pg.errors.push(String(e)));
+  return pg;
+}

@@ -12,7 +12,7 @@ import os from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
-import { inkAt, startViewer } from "./util.mjs";
+import { inkAt, newPage, startViewer } from "./util.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -24,15 +24,7 @@ const TRACES = [data("loss-snd.pcap"), data("zerowin-snd.pcap")];
 
 let server, url, browser;
 
-/** A page that fails the test on any console error or uncaught exception. */
-async function page() {
-  const ctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
-  const pg = await ctx.newPage();
-  pg.errors = [];
-  pg.on("console", (m) => m.type() === "error" && pg.errors.push(m.text()));
-  pg.on("pageerror", (e) => pg.errors.push(String(e)));
-  return pg;
-}
+const page = () => newPage(browser);
 
 const fetches = (pg) => pg.evaluate(() => window.tcpscopePerf.fetches.length);
 async function afterFetch(pg, n) {
