@@ -392,6 +392,11 @@ pub struct ViewArgs {
     /// Do not open the browser; only print the URL.
     #[arg(long)]
     pub no_open: bool,
+    /// The traces are captures of the same connections at several points (as for `tcpscope
+    /// correlate`; the first one's clock is the reference): a connection also shows its
+    /// packets' lifelines across the points and their one-way delays.
+    #[arg(long)]
+    pub correlate: bool,
 }
 
 #[derive(Args, Debug)]

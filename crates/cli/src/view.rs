@@ -48,6 +48,13 @@ pub fn view(args: &ViewArgs) -> io::Result<ExitCode> {
     } else {
         (None, load(&args.common)?)
     };
+    let mut traces = traces;
+    if args.correlate {
+        if monitor.is_some() || traces.paths.len() < 2 {
+            return Err(io::Error::other("--correlate needs two or more captures (and no monitor recording)"));
+        }
+        traces.correlate(&tcpscope_core::correlate::Settings::default()).map_err(crate::run::input_error)?;
+    }
     let opts = tcpscope_view::Options { bind: args.bind, port: args.port };
     let server = tcpscope_view::Server::start_with(Arc::new(traces), monitor, &opts).map_err(|e| {
         let at = std::net::SocketAddr::new(args.bind, args.port);

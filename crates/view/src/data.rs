@@ -223,6 +223,9 @@ pub struct Traces {
     /// A TRACE's time window could not be placed on it (it ends before it starts): the
     /// command line's fault, not the input's (`tcpscope view` exits 2 for it, docs/cli.md).
     pub bad_window: bool,
+    /// The traces' correlation, when they are captures of the same connections at several
+    /// points (`view --correlate`; [`Traces::correlate`]).
+    pub corr: Option<crate::correlated::Correlated>,
 }
 
 /// What the viewer reads of a TRACE: a file whole, or a trace set — a ring directory, or any
@@ -299,7 +302,25 @@ impl Traces {
             an.conns.extend(stats.conns);
             screens.extend(screen);
         }
-        Traces { paths, settings, an, screens, base, parts, details: Mutex::new(HashMap::new()), bad_window }
+        Traces {
+            paths,
+            settings,
+            an,
+            screens,
+            base,
+            parts,
+            details: Mutex::new(HashMap::new()),
+            bad_window,
+            corr: None,
+        }
+    }
+
+    /// Correlates the traces as captures of the same connections at several points, the first
+    /// capture's clock the reference (`view --correlate`): the lifeline and one-way-delay
+    /// plots of `api/lifeline` and `api/owd`.
+    pub fn correlate(&mut self, settings: &tcpscope_core::correlate::Settings) -> Result<(), String> {
+        self.corr = Some(crate::correlated::Correlated::new(self, settings)?);
+        Ok(())
     }
 
     /// The detail of connection `id` (1-based), from memory or from one pass over its file.

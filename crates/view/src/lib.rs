@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod correlated;
 pub mod data;
 pub mod list;
 pub mod pack;
@@ -310,10 +311,15 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                 Err((status, msg)) => error(req, status, &msg),
             }
         }
-        "/api/tsg" | "/api/ladder" | "/api/panels" | "/api/events" | "/api/packet" => {
+        // `null` unless the traces are correlated (`view --correlate`): then the captures.
+        "/api/correlate" => match &t.corr {
+            Some(c) => send_json(req, 200, &serde_json::json!({ "points": c.points() })),
+            None => send_json(req, 200, &serde_json::Value::Null),
+        },
+        "/api/tsg" | "/api/ladder" | "/api/lifeline" | "/api/owd" | "/api/panels" | "/api/events" | "/api/packet" => {
             // `fmt=bin`: the packed form (crate::pack) of the figures and the panels.
             let bin = q.get("fmt") == Some("bin");
-            let ctype = if bin && matches!(route, "/api/tsg" | "/api/ladder" | "/api/panels") { BIN } else { JSON };
+            let ctype = if bin && route != "/api/events" && route != "/api/packet" { BIN } else { JSON };
             let key = format!("{route}?{query}");
             let hit = ctx.recent.lock().ok().and_then(|r| r.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()));
             if let Some(body) = hit {
@@ -340,6 +346,20 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                         }
                         return serde_json::to_vec(&api::figure_out(&d, Dir::AtoB, &f))
                             .map_err(|e| (500, e.to_string()));
+                    }
+                    "/api/lifeline" | "/api/owd" => {
+                        let Some(c) = &t.corr else {
+                            return Err((404, "the traces are not correlated (view --correlate)".to_string()));
+                        };
+                        let dir = q.dir().map_err(|e| (400, e))?;
+                        let kind = if route == "/api/owd" { correlated::Kind::Owd } else { correlated::Kind::Lifeline };
+                        let file = t.an.conns[id - 1].info.file;
+                        let v = q.viewport().map_err(|e| (400, e))?;
+                        let f = c.figure(id, dir, kind, file, d.t0_ns(), &v).map_err(|e| (404, e))?;
+                        if bin {
+                            return Ok(pack::figure(&d, dir, &f));
+                        }
+                        return serde_json::to_vec(&api::figure_out(&d, dir, &f)).map_err(|e| (500, e.to_string()));
                     }
                     "/api/panels" => {
                         let p = api::panels(&d, q.dir().map_err(|e| (400, e))?, &q.viewport().map_err(|e| (400, e))?);

@@ -652,3 +652,58 @@ fn the_ladder_has_every_packet_of_both_directions_labelled_when_zoomed_in() {
     assert_eq!(get(s.addr, "/api/ladder?conn=9").0, 404);
     s.stop();
 }
+
+/// `view --correlate`: the lifelines of a connection as the receiver's capture lists it, on its
+/// own time axis (0 at its first packet there), against core's per-packet rows of the
+/// correlation (`correlate --packets`); without a correlation, no such routes.
+#[test]
+fn correlated_traces_answer_lifelines_and_one_way_delays() {
+    use tcpscope_core::correlate::{Settings as CorrSettings, correlate};
+    let (snd, rcv) = (data("loss-snd.pcap"), data("loss-rcv.pcap"));
+    let mut t = Traces::load(vec![snd.clone(), rcv.clone()], Settings::default());
+    t.correlate(&CorrSettings::default()).expect("correlated");
+    let s =
+        Server::start(Arc::new(t), &Options { bind: IpAddr::from([127, 0, 0, 1]), port: 0 }).expect("server starts");
+    let points = json(s.addr, "/api/correlate");
+    assert_eq!(points["points"].as_array().unwrap().len(), 2);
+
+    let c = correlate(&[snd, rcv], &CorrSettings::default()).unwrap();
+    let rows: Vec<_> = c.packet_rows().collect();
+    // Connection 2 is the receiver's capture (point 2) of the one connection; its b→a is the
+    // ACKs, which leave point 2 first.
+    let origin = rows.iter().filter_map(|r| r.at_s[1]).fold(f64::INFINITY, f64::min);
+    let (t0, t1) = (0.1, 0.4);
+    let want: Vec<(u64, f64)> = rows
+        .iter()
+        .filter(|r| r.dir == "b2a")
+        .filter_map(|r| Some((r.frames[1]?, r.at_s[1]? - origin)))
+        .filter(|&(_, x)| (t0..=t1).contains(&x))
+        .collect();
+    assert!(want.len() > 50, "{} ACKs in the window", want.len());
+    let fig = json(s.addr, &format!("/api/lifeline?conn=2&dir=b2a&t0={t0}&t1={t1}&w=4000"));
+    assert_eq!(fig["dir"], "b2a");
+    assert!(fig["title"].as_str().unwrap().starts_with("connection 2 b2a: "), "{}", fig["title"]);
+    let got: Vec<(u64, f64)> =
+        marks(&fig, "lifeline").iter().map(|m| (m["f"].as_u64().unwrap(), m["p"][0][2].as_f64().unwrap())).collect();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g.0, w.0);
+        // The rows' times are rounded to the µs.
+        assert!((g.1 - w.1).abs() <= 1e-6, "{g:?} vs {w:?}");
+    }
+    // One-way delays of the same packets: every ACK arrived.
+    let owd = json(s.addr, &format!("/api/owd?conn=2&dir=b2a&t0={t0}&t1={t1}&w=4000"));
+    assert_eq!(marks(&owd, "owd").len(), want.len());
+    // The packed form of the same answer decodes.
+    assert!(!get_bytes(s.addr, &format!("/api/lifeline?conn=2&dir=b2a&t0={t0}&t1={t1}&w=400&fmt=bin")).is_empty());
+    assert_eq!(get(s.addr, "/api/lifeline?conn=9&dir=a2b").0, 404);
+    s.stop();
+
+    // Not correlated: `null`, and the routes say why.
+    let plain = start(IpAddr::from([127, 0, 0, 1]));
+    assert_eq!(json(plain.addr, "/api/correlate"), Value::Null);
+    let (status, body) = get(plain.addr, "/api/lifeline?conn=1&dir=a2b");
+    assert_eq!(status, 404);
+    assert!(body.contains("not correlated"), "{body}");
+    plain.stop();
+}
