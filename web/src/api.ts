@@ -347,6 +347,20 @@ export function ladder(conn: number, v: Viewport, h: number, signal?: AbortSigna
   return getBin("ladder", { conn, t0, t1, w, h: Math.max(1, Math.round(h)) }, signal).then(figureOf);
 }
 
+/** One direction's lifelines across the capture points, or their one-way delays, at a viewport
+ * (api/lifeline, api/owd; only when the traces are correlated, never in a report). */
+export function lifeline(kind: "lifeline" | "owd", conn: number, dir: Dir, v: Viewport, signal?: AbortSignal): Promise<Figure> {
+  if (report) return Promise.reject(new Error("a report holds no lifelines"));
+  const { t0, t1, w } = viewParams(conn, dir, v);
+  return getBin(kind, { conn, dir, t0, t1, w }, signal).then(figureOf);
+}
+
+/** The capture points when the traces are correlated (`view --correlate`; api/correlate), else null. */
+export async function correlated(): Promise<{ points: { point: number; file: string; offset_ms: number; skew_ppm: number }[] } | null> {
+  if (report) return null;
+  return get("correlate", {});
+}
+
 export function panels(conn: number, dir: Dir, v: Viewport, signal?: AbortSignal): Promise<Panels> {
   if (report) return Promise.resolve(reportPart(conn, dir, "panels", panelsOf));
   return getBin("panels", viewParams(conn, dir, v), signal).then(panelsOf);

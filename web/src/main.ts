@@ -109,6 +109,14 @@ function bindSplitter() {
   });
 }
 
+/** The traces are correlated captures (api/correlate): the lifeline and one-way-delay views exist. */
+let correlated = false;
+
+/** A kind the traces have (a URL may name the lifelines of traces that are not correlated). */
+function knownKind() {
+  if (!correlated && (state.kind === "lifeline" || state.kind === "owd")) state.kind = "tsg";
+}
+
 async function main() {
   routeChanges(onChange);
   readUrl();
@@ -123,6 +131,14 @@ async function main() {
   }
   if (m) startMonitorList(m);
   else if (!(await startList())) return;
+  // Correlated captures (`view --correlate`): the lifeline and one-way-delay views too.
+  try {
+    correlated = !m && (await api.correlated()) !== null;
+  } catch {
+    // No answer: the views every trace has.
+  }
+  for (const k of ["lifeline", "owd"]) $(`kind-${k}`).hidden = !correlated;
+  knownKind();
   for (const b of document.querySelectorAll<HTMLButtonElement>("[data-dir]"))
     b.onclick = () => {
       state.dir = b.dataset.dir as Dir;
@@ -147,6 +163,7 @@ async function main() {
   window.addEventListener("hashchange", () => {
     readUrl();
     if (api.report) state.kind = "tsg";
+    knownKind();
     changed({ list: true, plots: true, events: true });
   });
   if (!state.ids.length && !m) {

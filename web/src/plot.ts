@@ -21,7 +21,7 @@ import { $, escapeHtml, status } from "./dom";
 import { AxisStrip, DataLayer, frameBox, painter, startPainter } from "./layers";
 import type { Layered, Surface } from "./layers";
 import { perf, timeRendering } from "./perf";
-import { state, writeUrl } from "./state";
+import { state, timeOnly, writeUrl } from "./state";
 
 startPainter(() => allPlots(), () => requestFrame());
 
@@ -247,7 +247,11 @@ export class ConnPlot implements Surface, Layered {
       // placed, or left out, by pixels).
       const h = Math.max(1, this.size(this.tsg)[1] - TOP - BOTTOM);
       const [fig, pan] = await Promise.all([
-        state.kind === "ladder" ? api.ladder(this.id, { t0: v.t0, t1: v.t1, w }, h, ctl.signal) : api.tsg(this.id, state.dir, { ...v, w }, ctl.signal),
+        state.kind === "ladder"
+          ? api.ladder(this.id, { t0: v.t0, t1: v.t1, w }, h, ctl.signal)
+          : state.kind === "lifeline" || state.kind === "owd"
+            ? api.lifeline(state.kind, this.id, state.dir, { t0: v.t0, t1: v.t1, w }, ctl.signal)
+            : api.tsg(this.id, state.dir, { ...v, w }, ctl.signal),
         api.panels(this.id, state.dir, { t0: v.t0, t1: v.t1, w }, ctl.signal),
       ]);
       if (ctl.signal.aborted) return;
@@ -359,7 +363,8 @@ export class ConnPlot implements Surface, Layered {
     const ladder = state.kind === "ladder";
     // The ladder's y is its two time lines: a at 1, b at 0.
     const yfmt = ladder ? (l: string) => (parseFloat(l) === 1 ? "a" : parseFloat(l) === 0 ? "b" : "") : undefined;
-    this.axes[0].draw(`${y0},${y1},${ladder}`, [w, h], (ctx) => axes(ctx, f, ladder ? "endpoint" : "relative sequence number", true, yfmt, AX.Y), force);
+    const ylabel = ladder ? "endpoint" : state.kind === "owd" ? "one-way delay (ms)" : "relative sequence number";
+    this.axes[0].draw(`${y0},${y1},${state.kind}`, [w, h], (ctx) => axes(ctx, f, ylabel, true, yfmt, AX.Y), force);
     this.axes[1].draw(`${x0},${x1}`, [w, h], (ctx) => axes(ctx, f, "", true, undefined, AX.X), force);
     const lines = this.lines;
     this.series.forEach((layer, k) => {
@@ -418,11 +423,12 @@ export class ConnPlot implements Surface, Layered {
   }
 
   /**
-   * The view's y at a pixel row (zoom.ts): the time-sequence plot's sequence numbers; none for
-   * the ladder, whose y (its two time lines) does not zoom: it is zoomed and panned in time only.
+   * The view's y at a pixel row (zoom.ts): the sequence numbers of the time-sequence plot and
+   * the lifelines; none for the ladder, whose y (its two time lines) does not zoom, nor for
+   * the one-way delays: those are zoomed and panned in time only.
    */
   get viewY(): ((f: Frame, py: number) => number) | undefined {
-    return state.kind === "ladder" ? undefined : (f, py) => this.seqAt(f, py);
+    return timeOnly(state.kind) ? undefined : (f, py) => this.seqAt(f, py);
   }
 
   /** Its sequence number at pixel row `py` of `f`, as the first plot's (the view's coordinates), as drawn now. */
@@ -501,7 +507,7 @@ export function ranges(): { x0: number; x1: number; y: [number, number][] } {
   const tl = timeline?.last();
   // Under a timeline, the whole view is the timeline's.
   const x1 = v.t1 ?? (tl !== undefined ? Math.max(1e-6, tl) : Math.max(1e-6, ...ends));
-  if (v.s0 !== undefined && v.s1 !== undefined && state.kind !== "ladder") {
+  if (v.s0 !== undefined && v.s1 !== undefined && !timeOnly(state.kind)) {
     const [s0, s1] = [v.s0, v.s1];
     return { x0, x1, y: plots.map((_, i) => { const o = offsetOf(i); return [s0 + o, s1 + o]; }) };
   }
@@ -553,8 +559,9 @@ export function requestFrame() {
     const awaited = allPlots().some((p) => p.layers().some((l) => l.awaited()));
     if (!left && !awaited) for (const p of allPlots()) if (p.arrived) timeRendering(p.arrived, perf.shown), (p.arrived = 0);
     if (left) requestFrame();
-    const seq = y.map(([a, b]) => `${Math.round(a)}–${Math.round(b)}`).join(" | ");
-    $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · seq ${seq} · zoom depth ${state.history.length}`;
+    const owd = state.kind === "owd";
+    const ys = y.map(([a, b]) => (owd ? `${a.toFixed(3)}–${b.toFixed(3)} ms` : `${Math.round(a)}–${Math.round(b)}`)).join(" | ");
+    $("where").textContent = `t ${x0.toFixed(6)}–${x1.toFixed(6)} s · ${owd ? "delay" : "seq"} ${ys} · zoom depth ${state.history.length}`;
   });
 }
 

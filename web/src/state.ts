@@ -24,8 +24,10 @@ export interface State {
   /** With a recording (`view run.tsm`): the monitored connection whose timeline is shown (null: none). */
   mon: number | null;
   dir: Dir;
-  /** What a connection's plot shows: its time-sequence figure (one direction), or its ladder
-   * (both directions and both endpoints' states, time across: api/ladder). */
+  /** What a connection's plot shows: its time-sequence figure (one direction), its ladder
+   * (both directions and both endpoints' states, time across: api/ladder), or, when the traces
+   * are correlated (`view --correlate`), one direction's packets at every capture point
+   * (api/lifeline) or their one-way delays (api/owd). */
   kind: Kind;
   /** The direction was not chosen (no `d` in the URL, no button, no event jump): each
    * connection selected shows the direction that carries the most data (docs/cli.md#directions). */
@@ -44,8 +46,14 @@ export interface State {
   focusFrame: number | null;
 }
 
-/** A connection's plot: time-sequence or ladder (URL `k`). */
-export type Kind = "tsg" | "ladder";
+/** A connection's plot: time-sequence, ladder, lifelines or one-way delay (URL `k`). */
+export type Kind = "tsg" | "ladder" | "lifeline" | "owd";
+const KINDS: Kind[] = ["tsg", "ladder", "lifeline", "owd"];
+
+/** Whether a kind zooms in time only: its y is not a sequence number the view keeps. */
+export function timeOnly(k: Kind): boolean {
+  return k === "ladder" || k === "owd";
+}
 
 // Worst first, as `tcpscope screen` ranks them.
 export const DEFAULT_SORT = "severity";
@@ -121,7 +129,8 @@ export function readUrl() {
   const d = q.get("d");
   state.dirAuto = d !== "a2b" && d !== "b2a";
   if (!state.dirAuto) state.dir = d as Dir;
-  state.kind = q.get("k") === "ladder" ? "ladder" : "tsg";
+  const k = q.get("k") as Kind;
+  state.kind = KINDS.includes(k) ? k : "tsg";
   const t = nums("t"), s = nums("s");
   state.view = {};
   if (t.length === 2 && t[1] > t[0]) Object.assign(state.view, { t0: t[0], t1: t[1] });
