@@ -14,7 +14,7 @@ import os from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
-import { startViewer } from "./util.mjs";
+import { nextFrame, startViewer } from "./util.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -95,7 +95,6 @@ async function page(hash = "") {
 
 const st = (pg) => pg.evaluate(() => window.tcpscopeState());
 const hash = async (pg) => new URLSearchParams((await pg.evaluate(() => location.hash)).slice(1));
-const nextFrame = (pg) => pg.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 /** Once the first plot shows its figure (its title written) and its panels are drawn. */
 async function drawn(pg) {
   await pg.waitForFunction(() => {

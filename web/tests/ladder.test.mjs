@@ -11,7 +11,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
-import { inkAt, newPage, startViewer } from "./util.mjs";
+import { fetches, figureAfter, inkAt, newPage, startViewer } from "./util.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -35,14 +35,6 @@ after(async () => {
 
 const page = () => newPage(browser);
 
-const nextFrame = (pg) => pg.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-/** The figure shown once the fetches number more than `n` and a frame has drawn it. */
-async function figureAfter(pg, n) {
-  await pg.waitForFunction((n) => window.tcpscopePerf.fetches.length > n, n);
-  await nextFrame(pg);
-  return pg.evaluate(() => window.tcpscopeFigure());
-}
-const fetches = (pg) => pg.evaluate(() => window.tcpscopePerf.fetches.length);
 const texts = (m) => m.p.filter((p) => p[0] === "x").map((p) => p[p.length - 1]);
 const segs = (fig) => fig.marks.filter((m) => m.c.startsWith("seg"));
 

@@ -13,7 +13,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { chromium } from "playwright-core";
-import { newPage, startViewer } from "./util.mjs";
+import { fetches, figureAfter, newPage, startViewer } from "./util.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -38,14 +38,6 @@ after(async () => {
   plain?.kill();
 });
 
-const nextFrame = (pg) => pg.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-/** The figure shown once the fetches number more than `n` and a frame has drawn it. */
-async function figureAfter(pg, n) {
-  await pg.waitForFunction((n) => window.tcpscopePerf.fetches.length > n, n);
-  await nextFrame(pg);
-  return pg.evaluate(() => window.tcpscopeFigure());
-}
-const fetches = (pg) => pg.evaluate(() => window.tcpscopePerf.fetches.length);
 const near = (a, b, what) => assert.ok(Math.abs(a - b) <= 2e-6, `${what}: ${a} vs ${b}`);
 
 test("lifelines: each packet at both points where correlate has it, losses where they vanished; one-way delays", async () => {

@@ -48,3 +48,16 @@ export async function newPage(browser) {
   pg.on("pageerror", (e) => pg.errors.push(String(e)));
   return pg;
 }
+
+/** Resolves after the page has rendered two more frames. */
+export const nextFrame = (pg) => pg.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+/** The answers the page has fetched so far. */
+export const fetches = (pg) => pg.evaluate(() => window.tcpscopePerf.fetches.length);
+
+/** The first plot's figure once the fetches number more than `n` and a frame has drawn it. */
+export async function figureAfter(pg, n) {
+  await pg.waitForFunction((n) => window.tcpscopePerf.fetches.length > n, n);
+  await nextFrame(pg);
+  return pg.evaluate(() => window.tcpscopeFigure());
+}
