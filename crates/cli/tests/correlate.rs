@@ -22,9 +22,12 @@ length = 16384
 count = 96
 "#;
 
-/// How many of the router's receiver → sender drops may be missing from both captures: one
-/// recording in about seven counted one more than the captures show (seen in the first
-/// recording of a test process only; not explained yet). Sender → receiver is exact.
+/// How many of the router's receiver → sender drops may be missing from both captures: now and
+/// then (one recording in 20–40 of this debug test binary; never in 18 runs of the release
+/// `tcpscope lab run` on the same experiment) the router counted one more than the captures
+/// show. It is no packet of the connection's socket: in such a recording the receiver's IP IDs
+/// run without a gap through its capture, every one of them accounted for. Not explained yet.
+/// Sender → receiver is exact.
 const REVERSE_SLACK: u64 = 1;
 
 fn lossy() -> Option<Recording> {
@@ -47,9 +50,8 @@ fn recording_has_its_ground_truth() {
         |v: &[(u64, std::net::IpAddr, u32, u32)], a2b: bool| v.iter().filter(|p| (p.1 == sender) == a2b).count();
     assert_eq!(count(&snd, true), count(&rtr, true), "the forwarder lost or added packets");
     assert_eq!(count(&rtr, true) - count(&rcv, true), fwd as usize);
-    // Receiver → sender: in about one recording in seven (always the first of a test process)
-    // the router counted one drop more than the captures show — a packet neither capture has;
-    // the cause is not found yet (see REVERSE_SLACK).
+    // Receiver → sender: now and then the router counted one drop more than the captures show
+    // — a packet neither capture has (see REVERSE_SLACK).
     let seen = (count(&rcv, false) - count(&rtr, false)) as u64;
     assert!(seen <= rev && rev <= seen + REVERSE_SLACK, "reverse drops: {seen} in the captures, {rev} counted");
     assert_eq!(count(&rtr, false), count(&snd, false));
@@ -109,7 +111,28 @@ fn three_points_against_the_router_and_the_forwarder() {
     for d in [a2b, b2a] {
         assert_eq!((d["capture_loss"].as_u64(), d["duplicated"].as_u64()), (Some(0), Some(0)), "{d}");
     }
-    assert!(a2b["retransmissions"].as_u64() >= a2b["lost_on_path"].as_u64(), "each drop resent: {a2b}");
+    // Each drop that took sequence space reached the receiver later: its bytes (and SYN/FIN)
+    // inside a delivered packet. Counting packets instead failed now and then: a lost pure ACK
+    // is never resent, and Linux may resend two lost segments as one (the last data segment and
+    // the FIN).
+    let pk = correlate(&[&snd, &rtr, &rcv], &["--packets"]);
+    let rows = pk["packets"].as_array().unwrap();
+    let span = |r: &serde_json::Value| {
+        let (seq, len) = (r["seq"].as_u64().unwrap(), r["len"].as_u64().unwrap());
+        let f = r["flags"].as_str().unwrap();
+        (seq, seq + len + u64::from(f.contains('S')) + u64::from(f.contains('F')))
+    };
+    let a2b_rows: Vec<_> = rows.iter().filter(|r| r["dir"] == "a2b").collect();
+    for lost in a2b_rows.iter().filter(|r| r["fate"] == "lost").map(|r| span(r)).filter(|(a, b)| b > a) {
+        assert!(
+            a2b_rows
+                .iter()
+                .filter(|r| r["fate"] == "delivered")
+                .map(|r| span(r))
+                .any(|(a, b)| a <= lost.0 && b >= lost.1),
+            "lost {lost:?} never delivered: {a2b}"
+        );
+    }
     let n = |k: &str| a2b[k].as_u64().unwrap();
     assert_eq!(n("necessary_retransmissions") + n("spurious_retransmissions"), n("retransmissions"));
 
@@ -118,8 +141,6 @@ fn three_points_against_the_router_and_the_forwarder() {
     // `tcp` filter left out (ARP, IPv6 neighbour discovery, the lab's warm-up SYN before the
     // capture): aligned from the end, each router frame takes the latest earlier log line of
     // its size.
-    let pk = correlate(&[&snd, &rtr, &rcv], &["--packets"]);
-    let rows = pk["packets"].as_array().unwrap();
     let mut at_rtr: Vec<(u64, f64)> = rows
         .iter()
         .filter(|r| r["dir"] == "a2b" && !r["at_s"][0].is_null() && !r["at_s"][1].is_null())
