@@ -165,6 +165,7 @@ fn the_ipv4_fast_path_agrees_with_the_general_one() {
         set(&|p| total(p, 20)),                 // total length says no TCP at all
         set(&|p| total(p, 9000)),               // total length beyond the capture
     ];
+    assert_eq!((plain_ipv4(&taken[6]).unwrap().dscp, plain_ipv4(&taken[6]).unwrap().ecn), (46, 3));
     let declined = [
         set(&|p| total(p, 0)),    // TSO / BIG TCP: length from the frame
         set(&|p| total(p, 19)),   // shorter than its own header
@@ -198,6 +199,10 @@ fn the_ipv6_fast_path_agrees_with_the_general_one() {
         set(&|p| plen(p, 9000)),                // payload length beyond the capture
     ];
     assert_eq!(plain_ipv6(&taken[5]).unwrap().ecn, 3);
+    // Traffic class 0xbb: DSCP 46 (EF), ECN 3, from both bytes it straddles.
+    let ef = set(&|p| (p[0], p[1]) = (0x6b, 0xb0));
+    assert_eq!((plain_ipv6(&ef).unwrap().dscp, plain_ipv6(&ef).unwrap().ecn), (46, 3));
+    assert_eq!(ip_part_general(&ef).unwrap(), plain_ipv6(&ef).unwrap());
     let declined = [
         set(&|p| plen(p, 0)),     // jumbogram / BIG TCP: length from the frame
         set(&|p| p[6] = 0),       // a hop-by-hop options header first
