@@ -94,6 +94,8 @@ impl Correlated {
             to_s: v.t1,
             origin_ns: Some(self.c.to_ref(file, origin_ns as i64)),
             columns: Some(v.w.clamp(1, MAX_COLUMNS)),
+            // Hover asks the connection's own trace for a mark's packet.
+            frames_of: Some(file),
         };
         let mut f = match kind {
             Kind::Lifeline => lifelines_in(&self.c, l.conn, d, &view),

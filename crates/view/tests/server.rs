@@ -694,6 +694,34 @@ fn correlated_traces_answer_lifelines_and_one_way_delays() {
     // One-way delays of the same packets: every ACK arrived.
     let owd = json(s.addr, &format!("/api/owd?conn=2&dir=b2a&t0={t0}&t1={t1}&w=4000"));
     assert_eq!(marks(&owd, "owd").len(), want.len());
+    // Connection 1 is the sender's capture (point 1): its ACKs' marks carry the sender's frame
+    // numbers, not those of the point they left first, so that hovering one finds its packet.
+    let origin1 = rows.iter().filter_map(|r| r.at_s[0]).fold(f64::INFINITY, f64::min);
+    // Drawn by the time each left its first point, the receiver (point 2).
+    let acks: Vec<Option<u64>> = rows
+        .iter()
+        .filter(|r| r.dir == "b2a")
+        .filter(|r| r.at_s[1].is_some_and(|t| (t0..=t1).contains(&(t - origin1))))
+        .map(|r| r.frames[0])
+        .collect();
+    for route in ["lifeline", "owd"] {
+        let f = json(s.addr, &format!("/api/{route}?conn=1&dir=b2a&t0={t0}&t1={t1}&w=4000"));
+        let drawn: Vec<Option<u64>> = f["marks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["c"].as_str().unwrap().starts_with("lifeline") || m["c"] == "owd")
+            .map(|m| m["f"].as_u64())
+            .collect();
+        // One-way delays only of the ACKs that arrived.
+        let want: Vec<Option<u64>> = acks.iter().copied().filter(|f| route == "lifeline" || f.is_some()).collect();
+        let sorted = |mut v: Vec<Option<u64>>| {
+            v.sort_unstable();
+            v
+        };
+        assert!(want.len() > 50);
+        assert_eq!(sorted(drawn), sorted(want), "{route}: the sender's frames");
+    }
     // The packed form of the same answer decodes.
     assert!(!get_bytes(s.addr, &format!("/api/lifeline?conn=2&dir=b2a&t0={t0}&t1={t1}&w=400&fmt=bin")).is_empty());
     assert_eq!(get(s.addr, "/api/lifeline?conn=9&dir=a2b").0, 404);

@@ -27,6 +27,9 @@ pub struct LifelineView {
     /// Pixel columns: with more packets in view than twice this, only some are drawn (see
     /// [`lifelines_in`]) and the one-way delays are drawn per column.
     pub columns: Option<u32>,
+    /// The point whose frame numbers the marks carry, none where it did not see the packet
+    /// (the viewer's hover asks its trace for the packet); `None`: the first point that saw it.
+    pub frames_of: Option<usize>,
 }
 
 impl LifelineView {
@@ -178,7 +181,10 @@ pub fn lifelines_in(c: &Correlation, conn: usize, dir: u8, view: &LifelineView) 
                 }
             }
         }
-        let first_frame = path.iter().map(|&p| c.sight(k, p)).find(|s| s.seen()).map(|s| s.frame);
+        let first_frame = match view.frames_of {
+            Some(p) => Some(c.sight(k, p)).filter(|s| s.seen()).map(|s| s.frame),
+            None => path.iter().map(|&p| c.sight(k, p)).find(|s| s.seen()).map(|s| s.frame),
+        };
         marks.push(Mark {
             class: match fate {
                 Fate::Lost => "lifeline lost",
@@ -245,6 +251,8 @@ pub fn one_way_delay_in(c: &Correlation, conn: usize, dir: u8, view: &LifelineVi
     let path = &c.paths[cd];
     let origin = view.origin(c);
     let mut pts = Vec::new();
+    // (first point's frame, lifeline) of each packet drawn.
+    let mut ends = Vec::new();
     if let (Some(&a), Some(&b)) = (path.first(), path.last())
         && a != b
     {
@@ -258,6 +266,7 @@ pub fn one_way_delay_in(c: &Correlation, conn: usize, dir: u8, view: &LifelineVi
                 let x = (ta - origin) as f64 * 1e-9;
                 if view.in_span(x) {
                     pts.push((x, (tb - ta) as f64 / 1e6, sa.frame));
+                    ends.push((sa.frame, k));
                 }
             }
         }
@@ -274,6 +283,14 @@ pub fn one_way_delay_in(c: &Correlation, conn: usize, dir: u8, view: &LifelineVi
         pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min)
     };
     let mut marks = chart::dots(&pts, Color::Blue, |x, y| Shape::Dot { x, y }, "owd", "owd agg", view.columns, x0, x1);
+    if let Some(p) = view.frames_of {
+        // The marks carry the first point's frames: those of point `p` instead.
+        let at: std::collections::HashMap<u64, Option<u64>> =
+            ends.iter().map(|&(f, k)| (f, Some(c.sight(k, p)).filter(|s| s.seen()).map(|s| s.frame))).collect();
+        for m in &mut marks {
+            m.frame = m.frame.and_then(|f| at.get(&f).copied().flatten());
+        }
+    }
     if ymin.is_finite() {
         marks.push(Mark {
             class: "owd min",
@@ -375,7 +392,13 @@ mod tests {
         let c = loss_pair();
         let all = lifelines(&c, 0, 0, (None, None));
         let shift = 50_000_000; // 50 ms
-        let view = LifelineView { from_s: Some(0.03), to_s: Some(0.2), origin_ns: Some(c.t0 + shift), columns: None };
+        let view = LifelineView {
+            from_s: Some(0.03),
+            to_s: Some(0.2),
+            origin_ns: Some(c.t0 + shift),
+            columns: None,
+            frames_of: None,
+        };
         let f = lifelines_in(&c, 0, 0, &view);
         assert_eq!((f.x.min, f.x.max), (0.03, 0.2));
         let firsts = |fig: &Figure| -> Vec<(u64, f64)> {
