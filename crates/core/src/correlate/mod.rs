@@ -114,6 +114,8 @@ pub struct Sight {
     pub ttl: u8,
     /// ECN codepoint.
     pub ecn: u8,
+    /// DSCP.
+    pub dscp: u8,
     /// Window field as on the wire.
     pub win: u16,
     /// MSS option (0: none).
@@ -121,7 +123,7 @@ pub struct Sight {
 }
 
 impl Sight {
-    const NONE: Sight = Sight { t: i64::MIN, frame: 0, ttl: 0, ecn: 0, win: 0, mss: 0 };
+    const NONE: Sight = Sight { t: i64::MIN, frame: 0, ttl: 0, ecn: 0, dscp: 0, win: 0, mss: 0 };
 
     /// Whether the point saw the packet.
     pub fn seen(&self) -> bool {

@@ -144,6 +144,7 @@ impl Input {
                     frame: rec.frame,
                     ttl: s.ttl,
                     ecn: s.ecn,
+                    dscp: s.dscp,
                     win: s.win_raw,
                     mss: s.options.mss.unwrap_or(0),
                 },

@@ -16,7 +16,7 @@ fn obs(t: i64, src: Endpoint, dst: Endpoint, seq: u32, len: u32, ip_id: u16) -> 
         key: MatchKey { seq, ack: 1, len, flags: 0x10, ip_id, ts: Some((seq, 7)) },
         src,
         dst,
-        sight: Sight { t, frame: t as u64, ttl: 64, ecn: 0, win: 100, mss: 0 },
+        sight: Sight { t, frame: t as u64, ttl: 64, ecn: 0, dscp: 0, win: 100, mss: 0 },
     }
 }
 
@@ -247,4 +247,55 @@ fn plots_draw_every_packet() {
     assert_eq!(o.marks.iter().filter(|m| m.class == "owd").count() as u64, c.dirs[0].delivered);
     let zoom = crate::plot::lifeline::lifelines(&c, 0, 0, (Some(0.05), Some(0.1)));
     assert!(zoom.marks.len() < f.marks.len() && !zoom.marks.is_empty());
+}
+
+/// A router that re-marks DSCP: the loss pair's receiver capture with the class of every third
+/// data packet from the sender set to EF (46; the ECN bits and the IP checksum kept right).
+/// Each re-marked packet is one `dscp_changed` and one "changed" event, and nothing else moves.
+#[test]
+fn dscp_re_marked_on_the_path_is_a_change() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let mut pcap = std::fs::read(data.join("loss-rcv.pcap")).unwrap();
+    assert_eq!(&pcap[..4], &0xa1b2_c3d4u32.to_le_bytes(), "a little-endian µs pcap");
+    assert_eq!(u32::from_le_bytes(pcap[20..24].try_into().unwrap()), 1, "Ethernet");
+    let (mut at, mut nth, mut marked) = (24, 0, 0);
+    while at + 16 <= pcap.len() {
+        let len = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+        let ip = at + 16 + 14;
+        // IPv4 from the sender (192.0.2.1) with payload.
+        let total = u16::from_be_bytes([pcap[ip + 2], pcap[ip + 3]]) as usize;
+        if pcap[ip - 2..ip] == [8, 0] && pcap[ip + 12..ip + 16] == [192, 0, 2, 1] && total > 52 {
+            nth += 1;
+            if nth % 3 == 0 {
+                pcap[ip + 1] = 46 << 2 | (pcap[ip + 1] & 3);
+                pcap[ip + 10..ip + 12].copy_from_slice(&[0, 0]);
+                let sum: u32 =
+                    (0..20).step_by(2).map(|i| u32::from(u16::from_be_bytes([pcap[ip + i], pcap[ip + i + 1]]))).sum();
+                let sum = (sum & 0xffff) + (sum >> 16);
+                pcap[ip + 10..ip + 12].copy_from_slice(&(!((sum & 0xffff) + (sum >> 16)) as u16).to_be_bytes());
+                marked += 1;
+            }
+        }
+        at += 16 + len;
+    }
+    assert!(marked > 100, "{marked} packets re-marked");
+    let file = std::env::temp_dir().join(format!("tcpscope-dscp-{}.pcap", std::process::id()));
+    std::fs::write(&file, &pcap).unwrap();
+    let before =
+        super::correlate(&[data.join("loss-snd.pcap"), data.join("loss-rcv.pcap")], &super::Settings::default())
+            .unwrap();
+    let c = super::correlate(&[data.join("loss-snd.pcap"), file.clone()], &super::Settings::default()).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(before.dirs[0].dscp_changed, 0);
+    assert_eq!(c.dirs[0].dscp_changed, marked);
+    assert_eq!(c.dirs[1].dscp_changed, 0);
+    let said = c.events.iter().filter(|e| e.kind == "changed" && e.detail.contains("DSCP 0 became 46")).count() as u64;
+    assert_eq!(said, marked);
+    // Everything else as before.
+    let strip = |d: &super::CorrDir| {
+        let mut v = serde_json::to_value(d).unwrap();
+        v.as_object_mut().unwrap().remove("dscp_changed");
+        v
+    };
+    assert_eq!(strip(&c.dirs[0]), strip(&before.dirs[0]));
 }
