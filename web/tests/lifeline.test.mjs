@@ -69,13 +69,24 @@ test("lifelines: each packet at both points where correlate has it, losses where
     const seen = r.at_s.filter((t) => t !== null);
     assert.equal(xy.length, 2 * seen.length, `frame ${r.frames[0]}: a point per sighting`);
     seen.forEach((t, i) => near(xy[2 * i], t - origin, `frame ${r.frames[0]} point ${i + 1}`));
-    // (The packed figure carries numbers as f32 about an origin: within a byte.)
-    assert.ok(xy.every((v, i) => i % 2 === 0 || Math.abs(v - r.seq) < 0.5), `frame ${r.frames[0]} at its sequence number: ${xy} vs ${r.seq}`);
+    // At its sequence number as the time-sequence plot counts it (from the first payload byte,
+    // correlate from the SYN: one less). (The packed figure carries numbers as f32 about an
+    // origin: within a byte.)
+    assert.ok(xy.every((v, i) => i % 2 === 0 || Math.abs(v - (r.seq - 1)) < 0.5), `frame ${r.frames[0]} at its sequence number: ${xy} vs ${r.seq}`);
     // A lost one ends in a diamond where it was last seen.
     if (r.fate === "lost") assert.ok(m.p.some((p) => p[0] === "d" && Math.abs(p[2] - (seen.at(-1) - origin)) <= 2e-6));
   }
   assert.match(await pg.textContent(".plot .legend"), /lost after here/);
   await pg.screenshot({ path: path.join(out, "lifeline-1-window.png") });
+  // Hovering a lost packet's lifeline gives its row of the sender's packet listing.
+  const at = await pg.evaluate(() => window.tcpscopeMarkAt("lifeline lost"));
+  assert.ok(at && at[2] !== null, `a lost lifeline drawn with its frame: ${at}`);
+  await pg.mouse.move(at[0], at[1]);
+  await pg.waitForSelector("#tip table.pkt");
+  const cells = await pg.locator("#tip table.pkt tr:nth-child(2) td").allTextContents();
+  assert.equal(cells[0], String(at[2]));
+  assert.equal(cells[3], String(lost.find((r) => r.frames[0] === at[2]).seq - 1), "its relative sequence number");
+  await pg.mouse.move(0, 0);
 
   // The one-way delays over the same window: a dot per delivered packet, at its delay.
   n = await fetches(pg);

@@ -11,6 +11,7 @@ use tcpscope_core::conn::Endpoint;
 use tcpscope_core::correlate::{self, Correlation, PointRow, Settings};
 use tcpscope_core::plot::Figure;
 use tcpscope_core::plot::lifeline::{LifelineView, lifelines_in, one_way_delay_in};
+use tcpscope_core::stats::ConnStats;
 
 use crate::api::{MAX_COLUMNS, Viewport};
 use crate::data::Traces;
@@ -75,27 +76,30 @@ impl Correlated {
         self.c.point_rows()
     }
 
-    /// The figure of connection `id`'s direction `dir` for a viewport whose time 0 is
-    /// `origin_ns` on trace `file`'s clock (the connection's first packet there, as the
-    /// time-sequence plot has it): the two plots share their time axis.
+    /// The figure of connection `id`'s direction `dir`, `conn` its statistics, for a viewport
+    /// whose time 0 is `t0_ns` on its trace's clock (its first packet there): the plot shares
+    /// the time-sequence plot's time axis, and its y counts from the same sequence number (the
+    /// direction's `seq_base`).
     pub fn figure(
         &self,
         id: usize,
         dir: Dir,
         kind: Kind,
-        file: usize,
-        origin_ns: u64,
+        conn: &ConnStats,
+        t0_ns: u64,
         v: &Viewport,
     ) -> Result<Figure, String> {
+        let file = conn.info.file;
         let l = self.link(id).ok_or_else(|| format!("connection {id} was not matched across the captures"))?;
         let d = u8::from(matches!(dir, Dir::BtoA) != l.swapped);
         let view = LifelineView {
             from_s: v.t0,
             to_s: v.t1,
-            origin_ns: Some(self.c.to_ref(file, origin_ns as i64)),
+            origin_ns: Some(self.c.to_ref(file, t0_ns as i64)),
             columns: Some(v.w.clamp(1, MAX_COLUMNS)),
             // Hover asks the connection's own trace for a mark's packet.
             frames_of: Some(file),
+            seq_base: conn.dir[dir.idx()].seq_base.map(|s| s.0),
         };
         let mut f = match kind {
             Kind::Lifeline => lifelines_in(&self.c, l.conn, d, &view),

@@ -353,9 +353,8 @@ fn answer(ctx: &Ctx, req: Request) -> io::Result<()> {
                         };
                         let dir = q.dir().map_err(|e| (400, e))?;
                         let kind = if route == "/api/owd" { correlated::Kind::Owd } else { correlated::Kind::Lifeline };
-                        let file = t.an.conns[id - 1].info.file;
                         let v = q.viewport().map_err(|e| (400, e))?;
-                        let f = c.figure(id, dir, kind, file, d.t0_ns(), &v).map_err(|e| (404, e))?;
+                        let f = c.figure(id, dir, kind, &t.an.conns[id - 1], d.t0_ns(), &v).map_err(|e| (404, e))?;
                         if bin {
                             return Ok(pack::figure(&d, dir, &f));
                         }

@@ -30,6 +30,10 @@ pub struct LifelineView {
     /// The point whose frame numbers the marks carry, none where it did not see the packet
     /// (the viewer's hover asks its trace for the packet); `None`: the first point that saw it.
     pub frames_of: Option<usize>,
+    /// The wire sequence number y counts from; `None`: the direction's first packet's (its
+    /// SYN's), as `correlate` counts. The viewer gives its time-sequence plot's (the first
+    /// payload byte's) so that both plots share their y axis; a SYN is then at −1.
+    pub seq_base: Option<u32>,
 }
 
 impl LifelineView {
@@ -136,7 +140,11 @@ pub fn lifelines_in(c: &Correlation, conn: usize, dir: u8, view: &LifelineView) 
         if !drawn {
             continue;
         }
-        let y = f64::from(l.seq.wrapping_sub(c.bases[cd]));
+        let y = match view.seq_base {
+            None => f64::from(l.seq.wrapping_sub(c.bases[cd])),
+            // One below the base (a SYN) at −1.
+            Some(b) => f64::from(l.seq.wrapping_sub(b).wrapping_add(1)) - 1.0,
+        };
         let pts: Vec<(f64, f64)> = path
             .iter()
             .filter_map(|&p| {
@@ -396,8 +404,7 @@ mod tests {
             from_s: Some(0.03),
             to_s: Some(0.2),
             origin_ns: Some(c.t0 + shift),
-            columns: None,
-            frames_of: None,
+            ..LifelineView::default()
         };
         let f = lifelines_in(&c, 0, 0, &view);
         assert_eq!((f.x.min, f.x.max), (0.03, 0.2));
