@@ -61,6 +61,9 @@ pub struct VantageDir {
     pub loss_rate: Option<f64>,
     /// Losses by location.
     pub losses: Vec<LossAt>,
+    /// Packets not seen downstream only because that capture had ended or not begun: not
+    /// counted as lost.
+    pub outside_capture: u64,
     /// Packets point 1's capture missed that the network delivered (seen upstream and
     /// downstream of it): capture loss, not network loss.
     pub missed_here: u64,
@@ -98,6 +101,12 @@ impl Table for VantageDir {
             Kind::List,
             "",
             "losses by location: `from` (capture last seen), `to` (next capture), `packets`",
+        ),
+        F::new(
+            "outside_capture",
+            Kind::Int,
+            "",
+            "packets missing downstream only because that capture had ended or not begun: not counted as lost",
         ),
         F::new(
             "missed_here",
@@ -261,6 +270,7 @@ impl Proof {
                 lost_on_path: d.lost_on_path,
                 loss_rate: d.loss_rate,
                 losses: d.losses.clone(),
+                outside_capture: d.outside_capture,
                 missed_here: missed[cd],
                 capture_loss: d.capture_loss,
                 retransmissions: d.retransmissions,
