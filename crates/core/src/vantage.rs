@@ -374,12 +374,7 @@ impl Table for VantageConn<'_> {
             "",
             "its id in `tcpscope correlate` of the same captures; null: not found there",
         ),
-        F::nullable(
-            "a2b",
-            Kind::Object,
-            "",
-            "a's data across the captures ([vantage_direction](#vantage_direction)), or null",
-        ),
+        F::nullable("a2b", Kind::Object, "", "a's data across the captures (the direction objects above), or null"),
         F::nullable("b2a", Kind::Object, "", "b's data"),
     ];
 }

@@ -194,18 +194,13 @@ impl crate::table::Table for VantageRow<'_> {
                 "",
                 "its id in `tcpscope correlate` of the same captures; null: not found there",
             ),
-            F::nullable(
-                "a2b",
-                Kind::Object,
-                "",
-                "a's data across the captures ([vantage_direction](#vantage_direction)), or null",
-            ),
+            F::nullable("a2b", Kind::Object, "", "a's data across the captures (below), or null"),
             F::nullable("b2a", Kind::Object, "", "b's data"),
             F::new(
                 "events",
                 Kind::List,
                 "",
-                "JSON only: where each event's verdict comes from, one per entry of `events` in the same order ([screen_vantage_events](#screen_vantage_events))",
+                "JSON only: where each event's verdict comes from, one per entry of `events` in the same order (below)",
             ),
         ]
     };
@@ -517,7 +512,7 @@ impl crate::table::Table for ScreenRow<'_> {
                 "vantage",
                 Kind::Object,
                 "",
-                "only with `--with`: what the other captures prove ([screen_vantage](#screen_vantage)); the classes in `out_of_sequence`, `events` and the verdict are then the proved ones",
+                "only with `--with`: what the other captures prove (below); the classes in `out_of_sequence`, `events` and the verdict are then the proved ones",
             ),
         ]
     };
