@@ -99,6 +99,55 @@ fn the_loss_pair_in_every_output() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such.pcap"));
 }
 
+/// The reorder pair with the two D-SACKs (frames 309 and 1242, ACKs from the receiver) cut from
+/// the sender's capture: alone, that capture cannot know its two resends were not needed (they
+/// stay fast retransmits); with the receiver's capture they are spurious for certain.
+#[test]
+fn a_spurious_resend_is_proved_without_the_dsack() {
+    let d = util::data_dir();
+    let (snd, rcv) = (d.join("reorder-snd.pcap"), d.join("reorder-rcv.pcap"));
+    let dir = util::tempdir("p21-dsack");
+    let cut = dir.join("snd-no-dsack.pcap");
+    record::rewrite(&snd, &cut, |f| f != 309 && f != 1242, |t| t, false);
+    // In the cut capture the second resend is frame 854 (frame 309 is gone before it).
+    let resends = |c: &Value| -> Vec<(u64, String)> {
+        c["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["frame"] == 158 || e["frame"] == 854)
+            .map(|e| (e["frame"].as_u64().unwrap(), e["class"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let alone = screened(&cut, &[]);
+    assert_eq!(resends(&alone), vec![(158, "fast_retransmit".into()), (854, "fast_retransmit".into())]);
+    assert_eq!(alone["out_of_sequence"]["spurious"], 0);
+    let c = screened(&cut, &[&rcv]);
+    assert_eq!(resends(&c), vec![(158, "spurious".into()), (854, "spurious".into())]);
+    assert_eq!(c["out_of_sequence"]["spurious"], 2);
+    assert_eq!(c["out_of_sequence"]["fast_retransmit"], 0);
+    let proved: Vec<&Value> =
+        c["vantage"]["events"].as_array().unwrap().iter().filter(|e| e["source"] != "inferred").collect();
+    assert_eq!(proved.len(), 2);
+    for e in proved {
+        assert_eq!(
+            (&e["source"], &e["inferred"], &e["class"]),
+            (&"1+2".into(), &"fast_retransmit".into(), &"spurious".into())
+        );
+    }
+    // The two ACKs reached the receiver's capture and not the sender's, the last of their path:
+    // with two captures that is a loss between them (correlate.md: only a capture upstream of
+    // one that saw the packet can be told to have missed it). The data lost nothing.
+    let v = &c["vantage"];
+    assert_eq!(losses(&v["b2a"]), vec![(2, 1, 2)]);
+    assert_eq!(v["b2a"]["missed_here"], 0);
+    assert_eq!(v["a2b"]["lost_on_path"], 0);
+    let verdict = c["verdict"].as_str().unwrap();
+    assert!(verdict.contains("2 unneeded retransmissions"), "{verdict}");
+    assert!(verdict.contains("2 retransmissions: 0 necessary, 2 spurious"), "{verdict}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The namespace prefix of this file's recordings.
 const PREFIX: &str = "p21b";
 

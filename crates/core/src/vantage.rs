@@ -64,8 +64,8 @@ pub struct VantageDir {
     /// Packets not seen downstream only because that capture had ended or not begun: not
     /// counted as lost.
     pub outside_capture: u64,
-    /// Packets point 1's capture missed that the network delivered (seen upstream and
-    /// downstream of it): capture loss, not network loss.
+    /// Packets point 1's capture missed that the network carried (seen downstream of it, and
+    /// upstream unless it is the first point of the path): capture loss, not network loss.
     pub missed_here: u64,
     /// Sightings any of the captures missed.
     pub capture_loss: u64,
@@ -112,7 +112,7 @@ impl Table for VantageDir {
             "missed_here",
             Kind::Int,
             "",
-            "packets TRACE's capture missed though the network carried them (seen upstream and downstream of it): capture loss, not network loss",
+            "packets TRACE's capture missed though the network carried them (seen downstream of it, and upstream unless TRACE is the first capture of the path): capture loss, not network loss",
         ),
         F::new("capture_loss", Kind::Int, "", "sightings any of the captures missed"),
         F::new("retransmissions", Kind::Int, "", "retransmissions that left the first capture point of the path"),
