@@ -598,10 +598,11 @@ impl Sink for ScreenSink {
         let Some(side) = c.side.as_deref_mut() else { return };
         let (d, r) = (at.dir.idx(), at.dir.rev().idx());
         match *ev {
-            Event::Unneeded { resent_frame, .. }
-                if self.proof.as_ref().is_some_and(|p| p.resend(resent_frame).is_some()) =>
+            Event::Unneeded { resent_frame, was, .. }
+                if was.is_retransmission() && self.proof.as_ref().is_some_and(|p| p.resend(resent_frame).is_some()) =>
             {
-                // The other captures decided this one: the D-SACK is only noted.
+                // The other captures decided this one (`prove` took it, as the analysis' class
+                // `was` is a retransmission's): the D-SACK is only noted.
                 let dir = at.dir.name();
                 if let Some(e) = c.events.iter_mut().rev().find(|e| e.frame == resent_frame && e.dir == dir) {
                     e.dsack_frame = Some(at.frame);
