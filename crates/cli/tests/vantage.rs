@@ -88,6 +88,7 @@ fn the_loss_pair_in_every_output() {
         vec!["screen", s(&snd), s(&rcv), "--with", s(&rcv)],
         vec!["stats", s(&snd), "--with", s(&rcv), "--csv"],
         vec!["screen", s(&d), "--with", s(&rcv)],
+        vec!["screen", s(&snd), "--with", s(&rcv), "--from", "+1s"],
     ] {
         let out = util::run(&bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));

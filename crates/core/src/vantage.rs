@@ -167,7 +167,8 @@ fn source(points: &[usize]) -> String {
 impl Proof {
     /// Correlates the query's input with its vantage points ([`Query::vantage`]): `None`
     /// without any. The input must be one capture file (not standard input, a directory, or
-    /// several files): the proof is tied to its frame numbers.
+    /// several files: the proof is tied to its frame numbers), read whole (no time window: the
+    /// counts are the whole captures').
     pub fn of(query: &Query, settings: &correlate::Settings) -> Result<Option<Proof>, correlate::Error> {
         let others = query.vantage_points();
         if others.is_empty() {
@@ -184,6 +185,11 @@ impl Proof {
                 "--with: {} must be a capture file (not a directory nor standard input)",
                 one.display()
             )));
+        }
+        if query.windowed() {
+            // The proof's counts are the whole captures': a window's connections would be
+            // judged by packets outside it.
+            return Err(correlate::Error::Usage("--with reads the captures whole: no time window".into()));
         }
         let mut files = vec![one.clone()];
         files.extend(others.iter().cloned());

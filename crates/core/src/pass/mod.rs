@@ -234,6 +234,11 @@ impl Query {
         &self.vantage
     }
 
+    /// Whether only a time window of the inputs is read ([`Query::window`], [`Query::span`]).
+    pub fn windowed(&self) -> bool {
+        self.span.is_some() || self.window.is_set()
+    }
+
     /// The inputs.
     pub fn inputs(&self) -> &[PathBuf] {
         &self.inputs
