@@ -202,6 +202,11 @@ pub struct PrintArgs {
 pub struct StatsArgs {
     #[command(flatten)]
     pub common: CommonArgs,
+    /// Another capture of the same connections, taken at another point of the path
+    /// (repeatable): what it proves — losses located, retransmissions necessary or spurious,
+    /// capture loss — is added, with its source (docs/screening.md, "Several captures").
+    #[arg(long = "with", value_name = "CAPTURE")]
+    pub with: Vec<PathBuf>,
 }
 
 /// Plot kind.
@@ -345,6 +350,12 @@ pub struct ScreenArgs {
     /// Text output: list every classified segment with its evidence.
     #[arg(long)]
     pub events: bool,
+    /// Another capture of the same connections, taken at another point of the path
+    /// (repeatable): retransmissions it proves spurious or necessary get that class, losses
+    /// are located, and each verdict says where it comes from (docs/screening.md, "Several
+    /// captures").
+    #[arg(long = "with", value_name = "CAPTURE")]
+    pub with: Vec<PathBuf>,
 }
 
 /// Analysis options of `view` and `report`.

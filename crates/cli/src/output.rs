@@ -16,6 +16,7 @@ use tcpscope_core::export::json::{self, Cell};
 use tcpscope_core::flow::Endpoint;
 use tcpscope_core::pass::Analysis;
 use tcpscope_core::stats::ConnStats;
+use tcpscope_core::vantage::{ConnVantage, Proof, VantageConn};
 
 use jiff::tz::TimeZone;
 use tcpscope_core::capture::time::{push_micros, second_text};
@@ -202,6 +203,71 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs, tz: &TimeZ
         }
         Ok(buf)
     })
+}
+
+/// `stats --with`: the statistics, then what the other captures prove about each selected
+/// connection (docs/screening.md, "Several captures"): with `--json` a `vantage` object beside
+/// `files` and `connections` (docs/json.md#vantage_connections), as text a section after the
+/// connections. Not CSV (the caller refuses it).
+pub fn stats_proved<W: Write>(
+    out: &mut W,
+    an: &Analysis,
+    args: &CommonArgs,
+    tz: &TimeZone,
+    proof: &Proof,
+) -> io::Result<()> {
+    check_ids(an.conns.len(), args)?;
+    let sel = selected(args);
+    let ids: Vec<usize> = (1..=an.conns.len()).filter(|&id| sel(id)).collect();
+    let proved: Vec<ConnVantage> =
+        ids.iter().map(|&id| proof.conn(an.conns[id - 1].info.a, an.conns[id - 1].info.b)).collect();
+    if args.json {
+        #[derive(Serialize)]
+        struct Doc<'a, D: Serialize> {
+            #[serde(flatten)]
+            doc: D,
+            vantage: VantageDoc<'a>,
+        }
+        #[derive(Serialize)]
+        struct VantageDoc<'a> {
+            captures: Vec<String>,
+            connections: Vec<VantageConn<'a>>,
+        }
+        let vantage = VantageDoc {
+            captures: proof.files.iter().map(|f| f.display().to_string()).collect(),
+            connections: ids.iter().zip(&proved).map(|(&id, v)| VantageConn::new(id, v)).collect(),
+        };
+        let doc = Doc { doc: json::document(an, selected(args)), vantage };
+        serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
+        return writeln!(out);
+    }
+    stats(out, an, args, tz)?;
+    writeln!(out, "\nproved by the other captures: {}", proof.captures_text())?;
+    for (&id, v) in ids.iter().zip(&proved) {
+        let c = &an.conns[id - 1];
+        let Some(n) = v.conn else {
+            writeln!(out, "conn {id}  {} <-> {}: not in the other captures", c.info.a, c.info.b)?;
+            continue;
+        };
+        writeln!(out, "conn {id}  {} <-> {}  (correlate conn {n})", c.info.a, c.info.b)?;
+        for (name, d) in ["a2b", "b2a"].iter().zip(&v.dir) {
+            let Some(d) = d else { continue };
+            let rate = d.loss_rate.map_or("-".into(), |r| format!("{:.2} %", r * 100.0));
+            let at: Vec<String> = d.losses.iter().map(|l| format!("{}→{}: {}", l.from, l.to, l.packets)).collect();
+            let at = if at.is_empty() { String::new() } else { format!(" ({})", at.join(", ")) };
+            writeln!(
+                out,
+                "  {name} path {} [captures {}]: {} packets, {} delivered, {} lost on path{at}, loss rate {rate}",
+                d.path, d.source, d.packets, d.delivered, d.lost_on_path
+            )?;
+            writeln!(
+                out,
+                "      retransmissions {}: {} necessary, {} spurious; missing from capture 1 only {} (capture loss, not network loss)",
+                d.retransmissions, d.necessary_retransmissions, d.spurious_retransmissions, d.missed_here
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// An anomaly count in words. A payload cut by the snaplen is what every header-only capture

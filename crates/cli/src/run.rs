@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tcpscope_core::analysis::{Settings, Sink};
+use tcpscope_core::correlate;
 use tcpscope_core::pass::{Analysis, FileSummary, Query, Run};
 use tcpscope_core::stats::StatsSink;
+use tcpscope_core::vantage::Proof;
 
 use crate::args::{Cli, Command, CommonArgs};
 use crate::output;
@@ -32,12 +34,19 @@ pub fn run(cli: Cli) -> io::Result<ExitCode> {
             if let Some(r) = crate::monitor::stats_if_recording(&args) {
                 return r;
             }
+            if !s.with.is_empty() && args.csv {
+                return Err(io::Error::other("stats --with: the proof is written as text or --json, not CSV"));
+            }
+            let proof = proof(&query(&args)?.vantage(s.with))?;
             let an = analyse(&args)?;
             if an.nothing_read() {
                 return Ok(status(&an));
             }
             let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-            output::stats(&mut out, &an, &args, &tz)?;
+            match &proof {
+                Some(p) => output::stats_proved(&mut out, &an, &args, &tz, p)?,
+                None => output::stats(&mut out, &an, &args, &tz)?,
+            }
             out.flush()?;
             Ok(status(&an))
         }
@@ -123,6 +132,17 @@ pub fn query(args: &CommonArgs) -> io::Result<Query> {
         .window(args.window.get())
         .merge(args.merge)
         .time_zone(args.zone.get()))
+}
+
+/// What the query's vantage points (`--with`) prove about its input, or `None` without any
+/// (docs/screening.md, "Several captures"): correlate's pass over the captures, before the
+/// analysis'.
+pub fn proof(query: &Query) -> io::Result<Option<std::sync::Arc<Proof>>> {
+    match Proof::of(query, &correlate::Settings::default()) {
+        Ok(p) => Ok(p.map(std::sync::Arc::new)),
+        Err(correlate::Error::Usage(m)) => Err(io::Error::other(m)),
+        Err(e) => Err(input_error(e.to_string())),
+    }
 }
 
 /// Analyses the inputs for statistics (see [`analyse_with`]).

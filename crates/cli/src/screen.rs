@@ -11,7 +11,7 @@ use tcpscope_core::screen::{self, ConnScreen, Rules, ScreenRow, ScreenSink};
 
 use crate::args::ScreenArgs;
 use crate::output::{check_ids, flatten, to_value, write_csv};
-use crate::run::{analyse_query, query, settings, status};
+use crate::run::{analyse_query, proof, query, settings, status};
 
 pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
     let rules = match &args.rules {
@@ -20,8 +20,9 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
     };
     // The screen results carry each connection's endpoints: no statistics pass needed. The
     // analysis classifies by the rules' constants.
-    let query = query(&args.common)?.settings(rules.settings(settings(&args.common)?));
-    let run = analyse_query(query, &args.common, || ScreenSink::new(rules.clone()))?;
+    let query = query(&args.common)?.settings(rules.settings(settings(&args.common)?)).vantage(args.with.clone());
+    let proof = proof(&query)?;
+    let run = analyse_query(query, &args.common, || ScreenSink::new(rules.clone()).with_proof(proof.clone()))?;
     let files = run.files;
     crate::quality::warn(&files, &[], args.common.quiet)?;
     let mut screens = Vec::new();
@@ -77,6 +78,9 @@ pub fn screen(args: &ScreenArgs) -> io::Result<ExitCode> {
             Ok(flat)
         })?;
     } else {
+        if let Some(p) = &proof {
+            writeln!(out, "{}; a verdict they prove says so", p.captures_text())?;
+        }
         text(&mut out, &rows, total, hidden, args.events)?;
     }
     out.flush()?;
@@ -131,6 +135,19 @@ fn text<W: Write>(
                     e.rto_ms,
                     e.dsack_frame.map_or(String::new(), |f| format!(", D-SACK frame {f}")),
                 )?;
+                if s.vantage.is_some() {
+                    match &e.proved {
+                        Some(p) => writeln!(
+                            out,
+                            "{:idw$}      proved by captures {}: {} (inferred {})",
+                            "",
+                            p.source,
+                            p.detail,
+                            p.inferred.name()
+                        )?,
+                        None => writeln!(out, "{:idw$}      inferred from capture 1 alone", "")?,
+                    }
+                }
             }
         }
     }

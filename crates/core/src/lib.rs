@@ -43,3 +43,4 @@ pub mod summary;
 pub mod table;
 #[doc(hidden)]
 pub mod testutil;
+pub mod vantage;

@@ -10,8 +10,9 @@ use tcpscope_core::export::packet::PacketLine;
 use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow};
 use tcpscope_core::export::states::StateRow;
 use tcpscope_core::quality::{ConnRow, FileRow};
-use tcpscope_core::screen::{OosEvent, ScreenRow};
+use tcpscope_core::screen::{EventSource, OosEvent, ScreenRow, VantageRow};
 use tcpscope_core::table::{Field, Table, markdown};
+use tcpscope_core::vantage::{VantageConn, VantageDir};
 
 /// Each generated section: its marker name and its fields.
 fn sections() -> Vec<(&'static str, &'static [Field])> {
@@ -21,6 +22,10 @@ fn sections() -> Vec<(&'static str, &'static [Field])> {
         (DirJson::NAME, DirJson::FIELDS),
         (PacketLine::NAME, PacketLine::FIELDS),
         (ScreenRow::NAME, ScreenRow::FIELDS),
+        (VantageRow::NAME, VantageRow::FIELDS),
+        (EventSource::NAME, EventSource::FIELDS),
+        (VantageDir::NAME, VantageDir::FIELDS),
+        (VantageConn::NAME, VantageConn::FIELDS),
         (PointRow::NAME, PointRow::FIELDS),
         (CorrDir::NAME, CorrDir::FIELDS),
         (DelaySummary::NAME, DelaySummary::FIELDS),

@@ -60,13 +60,19 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Runs one lab experiment (TOML, one point) into `dir` with the router capture on and the
 /// `c21` namespace prefix; `None` (with a message) when the machine cannot.
 pub fn record(name: &str, experiment: &str) -> Option<Recording> {
+    record_as(PREFIX, name, experiment)
+}
+
+/// [`record`] with namespaces named `PREFIX<PID>-...` (a test file's own prefix: only those are
+/// ever removed).
+pub fn record_as(prefix: &str, name: &str, experiment: &str) -> Option<Recording> {
     if let Some(why) = tcpscope_lab::run::cannot_run(false) {
         eprintln!("SKIPPED recording {name}: {why}");
         return None;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut plan = tcpscope_lab::experiment::parse(experiment).unwrap();
-    plan.ns_prefix = PREFIX.into();
+    plan.ns_prefix = prefix.into();
     for p in &mut plan.points {
         p.exp.capture_router = true;
     }
@@ -78,13 +84,18 @@ pub fn record(name: &str, experiment: &str) -> Option<Recording> {
     let result: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap()).unwrap();
     assert_eq!((done, failed), (1, 0), "the recording failed: {}", result["error"]);
-    assert!(ours_left().is_empty(), "namespaces left: {:?}", ours_left());
+    assert!(ours_left_as(prefix).is_empty(), "namespaces left: {:?}", ours_left_as(prefix));
     Some(Recording { dir: run, result })
 }
 
 /// This process's namespaces still present.
 pub fn ours_left() -> Vec<String> {
-    let prefix = format!("{PREFIX}{}-", std::process::id());
+    ours_left_as(PREFIX)
+}
+
+/// This process's namespaces named with `prefix` still present.
+pub fn ours_left_as(prefix: &str) -> Vec<String> {
+    let prefix = format!("{prefix}{}-", std::process::id());
     let out = std::process::Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()

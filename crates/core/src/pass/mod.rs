@@ -65,6 +65,8 @@ pub struct Query {
     shard: Option<(usize, usize)>,
     /// `None`: UTC (docs/cli.md#times-shown).
     tz: Option<jiff::tz::TimeZone>,
+    /// Other captures of the same connections (vantage points, `--with`).
+    vantage: Vec<PathBuf>,
 }
 
 /// What one trace of a [`Query`] gave: an input, or all of them with `merge`.
@@ -145,6 +147,7 @@ impl Query {
             only: None,
             shard: None,
             tz: None,
+            vantage: Vec::new(),
         }
     }
 
@@ -215,6 +218,25 @@ impl Query {
     pub fn time_zone(mut self, tz: jiff::tz::TimeZone) -> Query {
         self.tz = Some(tz);
         self
+    }
+
+    /// Other captures of the same connections, taken at other points of the path (`--with`):
+    /// `vantage::Proof::of` correlates them with the input, so that the front ends say what
+    /// they prove (docs/screening.md, "Several captures"). The pass itself reads the inputs
+    /// only.
+    pub fn vantage(mut self, others: Vec<PathBuf>) -> Query {
+        self.vantage = others;
+        self
+    }
+
+    /// The vantage points given ([`Query::vantage`]).
+    pub fn vantage_points(&self) -> &[PathBuf] {
+        &self.vantage
+    }
+
+    /// Whether only a time window of the inputs is read ([`Query::window`], [`Query::span`]).
+    pub fn windowed(&self) -> bool {
+        self.span.is_some() || self.window.is_set()
     }
 
     /// The inputs.

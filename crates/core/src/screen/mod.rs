@@ -12,11 +12,14 @@
 pub mod rules;
 mod side;
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::analysis::{At, ConnIdx, Dir, Event, Evidence, SegmentInfo, Sink};
 pub use crate::event::OosClass;
 use crate::flow::ConnInfo;
+use crate::vantage::{ConnVantage, INFERRED, Proof, VantageDir};
 pub use rules::Rules;
 use side::Side;
 
@@ -111,6 +114,96 @@ pub struct OosEvent {
     pub rtt_source: &'static str,
     /// Frame of the D-SACK that showed the retransmission was not needed, if one did.
     pub dsack_frame: Option<u64>,
+    /// What other captures proved about it (`--with`); `None`: inferred from this capture
+    /// alone. Not a field of the event records: `screen --json` gives it in `vantage.events`.
+    #[serde(skip)]
+    pub proved: Option<Box<Proved>>,
+}
+
+/// A verdict other captures proved (docs/screening.md, "Several captures").
+#[derive(Clone, Debug)]
+pub struct Proved {
+    /// The class this capture alone gave it.
+    pub inferred: OosClass,
+    /// The captures whose sightings prove it (1-based, `+`-joined).
+    pub source: String,
+    /// The proof in words.
+    pub detail: String,
+}
+
+/// Where the verdict on one classified segment comes from: `screen --json`'s
+/// `vantage.events`, one per entry of `events`, in the same order.
+#[derive(Clone, Debug, Serialize)]
+pub struct EventSource<'a> {
+    /// The segment's frame (as in `events`).
+    pub frame: u64,
+    /// Its direction.
+    pub dir: &'static str,
+    /// Its class now (as in `events`).
+    pub class: OosClass,
+    /// `inferred` (this capture alone), or the captures that prove it (`1+2`).
+    pub source: &'a str,
+    /// The class this capture alone gave it.
+    pub inferred: OosClass,
+    /// The proof in words, or null.
+    pub detail: Option<&'a str>,
+}
+
+impl crate::table::Table for EventSource<'_> {
+    const NAME: &'static str = "screen_vantage_events";
+    const FIELDS: &'static [crate::table::Field] = {
+        use crate::table::{Field as F, Kind};
+        &[
+            F::new("frame", Kind::Int, "", "the segment's frame, as in `events`"),
+            F::new("dir", Kind::Text, "", "`a2b` or `b2a`"),
+            F::new("class", Kind::Text, "", "its class, as in `events`"),
+            F::new(
+                "source",
+                Kind::Text,
+                "",
+                "`inferred`: TRACE's analysis alone decided it; else the captures whose sightings prove it, `+`-joined (`1+2`: TRACE and the first `--with` capture)",
+            ),
+            F::new("inferred", Kind::Text, "", "the class TRACE's analysis alone gave it"),
+            F::nullable("detail", Kind::Text, "", "the proof in words"),
+        ]
+    };
+}
+
+/// What other captures prove about a connection: `screen --json`'s `vantage` (with `--with`).
+#[derive(Serialize)]
+pub struct VantageRow<'a> {
+    /// Its id in `tcpscope correlate` of the same captures, or null when not found there.
+    pub conn: Option<usize>,
+    /// a's data across the captures, or null.
+    pub a2b: Option<&'a VantageDir>,
+    /// b's data.
+    pub b2a: Option<&'a VantageDir>,
+    /// Where each event's verdict comes from (JSON only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<EventSource<'a>>>,
+}
+
+impl crate::table::Table for VantageRow<'_> {
+    const NAME: &'static str = "screen_vantage";
+    const FIELDS: &'static [crate::table::Field] = {
+        use crate::table::{Field as F, Kind};
+        &[
+            F::nullable(
+                "conn",
+                Kind::Int,
+                "",
+                "its id in `tcpscope correlate` of the same captures; null: not found there",
+            ),
+            F::nullable("a2b", Kind::Object, "", "a's data across the captures (below), or null"),
+            F::nullable("b2a", Kind::Object, "", "b's data"),
+            F::new(
+                "events",
+                Kind::List,
+                "",
+                "JSON only: where each event's verdict comes from, one per entry of `events` in the same order (below)",
+            ),
+        ]
+    };
 }
 
 impl crate::table::Table for OosEvent {
@@ -288,6 +381,9 @@ pub struct ConnScreen {
     pub events: Vec<OosEvent>,
     /// Events not kept because of the cap.
     pub events_dropped: u64,
+    /// What other captures prove about it (`--with`), or `None` without them.
+    #[serde(skip)]
+    pub vantage: Option<Box<ConnVantage>>,
 }
 
 /// The order "most troubled first" everywhere tcpscope ranks connections (`screen`, the
@@ -335,6 +431,9 @@ pub struct ScreenRow<'a> {
     /// Events beyond those kept (JSON only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events_dropped: Option<u64>,
+    /// What other captures prove (only with `--with`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vantage: Option<VantageRow<'a>>,
 }
 
 impl<'a> ScreenRow<'a> {
@@ -355,6 +454,12 @@ impl<'a> ScreenRow<'a> {
             b2a: &s.dir[1],
             events: events.then_some(&s.events[..]),
             events_dropped: events.then_some(s.events_dropped),
+            vantage: s.vantage.as_deref().map(|v| VantageRow {
+                conn: v.conn,
+                a2b: v.dir[0].as_ref(),
+                b2a: v.dir[1].as_ref(),
+                events: events.then(|| s.events.iter().map(EventSource::of).collect()),
+            }),
         }
     }
 }
@@ -403,8 +508,29 @@ impl crate::table::Table for ScreenRow<'_> {
                 "JSON only: each classified segment in trace order (at most 256 per connection): `class`, the `rule` that decided it, `dir`, `frame`, `time_s` since the connection's first packet, relative `seq`, `len`, `prev_frame` (previous copy), `since_prev_ms` (RT), `since_hole_ms` (ΔT, hole fills), `dup_acks`, `sack_above`, the estimates `rtt_ms`, `rtt_min_ms`, `rto_ms`, `rtt_source`, and `dsack_frame` when a D-SACK made it spurious",
             ),
             F::new("events_dropped", Kind::Int, "", "JSON only: events beyond the 256 kept (the counts include them)"),
+            F::new(
+                "vantage",
+                Kind::Object,
+                "",
+                "only with `--with`: what the other captures prove (below); the classes in `out_of_sequence`, `events` and the verdict are then the proved ones",
+            ),
         ]
     };
+}
+
+impl<'a> EventSource<'a> {
+    /// Where `e`'s verdict comes from.
+    pub fn of(e: &'a OosEvent) -> Self {
+        let p = e.proved.as_deref();
+        EventSource {
+            frame: e.frame,
+            dir: e.dir,
+            class: e.class,
+            source: p.map_or(INFERRED, |p| &p.source),
+            inferred: p.map_or(e.class, |p| p.inferred),
+            detail: p.map(|p| p.detail.as_str()),
+        }
+    }
 }
 
 /// Evidence records kept per connection (the counts are always complete).
@@ -420,18 +546,29 @@ struct Conn {
     last_ns: u64,
     events: Vec<OosEvent>,
     events_dropped: u64,
+    vantage: Option<Box<ConnVantage>>,
 }
 
 /// Folds the analysis into screening results.
 pub struct ScreenSink {
     rules: Rules,
     conns: Vec<Conn>,
+    proof: Option<Arc<Proof>>,
 }
 
 impl ScreenSink {
     /// A sink applying `rules`.
     pub fn new(rules: Rules) -> Self {
-        ScreenSink { rules, conns: Vec::new() }
+        ScreenSink { rules, conns: Vec::new(), proof: None }
+    }
+
+    /// What other captures of the same connections prove (`--with`), applied as the segments
+    /// come: a retransmission they judged gets their class, and each connection their counts
+    /// (docs/screening.md, "Several captures"). The trace analysed must be the proof's first
+    /// capture (its frame numbers).
+    pub fn with_proof(mut self, proof: Option<Arc<Proof>>) -> Self {
+        self.proof = proof;
+        self
     }
 
     /// The results, in connection order.
@@ -452,6 +589,7 @@ impl Sink for ScreenSink {
             last_ns: 0,
             events: Vec::new(),
             events_dropped: 0,
+            vantage: self.proof.as_ref().map(|p| Box::new(p.conn(info.a, info.b))),
         });
     }
 
@@ -460,6 +598,16 @@ impl Sink for ScreenSink {
         let Some(side) = c.side.as_deref_mut() else { return };
         let (d, r) = (at.dir.idx(), at.dir.rev().idx());
         match *ev {
+            Event::Unneeded { resent_frame, was, .. }
+                if was.is_retransmission() && self.proof.as_ref().is_some_and(|p| p.resend(resent_frame).is_some()) =>
+            {
+                // The other captures decided this one (`prove` took it, as the analysis' class
+                // `was` is a retransmission's): the D-SACK is only noted.
+                let dir = at.dir.name();
+                if let Some(e) = c.events.iter_mut().rev().find(|e| e.frame == resent_frame && e.dir == dir) {
+                    e.dsack_frame = Some(at.frame);
+                }
+            }
             Event::Unneeded { seq_off, resent_frame, was } => {
                 // The peer received it twice: the retransmission was not needed.
                 let s = &mut side[d].oos;
@@ -507,6 +655,9 @@ impl Sink for ScreenSink {
         let (me, peer) = pair(side, s.at.dir);
         if let Some(mut e) = me.sent(s, &self.rules.classify) {
             e.time_s = (t - c.first_ns) as f64 / 1e9;
+            if let Some(r) = self.proof.as_ref().and_then(|p| p.resend(s.at.frame)) {
+                prove(me, &mut e, r, s.seq_off);
+            }
             if c.events.len() < MAX_EVIDENCE {
                 c.events.push(e);
             } else {
@@ -530,6 +681,34 @@ impl Sink for ScreenSink {
     }
 
     const CLASSIFY: bool = true;
+}
+
+/// A retransmission other captures judged: spurious ones become [`OosClass::Spurious`]; a
+/// necessary one keeps the analysis' class, but not `spurious` (a D-SACK's inference the
+/// captures refute: then `unknown`, a retransmission of no known cause). Segments the analysis
+/// did not call retransmissions (reordering, network duplicates, window probes) are left as
+/// they are: correlate judges retransmissions at the first point of the path, not those.
+fn prove(side: &mut Side, e: &mut OosEvent, r: &crate::vantage::Resend, seq: crate::seq::SeqOff) {
+    if !e.class.is_retransmission() {
+        return;
+    }
+    let class = match (r.spurious, e.class) {
+        (true, _) => OosClass::Spurious,
+        (false, OosClass::Spurious) => OosClass::Unknown,
+        (false, c) => c,
+    };
+    if class != e.class {
+        let s = &mut side.oos;
+        *s.slot(e.class) = s.get(e.class).saturating_sub(1);
+        *s.slot(class) += 1;
+    }
+    if r.spurious {
+        side.not_lost(seq);
+    }
+    e.proved = Some(Box::new(Proved { inferred: e.class, source: r.source.clone(), detail: r.detail.clone() }));
+    e.rule =
+        if r.spurious { "proved spurious by the other captures" } else { "proved necessary by the other captures" };
+    e.class = class;
 }
 
 /// The two sides as (the sender of a packet going `dir`, its peer).
@@ -574,6 +753,7 @@ fn conclude(idx: ConnIdx, c: Conn, rules: &Rules) -> ConnScreen {
         dir,
         events: c.events,
         events_dropped: c.events_dropped,
+        vantage: c.vantage,
     };
     s.severity = severity(&s);
     s.boring = is_boring(&s, rules);
@@ -695,6 +875,9 @@ fn verdict(s: &ConnScreen, main: usize, rules: &Rules) -> String {
     for (i, list) in [(main, &mut parts), (1 - main, &mut other)] {
         if let Some(n) = nagle(&s.dir[i]) {
             list.push(n);
+        }
+        if let Some(w) = s.vantage.as_ref().and_then(|v| v.dir[i].as_ref()).and_then(VantageDir::words) {
+            list.push(w);
         }
     }
     match (parts.is_empty(), other.is_empty()) {

@@ -123,6 +123,7 @@ impl Side {
             rto_ms: why.rto_ns / MS,
             rtt_source: why.rtt_source,
             dsack_frame: None,
+            proved: None,
         }));
     }
 

@@ -248,5 +248,85 @@ fn a_rows_keys_are_its_fields() {
     let one = sink.finish().remove(0);
     let v = serde_json::to_value(ScreenRow::new(1, &one, true)).unwrap();
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, crate::table::names(<ScreenRow as crate::table::Table>::FIELDS));
+    // `vantage` only with other captures (`--with`): then every field.
+    let fields = crate::table::names(<ScreenRow as crate::table::Table>::FIELDS);
+    assert_eq!(keys, fields[..fields.len() - 1]);
+    let proved = proved("loss-snd.pcap", "loss-rcv.pcap").remove(0);
+    let v = serde_json::to_value(ScreenRow::new(1, &proved, true)).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, fields);
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    let names = |f| crate::table::names(f).iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(keys(&v["vantage"]), names(<VantageRow as crate::table::Table>::FIELDS));
+    assert_eq!(keys(&v["vantage"]["a2b"]), names(<VantageDir as crate::table::Table>::FIELDS));
+    assert_eq!(keys(&v["vantage"]["events"][0]), names(<EventSource as crate::table::Table>::FIELDS));
+}
+
+/// Screens `a` of `tests/data` with `others` as its other vantage points.
+fn proved(a: &str, other: &str) -> Vec<ConnScreen> {
+    let data = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data"));
+    let q = crate::pass::Query::new(vec![data.join(a)]).vantage(vec![data.join(other)]);
+    let proof = crate::vantage::Proof::of(&q, &Default::default()).unwrap().map(Arc::new);
+    assert!(proof.is_some());
+    let (sink, _, _) = q.run_one(ScreenSink::new(Rules::default()).with_proof(proof), &|_, _| {}).unwrap();
+    sink.finish()
+}
+
+/// The events of `s` whose verdict other captures proved, as (class, inferred class, source).
+fn proofs(s: &ConnScreen) -> Vec<(OosClass, OosClass, String)> {
+    s.events.iter().filter_map(|e| e.proved.as_ref().map(|p| (e.class, p.inferred, p.source.clone()))).collect()
+}
+
+/// The reorder pair (tests/data/README.md): the relay held six segments; the sender resent two
+/// of them although nothing was lost (truth: 2 spurious, TCPDSACKRecv 2). At the sender the
+/// analysis infers it from D-SACKs; with the receiver's capture it is proved — the class is
+/// the same, its source the two captures. The counts do not change, and nothing is lost.
+#[test]
+fn a_spurious_retransmission_is_proved_by_the_receivers_capture() {
+    let s = proved("reorder-snd.pcap", "reorder-rcv.pcap").remove(0);
+    let p = proofs(&s);
+    assert_eq!(p.len(), 2, "{:?}", s.events);
+    for (class, _, source) in &p {
+        assert_eq!((*class, source.as_str()), (OosClass::Spurious, "1+2"));
+    }
+    assert_eq!(s.out_of_sequence.spurious, 2);
+    let v = s.vantage.as_deref().unwrap();
+    let a2b = v.dir[0].as_ref().unwrap();
+    assert_eq!((a2b.lost_on_path, a2b.spurious_retransmissions, a2b.missed_here), (0, 2, 0));
+    assert!(s.verdict.contains("captures 1+2 prove: 2 retransmissions: 0 necessary, 2 spurious"), "{}", s.verdict);
+    // From the receiver's side, the same two are spurious: the sender's capture says they left,
+    // the receiver's had their bytes already.
+    let r = proved("reorder-rcv.pcap", "reorder-snd.pcap").remove(0);
+    let spurious: Vec<_> = proofs(&r).into_iter().filter(|x| x.0 == OosClass::Spurious).collect();
+    assert_eq!(spurious.len(), 2, "{:?}", r.events);
+}
+
+/// The loss pair: the relay dropped 12 transmissions between the two captures. Every
+/// retransmission the sender made is proved necessary (its class stays the analysis'), each
+/// drop located between capture 1 and 2 — or, seen from the receiver's capture, 2 and 1.
+#[test]
+fn losses_are_located_and_retransmissions_proved_necessary() {
+    let s = proved("loss-snd.pcap", "loss-rcv.pcap").remove(0);
+    let v = s.vantage.as_deref().unwrap();
+    let a2b = v.dir[0].as_ref().unwrap();
+    assert_eq!(a2b.lost_on_path, 12);
+    assert_eq!(a2b.losses, vec![crate::correlate::LossAt { from: 1, to: 2, packets: 12 }]);
+    assert_eq!((a2b.necessary_retransmissions, a2b.spurious_retransmissions), (12, 0));
+    let p = proofs(&s);
+    assert_eq!(p.len(), 12, "{:?}", s.events);
+    assert!(p.iter().all(|(c, i, src)| c == i && *c != OosClass::Spurious && src == "1+2"), "{p:?}");
+    assert_eq!(s.out_of_sequence.spurious, 0);
+    assert!(s.verdict.contains("12 lost on the path (1→2: 12)"), "{}", s.verdict);
+    // Seen from the receiver (capture 1), the same drops are upstream of it: 2→1.
+    let r = proved("loss-rcv.pcap", "loss-snd.pcap").remove(0);
+    let d = r.vantage.as_deref().unwrap().dir[0].clone().unwrap();
+    assert_eq!(d.losses, vec![crate::correlate::LossAt { from: 2, to: 1, packets: 12 }]);
+    // Without the other capture, no proof and no vantage.
+    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap"));
+    let q = crate::pass::Query::new(vec![path.into()]);
+    assert!(crate::vantage::Proof::of(&q, &Default::default()).unwrap().is_none());
+    let (sink, _, _) = q.run_one(ScreenSink::new(Rules::default()), &|_, _| {}).unwrap();
+    let alone = sink.finish().remove(0);
+    assert!(alone.vantage.is_none() && proofs(&alone).is_empty());
+    assert!(!alone.verdict.contains("prove"));
 }
