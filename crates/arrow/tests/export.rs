@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::DataType;
-use parquet::basic::Compression;
+use parquet::basic::{Compression, Encoding};
 use serde_json::Value;
 use tcpscope_arrow::columns::schema;
 use tcpscope_arrow::{Codec, Collect, Dest, FileOut, Format, OnThread, Out, TableName, export};
@@ -131,7 +131,7 @@ fn files_read_back_as_written() {
                     let file = std::fs::File::open(&path).unwrap();
                     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
                     // Text is dictionary-encoded; numbers (times, frames, sequence numbers,
-                    // mostly distinct) are not.
+                    // mostly distinct) are not, and integers are written as differences.
                     for rg in reader.metadata().row_groups() {
                         for (c, col) in t.columns().iter().zip(rg.columns()) {
                             let text = c.field.kind == tcpscope_core::table::Kind::Text;
@@ -142,6 +142,17 @@ fn files_read_back_as_written() {
                                 Codec::Zstd => matches!(col.compression(), Compression::ZSTD(_)),
                             };
                             assert!(want, "{}.{}: {:?} for {codec:?}", t.name(), c.name, col.compression());
+                            // Integers are written as differences.
+                            let int = c.field.kind == tcpscope_core::table::Kind::Int;
+                            let delta = col.encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED);
+                            assert_eq!(
+                                delta,
+                                int,
+                                "{}.{}: {:?}",
+                                t.name(),
+                                c.name,
+                                col.encodings().collect::<Vec<_>>()
+                            );
                         }
                     }
                     reader.build().unwrap().map(|b| b.unwrap()).collect()

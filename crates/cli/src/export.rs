@@ -24,8 +24,8 @@ pub struct ExportArgs {
     /// File format: parquet, arrow (Arrow IPC file) or csv.
     #[arg(long, value_name = "FORMAT", default_value = "parquet", value_parser = parse_format)]
     pub format: Format,
-    /// Compression of Parquet's pages: lz4 (fast) or zstd (smaller files).
-    #[arg(long, value_name = "CODEC", default_value = "lz4", value_parser = parse_codec)]
+    /// Compression of Parquet's pages: zstd (smaller files) or lz4 (a little faster).
+    #[arg(long, value_name = "CODEC", default_value = "zstd", value_parser = parse_codec)]
     pub compression: Codec,
     /// Tables to write (comma-separated): connections, events, segments, rtt.
     #[arg(long, value_name = "TABLES", value_delimiter = ',', default_value = "connections,events,segments,rtt",
