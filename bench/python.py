@@ -62,8 +62,8 @@ def main():
                     "export parquet (all tables)": [bin_, "export", "-q", trace, "-o", f"{tmp}/all"],
                     "export parquet (connections)": [bin_, "export", "-q", trace, "-o", f"{tmp}/c", "--tables", "connections"],
                     "export parquet (segments)": [bin_, "export", "-q", trace, "-o", f"{tmp}/s", "--tables", "segments"],
-                    "export parquet (segments, zstd)": [
-                        bin_, "export", "-q", trace, "-o", f"{tmp}/z", "--tables", "segments", "--compression", "zstd",
+                    "export parquet (segments, lz4)": [
+                        bin_, "export", "-q", trace, "-o", f"{tmp}/z", "--tables", "segments", "--compression", "lz4",
                     ],
                     "python read (all tables)": [py, "-c", f"import tcpscope; tcpscope.read({trace!r})"],
                 },
