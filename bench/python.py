@@ -11,6 +11,7 @@
     TCPSCOPE_BIN=target/release/tcpscope VENV/bin/python bench/python.py [TRACE]
 """
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -61,6 +62,9 @@ def main():
                     "export parquet (all tables)": [bin_, "export", "-q", trace, "-o", f"{tmp}/all"],
                     "export parquet (connections)": [bin_, "export", "-q", trace, "-o", f"{tmp}/c", "--tables", "connections"],
                     "export parquet (segments)": [bin_, "export", "-q", trace, "-o", f"{tmp}/s", "--tables", "segments"],
+                    "export parquet (segments, lz4)": [
+                        bin_, "export", "-q", trace, "-o", f"{tmp}/z", "--tables", "segments", "--compression", "lz4",
+                    ],
                     "python read (all tables)": [py, "-c", f"import tcpscope; tcpscope.read({trace!r})"],
                 },
             )
@@ -89,13 +93,29 @@ def cluster(tmp, py):
             ts.append(time.monotonic() - t)
         mb = part.nbytes / 1e6
         print(f"  one task of {n:>2} shards: {min(ts):.3f} s, {part.num_rows // 2} connections, result {mb:.2f} MB")
+    # CPU time, which other load on the machine does not inflate as it does wall time: the one
+    # read in process, then each analyze's client (which runs the scheduler too) and workers.
+    c0 = cpu()
+    tcpscope.read(ring, "connections")
+    print(f"  one machine, CPU {cpu() - c0:.3f} s")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, Client(cl) as c:
-        for shards in (2, 4):
+        for shards in (1, 2, 4, 8):
             tcpscope.dask.analyze([ring], client=c, shards=shards).compute()  # warm the workers
-            t = time.monotonic()
-            got = tcpscope.dask.analyze([ring], client=c, shards=shards).compute()
-            dt = time.monotonic() - t
-            print(f"  LocalCluster 2 workers, {shards} shards: {dt:.3f} s ({t_one / dt:.2f}× one machine), {len(got)} rows")
+            w0, c0, t = c.run(cpu), cpu(), time.monotonic()
+            # The default spelled out: new task keys, so nothing is reused from the warm-up.
+            got = tcpscope.dask.analyze([ring], client=c, shards=shards, idle_split=240.0).compute()
+            dt, c1, w1 = time.monotonic() - t, cpu(), c.run(cpu)
+            workers = sum(w1[k] - w0[k] for k in w0)
+            print(
+                f"  LocalCluster 2 workers, {shards} shards: {dt:.3f} s ({t_one / dt:.2f}× one machine), {len(got)} rows;"
+                f" CPU: workers {workers:.3f} s, client and scheduler {c1 - c0:.3f} s"
+            )
+
+
+def cpu():
+    """This process's CPU time (user and system), s."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 if __name__ == "__main__":

@@ -10,5 +10,5 @@ pub mod columns;
 pub mod out;
 pub mod tables;
 
-pub use out::{Collect, FileOut, Format, Out};
+pub use out::{Codec, Collect, FileOut, Format, OnThread, Out};
 pub use tables::{BATCH_ROWS, Dest, Report, TableName, export};

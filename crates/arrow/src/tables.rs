@@ -6,11 +6,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use tcpscope_core::analysis::{At, ConnIdx, Event, SegmentInfo, Sink};
+use tcpscope_core::event::Evidence;
 use tcpscope_core::export::json::{ConnJson, DirJson, EndpointJson};
 use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow, Verdict};
 use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::{FileSummary, Query, Trace};
-use tcpscope_core::screen::{OosEvent, Rules, ScreenSink};
+use tcpscope_core::screen::{MAX_EVIDENCE, OosEvent, Rules, ScreenSink};
 use tcpscope_core::stats::StatsSink;
 use tcpscope_core::table::{Field, Kind, Table};
 
@@ -56,22 +57,35 @@ impl TableName {
 
     /// Its columns, from the field lists of the records it is made of.
     pub fn columns(self) -> Vec<Column> {
-        let with_ref = |fields: &[Field]| {
+        let with_ref = |file: bool, fields: &[Field]| {
             let mut c = columns(ConnRef::FIELDS);
+            if file {
+                c.push(Column { name: FILE.name, field: FILE });
+            }
             c.extend(columns(fields));
             c
         };
         match self {
             TableName::Connections => connection_columns(),
-            TableName::Events => with_ref(OosEvent::FIELDS),
-            TableName::Segments => with_ref(SegmentRow::FIELDS),
-            TableName::Rtt => with_ref(RttRow::FIELDS),
+            TableName::Events => with_ref(true, OosEvent::FIELDS),
+            // `file` is a field of the segment's row already.
+            TableName::Segments => with_ref(false, SegmentRow::FIELDS),
+            TableName::Rtt => with_ref(true, RttRow::FIELDS),
         }
     }
 }
 
 /// The `dir` column of `connections`: which direction a row's statistics are of.
 const DIR: Field = Field::new("dir", Kind::Text, "", "`a2b` or `b2a`: the direction this row's statistics are of");
+
+/// The `file` column of `events` and `rtt` (after `input` and `conn`, where `segments` has its
+/// own): the file whose frame `frame` is, as a ring numbers frames from 1 in each file.
+const FILE: Field = Field::new(
+    "file",
+    Kind::Text,
+    "",
+    "the capture file holding the packet of `frame` (a ring's files each number their frames from 1)",
+);
 
 /// `connections`: [`ConnJson::FIELDS`] with the endpoints flattened (`a_addr`, `a_port`, …),
 /// then [`DIR`], then [`DirJson::FIELDS`] in place of `a2b` and `b2a`; a direction's field
@@ -108,8 +122,12 @@ struct Stream {
 }
 
 impl Stream {
-    fn row<T: serde::Serialize>(&mut self, r: ConnRef<'_>, row: &T) -> io::Result<()> {
+    /// Appends a row: its connection, its `file` column if the table has one, the record.
+    fn row<T: serde::Serialize>(&mut self, r: ConnRef<'_>, file: Option<&str>, row: &T) -> io::Result<()> {
         self.table.append(&r, &[])?;
+        if let Some(file) = file {
+            self.table.append(file, &[])?;
+        }
         self.table.append(row, &[])?;
         self.table.end_row()?;
         if self.table.rows() >= BATCH_ROWS {
@@ -148,7 +166,8 @@ impl Sink for RowSink {
     fn event(&mut self, at: &At, ev: &Event) {
         self.verdict.event(ev);
         if let (Some(rtt), Some(row)) = (&mut self.rtt, RttRow::of(at, ev)) {
-            let r = rtt.row(ConnRef { input: &self.input, conn: at.conn + 1 }, &row);
+            let file = self.names.get(at.file as usize).map_or("", |n| n.as_str());
+            let r = rtt.row(ConnRef { input: &self.input, conn: at.conn + 1 }, Some(file), &row);
             self.result(r);
         }
     }
@@ -157,7 +176,7 @@ impl Sink for RowSink {
         // The packet's own file, as `print` names it (not its connection's first file).
         let file = self.names.get(s.at.file as usize).map_or("", |n| n.as_str());
         let row = self.verdict.row(s, file);
-        let r = seg.row(ConnRef { input: &self.input, conn: s.at.conn + 1 }, &row);
+        let r = seg.row(ConnRef { input: &self.input, conn: s.at.conn + 1 }, None, &row);
         self.result(r);
     }
     fn after_packet(&mut self) -> io::Result<bool> {
@@ -170,6 +189,48 @@ impl Sink for RowSink {
         self.segments.is_some()
     }
     const CLASSIFY: bool = true;
+}
+
+/// The file of each event the screen sink keeps (its [`OosEvent`]s have the frame, not the
+/// file): a segment after its evidence is one event, in the same order, the first
+/// [`MAX_EVIDENCE`] of each connection kept as there.
+#[derive(Default)]
+struct EventFiles {
+    names: Vec<String>,
+    /// Per connection, the file index of each kept event.
+    files: Vec<Vec<u32>>,
+    /// The packet being given had evidence: it is an event.
+    pending: bool,
+}
+
+impl EventFiles {
+    /// The file of connection `conn`'s `i`-th event.
+    fn name(&self, conn: usize, i: usize) -> &str {
+        let f = self.files.get(conn).and_then(|f| f.get(i));
+        f.and_then(|&f| self.names.get(f as usize)).map_or("", |n| n.as_str())
+    }
+}
+
+impl Sink for EventFiles {
+    fn file(&mut self, file: usize, path: &Path) {
+        self.names.resize(self.names.len().max(file + 1), String::new());
+        self.names[file] = path.display().to_string();
+    }
+    fn evidence(&mut self, _: &At, _: &Evidence) {
+        self.pending = true;
+    }
+    fn segment(&mut self, s: &SegmentInfo) {
+        if !std::mem::take(&mut self.pending) {
+            return;
+        }
+        let conn = s.at.conn;
+        if self.files.len() <= conn {
+            self.files.resize_with(conn + 1, Vec::new);
+        }
+        if self.files[conn].len() < MAX_EVIDENCE {
+            self.files[conn].push(s.at.file);
+        }
+    }
 }
 
 /// A sink or nothing: the parts of the export pass that the tables asked for.
@@ -251,7 +312,7 @@ pub fn export(
             failed: None,
         };
         let stats = Maybe(conns.is_some().then(StatsSink::default));
-        let screen = Maybe(events.is_some().then(|| ScreenSink::new(rules.clone())));
+        let screen = Maybe(events.is_some().then(|| (ScreenSink::new(rules.clone()), EventFiles::default())));
         let ((mut rows, (stats, screen)), files, trace) = q.run_one((rows, (stats, screen)), progress)?;
         for s in [&mut rows.segments, &mut rows.rtt].into_iter().flatten() {
             s.flush()?;
@@ -272,10 +333,11 @@ pub fn export(
                 }
             }
         }
-        if let (Some((t, d)), Some(screen)) = (&mut events, screen.0) {
+        if let (Some((t, d)), Some((screen, files))) = (&mut events, screen.0) {
             for (idx, s) in screen.finish().iter().enumerate() {
-                for e in &s.events {
+                for (i, e) in s.events.iter().enumerate() {
                     t.append(&ConnRef { input: &input, conn: idx + 1 }, &[])?;
+                    t.append(files.name(idx, i), &[])?;
                     t.append(e, &[])?;
                     t.end_row()?;
                 }

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::DataType;
+use parquet::basic::{Compression, Encoding};
 use serde_json::Value;
 use tcpscope_arrow::columns::schema;
-use tcpscope_arrow::{Collect, Dest, FileOut, Format, Out, TableName, export};
+use tcpscope_arrow::{Codec, Collect, Dest, FileOut, Format, OnThread, Out, TableName, export};
 use tcpscope_core::export::json::document;
 use tcpscope_core::pass::Query;
 use tcpscope_core::screen::Rules;
@@ -102,17 +103,25 @@ fn segments_and_rtt_follow_the_trace() {
     assert!(!events.is_empty() && events.iter().all(|e| e["input"] == segs[0]["input"] && e["conn"] == 1));
 }
 
-/// Each format writes what the in-memory batches hold; Parquet and Arrow read back equal.
+/// Each format (Parquet in each codec) writes what the in-memory batches hold, on a writing
+/// thread as `export` does; Parquet and Arrow read back equal.
 #[test]
 fn files_read_back_as_written() {
     let q = Query::new(vec![data("loss-snd.pcap")]);
     let want = tables(&q);
     let dir = std::env::temp_dir().join(format!("tcpscope-arrow-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for format in [Format::Parquet, Format::Arrow, Format::Csv] {
+    let formats = [
+        (Format::Parquet, Codec::Lz4),
+        (Format::Parquet, Codec::Zstd),
+        (Format::Arrow, Codec::Lz4),
+        (Format::Csv, Codec::Lz4),
+    ];
+    for (format, codec) in formats {
         for (t, batches) in &want {
             let path = dir.join(format!("{}.{}", t.name(), format.ext()));
-            let mut f = FileOut::create(&path, format, &schema(&t.columns())).unwrap();
+            let file = FileOut::with_codec(&path, format, codec, &schema(&t.columns())).unwrap();
+            let mut f = OnThread::new(file).unwrap();
             for b in batches {
                 f.write(b).unwrap();
             }
@@ -122,12 +131,28 @@ fn files_read_back_as_written() {
                     let file = std::fs::File::open(&path).unwrap();
                     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
                     // Text is dictionary-encoded; numbers (times, frames, sequence numbers,
-                    // mostly distinct) are not.
+                    // mostly distinct) are not, and integers are written as differences.
                     for rg in reader.metadata().row_groups() {
                         for (c, col) in t.columns().iter().zip(rg.columns()) {
                             let text = c.field.kind == tcpscope_core::table::Kind::Text;
                             let dict = col.dictionary_page_offset().is_some();
                             assert_eq!(dict, text, "{}.{}: dictionary page", t.name(), c.name);
+                            let want = match codec {
+                                Codec::Lz4 => matches!(col.compression(), Compression::LZ4_RAW),
+                                Codec::Zstd => matches!(col.compression(), Compression::ZSTD(_)),
+                            };
+                            assert!(want, "{}.{}: {:?} for {codec:?}", t.name(), c.name, col.compression());
+                            // Integers are written as differences.
+                            let int = c.field.kind == tcpscope_core::table::Kind::Int;
+                            let delta = col.encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED);
+                            assert_eq!(
+                                delta,
+                                int,
+                                "{}.{}: {:?}",
+                                t.name(),
+                                c.name,
+                                col.encodings().collect::<Vec<_>>()
+                            );
                         }
                     }
                     reader.build().unwrap().map(|b| b.unwrap()).collect()
@@ -145,7 +170,7 @@ fn files_read_back_as_written() {
                     continue;
                 }
             };
-            assert_eq!(rows(&back), rows(batches), "{} as {}", t.name(), format.ext());
+            assert_eq!(rows(&back), rows(batches), "{} as {} ({codec:?})", t.name(), format.ext());
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
-use tcpscope_arrow::{Dest, FileOut, Format, Out, TableName};
+use tcpscope_arrow::{Codec, Dest, FileOut, Format, OnThread, Out, TableName};
 use tcpscope_core::pass::Analysis;
 use tcpscope_core::screen::Rules;
 
@@ -24,6 +24,9 @@ pub struct ExportArgs {
     /// File format: parquet, arrow (Arrow IPC file) or csv.
     #[arg(long, value_name = "FORMAT", default_value = "parquet", value_parser = parse_format)]
     pub format: Format,
+    /// Compression of Parquet's pages: zstd (smaller files) or lz4 (a little faster).
+    #[arg(long, value_name = "CODEC", default_value = "zstd", value_parser = parse_codec)]
+    pub compression: Codec,
     /// Tables to write (comma-separated): connections, events, segments, rtt.
     #[arg(long, value_name = "TABLES", value_delimiter = ',', default_value = "connections,events,segments,rtt",
           value_parser = parse_table)]
@@ -36,6 +39,10 @@ pub struct ExportArgs {
 
 fn parse_format(s: &str) -> Result<Format, String> {
     Format::parse(s).ok_or_else(|| format!("unknown format {s:?} (parquet, arrow, csv)"))
+}
+
+fn parse_codec(s: &str) -> Result<Codec, String> {
+    Codec::parse(s).ok_or_else(|| format!("unknown compression {s:?} (lz4, zstd)"))
 }
 
 fn parse_table(s: &str) -> Result<TableName, String> {
@@ -58,11 +65,13 @@ pub fn export(args: &ExportArgs) -> io::Result<ExitCode> {
     std::fs::create_dir_all(&args.out).map_err(|e| io::Error::other(format!("{}: {e}", args.out.display())))?;
     let mut tables = args.tables.clone();
     tables.dedup();
-    let mut files: Vec<(TableName, Arc<Mutex<FileOut>>)> = Vec::new();
+    // Each file written on a thread of its own, overlapping the analysis (OnThread).
+    let mut files: Vec<(TableName, Arc<Mutex<OnThread>>)> = Vec::new();
     for t in tables {
         let path = args.out.join(format!("{}.{}", t.name(), args.format.ext()));
         let schema = tcpscope_arrow::columns::schema(&t.columns());
-        files.push((t, Arc::new(Mutex::new(FileOut::create(&path, args.format, &schema)?))));
+        let file = FileOut::with_codec(&path, args.format, args.compression, &schema)?;
+        files.push((t, Arc::new(Mutex::new(OnThread::new(file)?))));
     }
     let dests: Vec<(TableName, Dest)> = files.iter().map(|(t, f)| (*t, f.clone() as Dest)).collect();
     let report = tcpscope_arrow::export(&query, &rules, &dests, &|_, _| {})?;

@@ -222,6 +222,64 @@ fn r23_a_packet_is_named_by_its_own_file_in_a_ring() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Issue 23: the `events` and `rtt` tables of a ring name the file of each row's `frame`
+/// (`file`, after `input` and `conn`); oracle as above: the whole file's frame `n` is frame
+/// `(n-1)%per+1` of `part-{(n-1)/per}`, and every other column is the whole file's.
+#[test]
+fn r23_events_and_rtt_name_the_file_of_their_frame_in_a_ring() {
+    let per = 300;
+    let dir = util::tempdir("export-ring-file");
+    assert!(split(&trace(), &dir, per) >= 3);
+    let want = |n: &str| {
+        let n = n.parse::<usize>().unwrap() - 1;
+        (dir.join(format!("part-{:03}.pcap", n / per)).display().to_string(), (n % per + 1).to_string())
+    };
+    let export = |src: &Path, out: &str| {
+        let out = dir.join(out);
+        let o = util::run(&[
+            "export",
+            src.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--format",
+            "csv",
+            "--tables",
+            "events,rtt",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    };
+    let (whole, ring) = (export(&trace(), "whole"), export(&dir, "ring"));
+    for table in ["events", "rtt"] {
+        let read = |d: &Path| {
+            let mut r = csv::Reader::from_path(d.join(format!("{table}.csv"))).unwrap();
+            let h: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+            (h, r.records().map(Result::unwrap).collect::<Vec<csv::StringRecord>>())
+        };
+        let ((hw, w), (hr, r)) = (read(&whole), read(&ring));
+        assert_eq!(hw, hr);
+        assert_eq!(&hr[..3], ["input", "conn", "file"]);
+        let col = |k: &str| hr.iter().position(|h| h == k).unwrap();
+        let (file, frame) = (col("file"), col("frame"));
+        assert!(!w.is_empty() && w.len() == r.len(), "{table}: {} rows whole, {} in the ring", w.len(), r.len());
+        let mut files = std::collections::BTreeSet::new();
+        for (a, b) in w.iter().zip(&r) {
+            assert_eq!(a[file], trace().display().to_string(), "{table}: {a:?}");
+            assert_eq!((b[file].to_string(), b[frame].to_string()), want(&a[frame]), "{table}: {b:?}");
+            files.insert(b[file].to_string());
+            // The rest is the whole file's (frames the rows refer to are numbered in their own
+            // file; `input` names the ring).
+            for (i, k) in hr.iter().enumerate() {
+                if !["input", "file", "frame", "prev_frame", "sent_frame", "dsack_frame"].contains(&k.as_str()) {
+                    assert_eq!(a[i], b[i], "{table} column {k}");
+                }
+            }
+        }
+        assert!(files.len() >= 2, "{table}: rows in {files:?}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn connection_ids_in_a_window_are_those_conns_gives_for_it() {
     // Both recorded points of the loss scenario, merged, and a window that starts mid-transfer.
