@@ -90,7 +90,14 @@ before(async () => {
   // As root, a capture of the same transfer (it exits 77 without the privilege: no capture then).
   const ring = path.join(dir, "ring");
   const cap = spawn(bin, ["capture", "-i", "lo", "-f", `tcp port ${port}`, "-w", ring], { stdio: ["ignore", "ignore", "pipe"] });
-  await sleep(400);
+  // Until both listen: the capture says so (or exits: no privilege); under load its start took
+  // longer than a fixed 400 ms, and a capture that missed the transfer wrote no file.
+  await new Promise((r) => {
+    let said = "";
+    cap.stderr.on("data", (d) => (said += d) && /capturing on/.test(said) && r());
+    cap.on("exit", r);
+  });
+  await sleep(100);
   await transfer(port, evPort);
   await sleep(200);
   captured = cap.exitCode === null;
