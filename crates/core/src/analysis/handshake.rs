@@ -15,7 +15,7 @@ pub(super) fn on_segment(me: &mut Half, peer: &mut Half, seg: &Segment<'_>, sett
             // The most `me` takes: a full segment of the peer's data (`acks`).
             peer.acks.peer_mss = m;
         }
-        me.memory.syn_sack |= seg.options.sack_permitted;
+        me.syn_sack |= seg.options.sack_permitted;
         if me.isn.is_none() {
             me.isn = Some(seg.seq);
             let base = SeqNum(seg.seq.0.wrapping_add(1));

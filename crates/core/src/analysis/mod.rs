@@ -172,8 +172,11 @@ struct Half {
     partial: u8,
     /// Window scale inference of this endpoint's windows, while its scale is unknown.
     infer: Option<Box<wscale::Infer>>,
-    /// What the out-of-sequence classifier remembers of this sender.
-    memory: classify::Memory,
+    /// What the out-of-sequence classifier remembers of this sender: allocated by its first
+    /// segment when the pass classifies ([`Sink::CLASSIFY`]), never otherwise.
+    memory: Option<Box<classify::Memory>>,
+    /// This side's SYN offered SACK (the classifier's tail-loss probe needs it both ways).
+    syn_sack: bool,
     /// What the peer's ACKs of this endpoint's data have shown (`acks`: the peer's ACK
     /// strategy).
     acks: acks::AckState,
@@ -235,6 +238,16 @@ impl Half {
     /// The outstanding state, allocated on first use.
     fn out(&mut self) -> &mut Outstanding {
         self.out.get_or_insert_default()
+    }
+
+    /// The classifier's memory of this sender (empty until it sent, when classifying).
+    fn memory(&self) -> &classify::Memory {
+        self.memory.as_deref().unwrap_or(&classify::Memory::NONE)
+    }
+
+    /// The classifier's memory, allocated on first use: only when the pass classifies.
+    fn memory_mut(&mut self) -> &mut classify::Memory {
+        self.memory.get_or_insert_default()
     }
 
     /// This endpoint's unwrapper, created with `base` as offset 0 if it does not exist yet.
@@ -346,7 +359,7 @@ impl Connection {
             sink,
         );
         if S::CLASSIFY {
-            me.memory.sent(seg, (start, end), ts_ns, frame);
+            me.memory_mut().sent(seg, (start, end), ts_ns, frame);
         }
         // The largest segment (`acks`: what a full segment is); a max, not a branch.
         me.acks.largest = me.acks.largest.max(len);

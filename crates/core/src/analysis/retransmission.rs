@@ -74,7 +74,7 @@ pub(super) fn on_data<S: Sink>(
         if start > snd_max && !accepted_probe {
             sink.event(at, &Event::Hole { from: snd_max, to: start });
             if S::CLASSIFY {
-                me.memory.hole(snd_max, start, ts_ns);
+                me.memory.get_or_insert_default().hole(snd_max, start, ts_ns);
             }
             // Bytes the peer acknowledged before they were seen were counted as acknowledged
             // but unseen when that ACK came: they are no hole to count again.

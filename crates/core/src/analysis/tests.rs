@@ -542,3 +542,33 @@ fn outstanding_state_without_ranges_is_small() {
     let o = Outstanding::default();
     assert!(o.is_empty() && o.holes().is_empty() && o.sacked().is_empty() && o.ranges.is_none());
 }
+
+/// Every connection open at once holds these (`docs/performance.md`, *concurrent*): a size
+/// that grows fails here first.
+#[test]
+fn per_connection_state_sizes_are_pinned() {
+    use std::mem::size_of;
+    // The classifier's memory is boxed, allocated only by a pass that classifies.
+    assert_eq!([size_of::<Half>(), size_of::<Connection>(), size_of::<classify::Memory>()], [192, 408, 184]);
+    assert_eq!([size_of::<DirStats>(), size_of::<crate::stats::ConnStats>()], [648, 1376]);
+}
+
+/// A pass that does not classify never allocates the classifier's memory; one that does, for
+/// every side that sent.
+#[test]
+fn classifier_memory_only_when_classifying() {
+    fn run<S: Sink>(c: &Conv, sink: S) -> [(bool, bool); 2] {
+        let mut an = Analyzer::new(c.settings, sink);
+        for (i, p) in c.pkts.iter().enumerate() {
+            let (data, orig) = p.ipv4();
+            let frame = i as u64 + 1;
+            an.record(&Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame, offset: 0 });
+        }
+        let conn = an.connection(0).expect("held");
+        conn.half.each_ref().map(|h| (h.memory.is_some(), h.syn_sack))
+    }
+    let mut c = Conv::default();
+    c.handshake().a(30.0, ACK, 0, 0, 100, 1000).a(301.0, ACK, 0, 0, 100, 1000);
+    assert_eq!(run(&c, StatsSink::default()), [(false, true), (false, true)]);
+    assert_eq!(run(&c, Rec::default()), [(true, true), (true, true)]);
+}
