@@ -350,7 +350,7 @@ pub(super) fn hole_fill(me: &Half, peer: &Half, seq: SeqOff, at: &At, cl: &Class
 
 /// A zero-window probe of `me`.
 pub(super) fn probe(me: &Half, peer: &Half, cl: &Classify) -> Evidence {
-    let mut e = evidence(me, peer, me.snd_una.unwrap_or(SeqOff(0)), cl);
+    let mut e = evidence(me, peer, me.snd_una.get().unwrap_or(SeqOff(0)), cl);
     (e.class, e.rule) = (OosClass::FlowControl, "sent while the receiver's window was zero");
     e
 }

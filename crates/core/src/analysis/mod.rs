@@ -35,7 +35,7 @@ use std::collections::VecDeque;
 
 use crate::conn::SplitReason;
 use crate::decode::Segment;
-use crate::seq::{SeqNum, SeqOff, Unwrapper};
+use crate::seq::{OptOff, SeqNum, SeqOff, Unwrapper};
 use ranges::RangeSet;
 
 /// Most unacknowledged transmissions remembered per direction for RTT sampling.
@@ -142,12 +142,12 @@ struct Half {
     isn: Option<SeqNum>,
     /// Highest offset sent + 1 (SYN and FIN count), i.e. Wireshark's `nextseq`. Invariant: every
     /// byte below it has been seen unless it is in `holes`.
-    snd_max: Option<SeqOff>,
+    snd_max: OptOff,
     /// What is outstanding (holes, SACKed ranges, unacknowledged ranges, TSvals awaiting their
     /// echo); allocated while any is non-empty, so an idle connection carries none of it.
     out: Option<Box<Outstanding>>,
     /// Highest cumulative ACK the peer sent for this data (RFC 9293 SND.UNA at the capture point).
-    snd_una: Option<SeqOff>,
+    snd_una: OptOff,
     /// Options from this endpoint's SYN.
     syn_wscale: Option<u8>,
     syn_seen: bool,
@@ -160,12 +160,14 @@ struct Half {
     last_was_probe: bool,
     /// Duplicate ACK counter of the current ack value (Wireshark `dupacknum`).
     dupacks: u32,
-    /// The right edge (ack + window) of the last advertisement, with its ack offset.
-    last_edge: Option<(SeqOff, SeqOff)>,
+    /// The ack offset of the last advertisement (none before one), and its right edge
+    /// (ack + window).
+    edge_ack: OptOff,
+    edge: SeqOff,
     /// End of the last zero-window probe's payload (a probe does not move `snd_max`).
-    probe_end: Option<SeqOff>,
+    probe_end: OptOff,
     /// Offset (in this space) of the FIN, once seen.
-    fin_off: Option<SeqOff>,
+    fin_off: OptOff,
     fin_seen: bool,
     rst_seen: bool,
     /// The partial-analysis warnings already emitted (bit per structure).
@@ -318,7 +320,7 @@ impl Connection {
             }
         }
         if ts_ns.saturating_sub(self.last_ts_ns) > settings.idle_split_ns {
-            let far = match (h.unwrap, h.snd_max) {
+            let far = match (h.unwrap, h.snd_max.get()) {
                 (Some(u), Some(m)) => (u.off(seg.seq) - m).abs() > 1 << 24,
                 _ => false,
             };
@@ -343,7 +345,7 @@ impl Connection {
         // The sender's view: where the segment sits in this direction's sequence space.
         let start = me.unwrapper(seg.seq).advance(seg.seq);
         let end = start + syn + len as i64 + fin;
-        let snd_max = *me.snd_max.get_or_insert(start);
+        let snd_max = me.snd_max.get_or_set(start);
         let probed =
             probe::classify(me, peer, (flags.syn(), flags.fin(), rst), len, start, snd_max, &at, settings, sink);
         let found = retransmission::on_data(
