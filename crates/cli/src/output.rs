@@ -691,7 +691,9 @@ mod tests {
             d.wscale = (!k.is_multiple_of(3)).then_some(7);
             d.sack_permitted = k.is_multiple_of(2);
             d.timestamp_packets = k % 3;
-            d.partial = huge;
+            if huge {
+                d.rare_mut().partial = true;
+            }
             for x in 0..k % 5 {
                 d.rtt.add(1_000_000 * x + 2_500 * k + 500);
                 d.rtt_ts.add(37_000 * x + k);

@@ -142,10 +142,9 @@ pub fn warn(files: &[FileSummary], conns: &[Box<ConnStats>], quiet: bool) -> io:
         return Ok(());
     }
     let mut why = Vec::new();
-    let (unseen, acked) = conns
-        .iter()
-        .flat_map(|c| &c.dir)
-        .fold((0u64, 0u64), |(u, a), d| (u + d.acked_unseen_bytes, a + d.acked_bytes + d.acked_unseen_bytes));
+    let (unseen, acked) = conns.iter().flat_map(|c| &c.dir).fold((0u64, 0u64), |(u, a), d| {
+        (u + d.rare().acked_unseen_bytes, a + d.acked_bytes + d.rare().acked_unseen_bytes)
+    });
     if acked > 0 && unseen as f64 >= LOSS_DOUBTFUL * acked as f64 {
         why.push(format!("the capture missed {:.1} % of the bytes acknowledged", unseen as f64 * 100.0 / acked as f64));
     }

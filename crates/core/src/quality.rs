@@ -219,7 +219,7 @@ impl ConnRow {
     /// Connection `id` (1-based in the run) from its statistics and the quality sink's findings.
     pub fn new(id: usize, c: &ConnStats, q: &ConnQuality) -> ConnRow {
         let (la, lb) = half_loops(c);
-        let unseen = c.dir[0].acked_unseen_bytes + c.dir[1].acked_unseen_bytes;
+        let unseen = c.dir[0].rare().acked_unseen_bytes + c.dir[1].rare().acked_unseen_bytes;
         let loss =
             (q.ack_events + q.gap_events > 0).then(|| q.gap_events as f64 / q.ack_events.max(q.gap_events) as f64);
         let mut row = ConnRow {

@@ -115,9 +115,76 @@ impl Unwrapper {
     }
 }
 
+/// An `Option<SeqOff>` in 8 bytes, not 16: [`SeqOff::MIN`] stands for `None`. No offset an
+/// [`Unwrapper`] gives reaches it (they start at -2^31 at the lowest and only the reference
+/// moves, forward), so every offset stored round-trips. The analysis keeps five of these a
+/// direction, for every connection open (`docs/performance.md`, *concurrent*). Written by hand:
+/// std gives a niche to `NonZero` integers only, and `SeqOff` arithmetic is on plain `i64`s.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct OptOff(SeqOff);
+
+impl OptOff {
+    /// No offset.
+    pub const NONE: OptOff = OptOff(SeqOff::MIN);
+
+    /// The offset, if any.
+    #[inline]
+    pub fn get(self) -> Option<SeqOff> {
+        (self.0 != SeqOff::MIN).then_some(self.0)
+    }
+
+    /// Holds `off` from now on.
+    #[inline]
+    pub fn set(&mut self, off: SeqOff) {
+        debug_assert_ne!(off, SeqOff::MIN, "no real offset is SeqOff::MIN");
+        self.0 = off;
+    }
+
+    /// The offset held, after setting it to `off` if there was none.
+    #[inline]
+    pub fn get_or_set(&mut self, off: SeqOff) -> SeqOff {
+        if self.0 == SeqOff::MIN {
+            self.set(off);
+        }
+        self.0
+    }
+
+    /// The offset, leaving none.
+    #[inline]
+    pub fn take(&mut self) -> Option<SeqOff> {
+        std::mem::replace(self, OptOff::NONE).get()
+    }
+}
+
+impl Default for OptOff {
+    fn default() -> Self {
+        OptOff::NONE
+    }
+}
+
+impl std::fmt::Debug for OptOff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_optional_offset_is_8_bytes_and_round_trips() {
+        assert_eq!(std::mem::size_of::<OptOff>(), 8);
+        let mut o = OptOff::default();
+        assert_eq!((o.get(), o.take()), (None, None));
+        for v in [SeqOff(-(1 << 31)), SeqOff(-1), SeqOff(0), SeqOff(i64::MAX)] {
+            o.set(v);
+            assert_eq!(o.get(), Some(v));
+            assert_eq!((o.take(), o.get()), (Some(v), None));
+            assert_eq!((o.get_or_set(v), o.get_or_set(SeqOff(7))), (v, v));
+            o = OptOff::NONE;
+        }
+    }
 
     #[test]
     fn serial_diff_survives_wrap() {

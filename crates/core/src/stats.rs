@@ -61,19 +61,41 @@ pub struct DirStats {
     pub wscale_opt: Option<u8>,
     /// Shift applied to this direction's windows (`None`: unknown).
     pub wscale: Option<u8>,
-    /// Window scale inferred for a connection seen without its handshake
-    /// (`analysis/wscale.rs`).
-    pub wscale_inferred: Option<u8>,
     /// SACK-permitted option seen.
     pub sack_permitted: bool,
-    /// Packets with SACK blocks.
-    pub sack_packets: u64,
-    /// SACK blocks sent.
-    pub sack_blocks: u64,
     /// Packets whose payload the snaplen cut.
     pub truncated_packets: u64,
     /// Payload bytes missing because of the snaplen.
     pub truncated_bytes: u64,
+    /// Karn-valid RTT samples of this direction's data.
+    pub rtt: Summary,
+    /// Timestamp-echo RTT samples of this direction's data.
+    pub rtt_ts: Summary,
+    /// Bytes of this direction cumulatively acknowledged by the peer (advance of its ACKs).
+    pub acked_bytes: u64,
+    /// Time of the last ACK from the peer that advanced over this direction's data (ns).
+    pub last_ack_advance_ts_ns: u64,
+    /// The sequence number of this side's SYN as on the wire, when its SYN was seen.
+    pub isn: Option<SeqNum>,
+    /// The wire sequence number of offset 0 ([`SegmentInfo::seq_base`]), once a segment was seen.
+    pub seq_base: Option<SeqNum>,
+    /// The ACK strategy of this side as a receiver of the peer's data.
+    pub acks: AckStats,
+    /// The counters that are zero in most connections (losses, SACK, zero windows, checksum
+    /// verification...), allocated with the first that is not: see [`DirRare`].
+    pub rare: Option<Box<DirRare>>,
+}
+
+/// The statistics of a direction that most connections never set, kept apart so that a
+/// connection without losses, SACK blocks, zero windows or checksum verification carries a
+/// pointer instead of ~190 bytes a direction (`docs/performance.md`, *concurrent*). Read through
+/// [`DirStats::rare`]; the fields are [`DirStats`]' as `docs/statistics.md` defines them.
+#[derive(Clone, Debug, Default)]
+pub struct DirRare {
+    /// Packets with SACK blocks.
+    pub sack_packets: u64,
+    /// SACK blocks sent.
+    pub sack_blocks: u64,
     /// Packets filling a hole below the highest sequence number seen.
     pub out_of_order_packets: u64,
     /// Duplicate ACKs sent (about the other direction's data).
@@ -92,10 +114,6 @@ pub struct DirStats {
     pub keepalives: u64,
     /// Times the right window edge moved left.
     pub window_shrinks: u64,
-    /// Karn-valid RTT samples of this direction's data.
-    pub rtt: Summary,
-    /// Timestamp-echo RTT samples of this direction's data.
-    pub rtt_ts: Summary,
     /// ACKs that ended on a retransmitted segment (no sample).
     pub karn_discards: u64,
     /// ACKs that ended on a segment after a loss (no sample).
@@ -104,10 +122,6 @@ pub struct DirStats {
     pub holes: u64,
     /// Bytes of this direction acknowledged by the peer but never captured.
     pub acked_unseen_bytes: u64,
-    /// Bytes of this direction cumulatively acknowledged by the peer (advance of its ACKs).
-    pub acked_bytes: u64,
-    /// Time of the last ACK from the peer that advanced over this direction's data (ns).
-    pub last_ack_advance_ts_ns: u64,
     /// Analysis hit a capacity limit (numbers approximate from then on).
     pub partial: bool,
     /// Segments whose checksum failed (not offload), not analysed; `None` when no segment of
@@ -115,12 +129,34 @@ pub struct DirStats {
     pub checksum_errors: Option<u64>,
     /// Segments whose TCP checksum failed as checksum offload leaves it; `None` as above.
     pub checksum_offloaded: Option<u64>,
-    /// The sequence number of this side's SYN as on the wire, when its SYN was seen.
-    pub isn: Option<SeqNum>,
-    /// The wire sequence number of offset 0 ([`SegmentInfo::seq_base`]), once a segment was seen.
-    pub seq_base: Option<SeqNum>,
-    /// The ACK strategy of this side as a receiver of the peer's data.
-    pub acks: AckStats,
+    /// Window scale inferred for a connection seen without its handshake
+    /// (`analysis/wscale.rs`).
+    pub wscale_inferred: Option<u8>,
+}
+
+impl DirRare {
+    /// Nothing counted (the [`Default`], usable in constants).
+    pub const NONE: DirRare = DirRare {
+        sack_packets: 0,
+        sack_blocks: 0,
+        out_of_order_packets: 0,
+        dup_acks: 0,
+        triple_dup_acks: 0,
+        dsacks: 0,
+        zero_window_adverts: 0,
+        zero_window_probes: 0,
+        zero_window_probe_bytes: 0,
+        keepalives: 0,
+        window_shrinks: 0,
+        karn_discards: 0,
+        post_loss_acks: 0,
+        holes: 0,
+        acked_unseen_bytes: 0,
+        partial: false,
+        checksum_errors: None,
+        checksum_offloaded: None,
+        wscale_inferred: None,
+    };
 }
 
 /// How one side acknowledged the other's data (`docs/statistics.md`, *Acknowledgment
@@ -245,6 +281,14 @@ impl DelayHist {
 }
 
 impl DirStats {
+    /// The rarely set counters ([`DirRare::NONE`] while none was set).
+    pub fn rare(&self) -> &DirRare {
+        self.rare.as_deref().unwrap_or(&DirRare::NONE)
+    }
+    /// The rarely set counters, allocated on first use.
+    pub fn rare_mut(&mut self) -> &mut DirRare {
+        self.rare.get_or_insert_default()
+    }
     /// Unique bytes over the data time (first to last data packet), in bits per second.
     pub fn throughput_bps(&self) -> Option<f64> {
         let t = self.last_data_ts_ns.saturating_sub(self.first_data_ts_ns);
@@ -431,8 +475,9 @@ impl Sink for StatsSink {
         }
         d.timestamp_packets += s.has_timestamps() as u64;
         if s.sack_blocks > 0 {
-            d.sack_packets += 1;
-            d.sack_blocks += s.sack_blocks as u64;
+            let r = d.rare_mut();
+            r.sack_packets += 1;
+            r.sack_blocks += s.sack_blocks as u64;
         }
         if (f.ack() || f.syn()) && !f.rst() {
             d.window.add(s.win_bytes);
@@ -449,35 +494,39 @@ impl Sink for StatsSink {
     fn event(&mut self, at: &At, ev: &Event) {
         let d = &mut self.conns[at.conn].dir[at.dir.idx()];
         match *ev {
-            Event::OutOfOrder { .. } => d.out_of_order_packets += 1,
-            Event::Hole { .. } => d.holes += 1,
-            Event::AckedUnseen { bytes } => d.acked_unseen_bytes += bytes,
+            Event::OutOfOrder { .. } => d.rare_mut().out_of_order_packets += 1,
+            Event::Hole { .. } => d.rare_mut().holes += 1,
+            Event::AckedUnseen { bytes } => d.rare_mut().acked_unseen_bytes += bytes,
             Event::DupAck { n, .. } => {
-                d.dup_acks += 1;
-                d.triple_dup_acks += (n == 3) as u64;
+                let r = d.rare_mut();
+                r.dup_acks += 1;
+                r.triple_dup_acks += (n == 3) as u64;
             }
-            Event::Dsack { .. } => d.dsacks += 1,
-            Event::ZeroWindow => d.zero_window_adverts += 1,
+            Event::Dsack { .. } => d.rare_mut().dsacks += 1,
+            Event::ZeroWindow => d.rare_mut().zero_window_adverts += 1,
             Event::ZeroWindowProbe { len } => {
-                d.zero_window_probes += 1;
-                d.zero_window_probe_bytes += len as u64;
+                let r = d.rare_mut();
+                r.zero_window_probes += 1;
+                r.zero_window_probe_bytes += len as u64;
             }
-            Event::KeepAlive => d.keepalives += 1,
-            Event::WindowShrink { .. } => d.window_shrinks += 1,
+            Event::KeepAlive => d.rare_mut().keepalives += 1,
+            Event::WindowShrink { .. } => d.rare_mut().window_shrinks += 1,
             Event::RttSample { rtt_ns, kind: RttKind::Karn, .. } => d.rtt.add(rtt_ns),
             Event::RttSample { rtt_ns, kind: RttKind::Timestamp, .. } => d.rtt_ts.add(rtt_ns),
-            Event::KarnDiscard => d.karn_discards += 1,
-            Event::PostLossAck => d.post_loss_acks += 1,
-            Event::AnalysisPartial { .. } => d.partial = true,
+            Event::KarnDiscard => d.rare_mut().karn_discards += 1,
+            Event::PostLossAck => d.rare_mut().post_loss_acks += 1,
+            Event::AnalysisPartial { .. } => d.rare_mut().partial = true,
             Event::ChecksumError => {
-                *d.checksum_errors.get_or_insert(0) += 1;
-                d.checksum_offloaded.get_or_insert(0);
+                let r = d.rare_mut();
+                *r.checksum_errors.get_or_insert(0) += 1;
+                r.checksum_offloaded.get_or_insert(0);
             }
             Event::ChecksumVerified { offloaded } => {
-                d.checksum_errors.get_or_insert(0);
-                *d.checksum_offloaded.get_or_insert(0) += offloaded as u64;
+                let r = d.rare_mut();
+                r.checksum_errors.get_or_insert(0);
+                *r.checksum_offloaded.get_or_insert(0) += offloaded as u64;
             }
-            Event::WscaleInferred { shift } => d.wscale_inferred = Some(shift),
+            Event::WscaleInferred { shift } => d.rare_mut().wscale_inferred = Some(shift),
             Event::AckAdvance { bytes, ack } => {
                 d.acked_bytes += bytes;
                 d.last_ack_advance_ts_ns = at.ts_ns;

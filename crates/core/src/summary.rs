@@ -25,6 +25,9 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// No samples (the [`Default`], usable in constants).
+    pub const NONE: Summary = Summary { n: 0, first: 0, sum: 0.0, sum_sq: 0.0, min: 0, max: 0 };
+
     /// Adds a sample.
     #[inline]
     pub fn add(&mut self, x: u64) {

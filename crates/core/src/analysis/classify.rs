@@ -82,7 +82,9 @@ struct Resent {
 
 /// What the classifier remembers of one sender beyond the analysis' own state (the cumulative
 /// ACK, the SACK scoreboard, duplicate ACKs and the highest byte sent are the analysis'). Kept
-/// small: every connection carries two, and every segment writes one.
+/// small: every segment writes one. A [`Half`] allocates it only when the pass classifies
+/// ([`Sink::CLASSIFY`]): `stats` never reads it, and with many connections open at once the
+/// two of every connection were 368 bytes (`docs/performance.md`, *concurrent*).
 #[derive(Default, Debug)]
 pub(super) struct Memory {
     /// Half-loop RTT of this side's data (data → peer's ACK at the capture point).
@@ -95,8 +97,6 @@ pub(super) struct Memory {
     /// Largest payload sent.
     mss: u32,
     recent_next: u8,
-    /// This side's SYN offered SACK (a tail-loss probe needs it both ways).
-    pub(super) syn_sack: bool,
     /// Holes and retransmissions, allocated with the first of either.
     rare: Option<Box<Rare>>,
 }
@@ -111,6 +111,17 @@ struct Rare {
 }
 
 impl Memory {
+    /// What a side that has not sent yet reads as (the [`Default`]).
+    pub(super) const NONE: Memory = Memory {
+        rtt: Summary::NONE,
+        last_data_ns: 0,
+        last_resent: None,
+        recent: [Print { frame: 0, seq: 0, len: 0, tsval: 0, ip_id: 0, ttl: 0, has_ts: false }; RECENT],
+        mss: 0,
+        recent_next: 0,
+        rare: None,
+    };
+
     /// An RTT sample of this side's data.
     #[inline]
     pub(super) fn rtt_sample(&mut self, rtt_ns: u64) {
@@ -217,7 +228,7 @@ fn estimate(me: &Memory, peer: &Memory, cl: &Classify) -> Estimate {
 /// The evidence common to every rule about `me`'s segment at `seq`; the class is set by the
 /// caller.
 fn evidence(me: &Half, peer: &Half, seq: SeqOff, cl: &Classify) -> Evidence {
-    let est = estimate(&me.memory, &peer.memory, cl);
+    let est = estimate(me.memory(), peer.memory(), cl);
     Evidence {
         class: OosClass::Unknown,
         seq_off: seq,
@@ -264,11 +275,11 @@ pub(super) fn retransmission(
     e.prev_frame = prev.map(|(_, f)| f);
     e.since_prev_ns = rt;
     let (rto, min) = (e.rto_ns, e.rtt_min_ns);
-    let m = &mut me.memory;
+    let sack = me.syn_sack && peer.syn_sack;
+    let m = me.memory_mut();
     let tail = start >= snd_max - m.mss.max(1) as i64;
     let first_resend = m.last_resent != Some(start);
     m.last_resent = Some(start);
-    let sack = m.syn_sack && peer.memory.syn_sack;
     (e.class, e.rule) = if seg.flags.syn() {
         (OosClass::SynTimeout, "a SYN or SYN-ACK sent again")
     } else if acked {
@@ -315,7 +326,7 @@ pub(super) fn retransmission(
 /// retransmission of a segment lost before the capture point.
 pub(super) fn hole_fill(me: &Half, peer: &Half, seq: SeqOff, at: &At, cl: &Classify) -> Evidence {
     let mut e = evidence(me, peer, seq, cl);
-    let hole = me.memory.holes().iter().find(|h| h.from <= seq && seq < h.to).copied();
+    let hole = me.memory().holes().iter().find(|h| h.from <= seq && seq < h.to).copied();
     let rt = hole.map(|h| at.ts_ns.saturating_sub(h.before_ns) as f64);
     let dt = hole.map(|h| at.ts_ns.saturating_sub(h.after_ns) as f64);
     e.since_prev_ns = rt;
@@ -339,7 +350,7 @@ pub(super) fn hole_fill(me: &Half, peer: &Half, seq: SeqOff, at: &At, cl: &Class
 
 /// A zero-window probe of `me`.
 pub(super) fn probe(me: &Half, peer: &Half, cl: &Classify) -> Evidence {
-    let mut e = evidence(me, peer, me.snd_una.unwrap_or(SeqOff(0)), cl);
+    let mut e = evidence(me, peer, me.snd_una.get().unwrap_or(SeqOff(0)), cl);
     (e.class, e.rule) = (OosClass::FlowControl, "sent while the receiver's window was zero");
     e
 }
@@ -347,7 +358,7 @@ pub(super) fn probe(me: &Half, peer: &Half, cl: &Classify) -> Evidence {
 /// A D-SACK of `[from, to)` in `h`'s data: the latest retransmission it covers was not needed.
 /// `data_dir` is the event's place (the data's direction, the D-SACK's frame).
 pub(super) fn dsack<S: Sink>(h: &mut Half, from: SeqOff, to: SeqOff, data_dir: &At, sink: &mut S) {
-    let Some(rare) = &mut h.memory.rare else { return };
+    let Some(rare) = h.memory.as_deref_mut().and_then(|m| m.rare.as_mut()) else { return };
     let resent = &mut rare.resent;
     if let Some(i) = resent.iter().rposition(|r| r.seq < to && from < r.seq + r.len.max(1) as i64) {
         let r = resent.remove(i).expect("position found above");

@@ -3,7 +3,7 @@
 
 use super::{Half, Settings};
 use crate::decode::Segment;
-use crate::seq::{SeqNum, Unwrapper};
+use crate::seq::{OptOff, SeqNum, Unwrapper};
 
 /// What a segment's SYN (if any) sets: `me` sent it, `peer` is the other side.
 #[inline(always)] // once per packet, from one place: as if written in on_segment
@@ -15,13 +15,13 @@ pub(super) fn on_segment(me: &mut Half, peer: &mut Half, seg: &Segment<'_>, sett
             // The most `me` takes: a full segment of the peer's data (`acks`).
             peer.acks.peer_mss = m;
         }
-        me.memory.syn_sack |= seg.options.sack_permitted;
+        me.syn_sack |= seg.options.sack_permitted;
         if me.isn.is_none() {
             me.isn = Some(seg.seq);
             let base = SeqNum(seg.seq.0.wrapping_add(1));
             if me.unwrap.is_some_and(|u| u.base() != base) {
                 // Offsets taken before the SYN (e.g. from an injected RST) used another base.
-                me.snd_max = None;
+                me.snd_max = OptOff::NONE;
                 me.out = None;
             }
             me.unwrap = Some(Unwrapper::new(base));

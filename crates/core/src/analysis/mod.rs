@@ -35,7 +35,7 @@ use std::collections::VecDeque;
 
 use crate::conn::SplitReason;
 use crate::decode::Segment;
-use crate::seq::{SeqNum, SeqOff, Unwrapper};
+use crate::seq::{OptOff, SeqNum, SeqOff, Unwrapper};
 use ranges::RangeSet;
 
 /// Most unacknowledged transmissions remembered per direction for RTT sampling.
@@ -142,12 +142,12 @@ struct Half {
     isn: Option<SeqNum>,
     /// Highest offset sent + 1 (SYN and FIN count), i.e. Wireshark's `nextseq`. Invariant: every
     /// byte below it has been seen unless it is in `holes`.
-    snd_max: Option<SeqOff>,
+    snd_max: OptOff,
     /// What is outstanding (holes, SACKed ranges, unacknowledged ranges, TSvals awaiting their
     /// echo); allocated while any is non-empty, so an idle connection carries none of it.
     out: Option<Box<Outstanding>>,
     /// Highest cumulative ACK the peer sent for this data (RFC 9293 SND.UNA at the capture point).
-    snd_una: Option<SeqOff>,
+    snd_una: OptOff,
     /// Options from this endpoint's SYN.
     syn_wscale: Option<u8>,
     syn_seen: bool,
@@ -160,20 +160,25 @@ struct Half {
     last_was_probe: bool,
     /// Duplicate ACK counter of the current ack value (Wireshark `dupacknum`).
     dupacks: u32,
-    /// The right edge (ack + window) of the last advertisement, with its ack offset.
-    last_edge: Option<(SeqOff, SeqOff)>,
+    /// The ack offset of the last advertisement (none before one), and its right edge
+    /// (ack + window).
+    edge_ack: OptOff,
+    edge: SeqOff,
     /// End of the last zero-window probe's payload (a probe does not move `snd_max`).
-    probe_end: Option<SeqOff>,
+    probe_end: OptOff,
     /// Offset (in this space) of the FIN, once seen.
-    fin_off: Option<SeqOff>,
+    fin_off: OptOff,
     fin_seen: bool,
     rst_seen: bool,
     /// The partial-analysis warnings already emitted (bit per structure).
     partial: u8,
     /// Window scale inference of this endpoint's windows, while its scale is unknown.
     infer: Option<Box<wscale::Infer>>,
-    /// What the out-of-sequence classifier remembers of this sender.
-    memory: classify::Memory,
+    /// What the out-of-sequence classifier remembers of this sender: allocated by its first
+    /// segment when the pass classifies ([`Sink::CLASSIFY`]), never otherwise.
+    memory: Option<Box<classify::Memory>>,
+    /// This side's SYN offered SACK (the classifier's tail-loss probe needs it both ways).
+    syn_sack: bool,
     /// What the peer's ACKs of this endpoint's data have shown (`acks`: the peer's ACK
     /// strategy).
     acks: acks::AckState,
@@ -235,6 +240,16 @@ impl Half {
     /// The outstanding state, allocated on first use.
     fn out(&mut self) -> &mut Outstanding {
         self.out.get_or_insert_default()
+    }
+
+    /// The classifier's memory of this sender (empty until it sent, when classifying).
+    fn memory(&self) -> &classify::Memory {
+        self.memory.as_deref().unwrap_or(&classify::Memory::NONE)
+    }
+
+    /// The classifier's memory, allocated on first use: only when the pass classifies.
+    fn memory_mut(&mut self) -> &mut classify::Memory {
+        self.memory.get_or_insert_default()
     }
 
     /// This endpoint's unwrapper, created with `base` as offset 0 if it does not exist yet.
@@ -305,7 +320,7 @@ impl Connection {
             }
         }
         if ts_ns.saturating_sub(self.last_ts_ns) > settings.idle_split_ns {
-            let far = match (h.unwrap, h.snd_max) {
+            let far = match (h.unwrap, h.snd_max.get()) {
                 (Some(u), Some(m)) => (u.off(seg.seq) - m).abs() > 1 << 24,
                 _ => false,
             };
@@ -330,7 +345,7 @@ impl Connection {
         // The sender's view: where the segment sits in this direction's sequence space.
         let start = me.unwrapper(seg.seq).advance(seg.seq);
         let end = start + syn + len as i64 + fin;
-        let snd_max = *me.snd_max.get_or_insert(start);
+        let snd_max = me.snd_max.get_or_set(start);
         let probed =
             probe::classify(me, peer, (flags.syn(), flags.fin(), rst), len, start, snd_max, &at, settings, sink);
         let found = retransmission::on_data(
@@ -346,7 +361,7 @@ impl Connection {
             sink,
         );
         if S::CLASSIFY {
-            me.memory.sent(seg, (start, end), ts_ns, frame);
+            me.memory_mut().sent(seg, (start, end), ts_ns, frame);
         }
         // The largest segment (`acks`: what a full segment is); a max, not a branch.
         me.acks.largest = me.acks.largest.max(len);

@@ -22,7 +22,7 @@ pub(super) fn classify<S: Sink>(
     let peer_win_zero = peer.last_win_raw == Some(0) && !peer.rst_seen;
     // A keep-alive repeats the last byte sent: with no payload, or with one byte that was
     // already acknowledged (an unacknowledged byte sent again is a retransmission).
-    let all_acked = me.snd_una.is_some_and(|una| una >= snd_max);
+    let all_acked = me.snd_una.get().is_some_and(|una| una >= snd_max);
     let keepalive = !syn && !fin && !rst && start == snd_max - 1 && (len == 0 || (len == 1 && all_acked));
     let mut probe = false;
     if peer_win_zero && !syn && !rst && (len > 0 || keepalive) {

@@ -43,7 +43,7 @@ pub(super) fn on_data<S: Sink>(
         // counted as probe bytes), so the real transmission that follows is new data. If the
         // receiver accepted the probe, the next segment starts right after it: no hole.
         if len > 0 {
-            me.probe_end = Some(end);
+            me.probe_end.set(end);
         }
     } else if end > start {
         // Bytes seen before = below snd_max and not in a hole (tcptrace's rule).
@@ -65,7 +65,7 @@ pub(super) fn on_data<S: Sink>(
             is_rexmit = seen_all > 0;
             let fill = hole_fill && end < snd_max;
             if is_rexmit || fill {
-                let resent = is_rexmit.then(|| rexmit_evidence(out, me.snd_una, start, end));
+                let resent = is_rexmit.then(|| rexmit_evidence(out, me.snd_una.get(), start, end));
                 classified(me, peer, seg, (start, snd_max), (resent, seen_pay, fill), at, cl, sink);
             }
         }
@@ -74,11 +74,11 @@ pub(super) fn on_data<S: Sink>(
         if start > snd_max && !accepted_probe {
             sink.event(at, &Event::Hole { from: snd_max, to: start });
             if S::CLASSIFY {
-                me.memory.hole(snd_max, start, ts_ns);
+                me.memory.get_or_insert_default().hole(snd_max, start, ts_ns);
             }
             // Bytes the peer acknowledged before they were seen were counted as acknowledged
             // but unseen when that ACK came: they are no hole to count again.
-            let from = me.snd_una.map_or(snd_max, |u| u.max(snd_max));
+            let from = me.snd_una.get().map_or(snd_max, |u| u.max(snd_max));
             if from < start && !out.ranges().holes.insert(from, start) {
                 partial(&mut me.partial, 1, "holes", at, sink);
             }
@@ -86,9 +86,9 @@ pub(super) fn on_data<S: Sink>(
         if let Some(r) = out.ranges.as_deref_mut() {
             r.holes.remove(start, end);
         }
-        me.snd_max = Some(snd_max.max(end));
+        me.snd_max.set(snd_max.max(end));
         if fin {
-            me.fin_off = Some(end - 1);
+            me.fin_off.set(end - 1);
         }
         // Remember the transmission for RTT sampling.
         let sent = Sent::new(start, end, ts_ns, frame, is_rexmit);
@@ -107,8 +107,8 @@ pub(super) fn on_data<S: Sink>(
                 s.resent(ts_ns, frame);
                 i += 1;
             }
-            if i == first && me.snd_una.is_none_or(|una| end > una) {
-                let start = me.snd_una.map_or(start, |una| start.max(una));
+            if i == first && me.snd_una.get().is_none_or(|una| end > una) {
+                let start = me.snd_una.get().map_or(start, |una| start.max(una));
                 out.unacked.insert(first, Sent { start, ..sent });
             }
         }

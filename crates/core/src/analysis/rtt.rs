@@ -7,14 +7,15 @@ use crate::decode::Segment;
 use crate::seq::{SeqNum, SeqOff};
 
 /// The RTT sample, if any, of a cumulative ACK `a` (at `at`) for data whose outstanding state is
-/// `out`: the transmissions it covers leave `out.unacked`. Events go to `data_dir`, the data's
+/// `out`: the transmissions it covers leave `out.unacked`; a classifying pass gives the sample to
+/// `memory` (allocated if not yet). Events go to `data_dir`, the data's
 /// direction. Returns when the oldest data the ACK newly covers arrived, for the ACK strategy's
 /// delay (`acks`), unless any of what it covers was sent twice or out of order (recovery: the
 /// delay would measure that, not the receiver).
 #[inline(always)] // once per packet, from one place: as if written in its caller
 pub(super) fn karn<S: Sink>(
     out: &mut Outstanding,
-    memory: &mut Memory,
+    memory: &mut Option<Box<Memory>>,
     a: SeqOff,
     at: &At,
     data_dir: &At,
@@ -58,7 +59,7 @@ pub(super) fn karn<S: Sink>(
         } else {
             let rtt_ns = at.ts_ns.saturating_sub(c.ts_ns);
             if S::CLASSIFY {
-                memory.rtt_sample(rtt_ns);
+                memory.get_or_insert_default().rtt_sample(rtt_ns);
             }
             sink.event(data_dir, &Event::RttSample { rtt_ns, kind: RttKind::Karn, sent_frame: c.frame() });
         }
@@ -85,7 +86,7 @@ pub(super) fn on_timestamps<S: Sink>(me: &mut Half, peer: &mut Half, seg: &Segme
                     let rat = At { dir: dir.rev(), ..*at };
                     let rtt_ns = ts_ns.saturating_sub(t);
                     if S::CLASSIFY {
-                        peer.memory.rtt_sample(rtt_ns);
+                        peer.memory.get_or_insert_default().rtt_sample(rtt_ns);
                     }
                     sink.event(&rat, &Event::RttSample { rtt_ns, kind: RttKind::Timestamp, sent_frame: f });
                 }

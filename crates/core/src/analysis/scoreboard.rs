@@ -10,15 +10,15 @@ use crate::seq::SeqOff;
 /// scoreboard pruning, the ACK strategy (`acks`). Whether it advanced over anything.
 #[inline]
 pub(super) fn on_ack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &At, sink: &mut S) -> bool {
-    if h.snd_una.is_some_and(|una| a <= una) {
+    if h.snd_una.get().is_some_and(|una| a <= una) {
         return false;
     }
     let data_dir = At { dir: at.dir.rev(), ..*at };
     // Acknowledged but never captured: holes below a, and anything above the highest byte seen.
     let out = h.out.get_or_insert_default();
     let mut unseen = out.ranges.as_deref_mut().map_or(0, |r| r.holes.remove_below(a));
-    if let Some(max) = h.snd_max {
-        let from = h.snd_una.unwrap_or(max).max(max);
+    if let Some(max) = h.snd_max.get() {
+        let from = h.snd_una.get().unwrap_or(max).max(max);
         if a > from {
             unseen += (a - from) as u64;
         }
@@ -28,14 +28,14 @@ pub(super) fn on_ack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &A
     }
     // Payload newly acknowledged (`acks::on_advance` raises `AckAdvance` with it).
     let mut bytes = 0;
-    if let Some(old) = h.snd_una {
+    if let Some(old) = h.snd_una.get() {
         // Credit payload only: not the SYN (offset -1) nor the FIN.
         let lo = if h.isn.is_some() { SeqOff(0) } else { SeqOff::MIN };
         // A FIN below the first byte (garbage on the wire) must not make an empty range panic.
-        let hi = h.fin_off.unwrap_or(SeqOff::MAX).max(lo);
+        let hi = h.fin_off.get().unwrap_or(SeqOff::MAX).max(lo);
         bytes = a.clamp(lo, hi).0.saturating_sub(old.clamp(lo, hi).0) as u64;
     }
-    h.snd_una = Some(a);
+    h.snd_una.set(a);
     if let Some(r) = out.ranges.as_deref_mut() {
         r.sacked.remove_below(a);
     }
@@ -77,7 +77,7 @@ pub(super) fn on_sack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &
 /// marking): highest sent - cumulatively acked - SACKed above it.
 #[inline(always)] // once per packet, from one place: as if written in its caller
 pub(super) fn in_flight(me: &mut Half, len: u32) -> Option<u64> {
-    match (len > 0, me.snd_una, me.snd_max) {
+    match (len > 0, me.snd_una.get(), me.snd_max.get()) {
         (true, Some(una), Some(max)) if max > una => Some((max - una) as u64 - me.out().sacked().overlap(una, max)),
         (true, Some(_), Some(_)) => Some(0),
         _ => None,

@@ -95,7 +95,7 @@ fn dir(r: &Rec, conn: usize, d: Dir) -> &DirStats {
 }
 
 fn conserved(d: &DirStats) {
-    assert_eq!(d.unique_bytes + d.rexmit_bytes + d.zero_window_probe_bytes, d.payload_bytes, "{d:?}");
+    assert_eq!(d.unique_bytes + d.rexmit_bytes + d.rare().zero_window_probe_bytes, d.payload_bytes, "{d:?}");
 }
 
 #[test]
@@ -107,7 +107,7 @@ fn a_resent_segment_is_a_retransmission_of_its_bytes() {
     let r = c.run();
     let d = dir(&r, 0, Dir::AtoB);
     assert_eq!((d.data_packets, d.payload_bytes, d.unique_bytes), (4, 400, 300));
-    assert_eq!((d.rexmit_packets, d.rexmit_bytes, d.out_of_order_packets), (1, 100, 0));
+    assert_eq!((d.rexmit_packets, d.rexmit_bytes, d.rare().out_of_order_packets), (1, 100, 0));
     conserved(d);
 }
 
@@ -128,7 +128,7 @@ fn filling_a_hole_is_out_of_order_not_a_retransmission() {
     c.handshake().a(30.0, ACK, 0, 0, 100, 1000).a(31.0, ACK, 200, 0, 100, 1000).a(32.0, ACK, 100, 0, 100, 1000);
     let r = c.run();
     let d = dir(&r, 0, Dir::AtoB);
-    assert_eq!((d.out_of_order_packets, d.rexmit_packets, d.unique_bytes, d.holes), (1, 0, 300, 1));
+    assert_eq!((d.rare().out_of_order_packets, d.rexmit_packets, d.unique_bytes, d.rare().holes), (1, 0, 300, 1));
     let hole = r.events.iter().find_map(|(_, e)| match e {
         Event::Hole { from, to } => Some((*from, *to)),
         _ => None,
@@ -155,7 +155,7 @@ fn duplicate_acks_follow_the_wireshark_rule() {
         r.events.iter().filter_map(|(_, e)| if let Event::DupAck { n, .. } = e { Some(*n) } else { None }).collect();
     assert_eq!(ns, vec![1, 2, 3, 4, 5, 1]);
     let d = dir(&r, 0, Dir::BtoA);
-    assert_eq!((d.dup_acks, d.triple_dup_acks), (6, 1));
+    assert_eq!((d.rare().dup_acks, d.rare().triple_dup_acks), (6, 1));
 }
 
 #[test]
@@ -174,7 +174,7 @@ fn rtt_samples_obey_karns_rule() {
     let r = c.run();
     let a = dir(&r, 0, Dir::AtoB);
     assert_eq!((a.rtt.n, a.rtt.min, a.rtt.max), (2, 10_000_000, 50_000_000));
-    assert_eq!((a.karn_discards, a.post_loss_acks), (1, 1));
+    assert_eq!((a.rare().karn_discards, a.rare().post_loss_acks), (1, 1));
     let b = dir(&r, 0, Dir::BtoA);
     assert_eq!((b.rtt.n, b.rtt.min), (1, 10_000_000));
 }
@@ -228,7 +228,7 @@ fn a_right_edge_moving_left_is_a_window_shrink() {
     c.handshake().a(30.0, ACK, 0, 0, 600, 1000);
     c.b(40.0, ACK, 0, 100, 0, 500).b(41.0, ACK, 0, 100, 0, 300).b(42.0, ACK, 0, 600, 0, 250);
     let r = c.run();
-    assert_eq!(dir(&r, 0, Dir::BtoA).window_shrinks, 1);
+    assert_eq!(dir(&r, 0, Dir::BtoA).rare().window_shrinks, 1);
     assert!(r.events.iter().any(|(_, e)| matches!(e, Event::WindowShrink { by: 1600 })));
 }
 
@@ -244,9 +244,9 @@ fn zero_window_probes_are_neither_new_nor_retransmitted() {
     c.a(1450.0, ACK, 100, 0, 100, 1000);
     let r = c.run();
     let a = dir(&r, 0, Dir::AtoB);
-    assert_eq!((a.zero_window_probes, a.zero_window_probe_bytes), (3, 3));
-    assert_eq!((a.unique_bytes, a.rexmit_packets, a.holes), (200, 0, 0));
-    assert_eq!(dir(&r, 0, Dir::BtoA).zero_window_adverts, 3);
+    assert_eq!((a.rare().zero_window_probes, a.rare().zero_window_probe_bytes), (3, 3));
+    assert_eq!((a.unique_bytes, a.rexmit_packets, a.rare().holes), (200, 0, 0));
+    assert_eq!(dir(&r, 0, Dir::BtoA).rare().zero_window_adverts, 3);
     conserved(a);
 }
 
@@ -296,8 +296,8 @@ fn a_sack_block_below_the_ack_is_a_dsack() {
     let base = ISN_A + 1;
     c.pkt(false, 60.0, ACK, 0, 100, 0, 2000, opt::sack(&[(base, base + 100)]));
     let r = c.run();
-    assert_eq!(dir(&r, 0, Dir::BtoA).dsacks, 1);
-    assert_eq!(dir(&r, 0, Dir::BtoA).sack_blocks, 1);
+    assert_eq!(dir(&r, 0, Dir::BtoA).rare().dsacks, 1);
+    assert_eq!(dir(&r, 0, Dir::BtoA).rare().sack_blocks, 1);
 }
 
 #[test]
@@ -306,19 +306,19 @@ fn data_acknowledged_but_never_captured_is_counted() {
     let mut c = Conv::default();
     c.handshake().a(30.0, ACK, 0, 0, 100, 1000).b(60.0, ACK, 0, 300, 0, 2000);
     let r = c.run();
-    assert_eq!(dir(&r, 0, Dir::AtoB).acked_unseen_bytes, 200);
+    assert_eq!(dir(&r, 0, Dir::AtoB).rare().acked_unseen_bytes, 200);
     // Same with a hole: [0,100) and [200,300) captured, b acks 300: the hole's 100 bytes.
     let mut c = Conv::default();
     c.handshake().a(30.0, ACK, 0, 0, 100, 1000).a(31.0, ACK, 200, 0, 100, 1000).b(60.0, ACK, 0, 300, 0, 2000);
     let r = c.run();
-    assert_eq!(dir(&r, 0, Dir::AtoB).acked_unseen_bytes, 100);
+    assert_eq!(dir(&r, 0, Dir::AtoB).rare().acked_unseen_bytes, 100);
     // The ACK before the segment after the gap (a receiver-side capture that missed one):
     // the gap's bytes are counted when acknowledged, not again when the next segment opens it.
     let mut c = Conv::default();
     c.handshake().a(30.0, ACK, 0, 0, 100, 1000).b(31.0, ACK, 0, 200, 0, 2000).a(32.0, ACK, 200, 0, 100, 1000);
     c.b(33.0, ACK, 0, 300, 0, 2000);
     let r = c.run();
-    assert_eq!(dir(&r, 0, Dir::AtoB).acked_unseen_bytes, 100);
+    assert_eq!(dir(&r, 0, Dir::AtoB).rare().acked_unseen_bytes, 100);
 }
 
 #[test]
@@ -541,4 +541,50 @@ fn outstanding_state_without_ranges_is_small() {
     assert_eq!(std::mem::size_of::<Outstanding>(), 72);
     let o = Outstanding::default();
     assert!(o.is_empty() && o.holes().is_empty() && o.sacked().is_empty() && o.ranges.is_none());
+}
+
+/// Every connection open at once holds these (`docs/performance.md`, *concurrent*): a size
+/// that grows fails here first.
+#[test]
+fn per_connection_state_sizes_are_pinned() {
+    use std::mem::size_of;
+    // The classifier's memory is boxed, allocated only by a pass that classifies; optional
+    // offsets are `OptOff`s of 8 bytes.
+    assert_eq!([size_of::<Half>(), size_of::<Connection>(), size_of::<classify::Memory>()], [152, 328, 184]);
+    // The rarely set counters are boxed (`DirRare`), allocated with the first.
+    assert_eq!([size_of::<DirStats>(), size_of::<crate::stats::ConnStats>()], [496, 1072]);
+}
+
+/// A pass that does not classify never allocates the classifier's memory; one that does, for
+/// every side that sent.
+#[test]
+fn classifier_memory_only_when_classifying() {
+    fn run<S: Sink>(c: &Conv, sink: S) -> [(bool, bool); 2] {
+        let mut an = Analyzer::new(c.settings, sink);
+        for (i, p) in c.pkts.iter().enumerate() {
+            let (data, orig) = p.ipv4();
+            let frame = i as u64 + 1;
+            an.record(&Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame, offset: 0 });
+        }
+        let conn = an.connection(0).expect("held");
+        conn.half.each_ref().map(|h| (h.memory.is_some(), h.syn_sack))
+    }
+    let mut c = Conv::default();
+    c.handshake().a(30.0, ACK, 0, 0, 100, 1000).a(301.0, ACK, 0, 0, 100, 1000);
+    assert_eq!(run(&c, StatsSink::default()), [(false, true), (false, true)]);
+    assert_eq!(run(&c, Rec::default()), [(true, true), (true, true)]);
+}
+
+/// A connection without losses, SACK blocks or zero windows allocates no rare counters; the
+/// first duplicate ACK allocates them in its direction only.
+#[test]
+fn rare_counters_only_when_counted() {
+    let mut c = Conv::default();
+    c.handshake().a(30.0, ACK, 0, 0, 100, 1000).b(40.0, ACK, 0, 100, 0, 2000);
+    let r = c.run();
+    assert!(r.stats.conns[0].dir.iter().all(|d| d.rare.is_none() && d.rare().dup_acks == 0));
+    c.b(41.0, ACK, 0, 100, 0, 2000);
+    let r = c.run();
+    let [a, b] = &r.stats.conns[0].dir;
+    assert_eq!((a.rare.is_none(), b.rare().dup_acks), (true, 1));
 }

@@ -60,14 +60,15 @@ pub(super) fn on_window<S: Sink>(
         }
         if let (Some(a), Some(_)) = (ack_off, shift) {
             let edge = a + win_bytes as i64;
-            if let Some((last_a, last_edge)) = me.last_edge
+            if let Some(last_a) = me.edge_ack.get()
                 && a >= last_a
-                && edge < last_edge
+                && edge < me.edge
             {
-                sink.event(at, &Event::WindowShrink { by: (last_edge - edge) as u64 });
+                sink.event(at, &Event::WindowShrink { by: (me.edge - edge) as u64 });
             }
-            if me.last_edge.is_none_or(|(last_a, _)| a >= last_a) {
-                me.last_edge = Some((a, edge));
+            if me.edge_ack.get().is_none_or(|last_a| a >= last_a) {
+                me.edge_ack.set(a);
+                me.edge = edge;
             }
         }
     }

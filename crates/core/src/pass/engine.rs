@@ -76,6 +76,12 @@ impl<S: Sink> Analyzer<S> {
         &self.first_frames
     }
 
+    /// The analysis state of connection `idx`, while held.
+    #[cfg(test)]
+    pub(crate) fn connection(&self, idx: ConnIdx) -> Option<&Connection> {
+        self.conns.get(idx)?.as_deref()
+    }
+
     /// Number of connections whose analysis state is held.
     pub fn live_connections(&self) -> usize {
         self.live.len()

@@ -418,8 +418,8 @@ mod tests {
         assert_eq!((probes, zwin), (61, 119));
         let stats = crate::pass::Query::new(vec![path.into()]).stats(&|_, _| {}).unwrap();
         let d = &stats.conns[0].dir;
-        assert_eq!(d[0].zero_window_probes as usize, probes);
-        assert_eq!(d[1].zero_window_adverts as usize, zwin);
+        assert_eq!(d[0].rare().zero_window_probes as usize, probes);
+        assert_eq!(d[1].rare().zero_window_adverts as usize, zwin);
         // Every returning ACK is a point; each after the first either advances or repeats.
         assert!(tsg.acks.iter().skip(1).all(|p| p.advances != p.repeats));
         assert!(!tsg.acks[0].advances && !tsg.acks[0].repeats);
