@@ -34,8 +34,10 @@
 //!   **Skew** (Moon, Skelly, Towsley, "Estimation and removal of clock skew from network delay
 //!   measurements", 1999): each direction's lower envelope is the edge of the lower convex hull
 //!   of (time, delay) under the mean time (the solution of Moon's linear program); the skew is
-//!   half the difference of the two slopes, its uncertainty half their sum (the two directions
-//!   must see opposite slopes). The skew is applied when it exceeds twice its uncertainty.
+//!   half the difference of the two slopes; its uncertainty is half their sum (what is left
+//!   when a skew makes them opposite) and half each slope's standard error (the least-squares
+//!   slope through the smallest delay of each of 64 time slices: the floor), in quadrature.
+//!   The skew is applied when it exceeds twice its uncertainty.
 //!   `--offset` replaces the estimate for a capture.
 //! - **One-way delay** of a packet: its time at the last point of its path minus its time at
 //!   the first, both on the first capture's clock; its **queueing part** is that minus the

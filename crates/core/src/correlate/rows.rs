@@ -287,7 +287,12 @@ impl Table for PointRow {
             "when the offset holds (s since the epoch, this capture's clock; 0 for the reference)",
         ),
         F::new("skew_ppm", Kind::Float, "ppm", "clock rate minus the reference's (Moon's lower envelopes)"),
-        F::new("skew_uncertainty_ppm", Kind::Float, "ppm", "half the disagreement of the two directions' slopes"),
+        F::new(
+            "skew_uncertainty_ppm",
+            Kind::Float,
+            "ppm",
+            "half the two directions' slopes' sum and their standard errors about the delays' floor, in quadrature",
+        ),
         F::new("skew_applied", Kind::Bool, "", "the skew is applied (it exceeds twice its uncertainty)"),
         F::new(
             "clock_samples",
