@@ -299,3 +299,28 @@ fn plots_draw_every_packet() {
     let zoom = crate::plot::lifeline::lifelines(&c, 0, 0, (Some(0.05), Some(0.1)));
     assert!(zoom.marks.len() < f.marks.len() && !zoom.marks.is_empty());
 }
+
+/// A capture that cannot be read to its end: the error names the file and the byte offset
+/// (the reading threads stop; nothing hangs), whichever capture it is.
+#[test]
+fn a_damaged_capture_is_an_error_naming_file_and_offset() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let mut bytes = std::fs::read(data.join("loss-rcv.pcap")).unwrap();
+    bytes.truncate(60_000);
+    // The 200th record's header says it is 2 GB long.
+    let mut off = 24;
+    for _ in 0..200 {
+        off += 16 + u32::from_le_bytes(bytes[off + 8..off + 12].try_into().unwrap()) as usize;
+    }
+    bytes[off + 8..off + 16].copy_from_slice(&[0xff, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff, 0x7f]);
+    let dir = std::env::temp_dir().join(format!("tcpscope-test-{}-corr-damaged", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.pcap");
+    std::fs::write(&bad, &bytes).unwrap();
+    let good = data.join("loss-snd.pcap");
+    for paths in [[good.clone(), bad.clone()], [bad.clone(), good.clone()]] {
+        let e = super::correlate(&paths, &super::Settings::default()).unwrap_err().to_string();
+        assert!(e.contains(&bad.display().to_string()) && e.contains("byte offset"), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
