@@ -248,7 +248,7 @@ fn text<W: Write>(out: &mut W, c: &Correlation, events: bool) -> io::Result<()> 
             )?;
             writeln!(
                 out,
-                "      capture loss {}, outside the captures {}, duplicated {}, reordered {}, CE-marked {}, window changed {}, MSS changed {}, TTL hops {}",
+                "      capture loss {}, outside the captures {}, duplicated {}, reordered {}, CE-marked {}, window changed {}, MSS changed {}, DSCP changed {}, TTL hops {}",
                 d.capture_loss,
                 d.outside_capture,
                 d.duplicated,
@@ -256,6 +256,7 @@ fn text<W: Write>(out: &mut W, c: &Correlation, events: bool) -> io::Result<()> 
                 d.ce_marked,
                 d.window_changed,
                 d.mss_changed,
+                d.dscp_changed,
                 d.ttl_hops.map_or("-".into(), |h| h.to_string())
             )?;
             let w = &d.one_way_delay_ms;

@@ -50,8 +50,8 @@
 //! - **Duplicated**: a copy (same match key at the same point) not seen at the first point of
 //!   its path: a copy made on the path. **Reordered**: arrived at the last point after a packet
 //!   that left the first point later. **CE-marked on path**: ECN CE at the last point but not
-//!   at the first. **Changed on path**: window field, MSS option or (a hop count, not a change)
-//!   TTL differ between the first and last sightings.
+//!   at the first. **Changed on path**: window field, MSS option, DSCP or (a hop count, not a
+//!   change) TTL differ between the first and last sightings.
 //! - **Retransmission**: a data segment (or SYN, FIN) that left the first point and starts below
 //!   the highest sequence number sent before it; **spurious** when an earlier transmission of
 //!   all its bytes reached the last point (the receiver already had them), **necessary**
@@ -116,6 +116,8 @@ pub struct Sight {
     pub ttl: u8,
     /// ECN codepoint.
     pub ecn: u8,
+    /// DSCP.
+    pub dscp: u8,
     /// Window field as on the wire.
     pub win: u16,
     /// MSS option (0: none).
@@ -123,7 +125,7 @@ pub struct Sight {
 }
 
 impl Sight {
-    const NONE: Sight = Sight { t: i64::MIN, frame: 0, ttl: 0, ecn: 0, win: 0, mss: 0 };
+    const NONE: Sight = Sight { t: i64::MIN, frame: 0, ttl: 0, ecn: 0, dscp: 0, win: 0, mss: 0 };
 
     /// Whether the point saw the packet.
     pub fn seen(&self) -> bool {

@@ -105,6 +105,8 @@ pub struct CorrDir {
     pub window_changed: u64,
     /// MSS option different at the last point.
     pub mss_changed: u64,
+    /// DSCP different at the last point.
+    pub dscp_changed: u64,
     /// TTL at the first point minus TTL at the last (routers between), largest.
     pub ttl_hops: Option<u8>,
     /// One-way delay, first to last point.
@@ -180,6 +182,7 @@ impl Table for CorrDir {
         F::new("ce_marked", Kind::Int, "", "ECN CE at the last point, not at the first"),
         F::new("window_changed", Kind::Int, "", "window field different at the last point (a middlebox)"),
         F::new("mss_changed", Kind::Int, "", "MSS option different at the last point (clamping)"),
+        F::new("dscp_changed", Kind::Int, "", "DSCP different at the last point (remarked on the path)"),
         F::nullable("ttl_hops", Kind::Int, "", "TTL at the first point minus at the last, largest: routers between"),
         F::new(
             "one_way_delay_ms",

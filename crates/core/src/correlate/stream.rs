@@ -132,7 +132,15 @@ impl Input {
             },
             src: Endpoint { addr: s.src, port: s.sport },
             dst: Endpoint { addr: s.dst, port: s.dport },
-            sight: Sight { t, frame, ttl: s.ttl, ecn: s.ecn, win: s.win_raw, mss: s.options.mss.unwrap_or(0) },
+            sight: Sight {
+                t,
+                frame,
+                ttl: s.ttl,
+                ecn: s.ecn,
+                dscp: s.dscp,
+                win: s.win_raw,
+                mss: s.options.mss.unwrap_or(0),
+            },
         });
     }
 }

@@ -16,7 +16,7 @@ fn obs(t: i64, src: Endpoint, dst: Endpoint, seq: u32, len: u32, ip_id: u16) -> 
         key: MatchKey { seq, ack: 1, len, flags: 0x10, ip_id, ts: Some((seq, 7)) },
         src,
         dst,
-        sight: Sight { t, frame: t as u64, ttl: 64, ecn: 0, win: 100, mss: 0 },
+        sight: Sight { t, frame: t as u64, ttl: 64, ecn: 0, dscp: 0, win: 100, mss: 0 },
     }
 }
 
@@ -323,4 +323,41 @@ fn a_damaged_capture_is_an_error_naming_file_and_offset() {
         assert!(e.contains(&bad.display().to_string()) && e.contains("byte offset"), "{e}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A DSCP remarked between the points: the loss pair's receiver capture rewritten with DSCP 10
+/// (AF11) on every IPv4 packet, its ECN bits kept. Every packet seen at both points changed,
+/// both ways; the unchanged pair says none.
+#[test]
+fn a_remarked_dscp_is_a_change_on_the_path() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let mut bytes = std::fs::read(data.join("loss-rcv.pcap")).unwrap();
+    assert_eq!(bytes[20], 1, "Ethernet");
+    let mut off = 24;
+    let mut remarked = 0;
+    while off + 16 <= bytes.len() {
+        let incl = u32::from_le_bytes(bytes[off + 8..off + 12].try_into().unwrap()) as usize;
+        let f = off + 16;
+        if incl > 15 && bytes[f + 12..f + 14] == [0x08, 0x00] {
+            bytes[f + 15] = 10 << 2 | (bytes[f + 15] & 3);
+            remarked += 1;
+        }
+        off = f + incl;
+    }
+    assert!(remarked > 1000);
+    let dir = std::env::temp_dir().join(format!("tcpscope-test-{}-corr-dscp", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rcv = dir.join("rcv-af11.pcap");
+    std::fs::write(&rcv, &bytes).unwrap();
+    let s = super::Settings::default();
+    let plain = super::correlate(&[data.join("loss-snd.pcap"), data.join("loss-rcv.pcap")], &s).unwrap();
+    let c = super::correlate(&[data.join("loss-snd.pcap"), rcv], &s).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    for d in 0..2 {
+        assert_eq!(plain.dirs[d].dscp_changed, 0);
+        assert_eq!(c.dirs[d].dscp_changed, c.dirs[d].delivered, "{:?}", c.dirs[d]);
+        assert!(c.dirs[d].delivered > 0);
+    }
+    let said = c.events.iter().filter(|e| e.kind == "changed" && e.detail == "DSCP 0 became 10").count();
+    assert_eq!(said as u64, c.dirs[0].delivered, "a2b: sender 0, receiver 10");
 }

@@ -171,6 +171,7 @@ pub(super) fn judge(raw: Raw, clocks: Vec<Clock>) -> Correlation {
             ce_marked: 0,
             window_changed: 0,
             mss_changed: 0,
+            dscp_changed: 0,
             ttl_hops: None,
             one_way_delay_ms: DelaySummary::default(),
             queueing_ms: DelaySummary::default(),
@@ -513,6 +514,10 @@ fn change(row: &mut CorrDir, hops: &mut Option<u8>, a: &Sight, b: &Sight, mut ev
     if a.mss != b.mss {
         row.mss_changed += 1;
         ev("changed", format!("MSS option {} became {}", a.mss, b.mss));
+    }
+    if a.dscp != b.dscp {
+        row.dscp_changed += 1;
+        ev("changed", format!("DSCP {} became {}", a.dscp, b.dscp));
     }
 }
 

@@ -68,6 +68,8 @@ pub struct Segment<'a> {
     pub ttl: u8,
     /// ECN codepoint of the IP header (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE).
     pub ecn: u8,
+    /// DSCP of the IP header: the six high bits of the IPv4 TOS byte or the IPv6 traffic class.
+    pub dscp: u8,
     /// Anomalies found while decoding (bit set of [`Anomaly`]).
     pub anomalies: AnomalySet,
     /// What checking its checksums found ([`checksum::verify`]; set by the pass when
@@ -95,6 +97,7 @@ impl Segment<'static> {
         ip_id: 0,
         ttl: 0,
         ecn: 0,
+        dscp: 0,
         anomalies: AnomalySet(0),
         checksum: Checksum::NotVerified,
         hdr_len: 0,
@@ -261,7 +264,7 @@ pub fn decode_into<'a>(
 #[inline(always)]
 fn tcp_part<'a>(part: IpPart<'a>, ip_wire_len: usize, out: &mut Segment<'_>) -> Result<&'a [u8], Skip> {
     let mut anomalies = AnomalySet::default();
-    let IpPart { src, dst, ip_id, ttl, ecn, claimed_total, hdr_len: ip_hdr_len, payload } = part;
+    let IpPart { src, dst, ip_id, ttl, ecn, dscp, claimed_total, hdr_len: ip_hdr_len, payload } = part;
     // The IP length is trusted, as tcptrace and Wireshark do, even beyond the record's wire
     // length: tools that strip payloads (and some anonymisers) rewrite the record lengths but
     // not the IP header. Such segments are flagged.
@@ -316,6 +319,7 @@ fn tcp_part<'a>(part: IpPart<'a>, ip_wire_len: usize, out: &mut Segment<'_>) -> 
     out.ip_id = ip_id;
     out.ttl = ttl;
     out.ecn = ecn;
+    out.dscp = dscp;
     out.anomalies = anomalies;
     out.hdr_len = (ip_hdr_len + hdr.header_len).min(u16::MAX as usize) as u16;
     Ok(captured)
@@ -329,6 +333,7 @@ struct IpPart<'a> {
     ip_id: u16,
     ttl: u8,
     ecn: u8,
+    dscp: u8,
     /// Total length the header claims (header included); `None` when the field is 0.
     claimed_total: Option<usize>,
     /// Bytes before the TCP header: IP header, options, extension headers.
@@ -359,6 +364,7 @@ fn plain_ipv4(ip: &[u8]) -> Option<IpPart<'_>> {
         ip_id: u16::from_be_bytes([h[4], h[5]]),
         ttl: h[8],
         ecn: h[1] & 3,
+        dscp: h[1] >> 2,
         claimed_total: Some(total),
         hdr_len: 20,
         payload: &ip[20..total.min(ip.len())],
@@ -386,6 +392,7 @@ fn plain_ipv6(ip: &[u8]) -> Option<IpPart<'_>> {
         ttl: h[7],
         // The traffic class straddles the first two bytes; ECN is its low two bits.
         ecn: (h[1] >> 4) & 3,
+        dscp: (h[0] & 0x0f) << 2 | h[1] >> 6,
         claimed_total: Some(payload_len + 40),
         hdr_len: 40,
         payload: &ip[40..(payload_len + 40).min(ip.len())],
@@ -402,7 +409,7 @@ fn ip_part_general(ip: &[u8]) -> Result<IpPart<'_>, Skip> {
             E::Content(_) => Skip::Malformed { layer: "IP header", what: "bad version or header length" },
         }
     })?;
-    let (src, dst, ip_id, ttl, ecn, claimed_total, payload) = match &slice {
+    let (src, dst, ip_id, ttl, ecn, dscp, claimed_total, payload) = match &slice {
         LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
             if h.fragments_offset().value() != 0 {
@@ -415,6 +422,7 @@ fn ip_part_general(ip: &[u8]) -> Result<IpPart<'_>, Skip> {
                 h.identification(),
                 h.ttl(),
                 h.ecn().value(),
+                h.dcp().value(),
                 claimed,
                 v4.payload(),
             )
@@ -436,6 +444,7 @@ fn ip_part_general(ip: &[u8]) -> Result<IpPart<'_>, Skip> {
                 0,
                 h.hop_limit(),
                 h.ecn().value(),
+                h.dscp().value(),
                 claimed,
                 v6.payload(),
             )
@@ -446,7 +455,7 @@ fn ip_part_general(ip: &[u8]) -> Result<IpPart<'_>, Skip> {
     }
     // Everything before the IP payload (IP header, options, extension headers).
     let hdr_len = payload.payload.as_ptr() as usize - ip.as_ptr() as usize;
-    Ok(IpPart { src, dst, ip_id, ttl, ecn, claimed_total, hdr_len, payload: payload.payload })
+    Ok(IpPart { src, dst, ip_id, ttl, ecn, dscp, claimed_total, hdr_len, payload: payload.payload })
 }
 
 /// Whether the direct IPv4 and IPv6 readings of `ip`, when one applies, give what etherparse's

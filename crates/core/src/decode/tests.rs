@@ -165,6 +165,8 @@ fn the_ipv4_fast_path_agrees_with_the_general_one() {
         set(&|p| total(p, 20)),                 // total length says no TCP at all
         set(&|p| total(p, 9000)),               // total length beyond the capture
     ];
+    // TOS 0xbb: DSCP 46 (EF), ECN 3 (CE).
+    assert_eq!(plain_ipv4(&taken[6]).map(|x| (x.dscp, x.ecn)), Some((46, 3)));
     let declined = [
         set(&|p| total(p, 0)),    // TSO / BIG TCP: length from the frame
         set(&|p| total(p, 19)),   // shorter than its own header
@@ -198,6 +200,10 @@ fn the_ipv6_fast_path_agrees_with_the_general_one() {
         set(&|p| plen(p, 9000)),                // payload length beyond the capture
     ];
     assert_eq!(plain_ipv6(&taken[5]).unwrap().ecn, 3);
+    // Traffic class 0xfb (its high nibble in the first byte): DSCP 62, ECN 3.
+    let tc = set(&|p| (p[0], p[1]) = (0x6f, 0xb5));
+    assert_eq!(plain_ipv6(&tc).map(|x| (x.dscp, x.ecn)), Some((62, 3)));
+    assert!(ip_fast_path_agrees(&tc));
     let declined = [
         set(&|p| plen(p, 0)),     // jumbogram / BIG TCP: length from the frame
         set(&|p| p[6] = 0),       // a hop-by-hop options header first
