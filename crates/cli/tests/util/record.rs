@@ -1,5 +1,5 @@
 //! Records real Linux TCP at several vantage points with the lab (`tcpscope_lab::run`): sender
-//! — delay forwarder — router — receiver in network namespaces named `c21b<PID>-...` (only those
+//! — delay forwarder — router — receiver in network namespaces named `c21c<PID>-...` (only those
 //! are ever removed), tcpdump at the sender (`snd.pcap`), at the router's link from the sender
 //! (`rtr.pcap`, before its loss rule) and at the receiver (`rcv.pcap`). The ground truth is
 //! the router's nftables drop counters, the forwarder's per-frame log (`delay-a2b.log`: how
@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 /// The namespace prefix of these recordings.
-pub const PREFIX: &str = "c21b";
+pub const PREFIX: &str = "c21c";
 
 /// A finished recording.
 pub struct Recording {

@@ -46,7 +46,8 @@ pub struct Clock {
     pub t_ref: i64,
     /// Estimated skew (dimensionless: ns per ns), whether applied or not.
     pub skew: f64,
-    /// Its uncertainty: half the disagreement of the two directions' slopes.
+    /// Its uncertainty: half the directions' slopes' sum (their disagreement) and half their
+    /// standard errors about the delays' floor, in quadrature (`correlate` module doc).
     pub skew_uncertainty: f64,
     /// Whether the skew is applied (it exceeds twice its uncertainty).
     pub skew_applied: bool,
@@ -113,6 +114,94 @@ pub(super) fn lower_hull(pts: &[(i64, i64)]) -> Vec<(i64, i64)> {
 /// How many samples an [`Envelope`] holds besides its hull before it folds them in.
 const FOLD: usize = 4096;
 
+/// How many time slices [`Slices`] keeps the smallest delay of.
+const SLICES: usize = 64;
+
+/// The smallest delay in each of at most [`SLICES`] equal slices of time, for the slope's
+/// standard error (see [`Slices::slope_se`]). The slices are aligned to multiples of their
+/// width (a power of two ns), which doubles whenever the samples no longer fit: the slices
+/// therefore depend on the set of samples only, not on the order they came in, and the memory
+/// is [`SLICES`] pairs whatever the number of packets. Written here: a least-squares slope
+/// with its standard error is a dozen lines, a statistics crate for it is not worth its weight.
+#[derive(Debug, Clone)]
+struct Slices {
+    /// log2 of the width (ns).
+    shift: u32,
+    /// Index (time >> shift) of the first occupied slice, which is `min[0]`.
+    base: i64,
+    /// Index of the last occupied slice.
+    top: i64,
+    /// Per slice from `base`, its smallest (delay, time) (delay first: ties have one answer).
+    min: [Option<(i64, i64)>; SLICES],
+}
+
+impl Default for Slices {
+    fn default() -> Self {
+        Slices { shift: 0, base: i64::MAX, top: i64::MIN, min: [None; SLICES] }
+    }
+}
+
+impl Slices {
+    fn push(&mut self, t: i64, d: i64) {
+        // Wider slices until the sample fits with all the others.
+        let mut i = t >> self.shift;
+        while i128::from(self.top.max(i)) - i128::from(self.base.min(i)) >= SLICES as i128 && self.top >= self.base {
+            self.widen();
+            i = t >> self.shift;
+        }
+        if self.top < self.base {
+            (self.base, self.top) = (i, i);
+        } else if i < self.base {
+            let by = (self.base - i) as usize;
+            self.min.copy_within(0..SLICES - by, by);
+            self.min[..by].fill(None);
+            self.base = i;
+        }
+        self.top = self.top.max(i);
+        let slot = &mut self.min[(i - self.base) as usize];
+        if slot.is_none_or(|m| (d, t) < m) {
+            *slot = Some((d, t));
+        }
+    }
+
+    /// Doubles the width: each pair of aligned slices becomes one (the smaller minimum).
+    fn widen(&mut self) {
+        let old = std::mem::replace(&mut self.min, [None; SLICES]);
+        let nb = self.base >> 1;
+        for (k, m) in old.into_iter().enumerate() {
+            let j = (((self.base + k as i64) >> 1) - nb) as usize;
+            if let Some(m) = m
+                && self.min[j].is_none_or(|x| m < x)
+            {
+                self.min[j] = Some(m);
+            }
+        }
+        self.shift += 1;
+        self.base = nb;
+        self.top >>= 1;
+    }
+
+    /// The standard error of the least-squares slope through the slices' smallest delays (ns
+    /// per s, times in s from `t_ref`): how well the floor of the delays fixes a slope. `None`
+    /// with fewer than three slices.
+    fn slope_se(&self, t_ref: i64) -> Option<f64> {
+        let pts: Vec<(f64, f64)> =
+            self.min.iter().flatten().map(|&(d, t)| ((t - t_ref) as f64 * 1e-9, d as f64)).collect();
+        let m = pts.len() as f64;
+        if pts.len() < 3 {
+            return None;
+        }
+        let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / m, pts.iter().map(|p| p.1).sum::<f64>() / m);
+        let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+        if sxx <= 0.0 {
+            return None;
+        }
+        let slope = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx;
+        let ssr: f64 = pts.iter().map(|p| (p.1 - my - slope * (p.0 - mx)).powi(2)).sum();
+        Some((ssr / (m - 2.0) / sxx).sqrt())
+    }
+}
+
 /// The delay samples of one direction between two points, as much of them as the estimate
 /// needs: their lower convex hull (Moon's envelope is one of its edges, the smallest delay
 /// one of its vertices), their count and the sum of their times. The hull of a set is the
@@ -123,6 +212,7 @@ const FOLD: usize = 4096;
 pub struct Envelope {
     hull: Vec<(i64, i64)>,
     buf: Vec<(i64, i64)>,
+    slices: Slices,
     n: usize,
     sum_t: i128,
     fold: usize,
@@ -137,13 +227,14 @@ impl Default for Envelope {
 impl Envelope {
     /// An empty one that folds every `fold` samples (at least 1).
     pub fn with_fold(fold: usize) -> Envelope {
-        Envelope { hull: Vec::new(), buf: Vec::new(), n: 0, sum_t: 0, fold: fold.max(1) }
+        Envelope { hull: Vec::new(), buf: Vec::new(), slices: Slices::default(), n: 0, sum_t: 0, fold: fold.max(1) }
     }
 
     /// One sample: (time at the first point, delay as the clocks read it), ns; in any order.
     pub fn push(&mut self, t: i64, d: i64) {
         self.n += 1;
         self.sum_t += i128::from(t);
+        self.slices.push(t, d);
         self.buf.push((t, d));
         if self.buf.len() >= self.fold {
             self.fold_in();
@@ -208,8 +299,15 @@ pub fn estimate_envelopes(fwd: &mut Envelope, rev: &mut Envelope) -> Option<Cloc
     let (ar, br, er) = envelope(rev, t_ref);
     // Slopes are ns per s: 1e-9 of them is the dimensionless skew.
     let skew = (af - ar) / 2.0 * 1e-9;
-    let skew_uncertainty = (af + ar).abs() / 2.0 * 1e-9;
-    let skew_applied = ef && er && skew.abs() > 2.0 * skew_uncertainty;
+    // Two parts, added in quadrature: the slopes' disagreement (a skew makes them opposite:
+    // what is left is an error common to both), and the random error of each slope, which
+    // the disagreement does not show when the two errors happen to cancel — the standard
+    // error of a slope fitted to the floor of the delays (the smallest in each time slice),
+    // half of each since the skew is half the slopes' difference.
+    let disagreement = (af + ar) / 2.0;
+    let se = fwd.slices.slope_se(t_ref).zip(rev.slices.slope_se(t_ref)).map(|(f, r)| f.hypot(r) / 2.0);
+    let skew_uncertainty = disagreement.hypot(se.unwrap_or(0.0)) * 1e-9;
+    let skew_applied = ef && er && se.is_some() && skew.abs() > 2.0 * skew_uncertainty;
     // The smallest delay is a vertex of the hull.
     let min = |e: &mut Envelope| e.hull().iter().map(|p| p.1).min().map_or(f64::INFINITY, |d| d as f64);
     let (mf, mr) = (min(fwd), min(rev));

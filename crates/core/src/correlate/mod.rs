@@ -34,8 +34,10 @@
 //!   **Skew** (Moon, Skelly, Towsley, "Estimation and removal of clock skew from network delay
 //!   measurements", 1999): each direction's lower envelope is the edge of the lower convex hull
 //!   of (time, delay) under the mean time (the solution of Moon's linear program); the skew is
-//!   half the difference of the two slopes, its uncertainty half their sum (the two directions
-//!   must see opposite slopes). The skew is applied when it exceeds twice its uncertainty.
+//!   half the difference of the two slopes; its uncertainty is half their sum (what is left
+//!   when a skew makes them opposite) and half each slope's standard error (the least-squares
+//!   slope through the smallest delay of each of 64 time slices: the floor), in quadrature.
+//!   The skew is applied when it exceeds twice its uncertainty.
 //!   `--offset` replaces the estimate for a capture.
 //! - **One-way delay** of a packet: its time at the last point of its path minus its time at
 //!   the first, both on the first capture's clock; its **queueing part** is that minus the
@@ -48,8 +50,8 @@
 //! - **Duplicated**: a copy (same match key at the same point) not seen at the first point of
 //!   its path: a copy made on the path. **Reordered**: arrived at the last point after a packet
 //!   that left the first point later. **CE-marked on path**: ECN CE at the last point but not
-//!   at the first. **Changed on path**: window field, MSS option or (a hop count, not a change)
-//!   TTL differ between the first and last sightings.
+//!   at the first. **Changed on path**: window field, MSS option, DSCP or (a hop count, not a
+//!   change) TTL differ between the first and last sightings.
 //! - **Retransmission**: a data segment (or SYN, FIN) that left the first point and starts below
 //!   the highest sequence number sent before it; **spurious** when an earlier transmission of
 //!   all its bytes reached the last point (the receiver already had them), **necessary**

@@ -10,6 +10,7 @@ use rustc_hash::FxHasher;
 use super::{Conn, Error, Life, Point, Sight};
 use crate::capture::{CaptureReader, FileError};
 use crate::conn::Endpoint;
+use crate::pass::{Decoding, FileSummary};
 
 type Fx = BuildHasherDefault<FxHasher>;
 
@@ -104,53 +105,43 @@ impl Conns {
     }
 }
 
+/// One capture being merged: its segments come from a reading thread ([`Decoding`]).
 struct Input {
-    reader: CaptureReader,
-    path: PathBuf,
+    decoding: Decoding,
     head: Option<Obs>,
     given: i64,
 }
 
 impl Input {
-    /// Reads the next TCP packet into `head`.
-    fn advance(&mut self, point: &mut Point) -> Result<(), FileError> {
-        self.head = None;
-        loop {
-            let rec = self.reader.next_record().map_err(|source| FileError { path: self.path.clone(), source })?;
-            let Some(rec) = rec else { return Ok(()) };
-            point.link_type.get_or_insert(rec.link_type);
-            let Ok(s) = crate::decode::decode(rec.link_type, rec.data, rec.orig_len) else {
-                point.skipped += 1;
-                continue;
-            };
-            let t = rec.ts_ns as i64 - self.given;
-            point.packets += 1;
-            point.span = Some(point.span.map_or((t, t), |(a, _)| (a, t)));
-            let src = Endpoint { addr: s.src, port: s.sport };
-            let dst = Endpoint { addr: s.dst, port: s.dport };
-            self.head = Some(Obs {
-                key: MatchKey {
-                    seq: s.seq.0,
-                    ack: if s.flags.ack() { s.ack.0 } else { 0 },
-                    len: s.payload_len,
-                    flags: s.flags.0,
-                    ip_id: s.ip_id,
-                    ts: s.options.timestamps,
-                },
-                src,
-                dst,
-                sight: Sight {
-                    t,
-                    frame: rec.frame,
-                    ttl: s.ttl,
-                    ecn: s.ecn,
-                    dscp: s.dscp,
-                    win: s.win_raw,
-                    mss: s.options.mss.unwrap_or(0),
-                },
-            });
-            return Ok(());
-        }
+    /// Takes the next TCP packet into `head` (`None` at the end of the capture).
+    fn advance(&mut self, point: &mut Point) {
+        let Some((s, frame, ts_ns)) = self.decoding.next() else {
+            self.head = None;
+            return;
+        };
+        let t = ts_ns as i64 - self.given;
+        point.span = Some(point.span.map_or((t, t), |(a, _)| (a, t)));
+        self.head = Some(Obs {
+            key: MatchKey {
+                seq: s.seq.0,
+                ack: if s.flags.ack() { s.ack.0 } else { 0 },
+                len: s.payload_len,
+                flags: s.flags.0,
+                ip_id: s.ip_id,
+                ts: s.options.timestamps,
+            },
+            src: Endpoint { addr: s.src, port: s.sport },
+            dst: Endpoint { addr: s.dst, port: s.dport },
+            sight: Sight {
+                t,
+                frame,
+                ttl: s.ttl,
+                ecn: s.ecn,
+                dscp: s.dscp,
+                win: s.win_raw,
+                mss: s.options.mss.unwrap_or(0),
+            },
+        });
     }
 }
 
@@ -343,10 +334,12 @@ impl Matcher {
     }
 }
 
-/// Reads every capture once, merged in time order (ties: the capture given first).
+/// Reads every capture once, merged in time order (ties: the capture given first). Each
+/// capture is read and decoded on a thread of its own (the reading stage of every pass,
+/// [`Decoding`]); this thread merges and matches.
 pub(super) fn run(paths: &[PathBuf], settings: &Settings) -> Result<Raw, Error> {
     let mut points = Vec::new();
-    let mut inputs = Vec::new();
+    let mut readers = Vec::new();
     let mut given = Vec::new();
     for (i, path) in paths.iter().enumerate() {
         let reader =
@@ -354,23 +347,53 @@ pub(super) fn run(paths: &[PathBuf], settings: &Settings) -> Result<Raw, Error> 
         let g = if i == 0 { None } else { settings.offsets_ns.get(i).copied().flatten() };
         given.push(if i == 0 { Some(0) } else { g });
         points.push(Point { path: path.clone(), packets: 0, skipped: 0, span: None, link_type: None });
-        inputs.push(Input { reader, path: path.clone(), head: None, given: g.unwrap_or(0) });
-    }
-    for (inp, pt) in inputs.iter_mut().zip(points.iter_mut()) {
-        inp.advance(pt)?;
+        readers.push((reader, g.unwrap_or(0)));
     }
     let mut m = Matcher::new(paths.len(), settings.window_ns);
     // Room for the packets the largest file may hold (~100 bytes a packet in a headers-only
     // capture): growing the tables by doubling copied them and faulted their pages twice.
     let largest = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).max().unwrap_or(0);
     m.reserve((largest / 100).min(1 << 26) as usize);
-    loop {
-        let next = inputs.iter().enumerate().filter_map(|(i, x)| x.head.map(|h| (h.sight.t, i))).min().map(|(_, i)| i);
-        let Some(p) = next else { break };
-        let Some(o) = inputs[p].head else { break };
-        m.push(p, &o);
-        inputs[p].advance(&mut points[p])?;
-    }
+    std::thread::scope(|scope| {
+        let mut inputs = Vec::new();
+        let mut threads = Vec::new();
+        for (reader, given) in readers {
+            let (decoding, thread) = Decoding::spawn(scope, reader, FileSummary::default());
+            inputs.push(Input { decoding, head: None, given });
+            threads.push(Some(thread));
+        }
+        // A capture has ended: its reading thread's counts, or the error that ended it.
+        let mut ended = |p: usize, point: &mut Point| -> Result<(), Error> {
+            let Some(thread) = threads[p].take() else { return Ok(()) };
+            // A panic while reading is a bug in tcpscope: let it surface as one.
+            let (sum, error, link_type) = thread.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            point.packets = sum.tcp_packets;
+            point.skipped = sum.packets - sum.tcp_packets;
+            point.link_type = link_type;
+            match error {
+                Some(source) => Err(Error::File(FileError { path: point.path.clone(), source })),
+                None => Ok(()),
+            }
+        };
+        for (p, (inp, pt)) in inputs.iter_mut().zip(points.iter_mut()).enumerate() {
+            inp.advance(pt);
+            if inp.head.is_none() {
+                ended(p, pt)?;
+            }
+        }
+        loop {
+            let next =
+                inputs.iter().enumerate().filter_map(|(i, x)| x.head.map(|h| (h.sight.t, i))).min().map(|(_, i)| i);
+            let Some(p) = next else { break };
+            let Some(o) = inputs[p].head else { break };
+            m.push(p, &o);
+            inputs[p].advance(&mut points[p]);
+            if inputs[p].head.is_none() {
+                ended(p, &mut points[p])?;
+            }
+        }
+        Ok::<(), Error>(())
+    })?;
     let (conns, lives, sights) = m.finish();
     Ok(Raw { points, conns, lives, sights, given })
 }

@@ -27,6 +27,7 @@ mod threads;
 
 pub use count::{Analysis, FileSummary};
 pub use engine::{Analyzer, EVICT_CLOSED_NS, EVICT_IDLE_NS, SweepClock};
+pub(crate) use threads::Decoding;
 pub use threads::{MAX_SHARDS, shard_order};
 
 use std::io;

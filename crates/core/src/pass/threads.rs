@@ -145,22 +145,27 @@ fn pipe() -> (Pipe, PipeEnd) {
 }
 
 /// The reading stage: decodes the file's segments into batches of [`BATCH`], one per pipe
-/// (the 4-tuple's shard when there are several), and hands them on.
+/// (the 4-tuple's shard when there are several), and hands them on. Returns the summary, the
+/// error that ended reading, and the first record's link type.
 fn read_batches(
     mut reader: CaptureReader,
     mut summary: FileSummary,
     progress: &(dyn Fn(u64, u64) + Sync),
     checksums: bool,
     pipes: Vec<Pipe>,
-) -> (FileSummary, Option<CaptureError>) {
+) -> (FileSummary, Option<CaptureError>, Option<u32>) {
     let n = pipes.len();
     let mut batches: Vec<Batch> = pipes.iter().map(|_| Batch::new()).collect();
     let mut clock = SweepClock::default();
+    let mut link_type = None;
     // Each record is decoded straight into a batch ([`decode::decode_into`] says why), but its
     // shard is known only once it is decoded: the guess is the last record's, as a
     // connection's packets come in runs (and a bulk transfer is one connection).
     let mut guess = 0;
     let error = read_records(&mut reader, &mut summary, progress, |sum, rec| {
+        if sum.packets == 0 {
+            link_type = Some(rec.link_type);
+        }
         let d = batches[guess].free();
         if count_and_decode_into(sum, rec, &mut d.seg).is_none() {
             return true;
@@ -182,7 +187,7 @@ fn read_batches(
     for (batch, (full, _)) in batches.into_iter().zip(&pipes) {
         let _ = full.send(batch);
     }
-    (summary, error)
+    (summary, error, link_type)
 }
 
 /// The analysing stage: runs every batch through the analyzer and hands the buffer back.
@@ -206,6 +211,50 @@ fn analyse_batches<S: Sink>(an: &mut Analyzer<S>, (full, empty): PipeEnd) {
 fn hand_on(batch: &mut Batch, (full, empty): &Pipe) -> bool {
     let next = empty.try_recv().unwrap_or_else(|_| Batch::new());
     full.send(std::mem::replace(batch, next)).is_ok()
+}
+
+/// One file read and decoded on a thread of its own by the reading stage every pass uses,
+/// its segments taken one at a time in file order: `correlate` merges several captures so,
+/// each decoded on its own core while the merge matches.
+pub(crate) struct Decoding {
+    end: PipeEnd,
+    batch: Option<Batch>,
+    at: usize,
+}
+
+/// What the reading thread of a [`Decoding`] returns: the file's summary (not finished), the
+/// error that ended reading, and the first record's link type.
+pub(crate) type DecodedFile = (FileSummary, Option<CaptureError>, Option<u32>);
+
+impl Decoding {
+    /// Starts reading `reader` on a thread of `scope`; join the handle once [`Decoding::next`]
+    /// has said the end, for the summary and the error that ended it, if any. Dropping the
+    /// `Decoding` first stops the thread.
+    pub(crate) fn spawn<'scope>(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        reader: CaptureReader,
+        summary: FileSummary,
+    ) -> (Decoding, std::thread::ScopedJoinHandle<'scope, DecodedFile>) {
+        let (pipe, end) = pipe();
+        let handle = scope.spawn(move || read_batches(reader, summary, &|_, _| {}, false, vec![pipe]));
+        (Decoding { end, batch: None, at: 0 }, handle)
+    }
+
+    /// The next segment with its frame number and time (ns), or `None` at the end of the file
+    /// (or at the error that ended it).
+    pub(crate) fn next(&mut self) -> Option<(&Segment<'static>, u64, u64)> {
+        while self.batch.as_ref().is_none_or(|b| self.at >= b.len) {
+            if let Some(mut b) = self.batch.take() {
+                b.clear();
+                let _ = self.end.1.send(b);
+            }
+            self.batch = Some(self.end.0.recv().ok()?);
+            self.at = 0;
+        }
+        let d = &self.batch.as_ref()?.slots[self.at];
+        self.at += 1;
+        Some((&d.seg, d.frame, d.ts_ns))
+    }
 }
 
 /// The shard of each connection, in order of first appearance, from each shard's first frames
@@ -271,7 +320,7 @@ pub(crate) fn sharded<S: Sink + Send>(
                 (pipe, thread)
             })
             .unzip();
-        let (summary, _) = read_batches(reader, summary, progress, settings.checksums, pipes);
+        let (summary, _, _) = read_batches(reader, summary, progress, settings.checksums, pipes);
         // A panic in another stage is a bug in tcpscope: let it surface as one.
         let parts: Vec<(S, Vec<u64>, Option<io::Error>)> =
             threads.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
@@ -301,7 +350,7 @@ fn two_stages<S: Sink>(
     let mut an = Analyzer::new(settings, sink);
     an.set_file(file);
     let (pipe, end) = pipe();
-    let (summary, error) = std::thread::scope(|scope| {
+    let (summary, error, _) = std::thread::scope(|scope| {
         let reading = scope.spawn(move || read_batches(reader, summary, progress, settings.checksums, vec![pipe]));
         analyse_batches(&mut an, end);
         // A panic while reading is a bug in tcpscope: let it surface as one.
