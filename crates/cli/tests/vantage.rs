@@ -170,10 +170,6 @@ length = 16384
 count = 96
 "#;
 
-/// As in `correlate.rs`: the router may count one receiver → sender drop more than the captures
-/// show.
-const REVERSE_SLACK: u64 = 1;
-
 fn recorded() -> Option<Recording> {
     record::record_as(PREFIX, "paths", PATHS)
 }
@@ -198,7 +194,7 @@ fn three_points_prove_losses_and_spurious_resends() {
     assert_eq!(n(a2b, "lost_on_path") + n(a2b, "outside_capture"), fwd, "{a2b}");
     assert_eq!(losses(a2b), vec![(2, 3, n(a2b, "lost_on_path"))]);
     let back = n(b2a, "lost_on_path") + n(b2a, "outside_capture");
-    assert!(back <= rev && rev <= back + REVERSE_SLACK, "{rev} dropped: {b2a}");
+    assert!(back <= rev && rev <= back + record::REVERSE_SLACK, "{rev} dropped: {b2a}");
     assert_eq!((n(a2b, "missed_here"), n(a2b, "capture_loss")), (0, 0));
 
     // Each retransmission event as correlate judged the same frame.

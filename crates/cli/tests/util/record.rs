@@ -10,6 +10,14 @@ use std::path::{Path, PathBuf};
 /// The namespace prefix of these recordings.
 pub const PREFIX: &str = "c21c";
 
+/// How many of the router's receiver → sender drops may be missing from both captures: now and
+/// then (one recording in 20–40 of the debug test binaries; never in 18 runs of the release
+/// `tcpscope lab run` on the same experiment) the router counted one more than the captures
+/// show. It is no packet of the connection's socket: in such a recording the receiver's IP IDs
+/// run without a gap through its capture, every one of them accounted for. Not explained yet.
+/// Sender → receiver is exact.
+pub const REVERSE_SLACK: u64 = 1;
+
 /// A finished recording.
 pub struct Recording {
     /// The run's directory (`snd.pcap`, `rtr.pcap`, `rcv.pcap`, `delay-a2b.log`, `result.json`).
