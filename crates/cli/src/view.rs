@@ -53,6 +53,10 @@ pub fn view(args: &ViewArgs) -> io::Result<ExitCode> {
         if monitor.is_some() || traces.paths.len() < 2 {
             return Err(io::Error::other("--correlate needs two or more captures (and no monitor recording)"));
         }
+        // A capture that could not be opened was said above: correlate would say it again.
+        if traces.an.files.iter().any(|f| f.unopened()) {
+            return Err(crate::run::input_error("--correlate: every capture must be readable"));
+        }
         traces.correlate(&tcpscope_core::correlate::Settings::default()).map_err(crate::run::input_error)?;
     }
     let opts = tcpscope_view::Options { bind: args.bind, port: args.port };

@@ -387,3 +387,18 @@ fn i17_plot_shows_the_direction_with_the_most_data_by_default() {
         assert!(svg.contains("b2a") && svg.contains("the direction with the most data"), "{kind}");
     }
 }
+
+/// `view --correlate` needs two captures (a usage error, 2), and a capture that cannot be read
+/// is said once, not again by the correlation (1).
+#[test]
+fn view_correlate_says_what_it_needs_once() {
+    let out = run(&["view", "--correlate", "--no-open", &loss()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--correlate needs two or more captures"), "{}", stderr(&out));
+    let out = run(&["view", "--correlate", "--no-open", &loss(), "/nonexistent/x.pcap"]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = stderr(&out);
+    assert_eq!(e.matches("/nonexistent/x.pcap").count(), 1, "{e}");
+    assert!(e.contains("every capture must be readable"), "{e}");
+    assert!(out.stdout.is_empty());
+}
