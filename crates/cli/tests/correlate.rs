@@ -65,12 +65,7 @@ fn dir<'a>(doc: &'a serde_json::Value, d: &str) -> &'a serde_json::Value {
 
 /// (from, to, packets) of a direction's losses.
 fn losses(doc: &serde_json::Value, d: &str) -> Vec<(u64, u64, u64)> {
-    dir(doc, d)["losses"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| (l["from"].as_u64().unwrap(), l["to"].as_u64().unwrap(), l["packets"].as_u64().unwrap()))
-        .collect()
+    record::losses(dir(doc, d))
 }
 
 /// Sender, router and receiver captures of one recording: every router drop located between

@@ -23,16 +23,6 @@ fn screened(trace: &std::path::Path, with: &[&std::path::Path]) -> Value {
     doc["connections"][0].clone()
 }
 
-/// (from, to, packets) of a direction's losses.
-fn losses(d: &Value) -> Vec<(u64, u64, u64)> {
-    d["losses"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| (l["from"].as_u64().unwrap(), l["to"].as_u64().unwrap(), l["packets"].as_u64().unwrap()))
-        .collect()
-}
-
 /// The text, CSV and JSON of both commands on the loss pair (12 drops between the sender's
 /// capture and the receiver's), and the usage errors.
 #[test]
@@ -57,7 +47,7 @@ fn the_loss_pair_in_every_output() {
     let c = screened(&snd, &[&rcv]);
     let v = &c["vantage"];
     assert_eq!(v["conn"], 1);
-    assert_eq!(losses(&v["a2b"]), vec![(1, 2, 12)]);
+    assert_eq!(record::losses(&v["a2b"]), vec![(1, 2, 12)]);
     let events = c["events"].as_array().unwrap();
     let sources = v["events"].as_array().unwrap();
     assert_eq!(sources.len(), events.len());
@@ -140,7 +130,7 @@ fn a_spurious_resend_is_proved_without_the_dsack() {
     // with two captures that is a loss between them (correlate.md: only a capture upstream of
     // one that saw the packet can be told to have missed it). The data lost nothing.
     let v = &c["vantage"];
-    assert_eq!(losses(&v["b2a"]), vec![(2, 1, 2)]);
+    assert_eq!(record::losses(&v["b2a"]), vec![(2, 1, 2)]);
     assert_eq!(v["b2a"]["missed_here"], 0);
     assert_eq!(v["a2b"]["lost_on_path"], 0);
     let verdict = c["verdict"].as_str().unwrap();
@@ -192,7 +182,7 @@ fn three_points_prove_losses_and_spurious_resends() {
     // Located, certain losses: the router's counters.
     assert!(fwd > 0, "no drop to locate");
     assert_eq!(n(a2b, "lost_on_path") + n(a2b, "outside_capture"), fwd, "{a2b}");
-    assert_eq!(losses(a2b), vec![(2, 3, n(a2b, "lost_on_path"))]);
+    assert_eq!(record::losses(a2b), vec![(2, 3, n(a2b, "lost_on_path"))]);
     let back = n(b2a, "lost_on_path") + n(b2a, "outside_capture");
     assert!(back <= rev && rev <= back + record::REVERSE_SLACK, "{rev} dropped: {b2a}");
     assert_eq!((n(a2b, "missed_here"), n(a2b, "capture_loss")), (0, 0));
@@ -261,7 +251,7 @@ fn three_points_prove_losses_and_spurious_resends() {
     let c2 = screened(&cut, &[&rtr, &rcv]);
     let a = &c2["vantage"]["a2b"];
     assert_eq!(n(a, "missed_here"), 4, "{a}");
-    assert_eq!(losses(a), losses(a2b));
+    assert_eq!(record::losses(a), record::losses(a2b));
     assert!(
         c2["verdict"]
             .as_str()

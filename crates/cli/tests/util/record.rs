@@ -18,6 +18,16 @@ pub const PREFIX: &str = "c21c";
 /// Sender → receiver is exact.
 pub const REVERSE_SLACK: u64 = 1;
 
+/// (from, to, packets) of a direction's losses in `correlate --json` (or a `--with` proof).
+pub fn losses(d: &serde_json::Value) -> Vec<(u64, u64, u64)> {
+    d["losses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["from"].as_u64().unwrap(), l["to"].as_u64().unwrap(), l["packets"].as_u64().unwrap()))
+        .collect()
+}
+
 /// A finished recording.
 pub struct Recording {
     /// The run's directory (`snd.pcap`, `rtr.pcap`, `rcv.pcap`, `delay-a2b.log`, `result.json`).
