@@ -43,12 +43,12 @@ fuzz_target!(|data: &[u8]| {
     for (i, c) in an.sink.conns.iter().enumerate() {
         for (d, s) in c.dir.iter().enumerate() {
             assert_eq!(
-                s.unique_bytes + s.rexmit_bytes + s.zero_window_probe_bytes,
+                s.unique_bytes + s.rexmit_bytes + s.rare().zero_window_probe_bytes,
                 s.payload_bytes,
                 "conn {i} dir {d}: unique {} + rexmit {} + zwp {} != payload {}",
                 s.unique_bytes,
                 s.rexmit_bytes,
-                s.zero_window_probe_bytes,
+                s.rare().zero_window_probe_bytes,
                 s.payload_bytes
             );
         }
