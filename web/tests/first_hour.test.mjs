@@ -201,9 +201,12 @@ test("the tooltip follows the pointer over mark 0 too", async () => {
   await nextFrame(pg);
   const before = await pg.evaluate(() => document.getElementById("tip").style.transform);
   await pg.mouse.move(near[0], near[1]);
-  await nextFrame(pg);
+  // Until the tip moves (a frame or two; more on a loaded machine), or 5 s: it never did.
+  const moved = await pg
+    .waitForFunction((b) => document.getElementById("tip").style.transform !== b, before, { timeout: 5000 })
+    .then(() => true, () => false);
   const after = await pg.evaluate(() => document.getElementById("tip").style.transform);
-  assert.notEqual(after, before, "the tip moved with the pointer");
+  assert.ok(moved && after !== before, `the tip moved with the pointer: ${before} → ${after}`);
   assert.ok(await pg.isVisible("#tip"));
 });
 
