@@ -74,20 +74,23 @@ pub fn lifelines_in(c: &Correlation, conn: usize, dir: u8, view: &LifelineView) 
     let path = &c.paths[cd];
     let origin = view.origin(c);
     let x_of = |p: usize, t: i64| (c.to_ref(p, t) - origin) as f64 * 1e-9;
-    // The packets in the span, with the time each left its first point.
+    // The packets in the span, with the time each left its first point; the losses and the
+    // captures' missed sightings counted over all of them, drawn or not.
     let mut chosen: Vec<(usize, f64)> = Vec::new();
+    let (mut lost, mut missed) = (0, 0);
     for (k, l) in c.lives.iter().enumerate() {
         if l.conn as usize != conn || l.dir != dir {
             continue;
         }
-        let Some(x) = path.iter().map(|&p| c.sight(k, p)).position(|s| s.seen()).map(|i| {
-            let p = path[i];
-            x_of(p, c.sight(k, p).t)
-        }) else {
+        let seen: Vec<bool> = path.iter().map(|&p| c.sight(k, p).seen()).collect();
+        let (Some(first), Some(last)) = (seen.iter().position(|&s| s), seen.iter().rposition(|&s| s)) else {
             continue;
         };
+        let x = x_of(path[first], c.sight(k, path[first]).t);
         if view.in_span(x) {
             chosen.push((k, x));
+            lost += usize::from(c.fates[k] == Fate::Lost);
+            missed += (first + 1..last).filter(|&m| !seen[m]).count();
         }
     }
     let in_span = chosen.len();
@@ -120,26 +123,10 @@ pub fn lifelines_in(c: &Correlation, conn: usize, dir: u8, view: &LifelineView) 
     }
     let mut marks = Vec::new();
     let (mut x1, mut y0, mut y1) = (0f64, f64::INFINITY, 1f64);
-    let (mut lost, mut missed) = (0, 0);
-    for (k, l) in c.lives.iter().enumerate() {
-        if l.conn as usize != conn || l.dir != dir {
-            continue;
-        }
-        let drawn = chosen.binary_search_by(|p| p.0.cmp(&k)).is_ok();
+    for &(k, _) in &chosen {
+        let l = &c.lives[k];
         let fate = c.fates[k];
         let seen: Vec<bool> = path.iter().map(|&p| c.sight(k, p).seen()).collect();
-        let Some(first) = seen.iter().position(|&s| s) else { continue };
-        if !view.in_span(x_of(path[first], c.sight(k, path[first]).t)) {
-            continue;
-        }
-        // Counted whether drawn or not.
-        lost += usize::from(fate == Fate::Lost);
-        if let Some(b) = seen.iter().rposition(|&s| s) {
-            missed += (first + 1..b).filter(|&m| !seen[m]).count();
-        }
-        if !drawn {
-            continue;
-        }
         let y = match view.seq_base {
             None => f64::from(l.seq.wrapping_sub(c.bases[cd])),
             // One below the base (a SYN) at −1.
