@@ -100,15 +100,12 @@ impl Correlated {
             // Hover asks the connection's own trace for a mark's packet.
             frames_of: Some(file),
             seq_base: conn.dir[dir.idx()].seq_base.map(|s| s.0),
+            // The list's numbering, not the correlation's.
+            label: Some(format!("connection {id} {}", dir.name())),
         };
-        let mut f = match kind {
+        Ok(match kind {
             Kind::Lifeline => lifelines_in(&self.c, l.conn, d, &view),
             Kind::Owd => one_way_delay_in(&self.c, l.conn, d, &view),
-        };
-        // The list's numbering, not the correlation's.
-        if let Some(rest) = f.title.split_once(':').map(|(_, r)| r.to_string()) {
-            f.title = format!("connection {id} {}:{rest}", dir.name());
-        }
-        Ok(f)
+        })
     }
 }

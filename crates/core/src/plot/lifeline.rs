@@ -6,9 +6,10 @@
 use super::{Axis, Color, Figure, LegendEntry, Mark, Prim, Sample, Shape, chart};
 use crate::correlate::{Correlation, Fate};
 
-fn title(c: &Correlation, conn: usize, dir: u8, what: &str) -> String {
+fn title(c: &Correlation, conn: usize, dir: u8, what: &str, view: &LifelineView) -> String {
     let r = &c.dirs[conn * 2 + dir as usize];
-    format!("connection {} {}: {} → {} ({what}, points {})", conn + 1, r.dir, r.src, r.dst, r.path)
+    let name = view.label.clone().unwrap_or_else(|| format!("connection {} {}", conn + 1, r.dir));
+    format!("{name}: {} → {} ({what}, points {})", r.src, r.dst, r.path)
 }
 
 /// What part of a correlated direction a plot draws, and at what resolution.
@@ -34,6 +35,9 @@ pub struct LifelineView {
     /// SYN's), as `correlate` counts. The viewer gives its time-sequence plot's (the first
     /// payload byte's) so that both plots share their y axis; a SYN is then at −1.
     pub seq_base: Option<u32>,
+    /// How the title names the connection and direction (the viewer: its list's id and
+    /// direction); `None`: as `correlate` numbers them (`connection 1 a2b`).
+    pub label: Option<String>,
 }
 
 impl LifelineView {
@@ -208,7 +212,7 @@ pub fn lifelines_in(c: &Correlation, conn: usize, dir: u8, view: &LifelineView) 
         });
     }
     Figure {
-        title: title(c, conn, dir, "lifelines"),
+        title: title(c, conn, dir, "lifelines", view),
         x: {
             let x0 = view.from_s.unwrap_or(0.0);
             Axis::new(view.x_label(), x0, view.to_s.unwrap_or(x1).max(x0 + 1e-3), 8)
@@ -295,7 +299,7 @@ pub fn one_way_delay_in(c: &Correlation, conn: usize, dir: u8, view: &LifelineVi
         });
     }
     Figure {
-        title: title(c, conn, dir, "one-way delay"),
+        title: title(c, conn, dir, "one-way delay", view),
         x: Axis::new(
             match view.origin_ns {
                 None => "time it left the first point (s since the first packet)",
