@@ -11,7 +11,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 /// A file format of `tcpscope export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +96,10 @@ enum Writer {
     Done,
 }
 
+/// Text columns whose values come from a handful: `dir` (`a2b`, `b2a`), `flags` (letters),
+/// `verdict`, `class` (`segments`), `kind` (`rtt`). Parquet keeps no statistics of them.
+const FEW_VALUES: [&str; 5] = ["dir", "flags", "verdict", "class", "kind"];
+
 /// A file being written; errors name it.
 pub struct FileOut {
     path: PathBuf,
@@ -136,6 +140,16 @@ impl FileOut {
                                 .set_column_encoding(col(), Encoding::DELTA_BINARY_PACKED);
                         }
                         _ => props = props.set_column_dictionary_enabled(col(), false),
+                    }
+                }
+                // No page statistics for the text whose values come from a handful (directions,
+                // flag letters, verdicts, classes): their minimum and maximum prune nothing, and
+                // comparing every value with them cost the `segments` writer 11 % of its
+                // instructions (docs/performance.md#exports-and-python).
+                for f in schema.fields() {
+                    if f.data_type() == &arrow_schema::DataType::Utf8 && FEW_VALUES.contains(&f.name().as_str()) {
+                        let col = parquet::schema::types::ColumnPath::from(f.name().as_str());
+                        props = props.set_column_statistics_enabled(col, EnabledStatistics::None);
                     }
                 }
                 let props = props.build();
