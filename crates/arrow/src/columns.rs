@@ -1,22 +1,28 @@
 //! Columns from the field lists ([`tcpscope_core::table`]), and rows into them.
 //!
 //! A table's Arrow schema is made from its records' `FIELDS` (name, kind, nullable, with the
-//! unit and meaning as field metadata), and its rows are the records' `Serialize` form
-//! written straight into the column builders by [`TableBuilder::append`], a serde serializer
-//! that flattens nested objects in order. Core's tests hold each record's serialized keys to
-//! its `FIELDS`, so the values land in the columns the schema names; a value of the wrong
-//! kind is an error, not a silent conversion.
+//! unit and meaning as field metadata). A row goes into the column builders one of two ways:
+//! - a [`Record`] (declared with core's `record!`: the per-packet rows of `segments` and
+//!   `rtt`, and the connection each row is about) by [`TableBuilder::put`]: typed appends
+//!   written from the same declaration as its `FIELDS`, no serializer in between (the
+//!   serde walk cost ~1,800 instructions a `segments` row, docs/performance.md);
+//! - any other record (a connection's statistics, a screen event: one row per connection or
+//!   event, not per packet) by [`TableBuilder::append`], a serde serializer that flattens
+//!   nested objects in order; core's tests hold each record's serialized keys to its
+//!   `FIELDS`, so the values land in the columns the schema names.
+//!
+//! Either way a value of the wrong kind is an error, not a silent conversion.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::{ArrayBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
-use tcpscope_core::table::{Field, Kind};
+use tcpscope_core::table::{Columns, Field, Kind, Record};
 
 /// One column: its name in the table and the field it holds.
 #[derive(Clone, Copy, Debug)]
@@ -100,12 +106,41 @@ impl Builder {
             Builder::Text(b) => b.append_null(),
         }
     }
+    /// The values so far as an array; the builder starts again with room for as many
+    /// (arrow's builders start empty after `finish`, and growing one by doubling reallocates
+    /// and copies it ~17 times a batch: a third of the rows' thread, docs/performance.md).
     fn finish(&mut self) -> ArrayRef {
+        let n = self.len();
         match self {
-            Builder::Int(b) => Arc::new(b.finish()),
-            Builder::Float(b) => Arc::new(b.finish()),
-            Builder::Bool(b) => Arc::new(b.finish()),
-            Builder::Text(b) => Arc::new(b.finish()),
+            Builder::Int(b) => {
+                let a = b.finish();
+                *b = Int64Builder::with_capacity(n);
+                Arc::new(a)
+            }
+            Builder::Float(b) => {
+                let a = b.finish();
+                *b = Float64Builder::with_capacity(n);
+                Arc::new(a)
+            }
+            Builder::Bool(b) => {
+                let a = b.finish();
+                *b = BooleanBuilder::with_capacity(n);
+                Arc::new(a)
+            }
+            Builder::Text(b) => {
+                let bytes = b.values_slice().len();
+                let a = b.finish();
+                *b = StringBuilder::with_capacity(n, bytes);
+                Arc::new(a)
+            }
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            Builder::Int(b) => b.len(),
+            Builder::Float(b) => b.len(),
+            Builder::Bool(b) => b.len(),
+            Builder::Text(b) => b.len(),
         }
     }
 }
@@ -142,13 +177,16 @@ pub struct TableBuilder {
     /// The next column of the row being appended.
     at: usize,
     rows: usize,
+    /// The first value of a typed append ([`TableBuilder::put`]) that did not fit its column
+    /// in the row being appended.
+    error: Option<RowError>,
 }
 
 impl TableBuilder {
     /// An empty table of `cols`.
     pub fn new(cols: Vec<Column>) -> TableBuilder {
         let builders = cols.iter().map(|c| Builder::new(c.field.kind)).collect();
-        TableBuilder { schema: schema(&cols), cols, builders, at: 0, rows: 0 }
+        TableBuilder { schema: schema(&cols), cols, builders, at: 0, rows: 0, error: None }
     }
 
     /// The table's schema.
@@ -167,8 +205,19 @@ impl TableBuilder {
         value.serialize(&mut Appender { t: self, skip, depth: 0 })
     }
 
-    /// Ends the row: every column must have had its value.
+    /// Appends `record`'s fields to the row being made, from the next column on, each typed
+    /// (its kind checked against the column's: an error at [`TableBuilder::end_row`]).
+    #[inline]
+    pub fn put<R: Record + ?Sized>(&mut self, record: &R) {
+        record.put(self)
+    }
+
+    /// Ends the row: every column must have had its value, of its kind.
     pub fn end_row(&mut self) -> Result<(), RowError> {
+        if let Some(e) = self.error.take() {
+            // The row is partly in the columns: the table cannot go on (a bug, as the error says).
+            return Err(e);
+        }
         if self.at != self.cols.len() {
             return Err(RowError(format!("a row of {} values for {} columns", self.at, self.cols.len())));
         }
@@ -193,13 +242,88 @@ impl TableBuilder {
         Ok((b, self.cols[i].name))
     }
 
-    fn int(&mut self, v: i64) -> Result<(), RowError> {
+    fn serde_int(&mut self, v: i64) -> Result<(), RowError> {
         match self.next("an integer")? {
             (Builder::Int(b), _) => {
                 b.append_value(v);
                 Ok(())
             }
             (_, name) => Err(RowError(format!("column {name}: an integer where the field list says otherwise"))),
+        }
+    }
+}
+
+impl TableBuilder {
+    /// The next column's builder for a typed value, or `None` (the error noted) when the row
+    /// has no more columns.
+    #[inline]
+    fn typed(&mut self, what: &str) -> Option<&mut Builder> {
+        let i = self.at;
+        self.at += 1;
+        if i < self.builders.len() {
+            return Some(&mut self.builders[i]);
+        }
+        let n = self.cols.len();
+        self.error.get_or_insert_with(|| RowError(format!("more values than the {n} columns ({what})")));
+        None
+    }
+
+    #[cold]
+    fn mistyped(&mut self, what: &str) {
+        let name = self.cols[self.at - 1].name;
+        self.error.get_or_insert_with(|| wrong(name, what));
+    }
+}
+
+/// Typed appends ([`TableBuilder::put`]): each value into the next column, whose builder must
+/// be of its kind.
+impl Columns for TableBuilder {
+    #[inline(always)]
+    fn int(&mut self, v: i64) {
+        match self.typed("an integer") {
+            Some(Builder::Int(b)) => b.append_value(v),
+            Some(_) => self.mistyped("an integer"),
+            None => {}
+        }
+    }
+    #[inline(always)]
+    fn uint(&mut self, v: u64) {
+        match i64::try_from(v) {
+            Ok(v) => Columns::int(self, v),
+            Err(_) => {
+                self.at += 1;
+                self.error.get_or_insert_with(|| RowError(format!("{v} does not fit a 64-bit signed integer")));
+            }
+        }
+    }
+    #[inline(always)]
+    fn float(&mut self, v: f64) {
+        match self.typed("a float") {
+            Some(Builder::Float(b)) => b.append_value(v),
+            Some(_) => self.mistyped("a float"),
+            None => {}
+        }
+    }
+    #[inline(always)]
+    fn bool(&mut self, v: bool) {
+        match self.typed("a flag") {
+            Some(Builder::Bool(b)) => b.append_value(v),
+            Some(_) => self.mistyped("a flag"),
+            None => {}
+        }
+    }
+    #[inline(always)]
+    fn text(&mut self, v: &str) {
+        match self.typed("text") {
+            Some(Builder::Text(b)) => b.append_value(v),
+            Some(_) => self.mistyped("text"),
+            None => {}
+        }
+    }
+    #[inline(always)]
+    fn null(&mut self) {
+        if let Some(b) = self.typed("null") {
+            b.null()
         }
     }
 }
@@ -235,29 +359,29 @@ impl<'a, 'b, 'c> ser::Serializer for &'c mut Appender<'a, 'b> {
         }
     }
     fn serialize_i8(self, v: i8) -> Result<(), RowError> {
-        self.t.int(v.into())
+        self.t.serde_int(v.into())
     }
     fn serialize_i16(self, v: i16) -> Result<(), RowError> {
-        self.t.int(v.into())
+        self.t.serde_int(v.into())
     }
     fn serialize_i32(self, v: i32) -> Result<(), RowError> {
-        self.t.int(v.into())
+        self.t.serde_int(v.into())
     }
     fn serialize_i64(self, v: i64) -> Result<(), RowError> {
-        self.t.int(v)
+        self.t.serde_int(v)
     }
     fn serialize_u8(self, v: u8) -> Result<(), RowError> {
-        self.t.int(v.into())
+        self.t.serde_int(v.into())
     }
     fn serialize_u16(self, v: u16) -> Result<(), RowError> {
-        self.t.int(v.into())
+        self.t.serde_int(v.into())
     }
     fn serialize_u32(self, v: u32) -> Result<(), RowError> {
-        self.t.int(v.into())
+        self.t.serde_int(v.into())
     }
     fn serialize_u64(self, v: u64) -> Result<(), RowError> {
         let v = i64::try_from(v).map_err(|_| RowError(format!("{v} does not fit a 64-bit signed integer")))?;
-        self.t.int(v)
+        self.t.serde_int(v)
     }
     fn serialize_f32(self, v: f32) -> Result<(), RowError> {
         self.serialize_f64(v.into())

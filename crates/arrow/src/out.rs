@@ -4,14 +4,17 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, mpsc};
 use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::{ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::writer::SerializedFileWriter;
 
 /// A file format of `tcpscope export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,11 +93,15 @@ impl Out for Collect {
 }
 
 enum Writer {
-    Parquet(ArrowWriter<File>),
+    Split(Box<Split>),
     Arrow(arrow_ipc::writer::FileWriter<File>),
     Csv(arrow_csv::Writer<File>),
     Done,
 }
+
+/// Text columns whose values come from a handful: `dir` (`a2b`, `b2a`), `flags` (letters),
+/// `verdict`, `class` (`segments`), `kind` (`rtt`). Parquet keeps no statistics of them.
+const FEW_VALUES: [&str; 5] = ["dir", "flags", "verdict", "class", "kind"];
 
 /// A file being written; errors name it.
 pub struct FileOut {
@@ -138,8 +145,19 @@ impl FileOut {
                         _ => props = props.set_column_dictionary_enabled(col(), false),
                     }
                 }
+                // No page statistics for the text whose values come from a handful (directions,
+                // flag letters, verdicts, classes): their minimum and maximum prune nothing, and
+                // comparing every value with them cost the `segments` writer 11 % of its
+                // instructions (docs/performance.md#exports-and-python).
+                for f in schema.fields() {
+                    if f.data_type() == &arrow_schema::DataType::Utf8 && FEW_VALUES.contains(&f.name().as_str()) {
+                        let col = parquet::schema::types::ColumnPath::from(f.name().as_str());
+                        props = props.set_column_statistics_enabled(col, EnabledStatistics::None);
+                    }
+                }
                 let props = props.build();
-                Writer::Parquet(ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| err(&e))?)
+                let w = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| err(&e))?;
+                Writer::Split(Box::new(Split::new(w, schema).map_err(|e| err(&e))?))
             }
             Format::Arrow => Writer::Arrow(arrow_ipc::writer::FileWriter::try_new(file, schema).map_err(|e| err(&e))?),
             Format::Csv => Writer::Csv(arrow_csv::WriterBuilder::new().with_header(true).build(file)),
@@ -155,7 +173,7 @@ impl FileOut {
 impl Out for FileOut {
     fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
         let r = match &mut self.w {
-            Writer::Parquet(w) => w.write(batch).map_err(|e| e.to_string()),
+            Writer::Split(w) => w.write(batch),
             Writer::Arrow(w) => w.write(batch).map_err(|e| e.to_string()),
             Writer::Csv(w) => w.write(batch).map_err(|e| e.to_string()),
             Writer::Done => Err("written after its end".into()),
@@ -165,12 +183,108 @@ impl Out for FileOut {
 
     fn finish(&mut self) -> io::Result<()> {
         let r = match std::mem::replace(&mut self.w, Writer::Done) {
-            Writer::Parquet(w) => w.close().map(drop).map_err(|e| e.to_string()),
+            Writer::Split(w) => w.close(),
             Writer::Arrow(mut w) => w.finish().map_err(|e| e.to_string()),
             Writer::Csv(w) => w.into_inner().sync_all().map_err(|e| e.to_string()),
             Writer::Done => Ok(()),
         };
         r.map_err(|e| self.err(e))
+    }
+}
+
+/// A Parquet file whose columns are encoded on two threads: each batch's columns are taken one
+/// at a time, the costliest kinds first (text, then integers), by this thread and a helper
+/// until none is left (parquet's `ArrowColumnWriter` API: a column's writer is independent of
+/// the others'), and the row group is put together in column order when it is full. Encoding
+/// a `segments` file's pages is the longest thread of the export; shared out this way its two
+/// halves end within a column of each other (docs/performance.md#exports-and-python).
+struct Split {
+    file: SerializedFileWriter<File>,
+    factory: ArrowRowGroupWriterFactory,
+    schema: SchemaRef,
+    /// Rows per row group (the writer properties' maximum).
+    group_rows: usize,
+    /// Row groups written.
+    groups: usize,
+    /// The row group being encoded: its rows and its columns' writers (in column order; a
+    /// lock each, taken by whichever thread encodes that column of a batch).
+    group: Option<(usize, Vec<Mutex<ArrowColumnWriter>>)>,
+    /// The columns in the order they are taken: text first, then integers, then the rest.
+    order: Vec<usize>,
+}
+
+impl Split {
+    fn new(w: ArrowWriter<File>, schema: &SchemaRef) -> Result<Split, String> {
+        let (file, factory) = w.into_serialized_writer().map_err(|e| e.to_string())?;
+        let group_rows = file.properties().max_row_group_row_count().unwrap_or(usize::MAX).max(1);
+        let mut order: Vec<usize> = (0..schema.fields().len()).collect();
+        order.sort_by_key(|&i| match schema.field(i).data_type() {
+            arrow_schema::DataType::Utf8 => 0,
+            arrow_schema::DataType::Int64 => 1,
+            _ => 2,
+        });
+        Ok(Split { file, factory, schema: schema.clone(), group_rows, groups: 0, group: None, order })
+    }
+
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), String> {
+        let mut batch = batch.clone();
+        while batch.num_rows() > 0 {
+            let (rows, writers) = match &mut self.group {
+                Some(g) => g,
+                None => {
+                    let w = self.factory.create_column_writers(self.groups).map_err(|e| e.to_string())?;
+                    self.group.insert((0, w.into_iter().map(Mutex::new).collect()))
+                }
+            };
+            let n = batch.num_rows().min(self.group_rows - *rows);
+            let part = batch.slice(0, n);
+            batch = batch.slice(n, batch.num_rows() - n);
+            let next = AtomicUsize::new(0);
+            let (schema, order) = (&self.schema, &self.order);
+            // Takes the next column not yet taken and encodes it, until none is left.
+            let work = || -> Result<(), String> {
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let mut w = writers[i].lock().map_err(|_| "an encoding thread panicked".to_string())?;
+                    for leaf in compute_leaves(schema.field(i), part.column(i)).map_err(|e| e.to_string())? {
+                        w.write(&leaf).map_err(|e| e.to_string())?;
+                    }
+                }
+                Ok(())
+            };
+            std::thread::scope(|s| {
+                let helper = std::thread::Builder::new()
+                    .name("tcpscope-encode".into())
+                    .spawn_scoped(s, work)
+                    .map_err(|e| e.to_string())?;
+                let mine = work();
+                // A panic in the helper is a bug in tcpscope: let it surface as one.
+                let theirs = helper.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                mine.and(theirs)
+            })?;
+            *rows += n;
+            if *rows >= self.group_rows {
+                self.end_group()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts the row group together: its columns' chunks, in column order.
+    fn end_group(&mut self) -> Result<(), String> {
+        let Some((_, writers)) = self.group.take() else { return Ok(()) };
+        let mut rg = self.file.next_row_group().map_err(|e| e.to_string())?;
+        for w in writers {
+            let w = w.into_inner().map_err(|_| "an encoding thread panicked".to_string())?;
+            w.close().and_then(|c| c.append_to_row_group(&mut rg)).map_err(|e| e.to_string())?;
+        }
+        rg.close().map_err(|e| e.to_string())?;
+        self.groups += 1;
+        Ok(())
+    }
+
+    fn close(mut self: Box<Self>) -> Result<(), String> {
+        self.end_group()?;
+        self.file.close().map(drop).map_err(|e| e.to_string())
     }
 }
 
@@ -236,7 +350,8 @@ impl Drop for OnThread {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::Int64Array;
+    use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, StringArray};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use std::sync::Arc;
 
     /// Fails its `n`-th write.
@@ -275,5 +390,63 @@ mod tests {
         let mut out = OnThread::new(Failing(usize::MAX)).unwrap();
         out.write(&batch()).unwrap();
         out.finish().unwrap();
+    }
+
+    /// Each column's values as text, batches after batches.
+    fn values(batches: &[RecordBatch]) -> Vec<Vec<String>> {
+        let n = batches.first().map_or(0, |b| b.num_columns());
+        (0..n)
+            .map(|c| {
+                let mut v = Vec::new();
+                for b in batches {
+                    let a = b.column(c);
+                    for i in 0..a.len() {
+                        v.push(if a.is_null(i) {
+                            "null".into()
+                        } else if let Some(a) = a.as_any().downcast_ref::<Int64Array>() {
+                            a.value(i).to_string()
+                        } else if let Some(a) = a.as_any().downcast_ref::<Float64Array>() {
+                            a.value(i).to_string()
+                        } else {
+                            a.as_any().downcast_ref::<StringArray>().unwrap().value(i).to_string()
+                        });
+                    }
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// Columns encoded on two threads, row groups cut where the properties say (within a
+    /// batch too): the file reads back as the batches written, in order, column by column.
+    #[test]
+    fn columns_encoded_on_two_threads_read_back_in_order() {
+        let batch = |i: i64| {
+            RecordBatch::try_from_iter([
+                ("a", Arc::new(Int64Array::from(vec![i, i + 1])) as ArrayRef),
+                ("b", Arc::new(StringArray::from(vec![format!("x{i}"), "y".into()])) as _),
+                ("c", Arc::new(Float64Array::from(vec![Some(i as f64 / 2.0), None])) as _),
+                ("d", Arc::new(StringArray::from(vec!["z", "w"])) as _),
+                ("e", Arc::new(Int64Array::from(vec![-i, 7])) as _),
+            ])
+            .unwrap()
+        };
+        let batches: Vec<RecordBatch> = (0..5).map(|i| batch(i * 10)).collect();
+        let path = std::env::temp_dir().join(format!("tcpscope-arrow-split-{}.parquet", std::process::id()));
+        let props = WriterProperties::builder().set_max_row_group_row_count(Some(3)).build();
+        let schema = batches[0].schema();
+        let w = ArrowWriter::try_new(File::create(&path).unwrap(), schema.clone(), Some(props)).unwrap();
+        let mut out = Box::new(Split::new(w, &schema).unwrap());
+        for b in &batches {
+            out.write(b).unwrap();
+        }
+        out.close().unwrap();
+        let r = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
+        let groups: Vec<i64> = r.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
+        assert_eq!(r.schema(), &schema);
+        let back: Vec<RecordBatch> = r.build().unwrap().collect::<Result<_, _>>().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(groups, [3, 3, 3, 1]);
+        assert_eq!(values(&back), values(&batches));
     }
 }

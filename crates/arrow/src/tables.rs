@@ -13,7 +13,7 @@ use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::{FileSummary, Query, Trace};
 use tcpscope_core::screen::{MAX_EVIDENCE, OosEvent, Rules, ScreenSink};
 use tcpscope_core::stats::StatsSink;
-use tcpscope_core::table::{Field, Kind, Table};
+use tcpscope_core::table::{Columns, Field, Kind, Record, Table};
 
 use crate::columns::{Column, TableBuilder, columns, prefixed};
 use crate::out::Out;
@@ -122,13 +122,15 @@ struct Stream {
 }
 
 impl Stream {
-    /// Appends a row: its connection, its `file` column if the table has one, the record.
-    fn row<T: serde::Serialize>(&mut self, r: ConnRef<'_>, file: Option<&str>, row: &T) -> io::Result<()> {
-        self.table.append(&r, &[])?;
+    /// Appends a row: its connection, its `file` column if the table has one, the record
+    /// (typed appends: these are the per-packet tables).
+    #[inline]
+    fn row<R: Record>(&mut self, r: ConnRef<'_>, file: Option<&str>, row: &R) -> io::Result<()> {
+        self.table.put(&r);
         if let Some(file) = file {
-            self.table.append(file, &[])?;
+            self.table.text(file);
         }
-        self.table.append(row, &[])?;
+        self.table.put(row);
         self.table.end_row()?;
         if self.table.rows() >= BATCH_ROWS {
             write(&self.dest, &mut self.table)?;
@@ -336,8 +338,8 @@ pub fn export(
         if let (Some((t, d)), Some((screen, files))) = (&mut events, screen.0) {
             for (idx, s) in screen.finish().iter().enumerate() {
                 for (i, e) in s.events.iter().enumerate() {
-                    t.append(&ConnRef { input: &input, conn: idx + 1 }, &[])?;
-                    t.append(files.name(idx, i), &[])?;
+                    t.put(&ConnRef { input: &input, conn: idx + 1 });
+                    t.text(files.name(idx, i));
                     t.append(e, &[])?;
                     t.end_row()?;
                 }

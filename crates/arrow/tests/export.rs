@@ -202,3 +202,78 @@ fn columns_are_unique_and_documented() {
         }
     }
 }
+
+/// The typed appends of the per-packet rows (`record!`) fill the columns exactly as the
+/// serde walk of the same rows does: same values, same nulls, same schema.
+#[test]
+fn typed_rows_equal_their_serialized_form() {
+    use tcpscope_arrow::columns::{TableBuilder, columns};
+    use tcpscope_core::analysis::{At, Event, SegmentInfo, Sink};
+    use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow, Verdict};
+    use tcpscope_core::table::Table;
+
+    #[derive(Default)]
+    struct Rows(Verdict, Vec<SegmentRow<'static>>, Vec<RttRow>);
+    impl Sink for Rows {
+        fn event(&mut self, at: &At, ev: &Event) {
+            self.0.event(ev);
+            self.2.extend(RttRow::of(at, ev));
+        }
+        fn segment(&mut self, s: &SegmentInfo) {
+            let row = self.0.row(s, "a file");
+            self.1.push(row);
+        }
+        const CLASSIFY: bool = true;
+    }
+    let (rows, _, _) = Query::new(vec![data("loss-snd.pcap")]).run_one(Rows::default(), &|_, _| {}).unwrap();
+    assert!(rows.1.iter().any(|r| r.class.is_some() && r.rtt_ms.is_some() || r.ack.is_none()), "nulls and values");
+    assert!(!rows.2.is_empty());
+
+    fn both<R: tcpscope_core::table::Record + serde::Serialize>(fields: &[tcpscope_core::table::Field], rows: &[R]) {
+        let mut cols = columns(ConnRef::FIELDS);
+        cols.extend(columns(fields));
+        let (mut typed, mut serde) = (TableBuilder::new(cols.clone()), TableBuilder::new(cols));
+        for (i, r) in rows.iter().enumerate() {
+            let c = ConnRef { input: "in", conn: i % 3 + 1 };
+            typed.put(&c);
+            typed.put(r);
+            typed.end_row().unwrap();
+            serde.append(&c, &[]).unwrap();
+            serde.append(r, &[]).unwrap();
+            serde.end_row().unwrap();
+        }
+        let (typed, serde) = (typed.finish().unwrap(), serde.finish().unwrap());
+        assert_eq!(typed.num_rows(), rows.len());
+        assert_eq!(typed, serde);
+    }
+    both(SegmentRow::FIELDS, &rows.1);
+    both(RttRow::FIELDS, &rows.2);
+}
+
+/// A typed value of the wrong kind for its column, or one too many, is an error naming it.
+#[test]
+fn typed_appends_check_their_columns() {
+    use tcpscope_arrow::columns::{TableBuilder, columns};
+    use tcpscope_core::export::rows::{ConnRef, RttRow};
+    use tcpscope_core::table::{Columns, Table};
+
+    let rtt = RttRow { dir: "a2b", frame: 3, sent_frame: 1, ts_ns: 9, rtt_ms: 1.5, kind: "karn" };
+    // The columns of RttRow, given a ConnRef then an RttRow: an integer where text goes.
+    let mut t = TableBuilder::new(columns(RttRow::FIELDS));
+    t.put(&ConnRef { input: "x", conn: 1 });
+    t.put(&rtt);
+    let e = t.end_row().unwrap_err().to_string();
+    assert!(e.contains("column sent_frame: text"), "{e}");
+    let mut t = TableBuilder::new(columns(ConnRef::FIELDS));
+    t.put(&ConnRef { input: "x", conn: 1 });
+    t.int(5);
+    assert!(t.end_row().unwrap_err().to_string().contains("more values than the 2 columns"));
+    let mut t = TableBuilder::new(columns(ConnRef::FIELDS));
+    t.text("x");
+    t.uint(u64::MAX);
+    assert!(t.end_row().unwrap_err().to_string().contains("does not fit"));
+    let mut t = TableBuilder::new(columns(RttRow::FIELDS));
+    t.put(&rtt);
+    t.end_row().unwrap();
+    assert_eq!(t.finish().unwrap().num_rows(), 1);
+}

@@ -129,6 +129,17 @@ impl serde::Serialize for FlagLetters {
     }
 }
 
+impl crate::table::KindOf for FlagLetters {
+    const KIND: crate::table::Kind = crate::table::Kind::Text;
+}
+
+impl crate::table::Put for FlagLetters {
+    #[inline]
+    fn put<C: crate::table::Columns + ?Sized>(&self, c: &mut C) {
+        c.text(self.as_str())
+    }
+}
+
 /// Each flag's letter, in the order they are written (`print`, and the viewer's packet rows).
 pub const FLAG_LETTERS: [(u16, char); 9] = [
     (Flags::SYN, 'S'),

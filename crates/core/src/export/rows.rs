@@ -7,101 +7,56 @@
 use serde::Serialize;
 
 use crate::event::{Event, RttKind, SegmentInfo};
-use crate::table::{Field, Kind, Table};
-use Field as F;
+use crate::export::packet::FlagLetters;
+use crate::table::record;
 
-/// Which connection a row is about: its trace and its index there ([`crate::conn::ConnId`]),
-/// the columns every exported table but `connections` (which has them already) begins with.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct ConnRef<'a> {
-    /// The trace: the input as given, or the inputs joined by ` + ` with `--merge`.
-    pub input: &'a str,
-    /// 1-based index among the connections of `input`.
-    pub conn: usize,
+record! {
+    /// Which connection a row is about: its trace and its index there ([`crate::conn::ConnId`]),
+    /// the columns every exported table but `connections` (which has them already) begins with.
+    #[derive(Clone, Copy, Debug, Serialize)]
+    pub struct ConnRef<'a> = "conn_ref" {
+        /// The trace: the input as given, or the inputs joined by ` + ` with `--merge`.
+        pub input: &'a str, "", "the trace, as `input` in `stats --json`";
+        /// 1-based index among the connections of `input`.
+        pub conn: usize, "", "1-based index among the connections of `input`, as `conn` in `stats --json`";
+    }
 }
 
-impl Table for ConnRef<'_> {
-    const NAME: &'static str = "conn_ref";
-    const FIELDS: &'static [Field] = &[
-        F::new("input", Kind::Text, "", "the trace, as `input` in `stats --json`"),
-        F::new("conn", Kind::Int, "", "1-based index among the connections of `input`, as `conn` in `stats --json`"),
-    ];
-}
-
-/// One TCP segment as the analysis judged it (`segments`).
-#[derive(Clone, Debug, Serialize)]
-pub struct SegmentRow<'a> {
-    /// The capture file holding it.
-    pub file: &'a str,
-    /// 1-based frame number in that file.
-    pub frame: u64,
-    /// Capture time, ns since the epoch.
-    pub ts_ns: u64,
-    /// `a2b` or `b2a`.
-    pub dir: &'static str,
-    /// Flag letters as `print` writes them.
-    pub flags: crate::export::packet::FlagLetters,
-    /// Relative sequence number of its first sequence byte (the SYN's is -1).
-    pub seq: i64,
-    /// Payload length.
-    pub len: u32,
-    /// Relative acknowledgment number in the peer's sequence space, when ACK is set.
-    pub ack: Option<i64>,
-    /// Advertised window, scaled when the scale is known.
-    pub win_bytes: u64,
-    /// Bytes in flight in its direction after it.
-    pub in_flight_bytes: Option<u64>,
-    /// SACK blocks carried.
-    pub sack_blocks: u8,
-    /// What the analysis made of it (see [`Verdict`]).
-    pub verdict: &'static str,
-    /// Why it was out of sequence (an [`crate::event::OosClass`] name).
-    pub class: Option<&'static str>,
-    /// Karn RTT sample this packet's ACK gave the peer's data.
-    pub rtt_ms: Option<f64>,
-    /// Timestamp-echo RTT sample this packet gave.
-    pub rtt_ts_ms: Option<f64>,
-}
-
-impl Table for SegmentRow<'_> {
-    const NAME: &'static str = "segments";
-    const FIELDS: &'static [Field] = &[
-        F::new("file", Kind::Text, "", "the capture file holding the packet"),
-        F::new("frame", Kind::Int, "", "1-based frame number within that file (tshark's `frame.number`)"),
-        F::new("ts_ns", Kind::Int, "ns since the epoch", "capture time"),
-        F::new("dir", Kind::Text, "", "`a2b` or `b2a`"),
-        F::new("flags", Kind::Text, "", "flag letters, as `print` writes them"),
-        F::new("seq", Kind::Int, "", "relative sequence number of its first sequence byte (a SYN's is -1)"),
-        F::new("len", Kind::Int, "bytes", "payload length from the IP header"),
-        F::nullable(
-            "ack",
-            Kind::Int,
-            "",
-            "relative acknowledgment number (the peer's sequence space); null when the ACK flag is off",
-        ),
-        F::new("win_bytes", Kind::Int, "bytes", "advertised window, scaled when the scale is known"),
-        F::nullable(
-            "in_flight_bytes",
-            Kind::Int,
-            "bytes",
-            "bytes in flight in its direction after it (SACK-aware); null before the peer acknowledged anything, and on segments without data",
-        ),
-        F::new("sack_blocks", Kind::Int, "", "SACK blocks carried"),
-        F::new(
-            "verdict",
-            Kind::Text,
-            "",
-            "`new` (sequence bytes not seen before), `retransmission`, `out_of_order` (a hole fill), `probe` (zero-window probe), `keep_alive`, `no_data` (no sequence byte: a pure ACK, a bare RST)",
-        ),
-        F::nullable(
-            "class",
-            Kind::Text,
-            "",
-            "why a retransmission, hole fill or probe was sent (`rto`, `fast_retransmit`, … as `screen`'s events; [screening.md](screening.md))",
-        ),
-        F::nullable("rtt_ms", Kind::Float, "ms", "RTT sample (Karn's rule) this ACK gave the peer's data"),
-        F::nullable("rtt_ts_ms", Kind::Float, "ms", "RTT sample from a timestamp echo this packet gave"),
-    ];
+record! {
+    /// One TCP segment as the analysis judged it (`segments`).
+    #[derive(Clone, Debug, Serialize)]
+    pub struct SegmentRow<'a> = "segments" {
+        /// The capture file holding it.
+        pub file: &'a str, "", "the capture file holding the packet";
+        /// 1-based frame number in that file.
+        pub frame: u64, "", "1-based frame number within that file (tshark's `frame.number`)";
+        /// Capture time, ns since the epoch.
+        pub ts_ns: u64, "ns since the epoch", "capture time";
+        /// `a2b` or `b2a`.
+        pub dir: &'static str, "", "`a2b` or `b2a`";
+        /// Flag letters as `print` writes them.
+        pub flags: FlagLetters, "", "flag letters, as `print` writes them";
+        /// Relative sequence number of its first sequence byte (the SYN's is -1).
+        pub seq: i64, "", "relative sequence number of its first sequence byte (a SYN's is -1)";
+        /// Payload length.
+        pub len: u32, "bytes", "payload length from the IP header";
+        /// Relative acknowledgment number in the peer's sequence space, when ACK is set.
+        pub ack: Option<i64>, "", "relative acknowledgment number (the peer's sequence space); null when the ACK flag is off";
+        /// Advertised window, scaled when the scale is known.
+        pub win_bytes: u64, "bytes", "advertised window, scaled when the scale is known";
+        /// Bytes in flight in its direction after it.
+        pub in_flight_bytes: Option<u64>, "bytes", "bytes in flight in its direction after it (SACK-aware); null before the peer acknowledged anything, and on segments without data";
+        /// SACK blocks carried.
+        pub sack_blocks: u8, "", "SACK blocks carried";
+        /// What the analysis made of it (see [`Verdict`]).
+        pub verdict: &'static str, "", "`new` (sequence bytes not seen before), `retransmission`, `out_of_order` (a hole fill), `probe` (zero-window probe), `keep_alive`, `no_data` (no sequence byte: a pure ACK, a bare RST)";
+        /// Why it was out of sequence (an [`crate::event::OosClass`] name).
+        pub class: Option<&'static str>, "", "why a retransmission, hole fill or probe was sent (`rto`, `fast_retransmit`, … as `screen`'s events; [screening.md](screening.md))";
+        /// Karn RTT sample this packet's ACK gave the peer's data.
+        pub rtt_ms: Option<f64>, "ms", "RTT sample (Karn's rule) this ACK gave the peer's data";
+        /// Timestamp-echo RTT sample this packet gave.
+        pub rtt_ts_ms: Option<f64>, "ms", "RTT sample from a timestamp echo this packet gave";
+    }
 }
 
 /// What the analysis made of one segment, from the events raised before it.
@@ -164,21 +119,23 @@ impl Verdict {
     }
 }
 
-/// One RTT sample (`rtt`).
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct RttRow {
-    /// Direction of the data measured.
-    pub dir: &'static str,
-    /// Frame of the acknowledging packet.
-    pub frame: u64,
-    /// Frame of the segment (or TSval) measured from.
-    pub sent_frame: u64,
-    /// Time of the acknowledging packet.
-    pub ts_ns: u64,
-    /// The sample.
-    pub rtt_ms: f64,
-    /// `karn` or `timestamp`.
-    pub kind: &'static str,
+record! {
+    /// One RTT sample (`rtt`).
+    #[derive(Clone, Copy, Debug, Serialize)]
+    pub struct RttRow = "rtt" {
+        /// Direction of the data measured.
+        pub dir: &'static str, "", "direction of the data measured";
+        /// Frame of the acknowledging packet.
+        pub frame: u64, "", "frame of the acknowledging packet (in its file)";
+        /// Frame of the segment (or TSval) measured from.
+        pub sent_frame: u64, "", "frame of the segment, or of the TSval, measured from";
+        /// Time of the acknowledging packet.
+        pub ts_ns: u64, "ns since the epoch", "time of the acknowledging packet";
+        /// The sample.
+        pub rtt_ms: f64, "ms", "the sample";
+        /// `karn` or `timestamp`.
+        pub kind: &'static str, "", "`karn` (a segment and the ACK ending on it, Karn's rule) or `timestamp` (a TSval and its first echo)";
+    }
 }
 
 impl RttRow {
@@ -199,28 +156,11 @@ impl RttRow {
     }
 }
 
-impl Table for RttRow {
-    const NAME: &'static str = "rtt";
-    const FIELDS: &'static [Field] = &[
-        F::new("dir", Kind::Text, "", "direction of the data measured"),
-        F::new("frame", Kind::Int, "", "frame of the acknowledging packet (in its file)"),
-        F::new("sent_frame", Kind::Int, "", "frame of the segment, or of the TSval, measured from"),
-        F::new("ts_ns", Kind::Int, "ns since the epoch", "time of the acknowledging packet"),
-        F::new("rtt_ms", Kind::Float, "ms", "the sample"),
-        F::new(
-            "kind",
-            Kind::Text,
-            "",
-            "`karn` (a segment and the ACK ending on it, Karn's rule) or `timestamp` (a TSval and its first echo)",
-        ),
-    ];
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::{At, Sink};
-    use crate::table::names;
+    use crate::table::{Table, names};
 
     fn keys<T: Serialize>(v: &T) -> Vec<String> {
         serde_json::to_value(v).unwrap().as_object().unwrap().keys().cloned().collect()
