@@ -542,6 +542,8 @@ pub(super) fn run(paths: &[PathBuf], settings: &Settings, judge: &mut Judge) -> 
                 inputs.iter().enumerate().filter_map(|(i, x)| x.head.map(|h| (h.sight.t, i))).min().map(|(_, i)| i);
             let Some(p) = next else { break };
             let Some(o) = inputs[p].head else { break };
+            // The one place lifelines leave the window: each connection direction's
+            // lifelines are handed over here, in the order made, before any verdict.
             m.expire(o.sight.t, &mut |g| judge.take(g, &points, &ended_at));
             m.push(p, &o);
             inputs[p].advance(&mut points[p]);
