@@ -116,13 +116,15 @@ pub fn correlate(args: &CorrelateArgs) -> io::Result<ExitCode> {
             .ok_or_else(|| io::Error::other(format!("--offset {n}=…: there are {} captures", args.traces.len())))?;
         *slot = Some((ms * 1e6).round() as i64);
     }
-    let settings = Settings { window_ns: (args.window * 1e9) as i64, offsets_ns };
+    // Only the per-packet outputs keep every packet (docs/correlate.md, "Memory").
+    let keep_packets = args.packets || args.plot.is_some();
+    let settings = Settings { window_ns: (args.window * 1e9) as i64, offsets_ns, keep_packets };
     let c = match correlate::correlate(&args.traces, &settings) {
         Ok(c) => c,
         Err(Error::File(e)) => return Err(input_error(e.to_string())),
         Err(e) => return Err(io::Error::other(e.to_string())),
     };
-    if c.lives.is_empty() {
+    if c.lifelines == 0 {
         return Err(input_error("no TCP packets in these captures"));
     }
     if let Some(file) = &args.plot {

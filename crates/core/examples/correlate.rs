@@ -35,7 +35,7 @@ fn main() {
         let s = t.elapsed().as_secs_f64();
         best = best.min(s);
         let n: u64 = c.points.iter().map(|p| p.packets).sum();
-        eprintln!("{n} packets, {} lifelines: {s:.3} s ({:.2} M packets/s)", c.lives.len(), n as f64 / s / 1e6);
+        eprintln!("{n} packets, {} lifelines: {s:.3} s ({:.2} M packets/s)", c.lifelines, n as f64 / s / 1e6);
         last = Some(c);
     }
     eprintln!("best {best:.3} s");

@@ -199,7 +199,6 @@ impl Proof {
 
     /// The proof a correlation gives about its first capture.
     pub fn from_correlation(c: &Correlation) -> Proof {
-        let n = c.points.len();
         let dir_idx = |conn: usize, dir: &str| (conn - 1) * 2 + usize::from(dir == "b2a");
         // Where the earlier transmissions were lost: (conn, dir, relative seq) → (time, from, to).
         let mut lost: HashMap<(usize, usize, u64), Vec<LostAt>> = HashMap::new();
@@ -216,47 +215,32 @@ impl Proof {
                 _ => {}
             }
         }
-        // The retransmission verdicts, by (point, frame) where correlate judged them.
-        let mut judged: HashMap<(usize, u64), usize> = HashMap::new();
-        for (i, e) in c.events.iter().enumerate() {
-            if matches!(e.kind, "spurious_retransmission" | "necessary_retransmission") {
-                judged.insert((e.point - 1, e.frame), i);
-            }
-        }
+        // The retransmission verdicts, by the frame of the same packet at point 1.
         let mut resends = HashMap::new();
-        if !judged.is_empty() {
-            for k in 0..c.lives.len() {
-                let here = c.sight(k, 0);
-                if !here.seen() {
-                    continue;
-                }
-                let Some(&i) = (0..n).find_map(|p| {
-                    let s = c.sight(k, p);
-                    if s.seen() { judged.get(&(p, s.frame)) } else { None }
-                }) else {
-                    continue;
-                };
-                let e = &c.events[i];
-                let cd = dir_idx(e.conn, e.dir);
-                let path = &c.paths[cd];
-                let (first, last) = (path[0], path[path.len() - 1]);
-                let spurious = e.kind == "spurious_retransmission";
-                let detail = if spurious {
-                    format!("an earlier transmission of its bytes had reached capture {}", last + 1)
-                } else {
-                    let at = lost
-                        .get(&(e.conn, cd, e.seq))
-                        .and_then(|v| v.iter().filter(|l| l.0 < e.time_s).max_by(|a, b| a.0.total_cmp(&b.0)));
-                    match at {
-                        Some(&(_, from, to)) => format!(
-                            "its bytes had not reached capture {}: the earlier transmission was lost between captures {from} and {to}",
-                            last + 1
-                        ),
-                        None => format!("its bytes had not all reached capture {}", last + 1),
-                    }
-                };
-                resends.insert(here.frame, Resend { spurious, source: source(&[0, first, last]), detail });
+        for e in &c.events {
+            if !matches!(e.kind, "spurious_retransmission" | "necessary_retransmission") {
+                continue;
             }
+            let Some(frame) = e.frame_at_1 else { continue };
+            let cd = dir_idx(e.conn, e.dir);
+            let path = &c.paths[cd];
+            let (first, last) = (path[0], path[path.len() - 1]);
+            let spurious = e.kind == "spurious_retransmission";
+            let detail = if spurious {
+                format!("an earlier transmission of its bytes had reached capture {}", last + 1)
+            } else {
+                let at = lost
+                    .get(&(e.conn, cd, e.seq))
+                    .and_then(|v| v.iter().filter(|l| l.0 < e.time_s).max_by(|a, b| a.0.total_cmp(&b.0)));
+                match at {
+                    Some(&(_, from, to)) => format!(
+                        "its bytes had not reached capture {}: the earlier transmission was lost between captures {from} and {to}",
+                        last + 1
+                    ),
+                    None => format!("its bytes had not all reached capture {}", last + 1),
+                }
+            };
+            resends.insert(frame, Resend { spurious, source: source(&[0, first, last]), detail });
         }
         let mut conns = HashMap::new();
         for (i, conn) in c.conns.iter().enumerate() {

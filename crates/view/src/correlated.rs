@@ -47,7 +47,9 @@ impl Correlated {
     /// to its correlated connection: the one with the same endpoints at that trace's point.
     /// Connections reusing a 4-tuple are tied in order of appearance, which both sides keep.
     pub fn new(t: &Traces, settings: &Settings) -> Result<Correlated, String> {
-        let c = correlate::correlate(&t.paths, settings).map_err(|e| e.to_string())?;
+        // The figures draw every packet: the correlation keeps them.
+        let settings = Settings { keep_packets: true, ..settings.clone() };
+        let c = correlate::correlate(&t.paths, &settings).map_err(|e| e.to_string())?;
         // (point, a, b) → the correlated connections seen there with those endpoints, in order.
         let mut at: HashMap<(usize, Endpoint, Endpoint), Vec<Link>> = HashMap::new();
         for (k, conn) in c.conns.iter().enumerate() {

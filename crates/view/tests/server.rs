@@ -667,7 +667,7 @@ fn correlated_traces_answer_lifelines_and_one_way_delays() {
     let points = json(s.addr, "/api/correlate");
     assert_eq!(points["points"].as_array().unwrap().len(), 2);
 
-    let c = correlate(&[snd, rcv], &CorrSettings::default()).unwrap();
+    let c = correlate(&[snd, rcv], &CorrSettings { keep_packets: true, ..CorrSettings::default() }).unwrap();
     let rows: Vec<_> = c.packet_rows().collect();
     // Connection 2 is the receiver's capture (point 2) of the one connection; its b→a is the
     // ACKs, which leave point 2 first.

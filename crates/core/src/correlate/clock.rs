@@ -2,8 +2,6 @@
 //! both ways) and skew (Moon's lower envelope), with their uncertainties (module doc of
 //! `correlate`).
 
-use super::stream::{Raw, Settings};
-
 /// Where a capture's clock correction comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClockSource {
@@ -251,6 +249,27 @@ impl Envelope {
         self.hull = lower_hull(&all);
     }
 
+    /// Takes in another envelope's samples: its hull's vertices (the hull of the union is
+    /// the hull of the parts' hulls), its count and time sum, and its time slices' smallest
+    /// delays (each the smallest of its slice, so the floor is that of all the samples).
+    pub fn absorb(&mut self, o: &mut Envelope) {
+        if o.is_empty() {
+            return;
+        }
+        o.fold_in();
+        for &(t, d) in &o.hull {
+            self.buf.push((t, d));
+        }
+        for &(d, t) in o.slices.min.iter().flatten() {
+            self.slices.push(t, d);
+        }
+        self.n += o.n;
+        self.sum_t += o.sum_t;
+        if self.buf.len() >= self.fold {
+            self.fold_in();
+        }
+    }
+
     /// Whether none.
     pub fn is_empty(&self) -> bool {
         self.n == 0
@@ -326,48 +345,13 @@ pub fn estimate_envelopes(fwd: &mut Envelope, rev: &mut Envelope) -> Option<Cloc
     })
 }
 
-/// The samples between points i and j: per connection, the direction i is upstream of j in is
-/// found from the data (module doc, "Path order"); connections seen one way only take the
-/// others' majority.
-fn samples(raw: &Raw, i: usize, j: usize) -> (Envelope, Envelope) {
-    let n = raw.points.len();
-    // Per connection: min(t_j − t_i) of a→b, min(t_i − t_j) of b→a.
-    let mut mins = vec![[i64::MAX; 2]; raw.conns.len()];
-    for (k, l) in raw.lives.iter().enumerate() {
-        let (si, sj) = (&raw.sights[k * n + i], &raw.sights[k * n + j]);
-        if si.seen() && sj.seen() {
-            let d = if l.dir == 0 { sj.t - si.t } else { si.t - sj.t };
-            let m = &mut mins[l.conn as usize][l.dir as usize];
-            *m = (*m).min(d);
-        }
-    }
-    let known: Vec<Option<bool>> =
-        mins.iter().map(|m| (m[0] != i64::MAX && m[1] != i64::MAX).then(|| m[0] as i128 + m[1] as i128 > 0)).collect();
-    let up = known.iter().flatten().filter(|&&x| x).count();
-    let down = known.iter().flatten().filter(|&&x| !x).count();
-    let majority = up >= down;
-    let (mut fwd, mut rev) = (Envelope::default(), Envelope::default());
-    for (k, l) in raw.lives.iter().enumerate() {
-        let (si, sj) = (&raw.sights[k * n + i], &raw.sights[k * n + j]);
-        if !(si.seen() && sj.seen()) {
-            continue;
-        }
-        let i_up_a2b = known[l.conn as usize].unwrap_or(majority);
-        if (l.dir == 0) == i_up_a2b {
-            fwd.push(si.t, sj.t - si.t);
-        } else {
-            rev.push(si.t, si.t - sj.t);
-        }
-    }
-    (fwd, rev)
-}
-
 /// Every capture's clock against the first one's.
-pub(super) fn estimate(raw: &Raw, _settings: &Settings) -> Vec<Clock> {
-    let n = raw.points.len();
+/// `given`: per capture, an offset the user gave; `envs[i * n + j]`: the samples between
+/// points i and j (fwd i → j, rev j → i; see `verdict::PairEnv`).
+pub(super) fn estimate(n: usize, given: &[Option<i64>], envs: &mut [(Envelope, Envelope)]) -> Vec<Clock> {
     let mut clocks: Vec<Option<Clock>> = vec![None; n];
     clocks[0] = Some(Clock::reference());
-    for (p, g) in raw.given.iter().enumerate().skip(1) {
+    for (p, g) in given.iter().enumerate().skip(1) {
         if let Some(g) = g {
             clocks[p] = Some(Clock { source: ClockSource::Given, given_ns: *g, ..Clock::reference() });
         }
@@ -381,8 +365,11 @@ pub(super) fn estimate(raw: &Raw, _settings: &Settings) -> Vec<Clock> {
             }
             for i in 0..n {
                 let Some(ci) = clocks[i] else { continue };
-                let (mut fwd, mut rev) = samples(raw, i, j);
-                if let Some(mut c) = estimate_envelopes(&mut fwd, &mut rev) {
+                if i == j {
+                    continue;
+                }
+                let (fwd, rev) = &mut envs[i * n + j];
+                if let Some(mut c) = estimate_envelopes(fwd, rev) {
                     // j − ref = (j − i) + (i − ref), both linear in time.
                     c.offset_ns += ci.at(c.t_ref);
                     if ci.skew_applied {

@@ -18,14 +18,21 @@
 //!   [`Settings::window_ns`] of input time (default 2 s); past it, it can no longer be matched,
 //!   and a later sighting of the same packet starts a lifeline of its own (seen at one point
 //!   only). The captures' clocks must therefore differ by less than the window (give
-//!   `--offset` otherwise). Memory: the window's key table, and every packet's facts and
-//!   sightings, which the verdicts, `--packets` and the plots read after the pass. The clock
-//!   fit keeps no samples: per pair of points and direction, the lower convex hull of the
-//!   delays and at most 4096 more (`clock::Envelope`).
+//!   `--offset` otherwise). A lifeline is judged as it leaves the window, with what is known
+//!   then (`verdict::Judge`), and forgotten unless [`Settings::keep_packets`] asks for every
+//!   packet (`--packets`, the plots): the memory is the window's lifelines and keys, per
+//!   connection its counts, its path evidence, the lifelines waiting for their turn in arrival
+//!   or departure order (a window or two), its byte ranges and its delays' summary (two
+//!   convex hulls and a sketch), per pair of points the clock fit (per direction, the lower
+//!   convex hull of the delays and at most 4096 more: `clock::Envelope`), and the events —
+//!   not the captures' length (docs/correlate.md, "Memory").
 //! - **Path order**: for each connection and direction, the order in which its packets pass
 //!   the points (upstream first), found from the data: point i is upstream of j for a→b when
 //!   `min(t_j − t_i)` over a→b packets plus `min(t_i − t_j)` over b→a packets is positive (the
-//!   sum is the smallest round trip between the points, whatever the clocks' offset).
+//!   sum is the smallest round trip between the points, whatever the clocks' offset); with
+//!   packets of one direction only at both, by the majority of their times. Gathered as the
+//!   sightings are matched (`stream::Evidence`): a packet is judged on what its connection's
+//!   packets up to a window after it say.
 //! - **Clock offset** of capture j against the first capture (Paxson, "On calibrating
 //!   measurements of packet transit times", 1998): with `f` = the one-way delays i → j as the
 //!   clocks read them and `r` = those j → i, the offset is `(min f − min r) / 2` — exact when
@@ -41,7 +48,10 @@
 //!   `--offset` replaces the estimate for a capture.
 //! - **One-way delay** of a packet: its time at the last point of its path minus its time at
 //!   the first, both on the first capture's clock; its **queueing part** is that minus the
-//!   smallest one-way delay of its connection and direction.
+//!   smallest one-way delay of its connection and direction. A direction's smallest and
+//!   largest are exact (hull vertices); its median comes from a sketch, within 2⁻¹⁰ of its
+//!   distance from the direction's first delay, plus, with a skew applied, the skews'
+//!   difference times a sixteenth of the capture's span (`verdict::Delays`).
 //! - **Lost between P and Q**: seen at P, at no point downstream of it, and Q (the next point
 //!   downstream) was capturing when it should have arrived. **Capture loss at P**: not seen at
 //!   P but seen both upstream and downstream of it, or not seen at P (the first point) but seen
@@ -182,9 +192,12 @@ pub struct Correlation {
     pub clocks: Vec<Clock>,
     /// Connections.
     pub conns: Vec<Conn>,
-    /// Every packet: its facts, and its sightings (`sights[i * points + p]`).
+    /// How many lifelines (packets across the points) the pass judged.
+    pub lifelines: u64,
+    /// With [`Settings::keep_packets`], every packet: its facts, and its sightings
+    /// (`sights[i * points + p]`), in the order first seen; empty otherwise.
     pub lives: Vec<Life>,
-    /// Sightings, `points` per lifeline.
+    /// Sightings, `points` per kept lifeline.
     pub sights: Vec<Sight>,
     /// Per connection and direction (`conn * 2 + dir`), the results.
     pub dirs: Vec<CorrDir>,
@@ -198,7 +211,7 @@ pub struct Correlation {
     pub paths: Vec<Vec<usize>>,
     /// The first packet's time over all captures (ns, first capture's clock).
     pub t0: i64,
-    /// Per lifeline, what became of it.
+    /// Per kept lifeline, what became of it.
     pub fates: Vec<Fate>,
     /// Per connection and direction, the sequence number relative ones count from.
     pub bases: Vec<u32>,
@@ -218,7 +231,7 @@ impl Correlation {
         self.clocks[p].to_ref(t)
     }
 
-    /// One row per packet, in the order first seen.
+    /// One row per kept packet ([`Settings::keep_packets`]), in the order first seen.
     pub fn packet_rows(&self) -> impl Iterator<Item = CorrPacket> + '_ {
         let n = self.points.len();
         self.lives.iter().enumerate().map(move |(k, l)| {
@@ -285,7 +298,7 @@ pub fn correlate(paths: &[PathBuf], settings: &Settings) -> Result<Correlation, 
     if paths.len() > 32 {
         return Err(Error::Usage("correlate takes at most 32 captures".into()));
     }
-    let raw = stream::run(paths, settings)?;
-    let clocks = clock::estimate(&raw, settings);
-    Ok(verdict::judge(raw, clocks))
+    let mut judge = verdict::Judge::new(paths.len(), settings);
+    let raw = stream::run(paths, settings, &mut judge)?;
+    Ok(judge.finish(raw))
 }

@@ -322,6 +322,10 @@ pub struct CorrEvent {
     pub to: Option<usize>,
     /// Frame number at `point` (or at the first point that saw it).
     pub frame: u64,
+    /// Frame number of the same packet at point 1, if seen there (not written: what
+    /// `screen --with` ties a verdict to).
+    #[serde(skip)]
+    pub frame_at_1: Option<u64>,
     /// Sequence number relative to the first of its direction.
     pub seq: u64,
     /// Payload length.

@@ -1,12 +1,15 @@
 //! The one streaming pass: the captures merged in time order, each packet matched to its
-//! sightings at the other points within the window (module doc of `correlate`).
+//! sightings at the other points within the window (module doc of `correlate`). A lifeline
+//! that leaves the window is handed to the verdicts ([`super::verdict::Judge`]) and forgotten
+//! here: the matcher holds the lifelines of one window, whatever the captures' length.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
 
 use rustc_hash::FxHasher;
 
+use super::verdict::Judge;
 use super::{Conn, Error, Life, Point, Sight};
 use crate::capture::{CaptureReader, FileError};
 use crate::conn::Endpoint;
@@ -22,11 +25,15 @@ pub struct Settings {
     /// Per capture, a given clock offset (ns, its clock minus the first capture's) that
     /// replaces the estimate; index 0 is ignored (the first capture is the reference).
     pub offsets_ns: Vec<Option<i64>>,
+    /// Keep every packet's facts and sightings for after the pass ([`super::Correlation::lives`]:
+    /// `--packets`, the plots, the viewer). Off, the memory is bounded by the window and the
+    /// number of connections, not by the captures' length (module doc, "Memory").
+    pub keep_packets: bool,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { window_ns: 2_000_000_000, offsets_ns: Vec::new() }
+        Settings { window_ns: 2_000_000_000, offsets_ns: Vec::new(), keep_packets: false }
     }
 }
 
@@ -50,14 +57,103 @@ pub(super) struct Obs {
     pub sight: Sight,
 }
 
-/// The pass's result before the clocks and verdicts.
+/// The pass's result: the captures, the connections, and the verdicts' state to finish.
 pub(super) struct Raw {
     pub points: Vec<Point>,
     pub conns: Vec<Conn>,
-    pub lives: Vec<Life>,
-    pub sights: Vec<Sight>,
+    /// Per connection as made (before joins): its final index and whether its directions are
+    /// the final connection's the other way round.
+    pub made: Vec<(u32, bool)>,
+    /// Per final connection, its evidence of the path order.
+    pub evidence: Vec<Evidence>,
     pub given: Vec<Option<i64>>,
 }
+
+/// What a connection's packets say about the order of the points (module doc, "Path order"),
+/// gathered as sightings are matched, on the captures' own clocks: the order needs no clock.
+#[derive(Clone, Debug)]
+pub(super) struct Evidence {
+    n: usize,
+    /// `min[d][i][j]`: the smallest `t_j − t_i` over the packets of direction d seen at both.
+    min: Vec<i64>,
+    /// `before[i][j]`: packets a→b seen at i before j, and b→a seen at j before i.
+    before: Vec<u32>,
+    /// The points that saw any of its packets, bit p for point p.
+    pub on: u32,
+}
+
+impl Evidence {
+    fn new(n: usize) -> Evidence {
+        Evidence { n, min: vec![i64::MAX; 2 * n * n], before: vec![0; n * n], on: 0 }
+    }
+
+    /// The smallest `t_j − t_i` of direction `d` (raw clocks), if any packet was seen at both.
+    pub fn min(&self, d: u8, i: usize, j: usize) -> Option<i64> {
+        let v = self.min[(d as usize * self.n + i) * self.n + j];
+        (v != i64::MAX).then_some(v)
+    }
+
+    /// A packet of direction `d` seen at `i` (time `ti`) and `j` (time `tj`).
+    fn pair(&mut self, d: u8, i: usize, ti: i64, j: usize, tj: i64) {
+        let n = self.n;
+        let m = &mut self.min[(d as usize * n + i) * n + j];
+        *m = (*m).min(tj - ti);
+        let m = &mut self.min[(d as usize * n + j) * n + i];
+        *m = (*m).min(ti - tj);
+        if ti != tj {
+            let (a, b) = if (ti < tj) == (d == 0) { (i, j) } else { (j, i) };
+            self.before[a * n + b] += 1;
+        }
+    }
+
+    /// Another connection's evidence (`flip`: its directions are this one's the other way).
+    fn absorb(&mut self, o: &Evidence, flip: bool) {
+        let n = self.n;
+        for d in 0..2 {
+            let od = if flip { 1 - d } else { d };
+            for k in 0..n * n {
+                let x = &mut self.min[d * n * n + k];
+                *x = (*x).min(o.min[od * n * n + k]);
+            }
+        }
+        for i in 0..n {
+            for j in 0..n {
+                self.before[i * n + j] += if flip { o.before[j * n + i] } else { o.before[i * n + j] };
+            }
+        }
+        self.on |= o.on;
+    }
+
+    /// Whether `i` is upstream of `j` for a→b: by the smallest round trip between them when
+    /// packets were seen at both both ways (whatever the clocks' offset), else by the majority
+    /// of the packets' times. `None` when nothing says.
+    pub fn upstream(&self, i: usize, j: usize) -> Option<bool> {
+        if let (Some(f), Some(r)) = (self.min(0, i, j), self.min(1, j, i)) {
+            return Some(i128::from(f) + i128::from(r) > 0);
+        }
+        let (a, b) = (self.before[i * self.n + j], self.before[j * self.n + i]);
+        (a != b).then_some(a > b)
+    }
+
+    /// The points a→b passes, upstream first (b→a: the reverse); points that saw none of the
+    /// connection's packets are not on it. Written into `out`, its length returned.
+    pub fn path(&self, out: &mut [usize; MAX_POINTS]) -> usize {
+        let n = self.n;
+        let mut k = 0;
+        for p in 0..n {
+            if self.on & (1 << p) != 0 {
+                out[k] = p;
+                k += 1;
+            }
+        }
+        let wins = |i: usize| (0..n).filter(|&j| j != i && self.upstream(i, j) == Some(true)).count();
+        out[..k].sort_by_key(|&p| (std::cmp::Reverse(wins(p)), p));
+        k
+    }
+}
+
+/// `correlate` takes at most 32 captures (one bit each in the matcher).
+pub(super) const MAX_POINTS: usize = 32;
 
 /// Connections, joined when a packet shows two of them are one (union-find with the parity of
 /// their directions: a NAT, or two points that first saw the connection from different packets).
@@ -68,14 +164,17 @@ struct Conns {
     flip: Vec<bool>,
     /// Per connection as first made: its a and b.
     ends: Vec<(Endpoint, Endpoint)>,
+    /// Per connection, its path evidence (a root's holds its joined connections').
+    evidence: Vec<Evidence>,
 }
 
 impl Conns {
-    fn add(&mut self, a: Endpoint, b: Endpoint) -> u32 {
+    fn add(&mut self, a: Endpoint, b: Endpoint, n: usize) -> u32 {
         let id = self.parent.len() as u32;
         self.parent.push(id);
         self.flip.push(false);
         self.ends.push((a, b));
+        self.evidence.push(Evidence::new(n));
         id
     }
 
@@ -102,6 +201,8 @@ impl Conns {
         let (root, child, x) = if r1 < r2 { (r1, r2, d1 ^ f1 ^ d2 ^ f2) } else { (r2, r1, d1 ^ f1 ^ d2 ^ f2) };
         self.parent[child as usize] = root;
         self.flip[child as usize] = x;
+        let ev = std::mem::replace(&mut self.evidence[child as usize], Evidence::new(0));
+        self.evidence[root as usize].absorb(&ev, x);
     }
 }
 
@@ -145,6 +246,19 @@ impl Input {
     }
 }
 
+/// A lifeline that left the window, as the verdicts take it: its connection is the root (as
+/// made) of the connections joined so far, and its direction that root's.
+pub(super) struct Gone<'a> {
+    pub life: Life,
+    pub sights: &'a [Sight],
+    pub evidence: &'a Evidence,
+    /// Its index in the order lifelines are made (the order they leave the window).
+    pub idx: u64,
+    /// When it entered the window (ns of input time): every lifeline that leaves after it has
+    /// all its sightings at or after this time.
+    pub entered: i64,
+}
+
 /// Per lifeline, the matcher's working state, in one record: a sighting that matches reads it
 /// for the lifelines of its key, and the window of a fast transfer (~10⁵ lifelines) is far
 /// larger than the caches, so one cache miss here replaces three (window time, key chain,
@@ -153,8 +267,8 @@ impl Input {
 struct Hot {
     /// When it entered the window (ns).
     entered: i64,
-    /// The previous lifeline with the same key (`u32::MAX`: none).
-    older: u32,
+    /// The previous lifeline with the same key (`u64::MAX`: none).
+    older: u64,
     /// The points that saw it, bit p for point p (at most 32 points).
     seen: u32,
     /// Its connection as made (before joins) times 2, plus 1 for b → a.
@@ -172,18 +286,23 @@ pub(super) struct Matcher {
     /// [`Hot::older`] (a Vec per key cost an allocation per packet). Entries whose newest
     /// lifeline has left the window count as absent and are swept out once per window of input
     /// time (`swept`): one sequential pass over the table instead of a lookup per lifeline.
-    pending: HashMap<MatchKey, u32, Fx>,
+    pending: HashMap<MatchKey, u64, Fx>,
     /// When `pending` was last swept (ns of input time).
     swept: Option<i64>,
-    /// Per lifeline, what a new sighting needs to read (see [`Hot`]).
-    hot: Vec<Hot>,
+    /// The index of the oldest lifeline still held (`hot[0]`, `lives[0]`): lifelines are
+    /// numbered in the order made, and leave the window in that order.
+    base: u64,
+    /// Per lifeline in the window, what a new sighting needs to read (see [`Hot`]).
+    hot: VecDeque<Hot>,
     /// Per point, the last tuple looked up and its answer (a bulk transfer asks the same).
     last_tuple: Vec<Option<LastTuple>>,
     /// (point, lower endpoint, higher endpoint) → (connection as made, a is the lower).
     tuples: HashMap<(u8, Endpoint, Endpoint), (u32, bool), Fx>,
     conns: Conns,
-    pub lives: Vec<Life>,
-    pub sights: Vec<Sight>,
+    /// The lifelines in the window.
+    lives: VecDeque<Life>,
+    /// Their sightings, `n` per lifeline.
+    sights: VecDeque<Sight>,
 }
 
 impl Matcher {
@@ -193,20 +312,42 @@ impl Matcher {
             window,
             pending: HashMap::default(),
             swept: None,
-            hot: Vec::new(),
+            base: 0,
+            hot: VecDeque::new(),
             last_tuple: vec![None; n],
             tuples: HashMap::default(),
             conns: Conns::default(),
-            lives: Vec::new(),
-            sights: Vec::new(),
+            lives: VecDeque::new(),
+            sights: VecDeque::new(),
         }
     }
 
-    /// Room for `k` more lifelines.
-    pub fn reserve(&mut self, k: usize) {
-        self.lives.reserve(k);
-        self.sights.reserve(k * self.n);
-        self.hot.reserve(k);
+    /// Whether lifeline `i` (made before `now`) is still in the window at `now`.
+    fn in_window(&self, i: u64, now: i64) -> bool {
+        i >= self.base && now - self.hot[(i - self.base) as usize].entered <= self.window
+    }
+
+    /// Hands every lifeline that has left the window at `now` to `judge`, oldest first, and
+    /// forgets it (`now`: `i64::MAX` at the end of the captures, all of them).
+    pub fn expire(&mut self, now: i64, judge: &mut dyn FnMut(Gone<'_>)) {
+        let n = self.n;
+        while self.hot.front().is_some_and(|h| now == i64::MAX || now - h.entered > self.window) {
+            let Some(h) = self.hot.pop_front() else { break };
+            let mut life = self.lives.pop_front().expect("one life per hot record");
+            let (root, f) = self.conns.find(life.conn);
+            life.conn = root;
+            life.dir ^= u8::from(f);
+            let sights = self.sights.make_contiguous();
+            judge(Gone {
+                life,
+                sights: &sights[..n],
+                evidence: &self.conns.evidence[root as usize],
+                idx: self.base,
+                entered: h.entered,
+            });
+            self.sights.drain(..n);
+            self.base += 1;
+        }
     }
 
     /// The connection and direction (false: a → b) of a packet at point `p`, if known there.
@@ -232,27 +373,25 @@ impl Matcher {
         self.last_tuple[p] = None;
     }
 
-    /// One packet of point `p`, in time order over all points.
+    /// One packet of point `p`, in time order over all points. Lifelines that have left the
+    /// window must have been taken out first ([`Matcher::expire`]).
     pub fn push(&mut self, p: usize, o: &Obs) {
         let now = o.sight.t;
         let window = self.window;
         if self.swept.is_none_or(|s| now - s > window) {
-            let hot = &self.hot;
-            self.pending.retain(|_, idx| now - hot[*idx as usize].entered <= window);
+            let (hot, base) = (&self.hot, self.base);
+            self.pending.retain(|_, idx| *idx >= base && now - hot[(*idx - base) as usize].entered <= window);
             self.swept = Some(now);
         }
         let n = self.n;
         let bit = 1u32 << p;
         // The newest lifeline of this key, if still in the window.
-        let newest = self.pending.get(&o.key).copied().filter(|&i| now - self.hot[i as usize].entered <= window);
+        let newest = self.pending.get(&o.key).copied().filter(|&i| self.in_window(i, now));
         // The oldest lifeline of this key still in the window that this point has not seen.
         let mut found = None;
-        let mut at = newest.unwrap_or(u32::MAX);
-        while at != u32::MAX {
-            let h = self.hot[at as usize];
-            if now - h.entered > window {
-                break;
-            }
+        let mut at = newest.unwrap_or(u64::MAX);
+        while at != u64::MAX && self.in_window(at, now) {
+            let h = self.hot[(at - self.base) as usize];
             if h.seen & bit == 0 {
                 found = Some(at);
             }
@@ -261,10 +400,21 @@ impl Matcher {
         let copy = newest.is_some();
         match found {
             Some(i) => {
-                self.sights[i as usize * n + p] = o.sight;
-                let h = &mut self.hot[i as usize];
-                h.seen |= bit;
+                let slot = (i - self.base) as usize;
+                let h = self.hot[slot];
                 let (lc, ld) = (h.conn_dir >> 1, h.conn_dir & 1 == 1);
+                // The path evidence: this sighting against the others of its packet.
+                let (root, f) = self.conns.find(lc);
+                let d = u8::from(ld ^ f);
+                let ev = &mut self.conns.evidence[root as usize];
+                ev.on |= bit;
+                for q in 0..n {
+                    if h.seen & (1 << q) != 0 {
+                        ev.pair(d, q, self.sights[slot * n + q].t, p, o.sight.t);
+                    }
+                }
+                self.sights[slot * n + p] = o.sight;
+                self.hot[slot].seen |= bit;
                 match self.conn_of(p, o) {
                     Some((c, d)) => self.conns.join(lc, ld, c, d),
                     None => self.set_conn(p, o, lc, ld),
@@ -276,14 +426,16 @@ impl Matcher {
                     None => {
                         // A new connection: a is the SYN's sender, else the first packet's.
                         let (a, b) = if o.key.flags & 0x12 == 0x12 { (o.dst, o.src) } else { (o.src, o.dst) };
-                        let c = self.conns.add(a, b);
+                        let c = self.conns.add(a, b, n);
                         let d = o.src != a;
                         self.set_conn(p, o, c, d);
                         (c, d)
                     }
                 };
-                let idx = self.lives.len() as u32;
-                self.lives.push(Life {
+                let (root, _) = self.conns.find(c);
+                self.conns.evidence[root as usize].on |= bit;
+                let idx = self.base + self.lives.len() as u64;
+                self.lives.push_back(Life {
                     conn: c,
                     dir: u8::from(d),
                     seq: o.key.seq,
@@ -292,11 +444,12 @@ impl Matcher {
                     flags: o.key.flags,
                     copy,
                 });
+                let at = self.sights.len();
                 self.sights.extend(std::iter::repeat_n(Sight::NONE, n));
-                self.sights[idx as usize * n + p] = o.sight;
-                self.hot.push(Hot {
+                self.sights[at + p] = o.sight;
+                self.hot.push_back(Hot {
                     entered: now,
-                    older: newest.unwrap_or(u32::MAX),
+                    older: newest.unwrap_or(u64::MAX),
                     seen: bit,
                     conn_dir: c << 1 | u32::from(d),
                 });
@@ -305,17 +458,21 @@ impl Matcher {
         }
     }
 
-    /// Resolves the joined connections: each lifeline names its final connection and direction.
-    pub fn finish(mut self) -> (Vec<Conn>, Vec<Life>, Vec<Sight>) {
+    /// The connections, joined: every lifeline must have been taken out ([`Matcher::expire`]
+    /// with `i64::MAX`). Returns them, per connection as made its final index and flip, and
+    /// per final connection its path evidence.
+    pub fn finish(mut self) -> (Vec<Conn>, Vec<(u32, bool)>, Vec<Evidence>) {
         let k = self.conns.parent.len();
         let mut index = vec![u32::MAX; k];
         let mut conns: Vec<Conn> = Vec::new();
+        let mut evidence = Vec::new();
         for c in 0..k as u32 {
             let (root, _) = self.conns.find(c);
             if index[root as usize] == u32::MAX {
                 index[root as usize] = conns.len() as u32;
                 let (a, b) = self.conns.ends[root as usize];
                 conns.push(Conn { a, b, at: vec![None; self.n] });
+                evidence.push(std::mem::replace(&mut self.conns.evidence[root as usize], Evidence::new(0)));
             }
         }
         for ((p, lo, hi), (c, a_is_lo)) in &self.tuples {
@@ -325,19 +482,20 @@ impl Matcher {
             let (a, b) = if *a_is_lo != f { (*lo, *hi) } else { (*hi, *lo) };
             conn.at[*p as usize] = Some((a, b));
         }
-        for l in &mut self.lives {
-            let (root, f) = self.conns.find(l.conn);
-            l.conn = index[root as usize];
-            l.dir ^= u8::from(f);
-        }
-        (conns, self.lives, self.sights)
+        let made = (0..k as u32)
+            .map(|c| {
+                let (root, f) = self.conns.find(c);
+                (index[root as usize], f)
+            })
+            .collect();
+        (conns, made, evidence)
     }
 }
 
 /// Reads every capture once, merged in time order (ties: the capture given first). Each
 /// capture is read and decoded on a thread of its own (the reading stage of every pass,
 /// [`Decoding`]); this thread merges and matches.
-pub(super) fn run(paths: &[PathBuf], settings: &Settings) -> Result<Raw, Error> {
+pub(super) fn run(paths: &[PathBuf], settings: &Settings, judge: &mut Judge) -> Result<Raw, Error> {
     let mut points = Vec::new();
     let mut readers = Vec::new();
     let mut given = Vec::new();
@@ -350,10 +508,7 @@ pub(super) fn run(paths: &[PathBuf], settings: &Settings) -> Result<Raw, Error> 
         readers.push((reader, g.unwrap_or(0)));
     }
     let mut m = Matcher::new(paths.len(), settings.window_ns);
-    // Room for the packets the largest file may hold (~100 bytes a packet in a headers-only
-    // capture): growing the tables by doubling copied them and faulted their pages twice.
-    let largest = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).max().unwrap_or(0);
-    m.reserve((largest / 100).min(1 << 26) as usize);
+    let mut ended_at = vec![false; paths.len()];
     std::thread::scope(|scope| {
         let mut inputs = Vec::new();
         let mut threads = Vec::new();
@@ -379,6 +534,7 @@ pub(super) fn run(paths: &[PathBuf], settings: &Settings) -> Result<Raw, Error> 
             inp.advance(pt);
             if inp.head.is_none() {
                 ended(p, pt)?;
+                ended_at[p] = true;
             }
         }
         loop {
@@ -386,14 +542,19 @@ pub(super) fn run(paths: &[PathBuf], settings: &Settings) -> Result<Raw, Error> 
                 inputs.iter().enumerate().filter_map(|(i, x)| x.head.map(|h| (h.sight.t, i))).min().map(|(_, i)| i);
             let Some(p) = next else { break };
             let Some(o) = inputs[p].head else { break };
+            // The one place lifelines leave the window: each connection direction's
+            // lifelines are handed over here, in the order made, before any verdict.
+            m.expire(o.sight.t, &mut |g| judge.take(g, &points, &ended_at));
             m.push(p, &o);
             inputs[p].advance(&mut points[p]);
             if inputs[p].head.is_none() {
                 ended(p, &mut points[p])?;
+                ended_at[p] = true;
             }
         }
         Ok::<(), Error>(())
     })?;
-    let (conns, lives, sights) = m.finish();
-    Ok(Raw { points, conns, lives, sights, given })
+    m.expire(i64::MAX, &mut |g| judge.take(g, &points, &ended_at));
+    let (conns, made, evidence) = m.finish();
+    Ok(Raw { points, conns, made, evidence, given })
 }

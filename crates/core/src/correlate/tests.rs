@@ -20,6 +20,44 @@ fn obs(t: i64, src: Endpoint, dst: Endpoint, seq: u32, len: u32, ip_id: u16) -> 
     }
 }
 
+/// The matcher with what leaves its window collected, as the verdicts would take it.
+struct Fed {
+    m: Matcher,
+    lives: Vec<Life>,
+    sights: Vec<Sight>,
+}
+
+impl Fed {
+    fn new(n: usize, window: i64) -> Fed {
+        Fed { m: Matcher::new(n, window), lives: Vec::new(), sights: Vec::new() }
+    }
+
+    fn push(&mut self, p: usize, o: &Obs) {
+        let (lives, sights) = (&mut self.lives, &mut self.sights);
+        self.m.expire(o.sight.t, &mut |g| {
+            lives.push(g.life);
+            sights.extend_from_slice(g.sights);
+        });
+        self.m.push(p, o);
+    }
+
+    /// The connections, and every lifeline (named by its final connection) with its sightings.
+    fn finish(mut self) -> (Vec<super::Conn>, Vec<Life>, Vec<Sight>) {
+        let (lives, sights) = (&mut self.lives, &mut self.sights);
+        self.m.expire(i64::MAX, &mut |g| {
+            lives.push(g.life);
+            sights.extend_from_slice(g.sights);
+        });
+        let (conns, made, _) = self.m.finish();
+        for l in &mut self.lives {
+            let (c, flip) = made[l.conn as usize];
+            l.conn = c;
+            l.dir ^= u8::from(flip);
+        }
+        (conns, self.lives, self.sights)
+    }
+}
+
 fn seen(m: &(Vec<super::Conn>, Vec<Life>, Vec<Sight>), k: usize, n: usize) -> Vec<bool> {
     (0..n).map(|p| m.2[k * n + p].seen()).collect()
 }
@@ -27,7 +65,7 @@ fn seen(m: &(Vec<super::Conn>, Vec<Life>, Vec<Sight>), k: usize, n: usize) -> Ve
 #[test]
 fn the_same_packet_at_two_points_is_one_lifeline() {
     let (a, b) = (ep(1, 1000), ep(2, 80));
-    let mut m = Matcher::new(2, 1_000_000_000);
+    let mut m = Fed::new(2, 1_000_000_000);
     m.push(0, &obs(0, a, b, 1, 100, 5));
     m.push(0, &obs(10, a, b, 101, 100, 6));
     m.push(1, &obs(1_000, a, b, 1, 100, 5));
@@ -47,7 +85,7 @@ fn the_same_packet_at_two_points_is_one_lifeline() {
 fn a_nat_is_matched_by_sequence_numbers_and_said() {
     let (a, b) = (ep(1, 1000), ep(2, 80));
     let (a2, b2) = (ep(9, 40000), ep(2, 80));
-    let mut m = Matcher::new(2, 1_000_000_000);
+    let mut m = Fed::new(2, 1_000_000_000);
     m.push(0, &obs(0, a, b, 1, 100, 5));
     m.push(1, &obs(100, a2, b2, 1, 100, 5));
     // The answer, seen first at point 1 (translated) then at point 0.
@@ -62,7 +100,7 @@ fn a_nat_is_matched_by_sequence_numbers_and_said() {
 #[test]
 fn a_copy_at_one_point_is_a_lifeline_of_its_own() {
     let (a, b) = (ep(1, 1000), ep(2, 80));
-    let mut m = Matcher::new(2, 1_000_000_000);
+    let mut m = Fed::new(2, 1_000_000_000);
     m.push(0, &obs(0, a, b, 1, 100, 5));
     m.push(1, &obs(100, a, b, 1, 100, 5));
     m.push(1, &obs(110, a, b, 1, 100, 5));
@@ -75,7 +113,7 @@ fn a_copy_at_one_point_is_a_lifeline_of_its_own() {
 #[test]
 fn past_the_window_a_packet_is_no_longer_matched() {
     let (a, b) = (ep(1, 1000), ep(2, 80));
-    let mut m = Matcher::new(2, 1_000);
+    let mut m = Fed::new(2, 1_000);
     m.push(0, &obs(0, a, b, 1, 100, 5));
     m.push(0, &obs(5_000, a, b, 101, 100, 6));
     m.push(1, &obs(5_001, a, b, 1, 100, 5));
@@ -86,7 +124,7 @@ fn past_the_window_a_packet_is_no_longer_matched() {
 #[test]
 fn the_window_is_kept_between_sweeps() {
     let (a, b) = (ep(1, 1000), ep(2, 80));
-    let mut m = Matcher::new(2, 1_000);
+    let mut m = Fed::new(2, 1_000);
     m.push(0, &obs(0, a, b, 1, 100, 5));
     m.push(0, &obs(900, a, b, 101, 100, 6));
     // Past a window since the last sweep: the table is swept (seq 1 leaves, 101 stays).
@@ -274,7 +312,7 @@ fn rows_keys_are_their_fields() {
     }
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
     let paths = [data.join("reorder-snd.pcap"), data.join("reorder-rcv.pcap")];
-    let c = super::correlate(&paths, &super::Settings::default()).unwrap();
+    let c = super::correlate(&paths, &super::Settings { keep_packets: true, ..Default::default() }).unwrap();
     assert_eq!(keys(&c.point_rows()[1]), names(super::PointRow::FIELDS));
     assert_eq!(keys(&c.dirs[0]), names(super::CorrDir::FIELDS));
     assert_eq!(keys(&c.dirs[0].one_way_delay_ms), names(super::DelaySummary::FIELDS));
@@ -288,7 +326,7 @@ fn rows_keys_are_their_fields() {
 fn plots_draw_every_packet() {
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
     let paths = [data.join("loss-snd.pcap"), data.join("loss-rcv.pcap")];
-    let c = super::correlate(&paths, &super::Settings::default()).unwrap();
+    let c = super::correlate(&paths, &super::Settings { keep_packets: true, ..Default::default() }).unwrap();
     let f = crate::plot::lifeline::lifelines(&c, 0, 0, (None, None));
     let lost = f.marks.iter().filter(|m| m.class == "lifeline lost").count();
     assert_eq!(lost as u64, c.dirs[0].lost_on_path);
@@ -374,4 +412,116 @@ fn a_damaged_capture_is_an_error_naming_file_and_offset() {
         assert!(e.contains(&bad.display().to_string()) && e.contains("byte offset"), "{e}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A pcap (little-endian, µs, Ethernet + IPv4, as the recorded pairs are) `k` times over: copy
+/// i later by `i * step_us` and with both TCP ports raised by i (bench/repeat.py's copies).
+fn repeated(pcap: &[u8], k: u16, step_us: u64) -> Vec<u8> {
+    let mut out = pcap[..24].to_vec();
+    for i in 0..k {
+        let mut at = 24;
+        while at + 16 <= pcap.len() {
+            let len = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+            let mut rec = pcap[at..at + 16 + len].to_vec();
+            let t = u64::from(u32::from_le_bytes(rec[0..4].try_into().unwrap())) * 1_000_000
+                + u64::from(u32::from_le_bytes(rec[4..8].try_into().unwrap()))
+                + u64::from(i) * step_us;
+            rec[0..4].copy_from_slice(&((t / 1_000_000) as u32).to_le_bytes());
+            rec[4..8].copy_from_slice(&((t % 1_000_000) as u32).to_le_bytes());
+            let ip = 16 + 14;
+            if rec[ip - 2..ip] == [8, 0] && rec[ip + 9] == 6 {
+                let tcp = ip + usize::from(rec[ip] & 15) * 4;
+                for off in [tcp, tcp + 2] {
+                    let port = u16::from_be_bytes([rec[off], rec[off + 1]]).wrapping_add(i);
+                    rec[off..off + 2].copy_from_slice(&port.to_be_bytes());
+                }
+            }
+            out.extend_from_slice(&rec);
+            at += 16 + len;
+        }
+    }
+    out
+}
+
+/// The streaming verdicts across connections: the loss pair four times over (each copy a
+/// connection of its own, 10 s after the previous one began) gives each copy the single
+/// pair's row — its losses, reorderings, retransmissions, delays and RTT shares — and four
+/// times its events; without `keep_packets` no packet is kept after the pass.
+#[test]
+fn a_pair_four_times_over_is_four_times_the_pair() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let dir = std::env::temp_dir().join(format!("tcpscope-repeat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut paths = Vec::new();
+    for side in ["snd", "rcv"] {
+        let pcap = std::fs::read(data.join(format!("loss-{side}.pcap"))).unwrap();
+        let file = dir.join(format!("loss4-{side}.pcap"));
+        std::fs::write(&file, repeated(&pcap, 4, 10_000_000)).unwrap();
+        paths.push(file);
+    }
+    let one = super::correlate(&[data.join("loss-snd.pcap"), data.join("loss-rcv.pcap")], &super::Settings::default())
+        .unwrap();
+    let four = super::correlate(&paths, &super::Settings::default()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(one.lives.is_empty() && four.lives.is_empty() && four.sights.is_empty(), "nothing kept");
+    assert_eq!(four.lifelines, 4 * one.lifelines);
+    assert_eq!(four.conns.len(), 4);
+    let strip = |d: &super::CorrDir| {
+        let mut v = serde_json::to_value(d).unwrap();
+        for k in ["conn", "src", "dst"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    for (i, d) in four.dirs.iter().enumerate() {
+        assert_eq!(strip(d), strip(&one.dirs[i % 2]), "connection {} {}", d.conn, d.dir);
+    }
+    assert_eq!(four.events.len(), 4 * one.events.len());
+    assert_eq!(one.dirs[0].lost_on_path, 12, "the pair's drops, each copy's");
+}
+
+/// The delays' summary against every delay: under a clock correction linear in time (an
+/// offset, and skews that differ between the points), the smallest and largest are exact and
+/// the median within its stated bound (2⁻¹⁰ of its distance from the first delay, plus the
+/// skews' difference times a sixteenth of the span).
+#[test]
+fn delay_summary_is_exact_at_the_ends_and_bounded_in_the_middle() {
+    use super::clock::Clock;
+    let mut x = 11u64;
+    let mut rnd = |m: u64| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    for (skew_f, skew_l) in [(0.0, 0.0), (0.0, 150e-6), (-80e-6, 120e-6)] {
+        let clock = |skew: f64, off: f64| Clock {
+            source: super::ClockSource::Estimated,
+            given_ns: 0,
+            offset_ns: off,
+            offset_uncertainty_ns: 0.0,
+            t_ref: 1_000_000_000_000,
+            skew,
+            skew_uncertainty: 0.0,
+            skew_applied: skew != 0.0,
+            samples: (1, 1),
+        };
+        let (cf, cl) = (clock(skew_f, 0.0), clock(skew_l, 2.5e6));
+        let owd = |t: i64, d: i64| cl.to_ref(t + d) - cf.to_ref(t);
+        let mut delays = super::verdict::Delays::default();
+        let mut all = Vec::new();
+        let t0 = 1_000_000_000_000i64;
+        let span = 30_000_000_000i64;
+        for k in 0..50_000 {
+            let t = t0 + span * k / 50_000 + rnd(1000) as i64;
+            // A floor of 10 ms, queueing up to 20 ms, now and then a spike.
+            let d = 12_500_000 + rnd(20_000_000) as i64 * (1 + i64::from(rnd(50) == 0)) / 2;
+            delays.push(t, d);
+            all.push(owd(t, d) as f64);
+        }
+        let (min, median, max) = delays.summary(owd).unwrap();
+        let (emin, emed, emax) = super::DelaySummary::pick(&mut all).unwrap();
+        assert_eq!((min, max), (emin, emax), "skews {skew_f} {skew_l}");
+        let first = owd(t0, 12_500_000) as f64;
+        let bound = (emed - first).abs() / 1024.0 + (skew_f - skew_l).abs() * span as f64 / 16.0 + 2.0;
+        assert!((median - emed).abs() <= bound, "skews {skew_f} {skew_l}: {median} against {emed}, bound {bound}");
+    }
 }

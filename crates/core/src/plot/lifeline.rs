@@ -326,7 +326,11 @@ mod tests {
 
     fn loss_pair() -> Correlation {
         let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
-        correlate(&[data.join("loss-snd.pcap"), data.join("loss-rcv.pcap")], &Settings::default()).unwrap()
+        correlate(
+            &[data.join("loss-snd.pcap"), data.join("loss-rcv.pcap")],
+            &Settings { keep_packets: true, ..Settings::default() },
+        )
+        .unwrap()
     }
 
     /// At a few pixel columns: per column the lowest, the highest and a lost packet are drawn,
