@@ -157,7 +157,7 @@ impl<S: Sink> Analyzer<S> {
                 let reuse = other.and_then(|(_, _, reason)| reason);
                 let idx = self.conns.len();
                 let (info, dir) = self.flows.insert(seg, idx, self.file, reuse);
-                self.conns.push(Some(Box::new(Connection::new(idx))));
+                self.conns.push(Some(Box::new(Connection::new())));
                 self.keys.push(FlowKey::between(info.a, info.b));
                 self.first_frames.push(frame);
                 self.live.push(idx);
