@@ -255,7 +255,7 @@ def main():
 
     # table
     rows = []
-    for name in [n for n in ("bulk", "bulk-ng", "many") if n in inputs]:
+    for name in [n for n in ("bulk", "bulk-ng", "many", "concurrent") if n in inputs]:
         pk = inputs[name]["packets"]
         base = results[name]["tcpscope"]["wall_median_s"]
         for tool, r in results[name].items():
@@ -281,6 +281,11 @@ def main():
           f"{os.cpu_count()} cores")
     print(f"memory: tcpscope peak RSS on many.pcap {many_rss / 2**20:.0f} MiB = "
           f"{mem['rss_per_connection_bytes']:.0f} B/connection (input read through a 64 KiB buffer)")
+    conc = results["concurrent"]
+    ratio = (f", tcptrace -l -r / stats {conc['tcptrace']['wall_median_s'] / conc['tcpscope']['wall_median_s']:.2f}x"
+             " (median wall; the paired rounds below are the steadier ratio)") if "tcptrace" in conc else ""
+    print(f"memory: tcpscope peak RSS on concurrent.pcap (200,000 connections open at once) "
+          f"{conc_rss / 2**20:.0f} MiB = {mem['concurrent_rss_per_connection_bytes']:.0f} B/connection{ratio}")
     print(f"raw results: {out}")
 
 

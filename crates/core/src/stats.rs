@@ -10,7 +10,7 @@ use crate::event::{AckFacts, AckKind};
 use crate::flow::ConnInfo;
 use crate::seq::SeqNum;
 
-pub use crate::summary::Summary;
+pub use crate::summary::{Mean, Summary};
 
 /// Statistics of one direction. See `docs/statistics.md` for each field.
 #[derive(Clone, Debug, Default)]
@@ -52,7 +52,7 @@ pub struct DirStats {
     /// Packets with FIN.
     pub fin: u64,
     /// Advertised window (bytes, scaled when known) over ACK packets and SYNs, not RSTs.
-    pub window: Summary,
+    pub window: Mean,
     /// Packets with RST.
     pub rst: u64,
     /// MSS option (last seen).
@@ -161,7 +161,7 @@ impl DirRare {
 
 /// How one side acknowledged the other's data (`docs/statistics.md`, *Acknowledgment
 /// strategy*): counters, the delay's summary and the delayed ACKs' histogram.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct AckStats {
     /// Segments that newly acknowledged the peer's payload.
     pub acking: u64,
@@ -182,23 +182,48 @@ pub struct AckStats {
     /// Bytes on the wire (IP and TCP headers) of the pure ACKs sent.
     pub wire_bytes: u64,
     /// Delay of the quick and delayed ACKs (ns, half-loop taken off).
-    pub delay: Summary,
-    /// The capture point's half-loop to this side and back (ns), once measured.
-    pub loop_ns: Option<u64>,
+    pub delay: Mean,
+    /// The capture point's half-loop to this side and back (ns), `u64::MAX` until measured
+    /// (as [`AckFacts::loop_ns`]): read through [`AckStats::loop_ns`]. 8 bytes, not an
+    /// `Option`'s 16.
+    loop_ns: u64,
     /// Delays of the delayed ACKs, allocated with the first one.
     pub hist: Option<Box<DelayHist>>,
 }
 
+impl Default for AckStats {
+    fn default() -> Self {
+        AckStats {
+            acking: 0,
+            piggybacked: 0,
+            quick: 0,
+            delayed: 0,
+            quick_episodes: 0,
+            stretch: 0,
+            useless: 0,
+            payload_bytes: 0,
+            wire_bytes: 0,
+            delay: Mean::NONE,
+            loop_ns: u64::MAX,
+            hist: None,
+        }
+    }
+}
+
 impl AckStats {
+    /// The capture point's half-loop to this side and back (ns), once measured.
+    pub fn loop_ns(&self) -> Option<u64> {
+        (self.loop_ns != u64::MAX).then_some(self.loop_ns)
+    }
+
     /// Counts an ACK that newly acknowledged `bytes` of the peer's payload (an
     /// [`Event::AckAdvance`], once per advancing ACK).
     #[inline]
     fn add(&mut self, bytes: u64, a: AckFacts) {
         self.acking += 1;
         self.payload_bytes += bytes;
-        if a.loop_ns != u64::MAX {
-            self.loop_ns = Some(self.loop_ns.map_or(a.loop_ns, |l| l.min(a.loop_ns)));
-        }
+        // The smallest, `u64::MAX` (none) being larger than any.
+        self.loop_ns = self.loop_ns.min(a.loop_ns);
         self.piggybacked += a.carried as u64;
         self.quick_episodes += a.episode as u64;
         match a.kind {
@@ -609,7 +634,7 @@ mod tests {
         assert_eq!(k.payload_bytes, 700);
         // The half-loop is the quickest answer, 0.1 ms (the script's times are f64 ms: ±1 ns);
         // the delayed ACK waited 40 ms beyond it.
-        assert!(k.loop_ns.unwrap().abs_diff(100_000) <= 1, "{:?}", k.loop_ns);
+        assert!(k.loop_ns().unwrap().abs_diff(100_000) <= 1, "{:?}", k.loop_ns());
         assert_eq!(k.delay.n, 3);
         assert!(k.delay.max.abs_diff(40_000_000) <= 1, "{}", k.delay.max);
         // a acknowledged b's 50 bytes once, with data.

@@ -1,6 +1,10 @@
-//! A running summary of samples: count, min, max, mean, variance.
+//! Running summaries of samples: count, min, max, mean ([`Mean`]) and variance ([`Summary`]).
 
-/// Running count / min / max / mean / variance, in ns (or bytes).
+/// Running count / min / max / mean, in ns (or bytes): what is written of the samples whose
+/// spread no output shows (the advertised window, the ACK delay). 40 bytes, not a
+/// [`Summary`]'s 48: every direction of every connection holds two, and with many connections
+/// open at once those 16 bytes a connection took a connection's statistics over an allocator
+/// size class (`docs/performance.md`, *concurrent*).
 ///
 /// Sums of the samples' differences from the first sample, not Welford's update: that one
 /// divides on every sample, and the division sat on the per-packet path (the window is a
@@ -9,28 +13,31 @@
 /// not an exact i128 sum: its 16-byte alignment and size made every connection's statistics
 /// 150 bytes bigger (+15 % peak memory with 200,000 connections).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Summary {
+pub struct Mean {
     /// Number of samples.
     pub n: u64,
     /// The first sample: the shift.
     first: u64,
     /// Sum of (x - first).
     sum: f64,
-    /// Sum of (x - first)².
-    sum_sq: f64,
     /// Smallest sample (ns); 0 when `n == 0`.
     pub min: u64,
     /// Largest sample (ns).
     pub max: u64,
 }
 
-impl Summary {
+impl Mean {
     /// No samples (the [`Default`], usable in constants).
-    pub const NONE: Summary = Summary { n: 0, first: 0, sum: 0.0, sum_sq: 0.0, min: 0, max: 0 };
+    pub const NONE: Mean = Mean { n: 0, first: 0, sum: 0.0, min: 0, max: 0 };
 
     /// Adds a sample.
     #[inline]
     pub fn add(&mut self, x: u64) {
+        self.add_shifted(x);
+    }
+    /// Adds a sample; returns its difference from the first sample.
+    #[inline]
+    fn add_shifted(&mut self, x: u64) -> f64 {
         if self.n == 0 {
             self.first = x;
             self.min = x;
@@ -40,16 +47,44 @@ impl Summary {
         self.max = self.max.max(x);
         let d = if x >= self.first { (x - self.first) as f64 } else { -((self.first - x) as f64) };
         self.sum += d;
-        self.sum_sq += d * d;
+        d
     }
     /// Mean, `None` without samples.
     pub fn mean(&self) -> Option<f64> {
         (self.n > 0).then(|| self.first as f64 + self.sum / self.n as f64)
     }
+}
+
+/// A [`Mean`] and the samples' variance: the shifted sum of squares beside its sums. Its
+/// count, min and max read as a [`Mean`]'s (`s.n`, `s.min`, `s.max`, through `Deref`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Summary {
+    base: Mean,
+    /// Sum of (x - first)².
+    sum_sq: f64,
+}
+
+impl std::ops::Deref for Summary {
+    type Target = Mean;
+    fn deref(&self) -> &Mean {
+        &self.base
+    }
+}
+
+impl Summary {
+    /// No samples (the [`Default`], usable in constants).
+    pub const NONE: Summary = Summary { base: Mean::NONE, sum_sq: 0.0 };
+
+    /// Adds a sample.
+    #[inline]
+    pub fn add(&mut self, x: u64) {
+        let d = self.base.add_shifted(x);
+        self.sum_sq += d * d;
+    }
     /// Sample standard deviation (n - 1), `None` with fewer than 2 samples.
     pub fn stdev(&self) -> Option<f64> {
         (self.n > 1).then(|| {
-            let (n, sum) = (self.n as f64, self.sum);
+            let (n, sum) = (self.n as f64, self.base.sum);
             // Rounding can leave a tiny negative for equal samples.
             ((self.sum_sq - sum * sum / n).max(0.0) / (n - 1.0)).sqrt()
         })

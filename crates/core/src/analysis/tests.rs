@@ -550,9 +550,11 @@ fn per_connection_state_sizes_are_pinned() {
     use std::mem::size_of;
     // The classifier's memory is boxed, allocated only by a pass that classifies; optional
     // offsets are `OptOff`s of 8 bytes.
-    assert_eq!([size_of::<Half>(), size_of::<Connection>(), size_of::<classify::Memory>()], [152, 328, 184]);
-    // The rarely set counters are boxed (`DirRare`), allocated with the first.
-    assert_eq!([size_of::<DirStats>(), size_of::<crate::stats::ConnStats>()], [496, 1072]);
+    assert_eq!([size_of::<Half>(), size_of::<Connection>(), size_of::<classify::Memory>()], [152, 320, 184]);
+    // The rarely set counters are boxed (`DirRare`), allocated with the first; the window and
+    // the ACK delay keep no sum of squares (`Mean`, no stdev is written of them).
+    assert_eq!([size_of::<crate::stats::Mean>(), size_of::<crate::stats::AckStats>()], [40, 128]);
+    assert_eq!([size_of::<DirStats>(), size_of::<crate::stats::ConnStats>()], [472, 1024]);
 }
 
 /// A pass that does not classify never allocates the classifier's memory; one that does, for

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::flow::{Endpoint, SplitReason};
 use crate::pass::Analysis;
-use crate::stats::{ConnStats, DirStats, Summary};
+use crate::stats::{ConnStats, DirStats, Mean, Summary};
 use crate::table::{Field, Kind, KindOf, Table, names};
 
 /// An endpoint.
@@ -249,8 +249,12 @@ fn ms(ns: f64) -> f64 {
     ns / 1e6
 }
 fn ms_of(s: &Summary) -> [Option<f64>; 4] {
+    let [min, avg, max] = ms_of_mean(s);
+    [min, avg, max, s.stdev().map(ms)]
+}
+fn ms_of_mean(s: &Mean) -> [Option<f64>; 3] {
     let some = s.n > 0;
-    [some.then(|| ms(s.min as f64)), s.mean().map(ms), some.then(|| ms(s.max as f64)), s.stdev().map(ms)]
+    [some.then(|| ms(s.min as f64)), s.mean().map(ms), some.then(|| ms(s.max as f64))]
 }
 
 impl From<&DirStats> for DirJson {
@@ -258,7 +262,7 @@ impl From<&DirStats> for DirJson {
         let [rtt_min_ms, rtt_avg_ms, rtt_max_ms, rtt_stdev_ms] = ms_of(&d.rtt);
         let [rtt_ts_min_ms, rtt_ts_avg_ms, rtt_ts_max_ms, rtt_ts_stdev_ms] = ms_of(&d.rtt_ts);
         let k = &d.acks;
-        let [ack_delay_min_ms, ack_delay_avg_ms, ack_delay_max_ms, _] = ms_of(&k.delay);
+        let [ack_delay_min_ms, ack_delay_avg_ms, ack_delay_max_ms] = ms_of_mean(&k.delay);
         let any = d.packets > 0;
         let r = d.rare();
         DirJson {
@@ -339,7 +343,7 @@ impl From<&DirStats> for DirJson {
             ack_delay_avg_ms,
             ack_delay_max_ms,
             delayed_ack_timer_ms: k.timer_ns().map(ms),
-            ack_halfloop_ms: k.loop_ns.map(|l| ms(l as f64)),
+            ack_halfloop_ms: k.loop_ns().map(|l| ms(l as f64)),
             ack_bytes: k.wire_bytes,
             ack_overhead: (k.payload_bytes > 0).then(|| k.wire_bytes as f64 / k.payload_bytes as f64),
         }

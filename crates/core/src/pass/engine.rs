@@ -12,7 +12,7 @@ use super::count::{FileSummary, count_and_decode, verify_checksums};
 use crate::analysis::{At, ConnIdx, Connection, Dir, Event, Settings};
 use crate::capture::Record;
 use crate::decode::{Checksum, Segment};
-use crate::flow::{FlowKey, FlowTable};
+use crate::flow::FlowTable;
 use crate::sink::Sink;
 
 /// A closed connection silent this long (trace time) is evicted: twice Linux's TIME-WAIT.
@@ -29,7 +29,6 @@ pub struct Analyzer<S: Sink> {
     flows: FlowTable,
     /// Analysis state by connection index; `None` once evicted.
     conns: Vec<Option<Box<Connection>>>,
-    keys: Vec<FlowKey>,
     /// Frame number of each connection's first packet.
     first_frames: Vec<u64>,
     live: Vec<ConnIdx>,
@@ -53,7 +52,6 @@ impl<S: Sink> Analyzer<S> {
             settings,
             flows: FlowTable::default(),
             conns: Vec::new(),
-            keys: Vec::new(),
             first_frames: Vec::new(),
             live: Vec::new(),
             sink,
@@ -155,10 +153,9 @@ impl<S: Sink> Analyzer<S> {
             Some((idx, dir, None)) => (idx, dir),
             other => {
                 let reuse = other.and_then(|(_, _, reason)| reason);
-                let idx = self.conns.len();
-                let (info, dir) = self.flows.insert(seg, idx, self.file, reuse);
-                self.conns.push(Some(Box::new(Connection::new(idx))));
-                self.keys.push(FlowKey::between(info.a, info.b));
+                let (idx, info, dir) = self.flows.insert(seg, self.file, reuse);
+                debug_assert_eq!(idx, self.conns.len(), "the table numbers connections as they start");
+                self.conns.push(Some(Box::new(Connection::new())));
                 self.first_frames.push(frame);
                 self.live.push(idx);
                 self.sink.connection(idx, &info);
@@ -198,13 +195,13 @@ impl<S: Sink> Analyzer<S> {
     /// Drops the analysis state of connections that have expired by trace time `now`.
     fn sweep(&mut self, now: u64) {
         self.swept_ns = now;
-        let (conns, flows, keys) = (&mut self.conns, &mut self.flows, &self.keys);
+        let (conns, flows) = (&mut self.conns, &mut self.flows);
         self.live.retain(|&idx| {
             let Some(c) = conns[idx].as_deref_mut() else { return false };
             c.release();
             let evict = expired(c, now);
             if evict {
-                flows.remove_if(&keys[idx], idx);
+                flows.remove(idx);
                 conns[idx] = None;
             }
             !evict
