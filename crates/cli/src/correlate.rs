@@ -261,6 +261,13 @@ fn text<W: Write>(out: &mut W, c: &Correlation, events: bool) -> io::Result<()> 
                 d.dscp_changed,
                 d.ttl_hops.map_or("-".into(), |h| h.to_string())
             )?;
+            if d.split_pieces + d.merged_pieces > 0 {
+                writeln!(
+                    out,
+                    "      matched by byte coverage: {} pieces of segments cut on the path (TSO/GSO), {} merged (GRO)",
+                    d.split_pieces, d.merged_pieces
+                )?;
+            }
             let w = &d.one_way_delay_ms;
             writeln!(
                 out,

@@ -224,3 +224,115 @@ fn three_points_against_the_router_and_the_forwarder() {
     assert_eq!(losses(&cut, "a2b"), losses(&doc, "a2b"));
     let _ = std::fs::remove_dir_all(&dir_);
 }
+
+/// Sender → router (2 % random loss each way) → receiver, 4 MB in 64 KiB writes, with TSO/GSO
+/// left on at the sender's link: the sender's capture and the router's (on its link from the
+/// sender) see super-segments, which the router cuts to the MTU towards the receiver. No delay
+/// forwarder (it moves wire-sized frames).
+const SPLIT: &str = r#"
+name = "tso21-split"
+timeout = 30
+[path]
+loss = 0.02
+reverse_loss = 0.02
+[hosts]
+cc = "cubic"
+sender_tso = true
+[traffic]
+length = 65536
+count = 64
+"#;
+
+/// Sender → forwarder (5 ms each way) → router (2 % random loss each way) → receiver, 1.5 MB,
+/// with GRO on at the receiver's link: its capture sees the segments it merged.
+const MERGED: &str = r#"
+name = "tso21-merged"
+timeout = 30
+[path]
+delay = "5ms"
+loss = 0.02
+reverse_loss = 0.02
+[hosts]
+cc = "cubic"
+receiver_gro = true
+[traffic]
+length = 16384
+count = 96
+"#;
+
+/// The namespace prefix of the byte-coverage recordings (only those are ever removed).
+const TSO21: &str = "tso21";
+
+/// What a byte-coverage recording must show, whichever side saw the larger segments: the
+/// sender → receiver drops located exactly where the router's counters say (one per segment
+/// it dropped, as it saw them), nothing said as capture loss or copies, every data frame of
+/// each capture on a lifeline that reached the others or was lost at the router, and every
+/// frame of the captures on a row (a piece counted once, the whole at its pieces' rows).
+fn matches_every_byte(rec: &Recording, how: &str) -> serde_json::Value {
+    let (fwd, rev) = rec.router_drops();
+    let (snd, rtr, rcv) = (rec.file("snd.pcap"), rec.file("rtr.pcap"), rec.file("rcv.pcap"));
+    let sender: std::net::IpAddr = "10.9.1.1".parse().unwrap();
+    let frames: Vec<Vec<(u64, std::net::IpAddr, u32, u32)>> =
+        [&snd, &rtr, &rcv].iter().map(|p| record::packets(p)).collect();
+    // Ground truth of the offloads, from the captures alone: segments longer than the MSS
+    // (1448 bytes) at the point that saw them whole, none elsewhere.
+    let large = |k: usize| frames[k].iter().filter(|p| p.1 == sender && p.2 > 1448).count();
+    let (whole_at, pieces_at): (&[usize], &[usize]) = if how == "split" { (&[0, 1], &[2]) } else { (&[2], &[0, 1]) };
+    assert!(
+        whole_at.iter().all(|&k| large(k) > 10),
+        "{how}: too few large segments: {:?}",
+        (0..3).map(large).collect::<Vec<_>>()
+    );
+    assert!(pieces_at.iter().all(|&k| large(k) == 0), "{how}: {:?}", (0..3).map(large).collect::<Vec<_>>());
+    let doc = correlate(&[&snd, &rtr, &rcv], &[]);
+    let (a2b, b2a) = (dir(&doc, "a2b"), dir(&doc, "b2a"));
+    assert_eq!((a2b["path"].as_str(), b2a["path"].as_str()), (Some("1-2-3"), Some("3-2-1")));
+    for (d, from, to, drops) in [(a2b, 2, 3, fwd), (b2a, 3, 2, rev)] {
+        let name = d["dir"].as_str().unwrap();
+        let located = d["lost_on_path"].as_u64().unwrap();
+        let outside = d["outside_capture"].as_u64().unwrap();
+        let slack = if name == "b2a" { record::REVERSE_SLACK } else { 0 };
+        assert!(located + outside <= drops && drops <= located + outside + slack, "{how} {name}: {drops} dropped: {d}");
+        assert!(outside <= 1, "{how} {name}: {d}");
+        assert_eq!(losses(&doc, name), if located > 0 { vec![(from, to, located)] } else { vec![] }, "{how}");
+        assert_eq!((d["capture_loss"].as_u64(), d["duplicated"].as_u64()), (Some(0), Some(0)), "{how}: {d}");
+    }
+    let pieces = a2b[if how == "split" { "split_pieces" } else { "merged_pieces" }].as_u64().unwrap();
+    assert!(pieces > 20, "{how}: {a2b}");
+    let pk = correlate(&[&snd, &rtr, &rcv], &["--packets"]);
+    let rows: Vec<&serde_json::Value> =
+        pk["packets"].as_array().unwrap().iter().filter(|r| r["dir"] == "a2b").collect();
+    assert_eq!(rows.iter().filter(|r| r["coverage"] == how).count() as u64, pieces);
+    assert!(rows.iter().all(|r| r["coverage"].is_null() || r["coverage"] == how), "{how}");
+    // Every data frame of each capture is on some row, and every row's frames are real ones.
+    for (k, f) in frames.iter().enumerate() {
+        let want: std::collections::BTreeSet<u64> =
+            (1..=f.len() as u64).filter(|&i| f[i as usize - 1].1 == sender && f[i as usize - 1].2 > 0).collect();
+        let got: std::collections::BTreeSet<u64> =
+            rows.iter().filter(|r| r["len"].as_u64() > Some(0)).filter_map(|r| r["frames"][k].as_u64()).collect();
+        assert_eq!(got, want, "{how}: capture {}", k + 1);
+    }
+    // Every data row reached the receiver, or was lost at the router: none seen at one side only.
+    for r in rows.iter().filter(|r| r["len"].as_u64() > Some(0)) {
+        let seen: Vec<bool> = (0..3).map(|k| !r["at_s"][k].is_null()).collect();
+        assert!(seen == [true, true, true] || (seen == [true, true, false] && r["fate"] != "delivered"), "{how}: {r}");
+    }
+    doc
+}
+
+/// TSO at the sender: its captures' super-segments matched to the receiver's MTU-sized pieces
+/// by byte coverage (module doc of `correlate`, "Coverage").
+#[test]
+fn tso_at_the_sender_is_matched_by_coverage() {
+    let Some(rec) = record::record_as(TSO21, "split", SPLIT) else { return };
+    let doc = matches_every_byte(&rec, "split");
+    eprintln!("TSO recording: {}", dir(&doc, "a2b"));
+}
+
+/// GRO at the receiver: its merged segments matched to the sender's and the router's frames.
+#[test]
+fn gro_at_the_receiver_is_matched_by_coverage() {
+    let Some(rec) = record::record_as(TSO21, "merged", MERGED) else { return };
+    let doc = matches_every_byte(&rec, "merged");
+    eprintln!("GRO recording: {}", dir(&doc, "a2b"));
+}

@@ -335,11 +335,30 @@ pub struct Hosts {
     /// queue see wire-sized packets).
     #[serde(default)]
     pub offload: bool,
+    /// Leave TSO/GSO on at the senders' links only (default false): the senders' captures (and
+    /// the router's, on its link from them) see super-segments, which the router cuts to the
+    /// MTU on its link to the receiver. For `correlate`'s byte-coverage matching.
+    #[serde(default)]
+    pub sender_tso: bool,
+    /// Turn GRO on at the receiver's link only (default false): the receiver's capture sees the
+    /// segments it merged. For `correlate`'s byte-coverage matching.
+    #[serde(default)]
+    pub receiver_gro: bool,
 }
 
 impl Default for Hosts {
     fn default() -> Self {
-        Hosts { cc: None, ecn: false, nagle: true, sndbuf: None, rcvbuf: None, quickack: false, offload: false }
+        Hosts {
+            cc: None,
+            ecn: false,
+            nagle: true,
+            sndbuf: None,
+            rcvbuf: None,
+            quickack: false,
+            offload: false,
+            sender_tso: false,
+            receiver_gro: false,
+        }
     }
 }
 
@@ -679,6 +698,11 @@ pub fn check(e: &Experiment) -> Result<(), String> {
                     forwarder moves wire-sized frames; leave offloads off"
             .into());
     }
+    if (e.path.delay.is_some() || e.path.reorder > 0.0 || !e.topology.delay.is_empty()) && e.hosts.sender_tso {
+        return Err("path.delay, path.reorder or topology.delay with hosts.sender_tso = true: the delay \
+                    forwarder moves wire-sized frames; leave offloads off"
+            .into());
+    }
     if !(0.0..1.0).contains(&e.path.reorder) {
         return Err(format!("path.reorder = {}: a probability in [0, 1)", e.path.reorder));
     }
@@ -938,5 +962,9 @@ mod tests {
         assert!(e.contains("path.reorder = 1.5"), "{e}");
         let e = parse("name = \"t\"\n[path]\ndelay = \"1ms\"\n[hosts]\noffload = true\n").unwrap_err();
         assert!(e.contains("offload"), "{e}");
+        let e = parse("name = \"t\"\n[path]\ndelay = \"1ms\"\n[hosts]\nsender_tso = true\n").unwrap_err();
+        assert!(e.contains("hosts.sender_tso"), "{e}");
+        let p = parse("name = \"t\"\n[path]\ndelay = \"1ms\"\n[hosts]\nreceiver_gro = true\n").unwrap();
+        assert!(p.base.hosts.receiver_gro && !p.base.hosts.sender_tso);
     }
 }

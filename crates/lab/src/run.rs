@@ -725,7 +725,10 @@ fn build_path(
         ip(ns, &["addr", "add", addr, "dev", dev])?;
         ip(ns, &["link", "set", dev, "mtu", &mtu, "up"])?;
         if !e.hosts.offload {
-            in_ns(ns, &["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"])?;
+            // Off everywhere but where asked: TSO/GSO at the senders, GRO at the receiver.
+            let tso = if e.hosts.sender_tso && *dev == "snd0" { "on" } else { "off" };
+            let gro = if e.hosts.receiver_gro && *dev == "rcv0" { "on" } else { "off" };
+            in_ns(ns, &["ethtool", "-K", dev, "tso", tso, "gso", tso, "gro", gro])?;
         }
         if dly.is_some() {
             // Checksums computed before a frame leaves the host: a frame whose checksum is left

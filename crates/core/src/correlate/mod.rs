@@ -26,6 +26,34 @@
 //!   convex hulls and a sketch), per pair of points the clock fit (per direction, the lower
 //!   convex hull of the delays and at most 4096 more: `clock::Envelope`), and the events —
 //!   not the captures' length (docs/correlate.md, "Memory").
+//! - **Coverage** (TSO/GSO, GRO; `coverage.rs`): a segment cut or merged between two points — a
+//!   sender-side capture sees a TSO/GSO super-segment before it is cut into MSS-sized frames, a
+//!   receiver-side capture sees a GRO merge of several — matches nothing by its key. Its group
+//!   is formed in the window when its first member leaves it (`Matcher::group`): every other
+//!   member entered within the window of it and is still held. For a data lifeline (not a copy)
+//!   not seen at every point, when another point of its connection saw a packet after it
+//!   entered (its capture still running), the candidates are the data lifelines of its
+//!   connection (the root after joins) and direction still in the window, not seen at every
+//!   point and not yet handed over; each is a *piece* of the one nearest to it in time of those
+//!   it lies inside — longer, containing its bytes, seen at none of its points, within the
+//!   window — unless it is itself a *whole* (something is a piece of it); a whole's pieces are
+//!   taken in byte order. Nearest in time on what is known then: each time less its point's
+//!   offset from the leaving lifeline's first point, the midpoint of the smallest raw
+//!   differences each way so far (`Evidence::offset`; 0 while unknown). The group is its
+//!   pieces: each piece is one packet (in every count, the delays and the `--packets` rows),
+//!   seen at its own points and, at the whole's points, at the whole's sighting. Its one-way
+//!   delay is therefore measured from the whole's first byte leaving (a split: the sender's
+//!   capture saw the whole before the cut) or to its last byte arriving (a merge: the capture
+//!   saw it once merged) — never less than the piece's own. Bytes of the whole no piece covers
+//!   become pieces (of the largest piece's length) seen where the whole was: lost between the
+//!   points downstream of a split (the lost piece, located), missed by the upstream capture of
+//!   a merge. The group's lifelines are handed to the verdicts at once, in byte order, with the
+//!   first member's entry time (still a valid frontier: everything that leaves later entered at
+//!   or after it); the other members are skipped when they reach the front and are no longer
+//!   matched. Bound: nothing for a lifeline seen at every point; else at most
+//!   `coverage::MAX_STEPS` (512) of its connection's data lifelines in the window looked at,
+//!   oldest first (an index per connection as made and direction), then `coverage::pair` over
+//!   those. [`Life::whole`] marks a piece; rows say `split` or `merged`.
 //! - **Path order**: for each connection and direction, the order in which its packets pass
 //!   the points (upstream first), found from the data: point i is upstream of j for a→b when
 //!   `min(t_j − t_i)` over a→b packets plus `min(t_i − t_j)` over b→a packets is positive (the
@@ -73,6 +101,7 @@
 //!   receiver delay. Shares are means over those samples, summing to 1.
 
 mod clock;
+mod coverage;
 mod rows;
 mod stream;
 mod verdict;
@@ -160,6 +189,10 @@ pub struct Life {
     pub flags: u16,
     /// A copy: the same match key was seen before at a point that saw this one.
     pub copy: bool,
+    /// Matched by byte coverage: the points (bit p: point p) that saw this packet only as part
+    /// of a larger segment covering it (a TSO/GSO super-segment before it was split, or a GRO
+    /// merge): its sightings there are that segment's. 0 for a packet matched whole.
+    pub whole: u32,
 }
 
 /// One connection across the points.
@@ -259,8 +292,19 @@ impl Correlation {
                 one_way_delay_ms: owd.map(ms),
                 queueing_ms: owd.map(|d| ms(d - self.min_owd[cd])),
                 fate: self.fates[k].name(),
+                coverage: self.coverage(k),
             }
         })
+    }
+
+    /// How lifeline `k` was matched by byte coverage: `split` when the points that saw it only
+    /// as part of a larger segment are upstream of those that saw it as itself (or, for bytes
+    /// no piece covered, when the whole was seen at the path's first point), `merged`
+    /// otherwise; `None` when matched whole.
+    pub fn coverage(&self, k: usize) -> Option<&'static str> {
+        let l = &self.lives[k];
+        let own = (0..self.points.len()).filter(|&p| self.sight(k, p).seen()).fold(0u32, |m, p| m | 1 << p);
+        coverage::kind(l.whole, own, &self.paths[l.conn as usize * 2 + l.dir as usize])
     }
 
     /// One row per capture: its clock and what it missed.

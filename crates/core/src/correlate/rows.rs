@@ -95,6 +95,12 @@ pub struct CorrDir {
     pub capture_loss: u64,
     /// Packets not seen downstream only because a capture had ended (or not begun).
     pub outside_capture: u64,
+    /// Pieces of segments seen whole upstream and cut downstream (TSO/GSO), matched by byte
+    /// coverage (a lost piece included): each piece is one packet in every count.
+    pub split_pieces: u64,
+    /// Packets seen apart upstream and merged into one segment downstream (GRO), matched by
+    /// byte coverage: each is one packet in every count.
+    pub merged_pieces: u64,
     /// Copies made on the path.
     pub duplicated: u64,
     /// Arrived at the last point after a packet that left the first point later.
@@ -171,6 +177,18 @@ impl Table for CorrDir {
             Kind::Int,
             "",
             "packets missing downstream only because that capture had ended or not begun",
+        ),
+        F::new(
+            "split_pieces",
+            Kind::Int,
+            "",
+            "pieces of segments seen whole upstream and cut downstream (TSO/GSO), matched by byte coverage; each piece, a lost one included, is one packet in every count",
+        ),
+        F::new(
+            "merged_pieces",
+            Kind::Int,
+            "",
+            "packets seen apart upstream and merged into one segment downstream (GRO), matched by byte coverage; each is one packet in every count",
         ),
         F::new(
             "duplicated",
@@ -394,6 +412,9 @@ pub struct CorrPacket {
     pub queueing_ms: Option<f64>,
     /// `delivered`, `lost`, `outside_capture`, `duplicated`.
     pub fate: &'static str,
+    /// Matched by byte coverage: `split` (seen whole upstream, this piece downstream: TSO/GSO),
+    /// `merged` (this piece upstream, merged downstream: GRO); null when matched whole.
+    pub coverage: Option<&'static str>,
 }
 
 impl Table for CorrPacket {
@@ -423,6 +444,12 @@ impl Table for CorrPacket {
             Kind::Text,
             "",
             "`delivered` (reached the last point that saw it), `lost`, `outside_capture` (missing only where a capture was not running), `duplicated` (a copy made on the path)",
+        ),
+        F::nullable(
+            "coverage",
+            Kind::Text,
+            "",
+            "matched by byte coverage: `split` (one segment upstream, this piece of it downstream: TSO/GSO; its times and frames there are the whole segment's), `merged` (this piece upstream, merged into one segment downstream: GRO; likewise); null when matched whole",
         ),
     ];
 }

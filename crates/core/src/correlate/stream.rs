@@ -7,8 +7,9 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
 
-use rustc_hash::FxHasher;
+use rustc_hash::{FxHashSet, FxHasher};
 
+use super::coverage::{self, Cand};
 use super::verdict::Judge;
 use super::{Conn, Error, Life, Point, Sight};
 use crate::capture::{CaptureReader, FileError};
@@ -93,6 +94,19 @@ impl Evidence {
         (v != i64::MAX).then_some(v)
     }
 
+    /// The offset of `j`'s raw clock against `i`'s (`t_j − t_i` for a packet seen at both at
+    /// once), Paxson's midpoint of the smallest raw differences both ways, when the packets
+    /// seen at both so far went both ways and say which point is upstream.
+    pub fn offset(&self, i: usize, j: usize) -> Option<i64> {
+        // d: the direction that passes i first.
+        let d = match self.upstream(i, j)? {
+            true => 0,
+            false => 1,
+        };
+        let (f, r) = (self.min(d, i, j)?, self.min(1 - d, j, i)?);
+        Some(((i128::from(f) - i128::from(r)) / 2) as i64)
+    }
+
     /// A packet of direction `d` seen at `i` (time `ti`) and `j` (time `tj`).
     fn pair(&mut self, d: u8, i: usize, ti: i64, j: usize, tj: i64) {
         let n = self.n;
@@ -166,6 +180,8 @@ struct Conns {
     ends: Vec<(Endpoint, Endpoint)>,
     /// Per connection, its path evidence (a root's holds its joined connections').
     evidence: Vec<Evidence>,
+    /// Per root, the connections (as made) joined into it, itself first.
+    members: Vec<Vec<u32>>,
 }
 
 impl Conns {
@@ -175,6 +191,7 @@ impl Conns {
         self.flip.push(false);
         self.ends.push((a, b));
         self.evidence.push(Evidence::new(n));
+        self.members.push(vec![id]);
         id
     }
 
@@ -203,6 +220,8 @@ impl Conns {
         self.flip[child as usize] = x;
         let ev = std::mem::replace(&mut self.evidence[child as usize], Evidence::new(0));
         self.evidence[root as usize].absorb(&ev, x);
+        let m = std::mem::take(&mut self.members[child as usize]);
+        self.members[root as usize].extend(m);
     }
 }
 
@@ -252,7 +271,10 @@ pub(super) struct Gone<'a> {
     pub life: Life,
     pub sights: &'a [Sight],
     pub evidence: &'a Evidence,
-    /// Its index in the order lifelines are made (the order they leave the window).
+    /// Its place in the order lifelines leave the window (ties of the verdicts' heaps): its
+    /// index in the order made times 2¹⁶, plus, for a lifeline of a group matched by byte
+    /// coverage (all handed over when its first member leaves, with that member's index), its
+    /// place in the group's byte order.
     pub idx: u64,
     /// When it entered the window (ns of input time): every lifeline that leaves after it has
     /// all its sightings at or after this time.
@@ -303,6 +325,23 @@ pub(super) struct Matcher {
     lives: VecDeque<Life>,
     /// Their sightings, `n` per lifeline.
     sights: VecDeque<Sight>,
+    /// Per connection as made and direction (`conn * 2 + dir`), its data lifelines in the
+    /// window (payload, not a copy), oldest first: where a group's members are looked for.
+    data: Vec<VecDeque<u64>>,
+    /// Lifelines already handed over as members of a group (module doc, "Coverage"): skipped
+    /// when they reach the front.
+    handed: FxHashSet<u64>,
+    /// The points' bits (a lifeline seen at all of them is matched whole).
+    all: u32,
+    /// Per point, the time of its last packet so far (ns; `i64::MIN`: none yet).
+    last: Vec<i64>,
+}
+
+/// A group of lifelines matched by byte coverage, as it is handed over: its lifelines in byte
+/// order and their sightings, `n` each.
+struct Folded {
+    lives: Vec<Life>,
+    sights: Vec<Sight>,
 }
 
 impl Matcher {
@@ -319,6 +358,10 @@ impl Matcher {
             conns: Conns::default(),
             lives: VecDeque::new(),
             sights: VecDeque::new(),
+            data: Vec::new(),
+            handed: FxHashSet::default(),
+            all: if n >= 32 { u32::MAX } else { (1u32 << n) - 1 },
+            last: vec![i64::MIN; n],
         }
     }
 
@@ -328,26 +371,138 @@ impl Matcher {
     }
 
     /// Hands every lifeline that has left the window at `now` to `judge`, oldest first, and
-    /// forgets it (`now`: `i64::MAX` at the end of the captures, all of them).
+    /// forgets it (`now`: `i64::MAX` at the end of the captures, all of them). A data lifeline
+    /// not seen at every point is first looked up as a member of a group matched by byte
+    /// coverage ([`Matcher::group`]): then the whole group is handed over in its place.
     pub fn expire(&mut self, now: i64, judge: &mut dyn FnMut(Gone<'_>)) {
         let n = self.n;
         while self.hot.front().is_some_and(|h| now == i64::MAX || now - h.entered > self.window) {
-            let Some(h) = self.hot.pop_front() else { break };
-            let mut life = self.lives.pop_front().expect("one life per hot record");
-            let (root, f) = self.conns.find(life.conn);
-            life.conn = root;
-            life.dir ^= u8::from(f);
-            let sights = self.sights.make_contiguous();
-            judge(Gone {
-                life,
-                sights: &sights[..n],
-                evidence: &self.conns.evidence[root as usize],
-                idx: self.base,
-                entered: h.entered,
-            });
+            let idx = self.base;
+            let h = self.hot[0];
+            let data = &mut self.data[h.conn_dir as usize];
+            if data.front() == Some(&idx) {
+                data.pop_front();
+            }
+            let handed = !self.handed.is_empty() && self.handed.remove(&idx);
+            let l = &self.lives[0];
+            let folded = if !handed && l.len > 0 && !l.copy && h.seen != self.all { self.group() } else { None };
+            let (root, f) = self.conns.find(h.conn_dir >> 1);
+            let evidence = &self.conns.evidence[root as usize];
+            match folded {
+                _ if handed => {}
+                Some(g) => {
+                    for (k, life) in g.lives.into_iter().enumerate() {
+                        let sights = &g.sights[k * n..(k + 1) * n];
+                        let idx = idx << 16 | k.min(0xFFFF) as u64;
+                        judge(Gone { life, sights, evidence, idx, entered: h.entered });
+                    }
+                }
+                None => {
+                    let mut life = self.lives[0].clone();
+                    life.conn = root;
+                    life.dir ^= u8::from(f);
+                    let sights = self.sights.make_contiguous();
+                    judge(Gone { life, sights: &sights[..n], evidence, idx: idx << 16, entered: h.entered });
+                }
+            }
+            self.hot.pop_front();
+            self.lives.pop_front();
             self.sights.drain(..n);
             self.base += 1;
         }
+    }
+
+    /// The group matched by byte coverage (module doc, "Coverage") of the front lifeline, the
+    /// first of its members to leave the window, if it has one: its candidates are the data
+    /// lifelines of its connection (joined: every connection as made that was joined into its
+    /// root) and direction in the window, not seen at every point and not yet handed over, at
+    /// most [`coverage::MAX_STEPS`] of them looked at, oldest first; [`coverage::pair`] groups
+    /// them, their times put on the front lifeline's first point's clock with the offsets
+    /// known so far ([`Evidence::offset`]). Its members are marked handed over, and can no
+    /// longer be matched (a later sighting of one starts a lifeline of its own).
+    fn group(&mut self) -> Option<Folded> {
+        let n = self.n;
+        let h0 = self.hot[0];
+        let (root, f0) = self.conns.find(h0.conn_dir >> 1);
+        let rd = (h0.conn_dir & 1) ^ u32::from(f0);
+        // Pieces or a whole elsewhere: at another point of its connection that saw a packet
+        // since it entered (not one whose capture had ended, or was quiet, then).
+        let on = self.conns.evidence[root as usize].on & !h0.seen;
+        if !(0..n).any(|p| on >> p & 1 == 1 && self.last[p] >= h0.entered) {
+            return None;
+        }
+        // The members' connections as made, each with its direction that is the root's `rd`.
+        let made: Vec<u32> = self.conns.members[root as usize].clone();
+        let dirs: Vec<usize> = made
+            .iter()
+            .map(|&m| {
+                let (_, f) = self.conns.find(m);
+                (m * 2 + (rd ^ u32::from(f))) as usize
+            })
+            .collect();
+        let ev = &self.conns.evidence[root as usize];
+        let seen = |m: u32| (0..n).filter(move |p| m >> p & 1 == 1);
+        let r = seen(h0.seen).next().unwrap_or(0);
+        let mut off = [0i64; MAX_POINTS];
+        for (p, o) in off.iter_mut().enumerate().take(n) {
+            *o = if p == r { 0 } else { ev.offset(r, p).unwrap_or(0) };
+        }
+        let seq0 = self.lives[0].seq;
+        let cand = |i: u64| {
+            let slot = (i - self.base) as usize;
+            let h = &self.hot[slot];
+            let l = &self.lives[slot];
+            let t = seen(h.seen).map(|p| self.sights[slot * n + p].t - off[p]).min().unwrap_or(0);
+            Cand { start: i64::from(l.seq.wrapping_sub(seq0) as i32), len: l.len, points: h.seen, t }
+        };
+        let mut idxs = vec![self.base];
+        let me = cand(self.base);
+        let mut cands = vec![me];
+        // Whether any candidate is its whole or its piece: else it has no group.
+        let mut related = false;
+        let mut steps = 0;
+        'scan: for &cd in &dirs {
+            for &i in &self.data[cd] {
+                if steps == coverage::MAX_STEPS {
+                    break 'scan;
+                }
+                steps += 1;
+                if i == self.base || self.hot[(i - self.base) as usize].seen == self.all || self.handed.contains(&i) {
+                    continue;
+                }
+                let c = cand(i);
+                related |= me.inside(&c, self.window) || c.inside(&me, self.window);
+                idxs.push(i);
+                cands.push(c);
+            }
+        }
+        if !related {
+            return None;
+        }
+        self.sights.make_contiguous();
+        let g = coverage::pair(&cands, self.window).into_iter().find(|g| g.whole == 0 || g.pieces.contains(&0))?;
+        let base = self.base;
+        let (sights, _) = self.sights.as_slices();
+        let lives = &self.lives;
+        let (folded, sights) = coverage::fold(&g, &cands, n, |i| {
+            let slot = (idxs[i] - base) as usize;
+            (&lives[slot], &sights[slot * n..(slot + 1) * n])
+        });
+        for i in std::iter::once(g.whole).chain(g.pieces.iter().copied()) {
+            if idxs[i] != base {
+                self.handed.insert(idxs[i]);
+                self.hot[(idxs[i] - base) as usize].seen = self.all;
+            }
+        }
+        let lives = folded
+            .into_iter()
+            .map(|mut l| {
+                l.conn = root;
+                l.dir = rd as u8;
+                l
+            })
+            .collect();
+        Some(Folded { lives, sights })
     }
 
     /// The connection and direction (false: a → b) of a packet at point `p`, if known there.
@@ -384,6 +539,7 @@ impl Matcher {
             self.swept = Some(now);
         }
         let n = self.n;
+        self.last[p] = now;
         let bit = 1u32 << p;
         // The newest lifeline of this key, if still in the window.
         let newest = self.pending.get(&o.key).copied().filter(|&i| self.in_window(i, now));
@@ -427,6 +583,7 @@ impl Matcher {
                         // A new connection: a is the SYN's sender, else the first packet's.
                         let (a, b) = if o.key.flags & 0x12 == 0x12 { (o.dst, o.src) } else { (o.src, o.dst) };
                         let c = self.conns.add(a, b, n);
+                        self.data.extend([VecDeque::new(), VecDeque::new()]);
                         let d = o.src != a;
                         self.set_conn(p, o, c, d);
                         (c, d)
@@ -435,6 +592,9 @@ impl Matcher {
                 let (root, _) = self.conns.find(c);
                 self.conns.evidence[root as usize].on |= bit;
                 let idx = self.base + self.lives.len() as u64;
+                if o.key.len > 0 && !copy {
+                    self.data[(c * 2 + u32::from(d)) as usize].push_back(idx);
+                }
                 self.lives.push_back(Life {
                     conn: c,
                     dir: u8::from(d),
@@ -443,6 +603,7 @@ impl Matcher {
                     len: o.key.len,
                     flags: o.key.flags,
                     copy,
+                    whole: 0,
                 });
                 let at = self.sights.len();
                 self.sights.extend(std::iter::repeat_n(Sight::NONE, n));

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 use rustc_hash::FxHashMap;
 
 use super::clock::{self, Envelope, lower_hull};
+use super::coverage;
 use super::rows::{CorrDir, CorrEvent, DelaySummary, LossAt, dir_name};
 use super::stream::{Gone, MAX_POINTS, Raw, Settings};
 use super::{Correlation, Life, Point, Sight};
@@ -394,6 +395,8 @@ struct DirJ {
     losses: BTreeMap<(usize, usize), u64>,
     capture_loss: u64,
     outside_capture: u64,
+    split_pieces: u64,
+    merged_pieces: u64,
     duplicated: u64,
     reordered: u64,
     ce_marked: u64,
@@ -528,6 +531,13 @@ impl Judge {
         let p0 = times.iter().min_by_key(|x| x.1).map_or(0, |x| x.0);
         let st = &mut self.conns[c].dirs[l.dir as usize];
         st.judged += 1;
+        // Matched by byte coverage: split or merged, by the path as known now.
+        let own = times.iter().fold(0u32, |m, &(p, _)| m | 1 << p);
+        match coverage::kind(l.whole, own, path) {
+            Some("split") => st.split_pieces += 1,
+            Some(_) => st.merged_pieces += 1,
+            None => {}
+        }
         let base = *st.base.get_or_insert(l.seq);
         let rel = |x: u32| u64::from(x.wrapping_sub(base));
         let mut events = Vec::new();
@@ -892,6 +902,8 @@ impl Judge {
                 losses: Vec::new(),
                 capture_loss: 0,
                 outside_capture: 0,
+                split_pieces: 0,
+                merged_pieces: 0,
                 duplicated: 0,
                 reordered: 0,
                 ce_marked: 0,
@@ -925,6 +937,8 @@ impl Judge {
                 }
                 row.capture_loss += st.capture_loss;
                 row.outside_capture += st.outside_capture;
+                row.split_pieces += st.split_pieces;
+                row.merged_pieces += st.merged_pieces;
                 row.duplicated += st.duplicated;
                 row.reordered += st.reordered;
                 row.ce_marked += st.ce_marked;
