@@ -20,7 +20,7 @@ export function startViewer(bin, args) {
  * Pixels of the first plot's data layer as shown: of the 7 × 7 around client point (x, y), how
  * many are inked (darker than light grey); and whether its top-left corner is white.
  */
-export const inkAt = (pg, x, y) =>
+const inkNow = (pg, x, y) =>
   pg.evaluate(([x, y]) => {
     // The one shown: with the drawing worker, each layer has two, the other hidden.
     const c = [...document.querySelectorAll(".plot .tsg canvas.data")].find((c) => c.style.visibility !== "hidden");
@@ -37,6 +37,20 @@ export const inkAt = (pg, x, y) =>
     const w = g.getImageData(2, 2, 1, 1).data;
     return { inked: n, cornerWhite: w[0] === 255 && w[1] === 255 && w[2] === 255 && w[3] === 255 };
   }, [x, y]);
+
+/**
+ * [`inkNow`] once the drawing worker has painted there: read each frame until the point is
+ * inked on white, for at most 5 s (the figure can be ready a frame or more before the worker's
+ * picture is shown, longer on a loaded machine); the last reading otherwise.
+ */
+export async function inkAt(pg, x, y) {
+  const until = Date.now() + 5000;
+  for (;;) {
+    const ink = await inkNow(pg, x, y);
+    if ((ink.inked > 0 && ink.cornerWhite) || Date.now() > until) return ink;
+    await nextFrame(pg);
+  }
+}
 
 /** A page of `browser` that records console errors and uncaught exceptions in `pg.errors`
  * (the tests assert it stays empty). */
