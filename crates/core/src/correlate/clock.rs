@@ -208,12 +208,10 @@ impl Slices {
 /// delays above a floor has a few dozen vertices), and the answer is the one all samples give.
 #[derive(Debug, Clone)]
 pub struct Envelope {
-    hull: Vec<(i64, i64)>,
-    buf: Vec<(i64, i64)>,
+    hull: Hull,
     slices: Slices,
     n: usize,
     sum_t: i128,
-    fold: usize,
 }
 
 impl Default for Envelope {
@@ -225,7 +223,7 @@ impl Default for Envelope {
 impl Envelope {
     /// An empty one that folds every `fold` samples (at least 1).
     pub fn with_fold(fold: usize) -> Envelope {
-        Envelope { hull: Vec::new(), buf: Vec::new(), slices: Slices::default(), n: 0, sum_t: 0, fold: fold.max(1) }
+        Envelope { hull: Hull::with_fold(fold), slices: Slices::default(), n: 0, sum_t: 0 }
     }
 
     /// One sample: (time at the first point, delay as the clocks read it), ns; in any order.
@@ -233,20 +231,7 @@ impl Envelope {
         self.n += 1;
         self.sum_t += i128::from(t);
         self.slices.push(t, d);
-        self.buf.push((t, d));
-        if self.buf.len() >= self.fold {
-            self.fold_in();
-        }
-    }
-
-    fn fold_in(&mut self) {
-        if self.buf.is_empty() {
-            return;
-        }
-        let mut all = std::mem::take(&mut self.hull);
-        all.append(&mut self.buf);
-        all.sort_unstable();
-        self.hull = lower_hull(&all);
+        self.hull.push(t, d);
     }
 
     /// Takes in another envelope's samples: its hull's vertices (the hull of the union is
@@ -256,18 +241,12 @@ impl Envelope {
         if o.is_empty() {
             return;
         }
-        o.fold_in();
-        for &(t, d) in &o.hull {
-            self.buf.push((t, d));
-        }
+        self.hull.absorb(&mut o.hull);
         for &(d, t) in o.slices.min.iter().flatten() {
             self.slices.push(t, d);
         }
         self.n += o.n;
         self.sum_t += o.sum_t;
-        if self.buf.len() >= self.fold {
-            self.fold_in();
-        }
     }
 
     /// Whether none.
@@ -277,8 +256,67 @@ impl Envelope {
 
     /// The lower hull of every sample so far, in time order.
     pub fn hull(&mut self) -> &[(i64, i64)] {
+        self.hull.vertices()
+    }
+}
+
+/// Samples a [`Hull`] made by `default()` holds besides its vertices before folding them in.
+const HULL_FOLD: usize = 1024;
+
+/// The lower convex hull of a set of (time, value) points, kept in bounded memory: the hull of
+/// a set is the hull of its parts' hulls, so the points are folded into it every `fold` of
+/// them. The smallest of `α·value + β·time` over the set, for any α > 0, is at one of its
+/// vertices: so is the smallest one-way delay on the reference clock, which is such a function
+/// of the raw delay and the time (`Clock::to_ref` is linear). [`Envelope`]'s hull, and the
+/// verdicts' delay extremes.
+#[derive(Debug, Clone)]
+pub(super) struct Hull {
+    pts: Vec<(i64, i64)>,
+    buf: Vec<(i64, i64)>,
+    fold: usize,
+}
+
+impl Default for Hull {
+    fn default() -> Self {
+        Hull::with_fold(HULL_FOLD)
+    }
+}
+
+impl Hull {
+    /// An empty one that folds every `fold` points (at least 1).
+    pub fn with_fold(fold: usize) -> Hull {
+        Hull { pts: Vec::new(), buf: Vec::new(), fold: fold.max(1) }
+    }
+
+    pub fn push(&mut self, t: i64, v: i64) {
+        self.buf.push((t, v));
+        if self.buf.len() >= self.fold {
+            self.fold_in();
+        }
+    }
+
+    fn fold_in(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let mut all = std::mem::take(&mut self.pts);
+        all.append(&mut self.buf);
+        all.sort_unstable();
+        self.pts = lower_hull(&all);
+    }
+
+    /// Its vertices, in time order.
+    pub fn vertices(&mut self) -> &[(i64, i64)] {
         self.fold_in();
-        &self.hull
+        &self.pts
+    }
+
+    /// Takes in another hull's points: its vertices (the hull of the union is the hull of the
+    /// parts' hulls).
+    pub fn absorb(&mut self, o: &mut Hull) {
+        for &(t, v) in o.vertices() {
+            self.push(t, v);
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap;
 
-use super::clock::{self, Envelope, lower_hull};
+use super::clock::{self, Envelope, Hull};
 use super::coverage;
 use super::rows::{CorrDir, CorrEvent, DelaySummary, LossAt, dir_name};
 use super::stream::{Gone, MAX_POINTS, Raw, Settings};
@@ -61,49 +61,6 @@ impl Ranges {
 const SYN: u16 = 0x02;
 const FIN: u16 = 0x01;
 const ACK: u16 = 0x10;
-
-/// Samples a [`Hull`] holds besides its vertices before folding them in.
-const HULL_FOLD: usize = 1024;
-
-/// The lower convex hull of a set of (time, value) points, kept in bounded memory: the hull of
-/// a set is the hull of its parts' hulls. The smallest of `α·value + β·time` over the set, for
-/// any α > 0, is at one of its vertices: so is the smallest one-way delay on the reference
-/// clock, which is such a function of the raw delay and the time (`Clock::to_ref` is linear).
-#[derive(Default, Clone)]
-struct Hull {
-    pts: Vec<(i64, i64)>,
-    buf: Vec<(i64, i64)>,
-}
-
-impl Hull {
-    fn push(&mut self, t: i64, v: i64) {
-        self.buf.push((t, v));
-        if self.buf.len() >= HULL_FOLD {
-            self.fold();
-        }
-    }
-
-    fn fold(&mut self) {
-        if self.buf.is_empty() {
-            return;
-        }
-        let mut all = std::mem::take(&mut self.pts);
-        all.append(&mut self.buf);
-        all.sort_unstable();
-        self.pts = lower_hull(&all);
-    }
-
-    fn vertices(&mut self) -> &[(i64, i64)] {
-        self.fold();
-        &self.pts
-    }
-
-    fn absorb(&mut self, o: &mut Hull) {
-        for &(t, v) in o.vertices() {
-            self.push(t, v);
-        }
-    }
-}
 
 /// How many time slices [`Sketch`] keeps apart.
 const SKETCH_SLICES: usize = 16;
