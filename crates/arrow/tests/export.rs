@@ -208,26 +208,12 @@ fn columns_are_unique_and_documented() {
 #[test]
 fn typed_rows_equal_their_serialized_form() {
     use tcpscope_arrow::columns::{TableBuilder, columns};
-    use tcpscope_core::analysis::{At, Event, SegmentInfo, Sink};
-    use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow, Verdict};
+    use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow};
     use tcpscope_core::table::Table;
 
-    #[derive(Default)]
-    struct Rows(Verdict, Vec<SegmentRow<'static>>, Vec<RttRow>);
-    impl Sink for Rows {
-        fn event(&mut self, at: &At, ev: &Event) {
-            self.0.event(ev);
-            self.2.extend(RttRow::of(at, ev));
-        }
-        fn segment(&mut self, s: &SegmentInfo) {
-            let row = self.0.row(s, "a file");
-            self.1.push(row);
-        }
-        const CLASSIFY: bool = true;
-    }
-    let (rows, _, _) = Query::new(vec![data("loss-snd.pcap")]).run_one(Rows::default(), &|_, _| {}).unwrap();
-    assert!(rows.1.iter().any(|r| r.class.is_some() && r.rtt_ms.is_some() || r.ack.is_none()), "nulls and values");
-    assert!(!rows.2.is_empty());
+    let (segments, rtt) = tcpscope_core::testutil::packet_rows(&data("loss-snd.pcap"), "a file");
+    assert!(segments.iter().any(|r| r.class.is_some() && r.rtt_ms.is_some() || r.ack.is_none()), "nulls and values");
+    assert!(!rtt.is_empty());
 
     fn both<R: tcpscope_core::table::Record + serde::Serialize>(fields: &[tcpscope_core::table::Field], rows: &[R]) {
         let mut cols = columns(ConnRef::FIELDS);
@@ -246,8 +232,8 @@ fn typed_rows_equal_their_serialized_form() {
         assert_eq!(typed.num_rows(), rows.len());
         assert_eq!(typed, serde);
     }
-    both(SegmentRow::FIELDS, &rows.1);
-    both(RttRow::FIELDS, &rows.2);
+    both(SegmentRow::FIELDS, &segments);
+    both(RttRow::FIELDS, &rtt);
 }
 
 /// A typed value of the wrong kind for its column, or one too many, is an error naming it.

@@ -269,3 +269,28 @@ pub fn fill_checksums(ip: &mut [u8]) {
     let t = !ones_sum(&[pseudo_v4(ip).to_be_bytes().as_slice(), &ip[20..]].concat());
     ip[36..38].copy_from_slice(&t.to_be_bytes());
 }
+
+/// The `segments` and `rtt` rows of capture `path`, as `export` makes them (the `file` column
+/// says `file`), for tests of the rows and of their writers.
+pub fn packet_rows(
+    path: &std::path::Path,
+    file: &'static str,
+) -> (Vec<crate::export::rows::SegmentRow<'static>>, Vec<crate::export::rows::RttRow>) {
+    use crate::analysis::{At, Event, SegmentInfo, Sink};
+    use crate::export::rows::{RttRow, SegmentRow, Verdict};
+    struct Rows(Verdict, &'static str, Vec<SegmentRow<'static>>, Vec<RttRow>);
+    impl Sink for Rows {
+        fn event(&mut self, at: &At, ev: &Event) {
+            self.0.event(ev);
+            self.3.extend(RttRow::of(at, ev));
+        }
+        fn segment(&mut self, s: &SegmentInfo) {
+            let row = self.0.row(s, self.1);
+            self.2.push(row);
+        }
+        const CLASSIFY: bool = true;
+    }
+    let q = crate::pass::Query::new(vec![path.into()]);
+    let (rows, _, _) = q.run_one(Rows(Verdict::default(), file, Vec::new(), Vec::new()), &|_, _| {}).unwrap();
+    (rows.2, rows.3)
+}

@@ -159,7 +159,6 @@ impl RttRow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::{At, Sink};
     use crate::table::{Table, names};
 
     fn keys<T: Serialize>(v: &T) -> Vec<String> {
@@ -170,34 +169,20 @@ mod tests {
     /// verdicts agree with the statistics.
     #[test]
     fn rows_keys_are_fields_and_verdicts_agree_with_stats() {
-        #[derive(Default)]
-        struct Rows(Verdict, Vec<SegmentRow<'static>>, Vec<RttRow>);
-        impl Sink for Rows {
-            fn event(&mut self, at: &At, ev: &Event) {
-                self.0.event(ev);
-                self.2.extend(RttRow::of(at, ev));
-            }
-            fn segment(&mut self, s: &SegmentInfo) {
-                let row = self.0.row(s, "f");
-                self.1.push(row);
-            }
-            const CLASSIFY: bool = true;
-        }
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap");
-        let q = crate::pass::Query::new(vec![path.into()]);
-        let (rows, _, _) = q.run_one(Rows::default(), &|_, _| {}).unwrap();
-        let an = q.stats(&|_, _| {}).unwrap();
-        assert_eq!(keys(&rows.1[0]), names(SegmentRow::FIELDS));
-        assert_eq!(keys(&rows.2[0]), names(RttRow::FIELDS));
+        let (segs, rtts) = crate::testutil::packet_rows(path.as_ref(), "f");
+        let an = crate::pass::Query::new(vec![path.into()]).stats(&|_, _| {}).unwrap();
+        assert_eq!(keys(&segs[0]), names(SegmentRow::FIELDS));
+        assert_eq!(keys(&rtts[0]), names(RttRow::FIELDS));
         assert_eq!(keys(&ConnRef { input: "x", conn: 1 }), names(ConnRef::FIELDS));
         let d = &an.conns[0].dir[0];
-        let count = |v: &str| rows.1.iter().filter(|r| r.dir == "a2b" && r.verdict == v).count() as u64;
+        let count = |v: &str| segs.iter().filter(|r| r.dir == "a2b" && r.verdict == v).count() as u64;
         assert_eq!(count("retransmission"), d.rexmit_packets);
         assert!(d.rexmit_packets > 0);
-        let karn = rows.2.iter().filter(|r| r.dir == "a2b" && r.kind == "karn").count() as u64;
+        let karn = rtts.iter().filter(|r| r.dir == "a2b" && r.kind == "karn").count() as u64;
         assert_eq!(karn, d.rtt.n);
-        let on_rows = rows.1.iter().filter(|r| r.dir == "b2a" && r.rtt_ms.is_some()).count() as u64;
+        let on_rows = segs.iter().filter(|r| r.dir == "b2a" && r.rtt_ms.is_some()).count() as u64;
         assert_eq!(on_rows, d.rtt.n, "each Karn sample of a's data is on one of b's ACKs");
-        assert!(rows.1.iter().filter(|r| r.verdict == "retransmission").all(|r| r.class.is_some()));
+        assert!(segs.iter().filter(|r| r.verdict == "retransmission").all(|r| r.class.is_some()));
     }
 }
