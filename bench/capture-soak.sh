@@ -9,7 +9,7 @@ set -euo pipefail
 secs=${1:-120}
 every=${2:-10}
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${TCPSCOPE:-$here/target/release/tcpscope}
+bin=${TCPSCOPE:-$(cd "$here" && realpath -m "${CARGO_TARGET_DIR:-target}")/release/tcpscope}
 ns=tcpscope-soak-$$
 dir=$(mktemp -d)
 cleanup() {

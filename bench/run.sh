@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=bench/out
+# The binary cargo builds below: under CARGO_TARGET_DIR when it is set, as `make` does.
+BIN=${CARGO_TARGET_DIR:-target}/release/tcpscope
 mkdir -p "$OUT" bench/results
 
 for t in tcptrace tshark tcpdump python3; do
@@ -47,7 +49,7 @@ if [ ! -s "$OUT/mid.pcap" ]; then
     mv "$OUT/mid.pcap.tmp" "$OUT/mid.pcap"
 fi
 
-python3 bench/measure.py --bin target/release/tcpscope --out "$OUT" --results bench/results
+python3 bench/measure.py --bin "$BIN" --out "$OUT" --results bench/results
 
 # The same comparison with the tools run in turn, round after round: on a virtual machine whose
 # speed drifts (other load, CPU steal), a ratio taken within one round is the steadier figure.
@@ -58,5 +60,5 @@ for input in bulk.pcap:${BENCH_PAIRED_ROUNDS:-15} bulk.pcapng:${BENCH_PAIRED_ROU
     [ -s "$f" ] || continue
     echo "${input%%:*}:"
     bench/paired.py "${input##*:}" "tcptrace -l -r -n $f" \
-        "target/release/tcpscope stats -q $f" "target/release/tcpscope screen -q --all $f"
+        "$BIN stats -q $f" "$BIN screen -q --all $f"
 done
