@@ -34,7 +34,8 @@
 //!   not seen at every point, when another point of its connection saw a packet after it
 //!   entered (its capture still running), the candidates are the data lifelines of its
 //!   connection (the root after joins) and direction still in the window, not seen at every
-//!   point and not yet handed over; each is a *piece* of the one nearest to it in time of those
+//!   point and not yet handed over, that hold any of its bytes or of the bytes of a segment
+//!   containing it; each is a *piece* of the one nearest to it in time of those
 //!   it lies inside — longer, containing its bytes, seen at none of its points, within the
 //!   window — unless it is itself a *whole* (something is a piece of it); a whole's pieces are
 //!   taken in byte order. Nearest in time on what is known then: each time less its point's
@@ -50,10 +51,13 @@
 //!   a merge. The group's lifelines are handed to the verdicts at once, in byte order, with the
 //!   first member's entry time (still a valid frontier: everything that leaves later entered at
 //!   or after it); the other members are skipped when they reach the front and are no longer
-//!   matched. Bound: nothing for a lifeline seen at every point; else at most
-//!   `coverage::MAX_STEPS` (512) of its connection's data lifelines in the window looked at,
-//!   oldest first (an index per connection as made and direction), then `coverage::pair` over
-//!   those. [`Life::whole`] marks a piece; rows say `split` or `merged`.
+//!   matched. Work: nothing for a lifeline seen at every point; else a range query in its
+//!   connection's indexes by sequence number (`coverage::Index`, one per connection as made
+//!   and direction: its data lifelines in the window not yet seen at every point) for those
+//!   holding its bytes, then those holding the bytes of the segments containing it (its
+//!   whole's other pieces) — wherever they entered the window, at most
+//!   `coverage::MAX_CANDIDATES` (4096) — and `coverage::pair` over those. [`Life::whole`]
+//!   marks a piece; rows say `split` or `merged`.
 //! - **Path order**: for each connection and direction, the order in which its packets pass
 //!   the points (upstream first), found from the data: point i is upstream of j for a→b when
 //!   `min(t_j − t_i)` over a→b packets plus `min(t_i − t_j)` over b→a packets is positive (the

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use rustc_hash::{FxHashSet, FxHasher};
 
-use super::coverage::{self, Cand};
+use super::coverage::{self, Cand, Index};
 use super::verdict::Judge;
 use super::{Conn, Error, Life, Point, Sight};
 use crate::capture::{CaptureReader, FileError};
@@ -326,8 +326,9 @@ pub(super) struct Matcher {
     /// Their sightings, `n` per lifeline.
     sights: VecDeque<Sight>,
     /// Per connection as made and direction (`conn * 2 + dir`), its data lifelines in the
-    /// window (payload, not a copy), oldest first: where a group's members are looked for.
-    data: Vec<VecDeque<u64>>,
+    /// window (payload, not a copy) not yet seen at every point, by sequence number: where a
+    /// group's members are looked for ([`Index`]).
+    data: Vec<Index>,
     /// Lifelines already handed over as members of a group (module doc, "Coverage"): skipped
     /// when they reach the front.
     handed: FxHashSet<u64>,
@@ -379,12 +380,11 @@ impl Matcher {
         while self.hot.front().is_some_and(|h| now == i64::MAX || now - h.entered > self.window) {
             let idx = self.base;
             let h = self.hot[0];
-            let data = &mut self.data[h.conn_dir as usize];
-            if data.front() == Some(&idx) {
-                data.pop_front();
+            let l = &self.lives[0];
+            if h.seen != self.all && l.len > 0 && !l.copy {
+                self.data[h.conn_dir as usize].remove(l.seq, idx);
             }
             let handed = !self.handed.is_empty() && self.handed.remove(&idx);
-            let l = &self.lives[0];
             let folded = if !handed && l.len > 0 && !l.copy && h.seen != self.all { self.group() } else { None };
             let (root, f) = self.conns.find(h.conn_dir >> 1);
             let evidence = &self.conns.evidence[root as usize];
@@ -415,11 +415,17 @@ impl Matcher {
     /// The group matched by byte coverage (module doc, "Coverage") of the front lifeline, the
     /// first of its members to leave the window, if it has one: its candidates are the data
     /// lifelines of its connection (joined: every connection as made that was joined into its
-    /// root) and direction in the window, not seen at every point and not yet handed over, at
-    /// most [`coverage::MAX_STEPS`] of them looked at, oldest first; [`coverage::pair`] groups
-    /// them, their times put on the front lifeline's first point's clock with the offsets
-    /// known so far ([`Evidence::offset`]). Its members are marked handed over, and can no
-    /// longer be matched (a later sighting of one starts a lifeline of its own).
+    /// root) and direction in the window, not seen at every point and not yet handed over
+    /// (the [`Index`] of each), that hold any of its bytes — and, when one of those contains it
+    /// (its whole, if it is a piece), any of the bytes of those containing it (the whole's
+    /// other pieces) — wherever they entered the window, at most
+    /// [`coverage::MAX_CANDIDATES`]; [`coverage::pair`] groups them, their times put on the
+    /// front lifeline's first point's clock with the offsets known so far
+    /// ([`Evidence::offset`]). That is the group [`coverage::pair`] finds among all the
+    /// candidates of the window: a lifeline is only ever a piece of one that contains it, and
+    /// every lifeline that could contain one of the group's members, or be its piece, holds
+    /// some of those bytes. Its members are marked handed over, and can no longer be matched (a
+    /// later sighting of one starts a lifeline of its own).
     fn group(&mut self) -> Option<Folded> {
         let n = self.n;
         let h0 = self.hot[0];
@@ -455,30 +461,45 @@ impl Matcher {
             let t = seen(h.seen).map(|p| self.sights[slot * n + p].t - off[p]).min().unwrap_or(0);
             Cand { start: i64::from(l.seq.wrapping_sub(seq0) as i32), len: l.len, points: h.seen, t }
         };
-        let mut idxs = vec![self.base];
         let me = cand(self.base);
-        let mut cands = vec![me];
-        // Whether any candidate is its whole or its piece: else it has no group.
-        let mut related = false;
-        let mut steps = 0;
-        'scan: for &cd in &dirs {
-            for &i in &self.data[cd] {
-                if steps == coverage::MAX_STEPS {
-                    break 'scan;
+        // The candidates holding any byte from `from` to `to` (relative to `seq0`), in every
+        // member's index (the front lifeline left its own before this call); false past
+        // MAX_CANDIDATES (the same bytes sent over and over: no group).
+        let data = &self.data;
+        let gather = |from: i64, to: i64, idxs: &mut Vec<u64>| {
+            idxs.clear();
+            for &cd in &dirs {
+                for i in data[cd].overlapping(seq0, from, to) {
+                    if idxs.len() == coverage::MAX_CANDIDATES {
+                        return false;
+                    }
+                    idxs.push(i);
                 }
-                steps += 1;
-                if i == self.base || self.hot[(i - self.base) as usize].seen == self.all || self.handed.contains(&i) {
-                    continue;
-                }
-                let c = cand(i);
-                related |= me.inside(&c, self.window) || c.inside(&me, self.window);
-                idxs.push(i);
-                cands.push(c);
             }
-        }
-        if !related {
+            true
+        };
+        let mut idxs = Vec::new();
+        if !gather(0, i64::from(me.len), &mut idxs) {
             return None;
         }
+        let mut cands: Vec<Cand> = idxs.iter().map(|&i| cand(i)).collect();
+        // Whether any candidate is its whole or its piece: else it has no group.
+        if !cands.iter().any(|c| me.inside(c, self.window) || c.inside(&me, self.window)) {
+            return None;
+        }
+        // The bytes of the segments containing it: its whole's other pieces lie there.
+        let (from, to) = cands
+            .iter()
+            .filter(|c| me.inside(c, self.window))
+            .fold((0, me.end()), |(a, b), c| (a.min(c.start), b.max(c.end())));
+        if (from, to) != (0, me.end()) {
+            if !gather(from, to, &mut idxs) {
+                return None;
+            }
+            cands = idxs.iter().map(|&i| cand(i)).collect();
+        }
+        idxs.insert(0, self.base);
+        cands.insert(0, me);
         self.sights.make_contiguous();
         let g = coverage::pair(&cands, self.window).into_iter().find(|g| g.whole == 0 || g.pieces.contains(&0))?;
         let base = self.base;
@@ -490,8 +511,11 @@ impl Matcher {
         });
         for i in std::iter::once(g.whole).chain(g.pieces.iter().copied()) {
             if idxs[i] != base {
+                let slot = (idxs[i] - base) as usize;
+                let h = &mut self.hot[slot];
+                self.data[h.conn_dir as usize].remove(self.lives[slot].seq, idxs[i]);
                 self.handed.insert(idxs[i]);
-                self.hot[(idxs[i] - base) as usize].seen = self.all;
+                h.seen = self.all;
             }
         }
         let lives = folded
@@ -571,6 +595,13 @@ impl Matcher {
                 }
                 self.sights[slot * n + p] = o.sight;
                 self.hot[slot].seen |= bit;
+                if self.hot[slot].seen == self.all {
+                    // Seen at every point: no longer a candidate for byte coverage.
+                    let l = &self.lives[slot];
+                    if l.len > 0 && !l.copy {
+                        self.data[h.conn_dir as usize].remove(l.seq, i);
+                    }
+                }
                 match self.conn_of(p, o) {
                     Some((c, d)) => self.conns.join(lc, ld, c, d),
                     None => self.set_conn(p, o, lc, ld),
@@ -583,7 +614,7 @@ impl Matcher {
                         // A new connection: a is the SYN's sender, else the first packet's.
                         let (a, b) = if o.key.flags & 0x12 == 0x12 { (o.dst, o.src) } else { (o.src, o.dst) };
                         let c = self.conns.add(a, b, n);
-                        self.data.extend([VecDeque::new(), VecDeque::new()]);
+                        self.data.extend([Index::default(), Index::default()]);
                         let d = o.src != a;
                         self.set_conn(p, o, c, d);
                         (c, d)
@@ -592,8 +623,8 @@ impl Matcher {
                 let (root, _) = self.conns.find(c);
                 self.conns.evidence[root as usize].on |= bit;
                 let idx = self.base + self.lives.len() as u64;
-                if o.key.len > 0 && !copy {
-                    self.data[(c * 2 + u32::from(d)) as usize].push_back(idx);
+                if o.key.len > 0 && !copy && bit != self.all {
+                    self.data[(c * 2 + u32::from(d)) as usize].insert(o.key.seq, o.key.len, idx);
                 }
                 self.lives.push_back(Life {
                     conn: c,
