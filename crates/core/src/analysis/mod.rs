@@ -69,22 +69,20 @@ impl Default for Settings {
     }
 }
 
-/// A range of sequence space sent and not yet cumulatively acknowledged (48 bytes: every
+/// A range of sequence space sent and not yet cumulatively acknowledged (32 bytes: every
 /// direction with data in flight holds some, `docs/performance.md`).
 #[derive(Clone, Copy, Debug)]
 struct Sent {
     start: SeqOff,
     end: SeqOff,
-    /// When the range was first sent: the RTT sample's start.
+    /// When the range was last sent; until it is sent again (ambiguous), when it was first
+    /// sent: the RTT sample's start. The first sending of a range sent twice is never read
+    /// (Karn: no sample, no receiver delay), so one word holds both.
     ts_ns: u64,
-    /// The frame it was first sent in, and in the top bit whether some of it was sent more
-    /// than once (ambiguous for RTT, Karn). A frame number never reaches 2^63, so the flag
-    /// costs no word of its own.
+    /// The frame it was last sent in (first, as `ts_ns`), and in the top bit whether some of it
+    /// was sent more than once (ambiguous for RTT, Karn). A frame number never reaches 2^63, so
+    /// the flag costs no word of its own.
     frame_ambiguous: u64,
-    /// When (and in which frame) any of it was last sent: an ACK covering it after a later
-    /// range is "post-loss".
-    last_ts_ns: u64,
-    last_frame: u64,
 }
 
 impl Sent {
@@ -94,10 +92,10 @@ impl Sent {
     fn new(start: SeqOff, end: SeqOff, ts_ns: u64, frame: u64, ambiguous: bool) -> Self {
         debug_assert!(frame < Self::AMBIGUOUS, "frame numbers stay below 2^63");
         let frame_ambiguous = frame | (ambiguous as u64) << 63;
-        Sent { start, end, ts_ns, frame_ambiguous, last_ts_ns: ts_ns, last_frame: frame }
+        Sent { start, end, ts_ns, frame_ambiguous }
     }
 
-    /// The frame it was first sent in.
+    /// The frame it was last sent in: the first while it is not ambiguous.
     fn frame(&self) -> u64 {
         self.frame_ambiguous & !Self::AMBIGUOUS
     }
@@ -109,9 +107,8 @@ impl Sent {
 
     /// Marks it sent again in `frame` at `ts_ns`.
     fn resent(&mut self, ts_ns: u64, frame: u64) {
-        self.frame_ambiguous |= Self::AMBIGUOUS;
-        self.last_ts_ns = ts_ns;
-        self.last_frame = frame;
+        self.ts_ns = ts_ns;
+        self.frame_ambiguous = frame | Self::AMBIGUOUS;
     }
 }
 

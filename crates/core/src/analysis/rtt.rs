@@ -35,7 +35,8 @@ pub(super) fn karn<S: Sink>(
         oldest = oldest.or(Some(s.ts_ns));
         resent |= s.ambiguous();
         if let Some(c) = candidate.replace(s) {
-            latest_other = latest_other.max(c.last_ts_ns);
+            // When it was last sent (`Sent::ts_ns`).
+            latest_other = latest_other.max(c.ts_ns);
         }
     }
     // Sent in order: no range it covers was sent after the last one.
