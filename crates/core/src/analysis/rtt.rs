@@ -2,7 +2,7 @@
 //! rule) and timestamp echoes (RFC 7323 §4.3, as pping does).
 
 use super::classify::Memory;
-use super::{At, Event, Half, MAX_TS_PENDING, Outstanding, RttKind, Sent, Sink, push_compact};
+use super::{At, Event, Half, MAX_TS_PENDING, Outstanding, RttKind, Sent, Sink};
 use crate::decode::Segment;
 use crate::seq::{SeqNum, SeqOff};
 
@@ -98,7 +98,7 @@ pub(super) fn on_timestamps<S: Sink>(me: &mut Half, peer: &mut Half, seg: &Segme
             if pending.len() >= MAX_TS_PENDING {
                 pending.pop_front();
             }
-            push_compact(pending, (tsval, ts_ns, frame));
+            pending.push_back((tsval, ts_ns, frame));
         }
     }
 }

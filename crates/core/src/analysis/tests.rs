@@ -538,10 +538,33 @@ fn outstanding_queues_grow_from_one() {
 
 #[test]
 fn outstanding_state_without_ranges_is_small() {
-    // Held by every direction with data in flight; the range sets only when used.
-    assert_eq!(std::mem::size_of::<Outstanding>(), 72);
+    // Held by every direction with data in flight, its first two TSvals inline (a 112-byte
+    // size class); the range sets only when used.
+    assert_eq!(std::mem::size_of::<Outstanding>(), 104);
     let o = Outstanding::default();
     assert!(o.is_empty() && o.holes().is_empty() && o.sacked().is_empty() && o.ranges.is_none());
+}
+
+/// A direction with one or two TSvals awaiting their echo keeps them in its outstanding
+/// state's one allocation; a third moves them to the heap.
+#[test]
+fn outstanding_tsvals_inline_up_to_two() {
+    let queues = |n: u32| {
+        let mut c = Conv::default();
+        c.handshake();
+        for i in 0..n {
+            c.pkt(true, 30.0 + i as f64, ACK, 100 * i, 0, 100, 1000, opt::ts(100 + i, 7));
+        }
+        let mut an = Analyzer::new(c.settings, StatsSink::default());
+        for (i, p) in c.pkts.iter().enumerate() {
+            let (data, orig) = p.ipv4();
+            let frame = i as u64 + 1;
+            an.record(&Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame, offset: 0 });
+        }
+        let o = an.connection(0).expect("held").half[0].out.as_deref().expect("in flight");
+        (o.unacked.len(), o.ts_pending.len(), o.ts_pending.spilled())
+    };
+    assert_eq!([queues(2), queues(3)], [(2, 2, false), (3, 3, true)]);
 }
 
 /// Every connection open at once holds these (`docs/performance.md`, *concurrent*): a size
