@@ -172,7 +172,7 @@ struct Repeat {
 fn rexmit_evidence(o: &Outstanding, snd_una: Option<SeqOff>, start: SeqOff, end: SeqOff) -> Repeat {
     let una = snd_una.unwrap_or(SeqOff::MIN);
     let i = o.unacked.partition_point(|s| s.end <= start);
-    let prev_sent = o.unacked.get(i).filter(|s| s.start < end).map(|s| (s.last_ts_ns, s.last_frame));
+    let prev_sent = o.unacked.get(i).filter(|s| s.start < end).map(|s| (s.ts_ns, s.frame()));
     let above = start.max(una);
     let acked = end <= una || o.sacked().overlap(above, end) == (end - above) as u64;
     Repeat { prev_sent, acked }

@@ -2,7 +2,7 @@
 //! rule) and timestamp echoes (RFC 7323 §4.3, as pping does).
 
 use super::classify::Memory;
-use super::{At, Event, Half, MAX_TS_PENDING, Outstanding, RttKind, Sent, Sink, push_compact};
+use super::{At, Event, Half, MAX_TS_PENDING, Outstanding, RttKind, Sent, Sink};
 use crate::decode::Segment;
 use crate::seq::{SeqNum, SeqOff};
 
@@ -35,7 +35,8 @@ pub(super) fn karn<S: Sink>(
         oldest = oldest.or(Some(s.ts_ns));
         resent |= s.ambiguous();
         if let Some(c) = candidate.replace(s) {
-            latest_other = latest_other.max(c.last_ts_ns);
+            // When it was last sent (`Sent::ts_ns`).
+            latest_other = latest_other.max(c.ts_ns);
         }
     }
     // Sent in order: no range it covers was sent after the last one.
@@ -97,7 +98,7 @@ pub(super) fn on_timestamps<S: Sink>(me: &mut Half, peer: &mut Half, seg: &Segme
             if pending.len() >= MAX_TS_PENDING {
                 pending.pop_front();
             }
-            push_compact(pending, (tsval, ts_ns, frame));
+            pending.push_back((tsval, ts_ns, frame));
         }
     }
 }

@@ -513,13 +513,14 @@ fn a_pass_that_does_not_ask_for_classes_gets_none() {
 }
 
 #[test]
-fn a_transmission_keeps_its_frame_and_karn_flag_in_48_bytes() {
-    assert_eq!(std::mem::size_of::<Sent>(), 48);
+fn a_transmission_keeps_its_frame_and_karn_flag_in_32_bytes() {
+    assert_eq!(std::mem::size_of::<Sent>(), 32);
     let frame = (1 << 63) - 1;
     let mut s = Sent::new(SeqOff(0), SeqOff(0), 5, frame, false);
-    assert_eq!((s.frame(), s.ambiguous(), s.last_frame), (frame, false, frame));
+    assert_eq!((s.frame(), s.ambiguous(), s.ts_ns), (frame, false, 5));
+    // Sent again: the last sending replaces the first (never read once ambiguous).
     s.resent(9, 12);
-    assert_eq!((s.frame(), s.ambiguous(), s.last_ts_ns, s.last_frame), (frame, true, 9, 12));
+    assert_eq!((s.frame(), s.ambiguous(), s.ts_ns), (12, true, 9));
     assert!(Sent::new(SeqOff(0), SeqOff(0), 5, 7, true).ambiguous());
 }
 
@@ -537,10 +538,33 @@ fn outstanding_queues_grow_from_one() {
 
 #[test]
 fn outstanding_state_without_ranges_is_small() {
-    // Held by every direction with data in flight; the range sets only when used.
-    assert_eq!(std::mem::size_of::<Outstanding>(), 72);
+    // Held by every direction with data in flight, its first two TSvals inline (a 112-byte
+    // size class); the range sets only when used.
+    assert_eq!(std::mem::size_of::<Outstanding>(), 104);
     let o = Outstanding::default();
     assert!(o.is_empty() && o.holes().is_empty() && o.sacked().is_empty() && o.ranges.is_none());
+}
+
+/// A direction with one or two TSvals awaiting their echo keeps them in its outstanding
+/// state's one allocation; a third moves them to the heap.
+#[test]
+fn outstanding_tsvals_inline_up_to_two() {
+    let queues = |n: u32| {
+        let mut c = Conv::default();
+        c.handshake();
+        for i in 0..n {
+            c.pkt(true, 30.0 + i as f64, ACK, 100 * i, 0, 100, 1000, opt::ts(100 + i, 7));
+        }
+        let mut an = Analyzer::new(c.settings, StatsSink::default());
+        for (i, p) in c.pkts.iter().enumerate() {
+            let (data, orig) = p.ipv4();
+            let frame = i as u64 + 1;
+            an.record(&Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame, offset: 0 });
+        }
+        let o = an.connection(0).expect("held").half[0].out.as_deref().expect("in flight");
+        (o.unacked.len(), o.ts_pending.len(), o.ts_pending.spilled())
+    };
+    assert_eq!([queues(2), queues(3)], [(2, 2, false), (3, 3, true)]);
 }
 
 /// Every connection open at once holds these (`docs/performance.md`, *concurrent*): a size
