@@ -30,11 +30,15 @@ pub struct Settings {
     /// `--packets`, the plots, the viewer). Off, the memory is bounded by the window and the
     /// number of connections, not by the captures' length (module doc, "Memory").
     pub keep_packets: bool,
+    /// Judge on a thread of its own, overlapped with the matching (`None`: when the machine
+    /// has a core for it besides the reading threads and the matcher's; docs/correlate.md,
+    /// "Speed"). The verdicts are the same either way.
+    pub judge_thread: Option<bool>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { window_ns: 2_000_000_000, offsets_ns: Vec::new(), keep_packets: false }
+        Settings { window_ns: 2_000_000_000, offsets_ns: Vec::new(), keep_packets: false, judge_thread: None }
     }
 }
 
@@ -804,10 +808,29 @@ fn judging(
     }
 }
 
+/// Where the lifelines that leave the window are judged.
+enum Verdicts<'a> {
+    /// Here, as each leaves.
+    Here(&'a mut Judge),
+    /// On the judging thread ([`judging`]).
+    There(Handing),
+}
+
+impl Verdicts<'_> {
+    fn gone(&mut self, g: Gone<'_>, points: &[Point], ended: &[bool]) {
+        match self {
+            Verdicts::Here(judge) => judge.take(g, points, ended),
+            Verdicts::There(hand) => hand.gone(g, points, ended),
+        }
+    }
+}
+
 /// Reads every capture once, merged in time order (ties: the capture given first). Each
 /// capture is read and decoded on a thread of its own (the reading stage of every pass,
-/// [`Decoding`]); this thread merges and matches, and hands each lifeline that leaves the
-/// window to another that judges it ([`judging`]), in batches through a bounded channel.
+/// [`Decoding`]); this thread merges and matches, and judges each lifeline that leaves the
+/// window or hands it to a thread that does ([`judging`], [`Settings::judge_thread`]), in
+/// batches through a bounded channel. On a machine with fewer cores than threads, the
+/// judging thread cost wall time rather than saving it (docs/correlate.md, "Speed").
 pub(super) fn run(paths: &[PathBuf], settings: &Settings, judge: &mut Judge) -> Result<Raw, Error> {
     let mut points = Vec::new();
     let mut readers = Vec::new();
@@ -823,20 +846,25 @@ pub(super) fn run(paths: &[PathBuf], settings: &Settings, judge: &mut Judge) -> 
     let n = paths.len();
     let mut m = Matcher::new(n, settings.window_ns);
     let mut ended_at = vec![false; n];
+    let threaded =
+        settings.judge_thread.unwrap_or_else(|| std::thread::available_parallelism().is_ok_and(|c| c.get() >= n + 2));
     std::thread::scope(|scope| {
-        let (full_tx, full_rx) = std::sync::mpsc::sync_channel(HAND_QUEUE);
-        let (empty_tx, empty_rx) = std::sync::mpsc::channel();
-        let judged = {
+        let (mut hand, judged) = if threaded {
+            let (full_tx, full_rx) = std::sync::mpsc::sync_channel(HAND_QUEUE);
+            let (empty_tx, empty_rx) = std::sync::mpsc::channel();
             let points = points.clone();
-            scope.spawn(move || judging(judge, points, full_rx, empty_tx))
-        };
-        let mut hand = Handing {
-            n,
-            batch: HandBatch::default(),
-            full: full_tx,
-            empty: empty_rx,
-            sent: Vec::new(),
-            capturing: vec![(None, false); n],
+            let judged = scope.spawn(move || judging(judge, points, full_rx, empty_tx));
+            let hand = Handing {
+                n,
+                batch: HandBatch::default(),
+                full: full_tx,
+                empty: empty_rx,
+                sent: Vec::new(),
+                capturing: vec![(None, false); n],
+            };
+            (Verdicts::There(hand), Some(judged))
+        } else {
+            (Verdicts::Here(judge), None)
         };
         let mut inputs = Vec::new();
         let mut threads = Vec::new();
@@ -881,12 +909,63 @@ pub(super) fn run(paths: &[PathBuf], settings: &Settings, judge: &mut Judge) -> 
             }
         }
         m.expire(i64::MAX, &mut |g| hand.gone(g, &points, &ended_at));
-        hand.send();
-        drop(hand);
+        if let Verdicts::There(mut hand) = hand {
+            hand.send();
+        }
         // A panic while judging is a bug in tcpscope: let it surface as one.
-        judged.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        if let Some(judged) = judged {
+            judged.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        }
         Ok::<(), Error>(())
     })?;
     let (conns, made, evidence) = m.finish();
     Ok(Raw { points, conns, made, evidence, given })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Evidence, MAX_POINTS};
+
+    /// What the verdicts read of an evidence: its path and every smallest difference.
+    fn read(e: &Evidence) -> (Vec<usize>, Vec<Option<i64>>) {
+        let mut out = [0; MAX_POINTS];
+        let k = e.path(&mut out);
+        let n = e.n;
+        let mins = (0..2).flat_map(|d| (0..n).flat_map(move |i| (0..n).map(move |j| e.min(d, i, j))));
+        (out[..k].to_vec(), mins.collect())
+    }
+
+    /// A copy taken when the version last changed reads as the evidence itself, whatever
+    /// came since: the judging thread is handed copies only when the version changes.
+    #[test]
+    fn an_unchanged_version_reads_the_same() {
+        // A small linear congruential generator: the test must not depend on a crate's stream.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |m: u64| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut copies = 0;
+        for _ in 0..200 {
+            let n = 2 + next(3) as usize;
+            let mut e = Evidence::new(n);
+            e.on = (1 << n) - 1;
+            let mut copy = e.clone();
+            for _ in 0..300 {
+                let (d, i, j) = (next(2) as u8, next(n as u64) as usize, next(n as u64) as usize);
+                if i == j {
+                    continue;
+                }
+                let ti = next(1000) as i64;
+                e.pair(d, i, ti, j, ti + next(400) as i64 - 100);
+                if e.version != copy.version {
+                    copy = e.clone();
+                    copies += 1;
+                }
+                assert_eq!(read(&copy), read(&e));
+            }
+        }
+        // Most steps changed nothing the verdicts read.
+        assert!(copies < 200 * 300 / 4, "{copies} copies");
+    }
 }
