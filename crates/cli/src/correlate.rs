@@ -118,7 +118,7 @@ pub fn correlate(args: &CorrelateArgs) -> io::Result<ExitCode> {
     }
     // Only the per-packet outputs keep every packet (docs/correlate.md, "Memory").
     let keep_packets = args.packets || args.plot.is_some();
-    let settings = Settings { window_ns: (args.window * 1e9) as i64, offsets_ns, keep_packets };
+    let settings = Settings { window_ns: (args.window * 1e9) as i64, offsets_ns, keep_packets, judge_thread: None };
     let c = match correlate::correlate(&args.traces, &settings) {
         Ok(c) => c,
         Err(Error::File(e)) => return Err(input_error(e.to_string())),

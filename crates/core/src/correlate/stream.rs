@@ -30,11 +30,15 @@ pub struct Settings {
     /// `--packets`, the plots, the viewer). Off, the memory is bounded by the window and the
     /// number of connections, not by the captures' length (module doc, "Memory").
     pub keep_packets: bool,
+    /// Judge on a thread of its own, overlapped with the matching (`None`: when the machine
+    /// has a core for it besides the reading threads and the matcher's; docs/correlate.md,
+    /// "Speed"). The verdicts are the same either way.
+    pub judge_thread: Option<bool>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { window_ns: 2_000_000_000, offsets_ns: Vec::new(), keep_packets: false }
+        Settings { window_ns: 2_000_000_000, offsets_ns: Vec::new(), keep_packets: false, judge_thread: None }
     }
 }
 
@@ -81,11 +85,18 @@ pub(super) struct Evidence {
     before: Vec<u32>,
     /// The points that saw any of its packets, bit p for point p.
     pub on: u32,
+    /// Bumped whenever what the verdicts read of it ([`Evidence::path`], [`Evidence::min`])
+    /// may have changed apart from `on`: a smallest difference, the majority of a pair of
+    /// points, a join. The matcher hands the judging thread a copy only when it did.
+    version: u64,
+    /// [`Evidence::path`], worked out once for a copy handed to the judging thread (a copy is
+    /// never changed; a change clears it anyway): every lifeline judged asks for it.
+    path: Option<Box<[u8]>>,
 }
 
 impl Evidence {
     fn new(n: usize) -> Evidence {
-        Evidence { n, min: vec![i64::MAX; 2 * n * n], before: vec![0; n * n], on: 0 }
+        Evidence { n, min: vec![i64::MAX; 2 * n * n], before: vec![0; n * n], on: 0, version: 0, path: None }
     }
 
     /// The smallest `t_j − t_i` of direction `d` (raw clocks), if any packet was seen at both.
@@ -110,13 +121,24 @@ impl Evidence {
     /// A packet of direction `d` seen at `i` (time `ti`) and `j` (time `tj`).
     fn pair(&mut self, d: u8, i: usize, ti: i64, j: usize, tj: i64) {
         let n = self.n;
-        let m = &mut self.min[(d as usize * n + i) * n + j];
+        self.path = None;
+        let (ij, ji) = ((d as usize * n + i) * n + j, (d as usize * n + j) * n + i);
+        if tj - ti < self.min[ij] || ti - tj < self.min[ji] {
+            self.version += 1;
+        }
+        let m = &mut self.min[ij];
         *m = (*m).min(tj - ti);
-        let m = &mut self.min[(d as usize * n + j) * n + i];
+        let m = &mut self.min[ji];
         *m = (*m).min(ti - tj);
         if ti != tj {
             let (a, b) = if (ti < tj) == (d == 0) { (i, j) } else { (j, i) };
             self.before[a * n + b] += 1;
+            // The majority (`upstream` without both smallest differences) turns only when
+            // the count ahead reaches a tie or leaves one.
+            let ahead = i64::from(self.before[a * n + b]) - i64::from(self.before[b * n + a]);
+            if ahead == 0 || ahead == 1 {
+                self.version += 1;
+            }
         }
     }
 
@@ -136,6 +158,8 @@ impl Evidence {
             }
         }
         self.on |= o.on;
+        self.version += 1;
+        self.path = None;
     }
 
     /// Whether `i` is upstream of `j` for a→b: by the smallest round trip between them when
@@ -152,6 +176,12 @@ impl Evidence {
     /// The points a→b passes, upstream first (b→a: the reverse); points that saw none of the
     /// connection's packets are not on it. Written into `out`, its length returned.
     pub fn path(&self, out: &mut [usize; MAX_POINTS]) -> usize {
+        if let Some(path) = &self.path {
+            for (o, &p) in out.iter_mut().zip(path.iter()) {
+                *o = usize::from(p);
+            }
+            return path.len();
+        }
         let n = self.n;
         let mut k = 0;
         for p in 0..n {
@@ -684,9 +714,154 @@ impl Matcher {
     }
 }
 
+/// What the matcher hands the judging thread, in the order it happened.
+enum Item {
+    /// A lifeline that left the window (its sightings: the batch's next `n`), as [`Gone`].
+    Gone { life: Life, idx: u64, entered: i64 },
+    /// Root connection `0`'s path evidence is now this copy (it changed since the last one).
+    Evidence(u32, Box<Evidence>),
+    /// The captures' first and last times and whether each has ended are now the batch's next
+    /// `n` (they changed since the last lifeline handed over).
+    Capturing,
+}
+
+/// Lifelines handed to the judging thread at once: a channel send per lifeline would cost
+/// more than most verdicts.
+const HAND_BATCH: usize = 4096;
+
+/// Batches waiting for the judging thread: with [`HAND_BATCH`], the most lifelines between
+/// the matcher and the verdicts (bounded memory stays bounded).
+const HAND_QUEUE: usize = 4;
+
+#[derive(Default)]
+struct HandBatch {
+    items: Vec<Item>,
+    sights: Vec<Sight>,
+    capturing: Vec<(Option<(i64, i64)>, bool)>,
+}
+
+/// The matcher's end of the judging thread: each lifeline that leaves the window goes there
+/// with what the verdicts read of the matcher's state at that moment — its connection's path
+/// evidence and the captures' spans — sent only when they changed, so that the verdicts are
+/// the ones judging in place gave.
+struct Handing {
+    n: usize,
+    batch: HandBatch,
+    full: std::sync::mpsc::SyncSender<HandBatch>,
+    empty: std::sync::mpsc::Receiver<HandBatch>,
+    /// Per root connection, the (version, points) of the evidence last sent.
+    sent: Vec<Option<(u64, u32)>>,
+    /// The captures' spans and ends last sent.
+    capturing: Vec<(Option<(i64, i64)>, bool)>,
+}
+
+impl Handing {
+    fn gone(&mut self, g: Gone<'_>, points: &[Point], ended: &[bool]) {
+        let root = g.life.conn as usize;
+        if self.sent.len() <= root {
+            self.sent.resize(root + 1, None);
+        }
+        let key = Some((g.evidence.version, g.evidence.on));
+        if self.sent[root] != key {
+            self.sent[root] = key;
+            self.batch.items.push(Item::Evidence(root as u32, Box::new(g.evidence.clone())));
+        }
+        if (0..self.n).any(|p| self.capturing[p] != (points[p].span, ended[p])) {
+            for (c, (p, e)) in self.capturing.iter_mut().zip(points.iter().zip(ended)) {
+                *c = (p.span, *e);
+            }
+            self.batch.capturing.extend_from_slice(&self.capturing);
+            self.batch.items.push(Item::Capturing);
+        }
+        self.batch.sights.extend_from_slice(g.sights);
+        self.batch.items.push(Item::Gone { life: g.life, idx: g.idx, entered: g.entered });
+        if self.batch.items.len() >= HAND_BATCH {
+            self.send();
+        }
+    }
+
+    /// Sends the batch on (unless empty) and takes an empty one back (or a new one).
+    fn send(&mut self) {
+        if self.batch.items.is_empty() {
+            return;
+        }
+        let next = self.empty.try_recv().unwrap_or_default();
+        // The judging thread ends only when this end is dropped, or by a panic that the join
+        // surfaces.
+        let _ = self.full.send(std::mem::replace(&mut self.batch, next));
+    }
+}
+
+/// The judging thread: each lifeline handed over, to `judge`, with the evidence and the
+/// captures' spans as they were when it left the window.
+fn judging(
+    judge: &mut Judge,
+    mut points: Vec<Point>,
+    full: std::sync::mpsc::Receiver<HandBatch>,
+    empty: std::sync::mpsc::Sender<HandBatch>,
+) {
+    let n = points.len();
+    let mut ended = vec![false; n];
+    let mut evidence: Vec<Evidence> = Vec::new();
+    for mut b in full {
+        let (mut s, mut c) = (0, 0);
+        for item in b.items.drain(..) {
+            match item {
+                Item::Evidence(root, e) => {
+                    let root = root as usize;
+                    if evidence.len() <= root {
+                        evidence.resize_with(root + 1, || Evidence::new(0));
+                    }
+                    let mut e = *e;
+                    let mut order = [0; MAX_POINTS];
+                    let k = e.path(&mut order);
+                    e.path = Some(order[..k].iter().map(|&p| p as u8).collect());
+                    evidence[root] = e;
+                }
+                Item::Capturing => {
+                    for (p, (span, e)) in b.capturing[c..c + n].iter().enumerate() {
+                        points[p].span = *span;
+                        ended[p] = *e;
+                    }
+                    c += n;
+                }
+                Item::Gone { life, idx, entered } => {
+                    let evidence = &evidence[life.conn as usize];
+                    let sights = &b.sights[s..s + n];
+                    s += n;
+                    judge.take(Gone { life, sights, evidence, idx, entered }, &points, &ended);
+                }
+            }
+        }
+        b.sights.clear();
+        b.capturing.clear();
+        let _ = empty.send(b);
+    }
+}
+
+/// Where the lifelines that leave the window are judged.
+enum Verdicts<'a> {
+    /// Here, as each leaves.
+    Here(&'a mut Judge),
+    /// On the judging thread ([`judging`]).
+    There(Handing),
+}
+
+impl Verdicts<'_> {
+    fn gone(&mut self, g: Gone<'_>, points: &[Point], ended: &[bool]) {
+        match self {
+            Verdicts::Here(judge) => judge.take(g, points, ended),
+            Verdicts::There(hand) => hand.gone(g, points, ended),
+        }
+    }
+}
+
 /// Reads every capture once, merged in time order (ties: the capture given first). Each
 /// capture is read and decoded on a thread of its own (the reading stage of every pass,
-/// [`Decoding`]); this thread merges and matches.
+/// [`Decoding`]); this thread merges and matches, and judges each lifeline that leaves the
+/// window or hands it to a thread that does ([`judging`], [`Settings::judge_thread`]), in
+/// batches through a bounded channel. On a machine with fewer cores than threads, the
+/// judging thread cost wall time rather than saving it (docs/correlate.md, "Speed").
 pub(super) fn run(paths: &[PathBuf], settings: &Settings, judge: &mut Judge) -> Result<Raw, Error> {
     let mut points = Vec::new();
     let mut readers = Vec::new();
@@ -699,9 +874,29 @@ pub(super) fn run(paths: &[PathBuf], settings: &Settings, judge: &mut Judge) -> 
         points.push(Point { path: path.clone(), packets: 0, skipped: 0, span: None, link_type: None });
         readers.push((reader, g.unwrap_or(0)));
     }
-    let mut m = Matcher::new(paths.len(), settings.window_ns);
-    let mut ended_at = vec![false; paths.len()];
+    let n = paths.len();
+    let mut m = Matcher::new(n, settings.window_ns);
+    let mut ended_at = vec![false; n];
+    let threaded =
+        settings.judge_thread.unwrap_or_else(|| std::thread::available_parallelism().is_ok_and(|c| c.get() >= n + 2));
     std::thread::scope(|scope| {
+        let (mut hand, judged) = if threaded {
+            let (full_tx, full_rx) = std::sync::mpsc::sync_channel(HAND_QUEUE);
+            let (empty_tx, empty_rx) = std::sync::mpsc::channel();
+            let points = points.clone();
+            let judged = scope.spawn(move || judging(judge, points, full_rx, empty_tx));
+            let hand = Handing {
+                n,
+                batch: HandBatch::default(),
+                full: full_tx,
+                empty: empty_rx,
+                sent: Vec::new(),
+                capturing: vec![(None, false); n],
+            };
+            (Verdicts::There(hand), Some(judged))
+        } else {
+            (Verdicts::Here(judge), None)
+        };
         let mut inputs = Vec::new();
         let mut threads = Vec::new();
         for (reader, given) in readers {
@@ -736,7 +931,7 @@ pub(super) fn run(paths: &[PathBuf], settings: &Settings, judge: &mut Judge) -> 
             let Some(o) = inputs[p].head else { break };
             // The one place lifelines leave the window: each connection direction's
             // lifelines are handed over here, in the order made, before any verdict.
-            m.expire(o.sight.t, &mut |g| judge.take(g, &points, &ended_at));
+            m.expire(o.sight.t, &mut |g| hand.gone(g, &points, &ended_at));
             m.push(p, &o);
             inputs[p].advance(&mut points[p]);
             if inputs[p].head.is_none() {
@@ -744,9 +939,64 @@ pub(super) fn run(paths: &[PathBuf], settings: &Settings, judge: &mut Judge) -> 
                 ended_at[p] = true;
             }
         }
+        m.expire(i64::MAX, &mut |g| hand.gone(g, &points, &ended_at));
+        if let Verdicts::There(mut hand) = hand {
+            hand.send();
+        }
+        // A panic while judging is a bug in tcpscope: let it surface as one.
+        if let Some(judged) = judged {
+            judged.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        }
         Ok::<(), Error>(())
     })?;
-    m.expire(i64::MAX, &mut |g| judge.take(g, &points, &ended_at));
     let (conns, made, evidence) = m.finish();
     Ok(Raw { points, conns, made, evidence, given })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Evidence, MAX_POINTS};
+
+    /// What the verdicts read of an evidence: its path and every smallest difference.
+    fn read(e: &Evidence) -> (Vec<usize>, Vec<Option<i64>>) {
+        let mut out = [0; MAX_POINTS];
+        let k = e.path(&mut out);
+        let n = e.n;
+        let mins = (0..2).flat_map(|d| (0..n).flat_map(move |i| (0..n).map(move |j| e.min(d, i, j))));
+        (out[..k].to_vec(), mins.collect())
+    }
+
+    /// A copy taken when the version last changed reads as the evidence itself, whatever
+    /// came since: the judging thread is handed copies only when the version changes.
+    #[test]
+    fn an_unchanged_version_reads_the_same() {
+        // A small linear congruential generator: the test must not depend on a crate's stream.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |m: u64| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut copies = 0;
+        for _ in 0..200 {
+            let n = 2 + next(3) as usize;
+            let mut e = Evidence::new(n);
+            e.on = (1 << n) - 1;
+            let mut copy = e.clone();
+            for _ in 0..300 {
+                let (d, i, j) = (next(2) as u8, next(n as u64) as usize, next(n as u64) as usize);
+                if i == j {
+                    continue;
+                }
+                let ti = next(1000) as i64;
+                e.pair(d, i, ti, j, ti + next(400) as i64 - 100);
+                if e.version != copy.version {
+                    copy = e.clone();
+                    copies += 1;
+                }
+                assert_eq!(read(&copy), read(&e));
+            }
+        }
+        // Most steps changed nothing the verdicts read.
+        assert!(copies < 200 * 300 / 4, "{copies} copies");
+    }
 }

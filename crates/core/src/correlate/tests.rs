@@ -844,3 +844,30 @@ fn segments_split_or_merged_between_the_points_are_matched_by_coverage() {
     };
     assert_eq!(strip(&c.dirs[1]), strip(&base.dirs[1]));
 }
+
+/// Judged on a thread of its own or on the matcher's, every answer is the same: the rows, the
+/// events, every packet's fate and sightings, on the seven recorded pairs.
+#[test]
+fn the_judging_thread_judges_as_the_matcher_does() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    fn json<T: serde::Serialize>(v: &T) -> String {
+        serde_json::to_string(v).unwrap()
+    }
+    for name in ["bottleneck", "bursty", "clean", "loss", "randloss", "reorder", "zerowin"] {
+        let paths = [data.join(format!("{name}-snd.pcap")), data.join(format!("{name}-rcv.pcap"))];
+        // The default window, and one of 20 ms: packets judged while their connection's first
+        // round trips are still settling its path evidence.
+        for window_ns in [2_000_000_000, 20_000_000] {
+            let run = |judge_thread| {
+                let judge_thread = Some(judge_thread);
+                let settings = super::Settings { keep_packets: true, judge_thread, window_ns, ..Default::default() };
+                let c = super::correlate(&paths, &settings).unwrap();
+                let packets: Vec<_> = c.packet_rows().collect();
+                (json(&c.dirs), json(&c.events), json(&c.point_rows()), json(&packets))
+            };
+            let (here, there) = (run(false), run(true));
+            assert!(!there.3.is_empty());
+            assert_eq!(here, there, "{name}, window {window_ns} ns");
+        }
+    }
+}

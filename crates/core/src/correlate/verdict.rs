@@ -313,6 +313,16 @@ impl<T> Queue<T> {
     fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// The first entry of `a` and `b` together, if its time is before `horizon`: two queues
+    /// each nearly in order, taken as one.
+    fn pop_either_before(a: &mut Queue<T>, b: &mut Queue<T>, horizon: i64) -> Option<Timed<T>> {
+        let from_a = match (a.0.front(), b.0.front()) {
+            (Some(x), Some(y)) => x < y,
+            (x, _) => x.is_some(),
+        };
+        if from_a { a.pop_before(horizon) } else { b.pop_before(horizon) }
+    }
 }
 
 /// A transmission at the first point, for the retransmission verdicts.
@@ -387,13 +397,20 @@ struct DirJ {
 #[derive(Default)]
 struct ConnJ {
     dirs: [DirJ; 2],
+    /// For the RTT shares, taken as one queue in order of (time, kind, index): the data
+    /// segments (kind 0) and the ACKs (kind 1) apart, as an ACK's time (leaving the first
+    /// point) is a path's delay before a data segment's (arriving at the last): in one queue
+    /// each ACK was placed that far from the back.
     rtt: Queue<Rtt>,
+    acks: Queue<Rtt>,
     busy: bool,
 }
 
 impl ConnJ {
     fn pending(&self) -> bool {
-        !self.rtt.is_empty() || self.dirs.iter().any(|d| !d.arrivals.is_empty() || !d.sent.is_empty())
+        !self.rtt.is_empty()
+            || !self.acks.is_empty()
+            || self.dirs.iter().any(|d| !d.arrivals.is_empty() || !d.sent.is_empty())
     }
 }
 
@@ -617,7 +634,7 @@ impl Judge {
                 && let Some(left) = t(first)
             {
                 let v = Rtt::Ack { dir: 1 - l.dir, ack: l.ack, back: t(last) };
-                self.conns[c].rtt.push(Timed { t: left, kind: 1, idx: g.idx, v });
+                self.conns[c].acks.push(Timed { t: left, kind: 1, idx: g.idx, v });
             }
         }
         self.events.append(&mut events);
@@ -744,7 +761,7 @@ impl Judge {
             }
         }
         // RTT samples: in the order of the data's last point's clock.
-        while let Some(e) = conn.rtt.pop_before(horizon) {
+        while let Some(e) = Queue::pop_either_before(&mut conn.rtt, &mut conn.acks, horizon) {
             match e.v {
                 Rtt::Data { dir, sent_at, a, b } => {
                     let st = &mut conn.dirs[dir as usize];
