@@ -181,10 +181,12 @@ fn three_points_prove_losses_and_spurious_resends() {
     let n = |d: &Value, k: &str| d[k].as_u64().unwrap();
     // Located, certain losses: the router's counters.
     assert!(fwd > 0, "no drop to locate");
-    assert_eq!(n(a2b, "lost_on_path") + n(a2b, "outside_capture"), fwd, "{a2b}");
+    // One drop now and then is in no capture (record::PHANTOM_SLACK), either way.
+    let fore = n(a2b, "lost_on_path") + n(a2b, "outside_capture");
+    assert!(fore <= fwd && fwd <= fore + record::PHANTOM_SLACK, "{fwd} dropped: {a2b}");
     assert_eq!(record::losses(a2b), vec![(2, 3, n(a2b, "lost_on_path"))]);
     let back = n(b2a, "lost_on_path") + n(b2a, "outside_capture");
-    assert!(back <= rev && rev <= back + record::REVERSE_SLACK, "{rev} dropped: {b2a}");
+    assert!(back <= rev && rev <= back + record::PHANTOM_SLACK, "{rev} dropped: {b2a}");
     assert_eq!((n(a2b, "missed_here"), n(a2b, "capture_loss")), (0, 0));
 
     // Each retransmission event as correlate judged the same frame.
