@@ -726,33 +726,14 @@ impl Judge {
                 if x.a < st.highest {
                     st.retransmissions += 1;
                     st.resent.insert(x.a, x.b);
-                    let to = x.mark.last.map(|l| l.0);
-                    let _ = to;
-                    if st.got.covers(x.a, x.b) {
+                    let kind = if st.got.covers(x.a, x.b) {
                         st.spurious += 1;
-                        self.events.push(pending(
-                            c,
-                            d,
-                            "spurious_retransmission",
-                            x.mark.first.0,
-                            None,
-                            &x.mark,
-                            false,
-                            String::new(),
-                        ));
+                        "spurious_retransmission"
                     } else {
                         st.necessary += 1;
-                        self.events.push(pending(
-                            c,
-                            d,
-                            "necessary_retransmission",
-                            x.mark.first.0,
-                            None,
-                            &x.mark,
-                            false,
-                            String::new(),
-                        ));
-                    }
+                        "necessary_retransmission"
+                    };
+                    self.events.push(pending(c, d, kind, x.mark.first.0, None, &x.mark, false, String::new()));
                 }
                 st.highest = st.highest.max(x.b);
                 if x.delivered {
