@@ -65,6 +65,23 @@ fn dir<'a>(doc: &'a serde_json::Value, d: &str) -> &'a serde_json::Value {
 }
 
 /// (from, to, packets) of a direction's losses.
+/// The router's drops (`fwd` sender → receiver, `rev` back) located between the router's
+/// capture (point 2) and the receiver's (point 3), each way: as many as it counted, less at
+/// most one that no capture shows (record::PHANTOM_SLACK); at most one said as outside the
+/// captures (a drop after the receiver's capture's last packet); no capture loss, no copies.
+fn drops_located(doc: &serde_json::Value, fwd: u64, rev: u64, how: &str) {
+    for (name, from, to, drops) in [("a2b", 2, 3, fwd), ("b2a", 3, 2, rev)] {
+        let d = dir(doc, name);
+        let located = d["lost_on_path"].as_u64().unwrap();
+        let outside = d["outside_capture"].as_u64().unwrap();
+        let slack = record::PHANTOM_SLACK;
+        assert!(located + outside <= drops && drops <= located + outside + slack, "{how} {name}: {drops} dropped: {d}");
+        assert!(outside <= 1, "{how} {name}: {d}");
+        assert_eq!(losses(doc, name), if located > 0 { vec![(from, to, located)] } else { vec![] }, "{how}");
+        assert_eq!((d["capture_loss"].as_u64(), d["duplicated"].as_u64()), (Some(0), Some(0)), "{how}: {d}");
+    }
+}
+
 fn losses(doc: &serde_json::Value, d: &str) -> Vec<(u64, u64, u64)> {
     record::losses(dir(doc, d))
 }
@@ -87,18 +104,7 @@ fn three_points_against_the_router_and_the_forwarder() {
     // say. A drop after the receiver's capture's last packet (the connection's last ACK) cannot
     // be told from the end of that capture: it is said as outside the captures, never as
     // another loss.
-    for (d, from, to, drops) in [(a2b, 2, 3, fwd), (b2a, 3, 2, rev)] {
-        let name = d["dir"].as_str().unwrap();
-        let located = d["lost_on_path"].as_u64().unwrap();
-        let outside = d["outside_capture"].as_u64().unwrap();
-        let slack = record::PHANTOM_SLACK;
-        assert!(located + outside <= drops && drops <= located + outside + slack, "{name}: {drops} dropped: {d}");
-        assert!(outside <= 1, "{name}: {d}");
-        assert_eq!(losses(&doc, name), if located > 0 { vec![(from, to, located)] } else { vec![] });
-    }
-    for d in [a2b, b2a] {
-        assert_eq!((d["capture_loss"].as_u64(), d["duplicated"].as_u64()), (Some(0), Some(0)), "{d}");
-    }
+    drops_located(&doc, fwd, rev, "");
     // Each drop that took sequence space reached the receiver later: its bytes (and SYN/FIN)
     // inside a delivered packet. Counting packets instead failed now and then: a lost pure ACK
     // is never resent, and Linux may resend two lost segments as one (the last data segment and
@@ -293,18 +299,8 @@ fn matches_every_byte(rec: &Recording, how: &str) -> serde_json::Value {
     let doc = correlate(&[&snd, &rtr, &rcv], &[]);
     let (a2b, b2a) = (dir(&doc, "a2b"), dir(&doc, "b2a"));
     assert_eq!((a2b["path"].as_str(), b2a["path"].as_str()), (Some("1-2-3"), Some("3-2-1")));
-    for (d, from, to, drops) in [(a2b, 2, 3, fwd), (b2a, 3, 2, rev)] {
-        let name = d["dir"].as_str().unwrap();
-        let located = d["lost_on_path"].as_u64().unwrap();
-        let outside = d["outside_capture"].as_u64().unwrap();
-        // Either way, now and then the router counts one drop that no capture shows (see
-        // record::PHANTOM_SLACK); every frame of the captures is still on a row (below).
-        let slack = record::PHANTOM_SLACK;
-        assert!(located + outside <= drops && drops <= located + outside + slack, "{how} {name}: {drops} dropped: {d}");
-        assert!(outside <= 1, "{how} {name}: {d}");
-        assert_eq!(losses(&doc, name), if located > 0 { vec![(from, to, located)] } else { vec![] }, "{how}");
-        assert_eq!((d["capture_loss"].as_u64(), d["duplicated"].as_u64()), (Some(0), Some(0)), "{how}: {d}");
-    }
+    // Every frame of the captures is still on a row (below).
+    drops_located(&doc, fwd, rev, how);
     let pieces = a2b[if how == "split" { "split_pieces" } else { "merged_pieces" }].as_u64().unwrap();
     assert!(pieces > 20, "{how}: {a2b}");
     let pk = correlate(&[&snd, &rtr, &rcv], &["--packets"]);
