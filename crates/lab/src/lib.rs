@@ -14,6 +14,7 @@
 //! The format of experiment files, what is measured and the figures: `docs/lab.md`.
 
 pub mod delay;
+pub mod drops;
 pub mod experiment;
 pub mod flows;
 pub mod netns;
