@@ -1,6 +1,6 @@
 //! `tcpscope correlate` (issue 21) against recorded ground truth: a connection recorded at the
 //! sender, the router and the receiver in network namespaces (`util::record`), with the
-//! router's drop counters and the delay forwarder's per-frame log as the truth.
+//! router's record of each drop and the delay forwarder's per-frame log as the truth.
 
 mod util;
 
@@ -28,28 +28,41 @@ fn lossy() -> Option<Recording> {
 
 /// The recording itself: each capture complete (tcpdump dropped nothing, or the run would have
 /// failed), the forwarder lost nothing, and the packets missing downstream of the router are
-/// exactly the router's drop counters.
+/// exactly those of its drop record, by identity (sequence and acknowledgment numbers, length,
+/// flags, IP ID), each way.
 #[test]
 fn recording_has_its_ground_truth() {
     let Some(rec) = lossy() else { return };
     let (fwd, rev) = rec.router_drops();
     assert!(fwd > 0, "no drops to locate");
-    let snd = record::packets(&rec.file("snd.pcap"));
-    let rtr = record::packets(&rec.file("rtr.pcap"));
-    let rcv = record::packets(&rec.file("rcv.pcap"));
-    let sender: std::net::IpAddr = "10.9.1.1".parse().unwrap();
-    let count =
-        |v: &[(u64, std::net::IpAddr, u32, u32)], a2b: bool| v.iter().filter(|p| (p.1 == sender) == a2b).count();
-    assert_eq!(count(&snd, true), count(&rtr, true), "the forwarder lost or added packets");
-    // Now and then, either way, the router counted one drop more than the captures show — a
-    // packet no capture has (see record::PHANTOM_SLACK).
-    let lost = (count(&rtr, true) - count(&rcv, true)) as u64;
-    assert!(lost <= fwd && fwd <= lost + record::PHANTOM_SLACK, "drops: {lost} in the captures, {fwd} counted");
-    let seen = (count(&rcv, false) - count(&rtr, false)) as u64;
-    assert!(seen <= rev && rev <= seen + record::PHANTOM_SLACK, "reverse drops: {seen} in the captures, {rev} counted");
-    assert_eq!(count(&rtr, false), count(&snd, false));
+    let (a2b, b2a) = rec.connection_drops();
+    assert_eq!((a2b.len() as u64, b2a.len() as u64), (fwd, rev), "the drop record against the counters");
+    let snd = record::idents(&rec.file("snd.pcap"));
+    let rtr = record::idents(&rec.file("rtr.pcap"));
+    let rcv = record::idents(&rec.file("rcv.pcap"));
+    let of = |v: &[Option<record::Ident>], d: &str| -> Vec<record::Ident> {
+        let mut x: Vec<record::Ident> = v.iter().flatten().filter(|p| p.0 == d).cloned().collect();
+        x.sort();
+        x
+    };
+    // Upstream less downstream, as multisets: `a` holds every packet of `b` (nothing appears
+    // downstream that did not pass upstream) and the rest are `drops`.
+    let missing = |a: Vec<record::Ident>, b: Vec<record::Ident>, drops: &[record::Ident], what: &str| {
+        let mut rest = a.clone();
+        for p in &b {
+            let i = rest.iter().position(|x| x == p).unwrap_or_else(|| panic!("{what}: {p:?} downstream only"));
+            rest.remove(i);
+        }
+        let mut want = drops.to_vec();
+        want.sort();
+        assert_eq!(rest, want, "{what}: missing downstream (left) against the router's drops (right)");
+    };
+    assert_eq!(of(&snd, "a2b"), of(&rtr, "a2b"), "the forwarder lost, changed or added packets");
+    missing(of(&rtr, "a2b"), of(&rcv, "a2b"), &a2b, "a2b");
+    missing(of(&rcv, "b2a"), of(&rtr, "b2a"), &b2a, "b2a");
+    assert_eq!(of(&rtr, "b2a"), of(&snd, "b2a"), "the forwarder lost, changed or added packets back");
     let held = rec.held_a2b();
-    assert!(held.len() >= count(&snd, true), "forwarder log: {} frames", held.len());
+    assert!(held.len() >= of(&snd, "a2b").len(), "forwarder log: {} frames", held.len());
     assert!(held.iter().all(|&(_, us)| us >= 5000));
 }
 
@@ -64,20 +77,21 @@ fn dir<'a>(doc: &'a serde_json::Value, d: &str) -> &'a serde_json::Value {
     doc["directions"].as_array().unwrap().iter().find(|x| x["dir"] == d).unwrap()
 }
 
-/// (from, to, packets) of a direction's losses.
-/// The router's drops (`fwd` sender → receiver, `rev` back) located between the router's
-/// capture (point 2) and the receiver's (point 3), each way: as many as it counted, less at
-/// most one that no capture shows (record::PHANTOM_SLACK); at most one said as outside the
-/// captures (a drop after the receiver's capture's last packet); no capture loss, no copies.
-fn drops_located(doc: &serde_json::Value, fwd: u64, rev: u64, how: &str) {
-    for (name, from, to, drops) in [("a2b", 2, 3, fwd), ("b2a", 3, 2, rev)] {
+/// The router's drops located between the router's capture (point 2) and the receiver's
+/// (point 3), each way, packet by packet (`record::drops_located` on `rows`, the `--packets`
+/// rows): the losses are exactly its drops; at most one said as outside the captures (a drop
+/// after the receiver's capture's last packet); no capture loss, no copies.
+fn drops_located(rec: &Recording, doc: &serde_json::Value, rows: &serde_json::Value, how: &str) {
+    let located = record::drops_located(rec, rows, how);
+    for ((name, from, to), (lost, outside)) in [("a2b", 2, 3), ("b2a", 3, 2)].into_iter().zip(located) {
         let d = dir(doc, name);
-        let located = d["lost_on_path"].as_u64().unwrap();
-        let outside = d["outside_capture"].as_u64().unwrap();
-        let slack = record::PHANTOM_SLACK;
-        assert!(located + outside <= drops && drops <= located + outside + slack, "{how} {name}: {drops} dropped: {d}");
+        assert_eq!(
+            (d["lost_on_path"].as_u64(), d["outside_capture"].as_u64()),
+            (Some(lost), Some(outside)),
+            "{how} {name}: {d}"
+        );
         assert!(outside <= 1, "{how} {name}: {d}");
-        assert_eq!(losses(doc, name), if located > 0 { vec![(from, to, located)] } else { vec![] }, "{how}");
+        assert_eq!(losses(doc, name), if lost > 0 { vec![(from, to, lost)] } else { vec![] }, "{how}");
         assert_eq!((d["capture_loss"].as_u64(), d["duplicated"].as_u64()), (Some(0), Some(0)), "{how}: {d}");
     }
 }
@@ -94,22 +108,21 @@ fn losses(doc: &serde_json::Value, d: &str) -> Vec<(u64, u64, u64)> {
 #[test]
 fn three_points_against_the_router_and_the_forwarder() {
     let Some(rec) = lossy() else { return };
-    let (fwd, rev) = rec.router_drops();
     let (snd, rtr, rcv) = (rec.file("snd.pcap"), rec.file("rtr.pcap"), rec.file("rcv.pcap"));
     let doc = correlate(&[&snd, &rtr, &rcv], &[]);
     assert_eq!(doc["directions"].as_array().unwrap().len(), 2, "one connection");
     let (a2b, b2a) = (dir(&doc, "a2b"), dir(&doc, "b2a"));
     assert_eq!((a2b["path"].as_str(), b2a["path"].as_str()), (Some("1-2-3"), Some("3-2-1")));
-    // Every drop located: after the router's capture, before the receiver's, as its counters
-    // say. A drop after the receiver's capture's last packet (the connection's last ACK) cannot
-    // be told from the end of that capture: it is said as outside the captures, never as
-    // another loss.
-    drops_located(&doc, fwd, rev, "");
+    // Every drop located: after the router's capture, before the receiver's, packet by packet
+    // as its drop record says. A drop after the receiver's capture's last packet (the
+    // connection's last ACK) cannot be told from the end of that capture: it is said as outside
+    // the captures, never as another loss.
+    let pk = correlate(&[&snd, &rtr, &rcv], &["--packets"]);
+    drops_located(&rec, &doc, &pk["packets"], "");
     // Each drop that took sequence space reached the receiver later: its bytes (and SYN/FIN)
     // inside a delivered packet. Counting packets instead failed now and then: a lost pure ACK
     // is never resent, and Linux may resend two lost segments as one (the last data segment and
     // the FIN).
-    let pk = correlate(&[&snd, &rtr, &rcv], &["--packets"]);
     let rows = pk["packets"].as_array().unwrap();
     let span = |r: &serde_json::Value| {
         let (seq, len) = (r["seq"].as_u64().unwrap(), r["len"].as_u64().unwrap());
@@ -275,13 +288,12 @@ const LATE: u64 = 1_200_000_000;
 const TSO21: &str = "tso21";
 
 /// What a byte-coverage recording must show, whichever side saw the larger segments: the
-/// drops located where the router's counters say (one per segment it dropped, as it saw them;
-/// one fewer when it counted one that no capture shows), nothing said as capture loss or
+/// drops located where the router's drop record says (one per segment it dropped, as it saw
+/// them), nothing said as capture loss or
 /// copies, every data frame of each capture on a lifeline that reached the others or was lost
 /// at the router, every frame of the captures on a row (a piece counted once, the whole at
 /// its pieces' rows), and the same counts with the receiver's capture [`LATE`].
 fn matches_every_byte(rec: &Recording, how: &str) -> serde_json::Value {
-    let (fwd, rev) = rec.router_drops();
     let (snd, rtr, rcv) = (rec.file("snd.pcap"), rec.file("rtr.pcap"), rec.file("rcv.pcap"));
     let sender: std::net::IpAddr = "10.9.1.1".parse().unwrap();
     let frames: Vec<Vec<(u64, std::net::IpAddr, u32, u32)>> =
@@ -299,11 +311,10 @@ fn matches_every_byte(rec: &Recording, how: &str) -> serde_json::Value {
     let doc = correlate(&[&snd, &rtr, &rcv], &[]);
     let (a2b, b2a) = (dir(&doc, "a2b"), dir(&doc, "b2a"));
     assert_eq!((a2b["path"].as_str(), b2a["path"].as_str()), (Some("1-2-3"), Some("3-2-1")));
-    // Every frame of the captures is still on a row (below).
-    drops_located(&doc, fwd, rev, how);
+    let pk = correlate(&[&snd, &rtr, &rcv], &["--packets"]);
+    drops_located(rec, &doc, &pk["packets"], how);
     let pieces = a2b[if how == "split" { "split_pieces" } else { "merged_pieces" }].as_u64().unwrap();
     assert!(pieces > 20, "{how}: {a2b}");
-    let pk = correlate(&[&snd, &rtr, &rcv], &["--packets"]);
     let rows: Vec<&serde_json::Value> =
         pk["packets"].as_array().unwrap().iter().filter(|r| r["dir"] == "a2b").collect();
     assert_eq!(rows.iter().filter(|r| r["coverage"] == how).count() as u64, pieces);

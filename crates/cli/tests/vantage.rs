@@ -1,7 +1,7 @@
 //! `screen --with` and `stats --with` (issue 21): what other captures of the same connections
 //! prove, on the recorded pairs of `tests/data` and on a connection recorded at the sender, the
 //! router and the receiver in network namespaces (`util::record`, namespaces `p21b<PID>-…`),
-//! with the router's drop counters as the truth.
+//! with the router's record of each drop as the truth.
 
 mod util;
 
@@ -179,14 +179,15 @@ fn three_points_prove_losses_and_spurious_resends() {
     let (a2b, b2a) = (&v["a2b"], &v["b2a"]);
     assert_eq!((a2b["path"].as_str(), b2a["path"].as_str()), (Some("1-2-3"), Some("3-2-1")));
     let n = |d: &Value, k: &str| d[k].as_u64().unwrap();
-    // Located, certain losses: the router's counters.
+    // Located, certain losses: the router's drop record, packet by packet against correlate's
+    // rows, and the proof's counts against it.
     assert!(fwd > 0, "no drop to locate");
-    // One drop now and then is in no capture (record::PHANTOM_SLACK), either way.
-    let fore = n(a2b, "lost_on_path") + n(a2b, "outside_capture");
-    assert!(fore <= fwd && fwd <= fore + record::PHANTOM_SLACK, "{fwd} dropped: {a2b}");
-    assert_eq!(record::losses(a2b), vec![(2, 3, n(a2b, "lost_on_path"))]);
-    let back = n(b2a, "lost_on_path") + n(b2a, "outside_capture");
-    assert!(back <= rev && rev <= back + record::PHANTOM_SLACK, "{rev} dropped: {b2a}");
+    let pk = util::json(&["correlate", s(&snd), s(&rtr), s(&rcv), "--packets"]);
+    let [(fore, fore_out), (back, back_out)] = record::drops_located(&rec, &pk["packets"], "");
+    assert_eq!((n(a2b, "lost_on_path"), n(a2b, "outside_capture")), (fore, fore_out), "{fwd} dropped: {a2b}");
+    assert_eq!(record::losses(a2b), vec![(2, 3, fore)]);
+    assert_eq!((n(b2a, "lost_on_path"), n(b2a, "outside_capture")), (back, back_out), "{rev} dropped: {b2a}");
+    assert_eq!(record::losses(b2a), if back > 0 { vec![(3, 2, back)] } else { vec![] });
     assert_eq!((n(a2b, "missed_here"), n(a2b, "capture_loss")), (0, 0));
 
     // Each retransmission event as correlate judged the same frame.
@@ -235,7 +236,6 @@ fn three_points_prove_losses_and_spurious_resends() {
 
     // Four delivered data frames removed from the sender's capture: missing from capture 1
     // only, not lost; the losses unchanged.
-    let pk = util::json(&["correlate", s(&snd), s(&rtr), s(&rcv), "--packets"]);
     let gone: Vec<u64> = pk["packets"]
         .as_array()
         .unwrap()
