@@ -13,9 +13,10 @@
 //! The router forwards; its egress towards the receiver (`rtr1`) is the bottleneck: an htb
 //! class at `path.rate` over a pfifo/bfifo (or codel) queue of `path.queue_*`; `rtr0` likewise
 //! for `path.reverse_rate`. Random loss is an nftables rule in the router's forward hook
-//! (`numgen random mod 1000000 < p·10⁶ counter drop`), per direction, on TCP but for the
-//! warm-up's attempt on port 9 (before the captures: its drops are in no capture, and a
-//! dropped warm-up cost a 1 s retransmission timeout). tcpdump captures the
+//! (`numgen random mod 1000000 < p·10⁶ counter log ... drop`), per direction, on TCP but for
+//! the warm-up's attempt on port 9 (before the captures: its drops are in no capture, and a
+//! dropped warm-up cost a 1 s retransmission timeout); each packet it drops is logged to
+//! nflog and recorded in `drops.pcap` ([`crate::drops`]). tcpdump captures the
 //! sender's and the receiver's link (headers only, 128 bytes). The ttcp transfer runs in this
 //! process, on two threads that joined the sender's and the receiver's namespace.
 //!
@@ -23,8 +24,8 @@
 //! `snd.pcap` and `rcv.pcap`, `queue.csv` (the bottleneck queue every 10 ms, [`crate::queue`]),
 //! `tcpinfo.tsm` (the sender's tcp_info every 10 ms, [`crate::tcpinfo`]),
 //! and `result.json`: status (`ok` or `failed` with the error), both
-//! ttcp reports, the router's qdisc counters (`tc -s -j qdisc`) and nftables drop counters, and
-//! tcpdump's own packet counts. A run whose `result.json` says `ok` is skipped when the
+//! ttcp reports, the router's qdisc counters (`tc -s -j qdisc`), nftables drop counters and
+//! each drop of its loss rules, and tcpdump's own packet counts. A run whose `result.json` says `ok` is skipped when the
 //! experiment is run again into the same directory (resume); a failed run is run again.
 
 use std::path::{Path, PathBuf};
