@@ -77,6 +77,28 @@ pub struct RunResult {
     /// Every short connection (`traffic.kind = "short"`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<crate::flows::Flow>,
+    /// What each link of the path dropped as it handed packets on, outside the router's rules
+    /// and queues.
+    #[serde(default)]
+    pub link_drops: Vec<LinkDrops>,
+}
+
+/// The packets one sending end of a veth link dropped (its `tx_dropped`): the other end's
+/// receive backlog was full. That backlog is per CPU and shared by every namespace on the
+/// machine (`net.core.netdev_max_backlog` packets), so a busy machine, or several labs at
+/// once, can drop packets between the hosts that no rule of the router chose.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LinkDrops {
+    /// The namespace's role: `snd` (`sndI`), `sw`, `dly`, `rtr`, `rcv`.
+    pub host: String,
+    /// The device that sends (`snd0`, `dly1`, `rtr1`, ...).
+    pub dev: String,
+    /// The stretch of the path where its drops happen, between the capture points:
+    /// `sender-router` and `router-receiver` (sender → receiver), `receiver-router` and
+    /// `router-sender` (back).
+    pub hop: String,
+    /// Packets dropped.
+    pub dropped: u64,
 }
 
 /// One sender of a run.
@@ -253,6 +275,7 @@ pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String
                         delay_forwarder: None,
                         senders: Vec::new(),
                         flows: Vec::new(),
+                        link_drops: Vec::new(),
                     }
                 }
             };
@@ -650,6 +673,34 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool, prefix: &str) -
         tcp_info_samples += k;
     }
     let mut router = router_counters(&rtr)?;
+    // Every sending end of the path's veth links, by the stretch its drops are on:
+    // (namespace, role, device, stretch).
+    let mut links: Vec<(String, String, String, &str)> = Vec::new();
+    for (s, role) in snds.iter().zip(sender_roles(n)) {
+        links.push((s.clone(), role, "snd0".into(), "sender-router"));
+    }
+    if let Some(s) = &sw {
+        links.push((s.clone(), "sw".into(), "swu".into(), "sender-router"));
+        for i in 1..=n {
+            links.push((s.clone(), "sw".into(), format!("sw{i}"), "router-sender"));
+        }
+    }
+    if let Some(d) = &dly {
+        links.push((d.clone(), "dly".into(), "dly1".into(), "sender-router"));
+        links.push((d.clone(), "dly".into(), "dly0".into(), "router-sender"));
+    }
+    links.push((rtr.clone(), "rtr".into(), "rtr1".into(), "router-receiver"));
+    links.push((rtr.clone(), "rtr".into(), "rtr0".into(), "router-sender"));
+    links.push((rcv.clone(), "rcv".into(), "rcv0".into(), "receiver-router"));
+    let mut link_drops = Vec::new();
+    for (ns_name, host, dev, hop) in links {
+        let out = crate::netns::cmd(&["ip", "-n", &ns_name, "-s", "-j", "link", "show", "dev", &dev])?;
+        let v: Value = serde_json::from_str(&out).map_err(|e| format!("ip -s -j link: {e}"))?;
+        let dropped = v[0]["stats64"]["tx"]["dropped"]
+            .as_u64()
+            .ok_or_else(|| format!("`ip -s -j link show dev {dev}` in {ns_name}: no tx drops"))?;
+        link_drops.push(LinkDrops { host, dev, hop: hop.into(), dropped });
+    }
     if let Some(c) = drop_log {
         let lines = c.stop();
         let f = dir.join(crate::drops::FILE);
@@ -696,6 +747,7 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool, prefix: &str) -
         delay_forwarder,
         senders: if n > 1 || !flows.is_empty() { senders } else { Vec::new() },
         flows,
+        link_drops,
     })
 }
 
