@@ -180,6 +180,11 @@ pub fn cannot_run(offload: bool) -> Option<String> {
     if !nix::unistd::geteuid().is_root() {
         return Some("the lab needs root (network namespaces, qdiscs, packet capture)".into());
     }
+    // The router's drop record is tcpdump on nflog (crate::drops).
+    let listed = which("tcpdump").and_then(|t| std::process::Command::new(t).arg("-D").output().ok());
+    if !listed.is_some_and(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l.contains(".nflog "))) {
+        return Some("`tcpdump -D` lists no nflog interface: the router's drop record needs libpcap with nflog".into());
+    }
     None
 }
 
