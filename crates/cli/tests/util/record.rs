@@ -82,6 +82,15 @@ impl Recording {
         (a2b, b2a)
     }
 
+    /// Packets the path's links dropped on a stretch (`sender-router`, `router-receiver`,
+    /// `receiver-router`, `router-sender`; `link_drops` in `result.json`): a veth whose other
+    /// end's receive backlog was full (per CPU, shared by every namespace: a busy machine or
+    /// several recordings at once). Counted, not recorded packet by packet.
+    pub fn link_drops(&self, hop: &str) -> u64 {
+        let all = self.result["link_drops"].as_array().expect("link_drops in result.json");
+        all.iter().filter(|l| l["hop"] == hop).map(|l| l["dropped"].as_u64().unwrap()).sum()
+    }
+
     /// How long the forwarder held each frame sender → router (µs), in the order they left,
     /// with the frame's size: the `T - SIZE HELD` lines of `delay-a2b.log`.
     pub fn held_a2b(&self) -> Vec<(u32, u64)> {
@@ -172,40 +181,74 @@ pub fn idents(path: &Path) -> Vec<Option<Ident>> {
     v
 }
 
-/// Checks the router's drop record against `correlate --packets` of `snd.pcap rtr.pcap
-/// rcv.pcap` (`rows`), by the packets' identities: each drop of the connection is exactly one
-/// row lost between the router and the receiver (a2b: seen at points 1 and 2, not 3; b2a: seen
-/// at 3, not at 2 or 1) or, after the receiver's capture's last packet, outside the captures,
-/// and no other row is either. Returns, per direction, (lost, outside the captures).
-pub fn drops_located(rec: &Recording, rows: &serde_json::Value, how: &str) -> [(u64, u64); 2] {
+/// Where a direction's lost packets are, as [`drops_located`] found them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Located {
+    /// Lost between the router's capture and the receiver's (either way).
+    pub router: u64,
+    /// Dropped by the router after the receiver's capture's last packet: outside the captures.
+    pub outside: u64,
+    /// Lost between the sender's capture and the router's (either way): dropped by a link
+    /// ([`Recording::link_drops`]).
+    pub sender_side: u64,
+}
+
+/// Checks the path's drops against `correlate --packets` of `snd.pcap rtr.pcap rcv.pcap`
+/// (`rows`). Each drop of the router's record is exactly one row lost between the router and
+/// the receiver (a2b: seen at points 1 and 2, not 3; b2a: seen at 3, not at 2 or 1) or, after
+/// the receiver's capture's last packet, outside the captures, matched by identity; the other
+/// rows lost there are as many as the links on that stretch dropped, and the rows lost between
+/// the sender and the router as many as the links there dropped ([`Recording::link_drops`]:
+/// counted, not recorded packet by packet); no row is lost anywhere else.
+pub fn drops_located(rec: &Recording, rows: &serde_json::Value, how: &str) -> [Located; 2] {
     let (a2b, b2a) = rec.connection_drops();
     let frames: Vec<Vec<Option<Ident>>> =
         ["snd.pcap", "rtr.pcap", "rcv.pcap"].iter().map(|f| idents(&rec.file(f))).collect();
-    let mut out = [(0, 0); 2];
-    for (k, (dir, drops, up, down)) in [("a2b", a2b, 1, 2), ("b2a", b2a, 2, 1)].into_iter().enumerate() {
+    let mut out = [Located { router: 0, outside: 0, sender_side: 0 }; 2];
+    let stretches = [
+        ("a2b", a2b, 1, 2, [true, true, false], [true, false, false], "router-receiver", "sender-router"),
+        ("b2a", b2a, 2, 1, [false, false, true], [false, true, true], "receiver-router", "router-sender"),
+    ];
+    for (k, (dir, drops, up, down, at_router, at_sender, router_links, sender_links)) in
+        stretches.into_iter().enumerate()
+    {
         let mut located = Vec::new();
         for r in rows.as_array().unwrap().iter().filter(|r| r["dir"] == dir) {
             let fate = r["fate"].as_str().unwrap();
             if fate != "lost" && fate != "outside_capture" {
                 continue;
             }
-            let at = |p: usize| !r["at_s"][p].is_null();
-            let seen: Vec<bool> = (0..3).map(at).collect();
-            let want = if dir == "a2b" { [true, true, false] } else { [false, false, true] };
-            assert_eq!(seen, want, "{how} {dir}: a row {fate} elsewhere than at the router: {r}");
+            let seen: Vec<bool> = (0..3).map(|p| !r["at_s"][p].is_null()).collect();
+            if seen == at_sender && fate == "lost" {
+                out[k].sender_side += 1;
+                continue;
+            }
+            assert_eq!(seen, at_router, "{how} {dir}: a row {fate} elsewhere than on the path's stretches: {r}");
             let f = r["frames"][up].as_u64().unwrap() as usize;
             located.push(frames[up][f - 1].clone().unwrap());
-            if fate == "lost" { out[k].0 += 1 } else { out[k].1 += 1 }
+            if fate == "lost" { out[k].router += 1 } else { out[k].outside += 1 }
         }
-        let (mut want, mut got) = (drops.clone(), located.clone());
-        want.sort();
-        got.sort();
-        assert_eq!(got, want, "{how} {dir}: the rows lost at the router (left) against its drops (right)");
-        // The same in the captures alone: each drop once upstream of the router's loss rule,
-        // never downstream (a resend has another IP ID).
+        // Each drop of the record is one of the rows; the rest are the links' drops.
+        let mut rest = located.clone();
         for d in &drops {
-            let count = |p: usize| frames[p].iter().filter(|x| x.as_ref() == Some(d)).count();
-            assert_eq!((count(up), count(down)), (1, 0), "{how} {dir}: captures {} and {}: {d:?}", up + 1, down + 1);
+            let i = rest.iter().position(|x| x == d);
+            let i =
+                i.unwrap_or_else(|| panic!("{how} {dir}: the router's drop {d:?} is no row lost there: {located:?}"));
+            rest.remove(i);
+        }
+        assert_eq!(
+            rest.len() as u64,
+            rec.link_drops(router_links),
+            "{how} {dir}: rows lost after the router that it did not drop: {rest:?}"
+        );
+        assert_eq!(out[k].sender_side, rec.link_drops(sender_links), "{how} {dir}: rows lost before the router");
+        // The same in the captures alone: each drop upstream of the router's loss rule, not
+        // downstream. A resend has another IP ID, but not a SYN-ACK's (always 0): a packet seen
+        // k times upstream, dropped d times, is seen k − d times downstream.
+        for d in &drops {
+            let count = |p: usize| frames[p].iter().filter(|x| x.as_ref() == Some(d)).count() as i64;
+            let dropped = drops.iter().filter(|x| *x == d).count() as i64;
+            assert_eq!(count(up) - count(down), dropped, "{how} {dir}: captures {} and {}: {d:?}", up + 1, down + 1);
         }
     }
     out
