@@ -1,11 +1,20 @@
 //! Network namespaces and processes that exist only as long as a run: removed by their own
 //! names and PIDs when the guard is dropped (also when the run fails or is interrupted).
 //!
-//! Names are `tsl<PID>-<N>-<role>`: the lab's process id, so that two labs never touch each
-//! other's namespaces, and so that namespaces left by a lab that was killed outright (SIGKILL:
-//! no destructor runs) can be recognised and removed by the next one ([`remove_stale`]).
+//! Names are `tsl<PID>-<N>-<role>`: the lab's process id, so that two labs never make the same
+//! name. While a namespace exists its lab holds a lock on `/run/tcpscope-lab/NAME.lock` (an
+//! exclusive `flock`, which the kernel releases when the process ends, however it ends), so
+//! that namespaces left by a lab that was killed outright (SIGKILL: no destructor runs) are
+//! told from those of a lab still running, and removed by the next one ([`remove_stale`]).
+//!
+//! The lock, not the PID in the name, says whether a lab still runs: a PID says nothing to a
+//! lab in another PID namespace (it sees no `/proc/PID` for a process that runs), and a prefix
+//! that ends in a digit makes the PID ambiguous (`tso21` + `345` read as `tso2` + `1345`): a
+//! lab starting beside another could take the other's namespaces for stale ones and delete
+//! them under its running transfer.
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,9 +48,37 @@ pub fn in_ns(ns: &str, args: &[&str]) -> Result<String, String> {
 /// The lab's own namespace prefix (`tsl<PID>-...`).
 pub const PREFIX: &str = "tsl";
 
+/// Where the namespaces' locks are.
+const LOCK_DIR: &str = "/run/tcpscope-lab";
+
+/// The lock file of namespace `name`.
+fn lock_path(name: &str) -> std::path::PathBuf {
+    Path::new(LOCK_DIR).join(format!("{name}.lock"))
+}
+
+/// Takes the lock of namespace `name` (without waiting): `Ok(None)` when another process holds
+/// it.
+fn lock(name: &str) -> Result<Option<nix::fcntl::Flock<std::fs::File>>, String> {
+    let path = lock_path(name);
+    std::fs::create_dir_all(LOCK_DIR).map_err(|e| format!("{LOCK_DIR}: {e}"))?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    match nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(l) => Ok(Some(l)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, e)) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
 /// A set of namespaces that are deleted together when dropped.
 pub struct Namespaces {
     names: Vec<String>,
+    /// Each namespace's lock, held while it exists.
+    locks: Vec<nix::fcntl::Flock<std::fs::File>>,
 }
 
 impl Namespaces {
@@ -54,15 +91,32 @@ impl Namespaces {
     /// The same with another prefix than `tsl`: `PREFIX<PID>-<N>-<role>`.
     pub fn with_prefix(prefix: &str, roles: &[&str]) -> Result<Namespaces, String> {
         static SETS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
-        let run = SETS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut ns = Namespaces { names: Vec::new() };
-        for r in roles {
-            let name = format!("{prefix}{}-{run}-{r}", std::process::id());
-            cmd(&["ip", "netns", "add", &name])?;
-            ns.names.push(name.clone());
-            cmd(&["ip", "-n", &name, "link", "set", "lo", "up"])?;
+        // A process in another PID namespace can have the same PID (and count the same N): a
+        // set whose names another process holds, or that exist, is skipped for the next N.
+        for _ in 0..1000 {
+            let run = SETS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let names: Vec<String> =
+                roles.iter().map(|r| format!("{prefix}{}-{run}-{r}", std::process::id())).collect();
+            let mut locks = Vec::new();
+            for n in &names {
+                // Locked before it exists: a namespace of a running lab is never seen unlocked.
+                match lock(n)? {
+                    Some(l) if !Path::new("/var/run/netns").join(n).exists() => locks.push(l),
+                    _ => break,
+                }
+            }
+            if locks.len() < names.len() {
+                continue;
+            }
+            let mut ns = Namespaces { names: Vec::new(), locks };
+            for name in names {
+                cmd(&["ip", "netns", "add", &name])?;
+                ns.names.push(name.clone());
+                cmd(&["ip", "-n", &name, "link", "set", "lo", "up"])?;
+            }
+            return Ok(ns);
         }
-        Ok(ns)
+        Err(format!("no free namespace names {prefix}{}-N-...: 1000 sets held by other processes", std::process::id()))
     }
 
     /// The namespace of a role.
@@ -77,11 +131,17 @@ impl Drop for Namespaces {
         for n in self.names.iter().rev() {
             let _ = Command::new("ip").args(["netns", "del", n]).stderr(Stdio::null()).status();
         }
+        // Each lock file removed while still held, then released.
+        for n in &self.names {
+            let _ = std::fs::remove_file(lock_path(n));
+        }
+        self.locks.clear();
     }
 }
 
 /// Deletes namespaces that an earlier lab made and left behind because it was killed: named
-/// `PREFIX<PID>-...` where no process PID runs any more.
+/// `PREFIX<PID>-...`, whose lock no process holds. (A namespace without a lock file was made
+/// by a lab from before the locks: stale when no process PID runs.)
 pub fn remove_stale(prefix: &str) -> Vec<String> {
     let Ok(list) = cmd(&["ip", "netns", "list"]) else { return Vec::new() };
     let mut removed = Vec::new();
@@ -89,10 +149,14 @@ pub fn remove_stale(prefix: &str) -> Vec<String> {
         let name = line.split_whitespace().next().unwrap_or("");
         let Some(rest) = name.strip_prefix(prefix) else { continue };
         let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if pid != std::process::id()
-            && !std::path::Path::new(&format!("/proc/{pid}")).exists()
-            && cmd(&["ip", "netns", "del", name]).is_ok()
-        {
+        let stale = if lock_path(name).exists() {
+            // Held: its lab runs (in this process or another, in any PID namespace).
+            matches!(lock(name), Ok(Some(_)))
+        } else {
+            pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
+        };
+        if stale && cmd(&["ip", "netns", "del", name]).is_ok() {
+            let _ = std::fs::remove_file(lock_path(name));
             removed.push(name.to_string());
         }
     }
