@@ -53,6 +53,12 @@ impl Recording {
         (n("loss_drops") + n("queue_drops"), n("reverse_loss_drops") + n("reverse_queue_drops"))
     }
 
+    /// The router's record of each packet its loss rules dropped (`router.drops` in
+    /// `result.json`: direction, time, addresses and ports, seq, ack, length, flags, IP ID).
+    pub fn drops(&self) -> Vec<tcpscope_lab::drops::Dropped> {
+        serde_json::from_value(self.result["router"]["drops"].clone()).expect("router.drops in result.json")
+    }
+
     /// Every packet the router dropped, by direction: the identities of its drop record
     /// (`router.drops`), which holds each packet its loss rules dropped — as many each way as
     /// their counters, or the run failed. Its queues drop nothing on these paths (no rate:
@@ -68,7 +74,7 @@ impl Recording {
     pub fn connection_drops(&self) -> (Vec<Ident>, Vec<Ident>) {
         let r = &self.result["router"];
         assert_eq!((r["queue_drops"].as_u64(), r["reverse_queue_drops"].as_u64()), (Some(0), Some(0)), "queue drops");
-        let drops: Vec<tcpscope_lab::drops::Dropped> = serde_json::from_value(r["drops"].clone()).unwrap();
+        let drops = self.drops();
         let (mut a2b, mut b2a) = (Vec::new(), Vec::new());
         let port = self.result["sender"]["port"].as_u64().unwrap();
         for d in drops {
