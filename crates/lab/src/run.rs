@@ -83,16 +83,21 @@ pub struct RunResult {
     pub link_drops: Vec<LinkDrops>,
 }
 
-/// The packets one sending end of a veth link dropped (its `tx_dropped`): the other end's
-/// receive backlog was full. That backlog is per CPU and shared by every namespace on the
-/// machine (`net.core.netdev_max_backlog` packets), so a busy machine, or several labs at
-/// once, can drop packets between the hosts that no rule of the router chose.
+/// Packets dropped on the path between the hosts, by no rule of the router: the packets one
+/// sending end of a veth link dropped (its `tx_dropped`: the other end's receive backlog was
+/// full — per CPU and shared by every namespace on the machine, `net.core.netdev_max_backlog`
+/// packets), or the frames the delay forwarder's socket dropped before it read them (its
+/// receive buffer full: the forwarder did not run for that long). A busy machine, or several
+/// labs at once, can make either happen.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LinkDrops {
     /// The namespace's role: `snd` (`sndI`), `sw`, `dly`, `rtr`, `rcv`.
     pub host: String,
-    /// The device that sends (`snd0`, `dly1`, `rtr1`, ...).
+    /// The device: a veth's sending end (`snd0`, `dly1`, `rtr1`, ...), or the one the
+    /// forwarder reads from (`dly0` sender → router, `dly1` back).
     pub dev: String,
+    /// `veth` or `forwarder`.
+    pub kind: String,
     /// The stretch of the path where its drops happen, between the capture points:
     /// `sender-router` and `router-receiver` (sender → receiver), `receiver-router` and
     /// `router-sender` (back).
@@ -704,7 +709,7 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool, prefix: &str) -
         let dropped = v[0]["stats64"]["tx"]["dropped"]
             .as_u64()
             .ok_or_else(|| format!("`ip -s -j link show dev {dev}` in {ns_name}: no tx drops"))?;
-        link_drops.push(LinkDrops { host, dev, hop: hop.into(), dropped });
+        link_drops.push(LinkDrops { host, dev, kind: "veth".into(), hop: hop.into(), dropped });
     }
     if let Some(c) = drop_log {
         let lines = c.stop();
@@ -740,6 +745,12 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool, prefix: &str) -
         Some(f) => Some(f.stop()?),
         None => None,
     };
+    if let Some([a2b, b2a]) = &delay_forwarder {
+        for (dev, hop, st) in [("dly0", "sender-router", a2b), ("dly1", "router-sender", b2a)] {
+            let (host, dev, kind) = ("dly".into(), dev.into(), "forwarder".into());
+            link_drops.push(LinkDrops { host, dev, kind, hop: hop.into(), dropped: st.socket_drops });
+        }
+    }
     Ok(RunResult {
         status: "ok".into(),
         error: None,
