@@ -52,6 +52,9 @@ pub struct Stats {
     /// was full (`PACKET_STATISTICS`), the forwarder not running for that long (another lab's
     /// forwarder on the same CPU at the same real-time priority, say).
     pub socket_drops: u64,
+    /// Frames the kernel refused to send (no room in the socket's send buffer or the device's
+    /// queue): lost.
+    pub send_drops: u64,
     /// Most frames held at once.
     pub max_queue: usize,
     /// Mean of (time held − configured delay), µs: the time held runs from the frame's arrival
@@ -271,18 +274,19 @@ impl PacketSocket {
         Ok(u64::from(st.tp_drops))
     }
 
-    /// Sends a frame out of the bound interface; a full device queue counts as sent-and-lost.
-    fn send(&self, frame: &[u8]) -> io::Result<()> {
+    /// Sends a frame out of the bound interface: `Ok(false)` when the kernel had no room for it
+    /// (a full send buffer or device queue: the frame is lost, and counted by the caller).
+    fn send(&self, frame: &[u8]) -> io::Result<bool> {
         // SAFETY: `frame` is valid for reads of its length.
         let n = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr() as *const libc::c_void, frame.len(), 0) };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS) {
-                return Ok(());
+                return Ok(false);
             }
             return Err(e);
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -563,7 +567,9 @@ fn forward(
         while queue.peek().is_some_and(|Reverse((t, ..))| *t <= Instant::now()) {
             let Some(Reverse((release, n, arrived, class, frame))) = queue.pop() else { break };
             let handed = Instant::now();
-            tx.send(&frame)?;
+            if !tx.send(&frame)? {
+                st.send_drops += 1;
+            }
             let left = Instant::now();
             if n < last_sent[class] {
                 st.overtaken += 1;

@@ -87,7 +87,8 @@ pub struct RunResult {
 /// sending end of a veth link dropped (its `tx_dropped`: the other end's receive backlog was
 /// full — per CPU and shared by every namespace on the machine, `net.core.netdev_max_backlog`
 /// packets), or the frames the delay forwarder's socket dropped before it read them (its
-/// receive buffer full: the forwarder did not run for that long). A busy machine, or several
+/// receive buffer full: the forwarder did not run for that long) or could not send. A busy
+/// machine, or several
 /// labs at once, can make either happen.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LinkDrops {
@@ -675,12 +676,45 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool, prefix: &str) -
     // the packets still in libpcap's ring when tcpdump is stopped are lost — a second's worth
     // at the end of every capture.)
     std::thread::sleep(Duration::from_millis(300));
+    // Then until the hosts' TCP is quiet (up to 5 s more): no socket but TIME-WAIT left, so no
+    // FIN or ACK still to be resent. A packet that arrived as its tcpdump was being stopped was
+    // counted by the filter but not written, and failed the run as an incomplete capture
+    // (one recording of 50, two recording processes at once at load average 7.5).
+    let quiet_by = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < quiet_by {
+        let mut busy = false;
+        for ns in snds.iter().chain([&rcv]) {
+            busy |= !in_ns(ns, &["ss", "-Htan", "exclude", "time-wait", "exclude", "listening"])?.trim().is_empty();
+        }
+        if !busy {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(20));
     sampler.stop()?;
     let mut tcp_info_samples = 0;
     for (s, r) in senders.iter_mut().zip(recorders) {
         let k = r.stop()?;
         s.tcp_info_samples = Some(k);
         tcp_info_samples += k;
+    }
+    // Each tcpdump given time to write what is still in its ring (on a loaded machine it may
+    // not have run since the last packets came): its file unchanged for 50 ms, up to 2 s.
+    let size = |f: &str| std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0);
+    let written_by = Instant::now() + Duration::from_secs(2);
+    let mut files: Vec<&str> = captured.iter().map(|c| c.2).collect();
+    if drop_log.is_some() {
+        files.push(crate::drops::FILE);
+    }
+    let mut before: Vec<u64> = files.iter().map(|f| size(f)).collect();
+    while Instant::now() < written_by {
+        std::thread::sleep(Duration::from_millis(50));
+        let now: Vec<u64> = files.iter().map(|f| size(f)).collect();
+        if now == before {
+            break;
+        }
+        before = now;
     }
     let mut router = router_counters(&rtr)?;
     // Every sending end of the path's veth links, by the stretch its drops are on:
@@ -748,7 +782,8 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool, prefix: &str) -
     if let Some([a2b, b2a]) = &delay_forwarder {
         for (dev, hop, st) in [("dly0", "sender-router", a2b), ("dly1", "router-sender", b2a)] {
             let (host, dev, kind) = ("dly".into(), dev.into(), "forwarder".into());
-            link_drops.push(LinkDrops { host, dev, kind, hop: hop.into(), dropped: st.socket_drops });
+            let dropped = st.socket_drops + st.send_drops;
+            link_drops.push(LinkDrops { host, dev, kind, hop: hop.into(), dropped });
         }
     }
     Ok(RunResult {
