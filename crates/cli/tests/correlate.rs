@@ -267,13 +267,14 @@ length = 16384
 count = 96
 "#;
 
-/// Sender → router (1 Gbit/s, 2 % random loss each way) → receiver, 4 MB in 64 KiB writes,
+/// Sender → router (1 Gbit/s, 2 % random loss each way) → receiver, 12 MB in 64 KiB writes,
 /// with TSO/GSO on at the sender's link and GRO on at the receiver's: the sender's and the
 /// router's captures see super-segments (the router drops them whole and cuts them to the MTU
 /// towards the receiver), the receiver's capture its own merges of the wire segments, at most
-/// 20000 bytes each and kept open between polls, so that their boundaries differ from the
+/// 10000 bytes each and kept open between polls, so that their boundaries differ from the
 /// super-segments' (without that, veth merges the wire segments back into the same
-/// super-segments). No delay forwarder (it moves wire-sized frames).
+/// super-segments; 4 MB recordings with 10000 had 9 to 43 merges straddling a
+/// super-segment, or none now and then). No delay forwarder (it moves wire-sized frames).
 const BOTH: &str = r#"
 name = "tso21-both"
 timeout = 30
@@ -285,10 +286,10 @@ reverse_loss = 0.02
 cc = "cubic"
 sender_tso = true
 receiver_gro = true
-receiver_gro_bytes = 20000
+receiver_gro_bytes = 10000
 [traffic]
 length = 65536
-count = 64
+count = 192
 "#;
 
 /// How late (ns) the receiver's capture is made in [`matches_every_byte`]: less than the
@@ -416,17 +417,28 @@ fn ranges(path: &std::path::Path) -> Vec<(i64, i64)> {
 /// overlapping byte ranges (module doc of `correlate`, "Coverage").
 #[test]
 fn tso_and_gro_together_are_matched_by_overlap() {
-    let Some(rec) = record::record_as(TSO21, "both", BOTH) else { return };
     // Both offloads, from the captures alone: merges at the receiver that overlap a
-    // super-segment of the sender's without either holding the other.
-    let (snd, rcv) = (ranges(&rec.file("snd.pcap")), ranges(&rec.file("rcv.pcap")));
-    let straddling = rcv
-        .iter()
-        .filter(|m| {
-            snd.iter().any(|s| m.0 < s.1 && s.0 < m.1 && !(m.0 <= s.0 && s.1 <= m.1) && !(s.0 <= m.0 && m.1 <= s.1))
-        })
-        .count();
-    assert!(straddling > 0, "no merge at the receiver straddles a super-segment of the sender's");
+    // super-segment of the sender's without either holding the other. Whether the kernel
+    // merged across a super-segment's end varies from run to run (4 MB: none in 4 of 12
+    // recordings under a load average of 8): a recording without is made again, at most twice.
+    let straddles = |rec: &Recording| {
+        let (snd, rcv) = (ranges(&rec.file("snd.pcap")), ranges(&rec.file("rcv.pcap")));
+        let cross = |m: &(i64, i64), s: &(i64, i64)| {
+            m.0 < s.1 && s.0 < m.1 && !(m.0 <= s.0 && s.1 <= m.1) && !(s.0 <= m.0 && m.1 <= s.1)
+        };
+        rcv.iter().filter(|m| snd.iter().any(|s| cross(m, s))).count()
+    };
+    let mut tries = 0;
+    let (rec, straddling) = loop {
+        tries += 1;
+        let Some(rec) = record::record_as(TSO21, "both", BOTH) else { return };
+        let n = straddles(&rec);
+        if n > 0 || tries == 3 {
+            break (rec, n);
+        }
+        eprintln!("recording {tries}: no merge straddles a super-segment; recording again");
+    };
+    assert!(straddling > 0, "{tries} recordings: no merge at the receiver straddles a super-segment");
     let doc = matches_every_byte(&rec, "overlap");
     eprintln!("TSO and GRO recording: {straddling} straddling merges; {}", dir(&doc, "a2b"));
 }
