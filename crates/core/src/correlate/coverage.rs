@@ -368,11 +368,11 @@ impl Sets {
 /// The overlap component of candidate `x` among the unmatched data lifelines `c` of one
 /// connection and direction (module doc of `correlate`, "Coverage"): the bytes are cut at
 /// every candidate's first and last byte; for each cut, the candidates holding it are tied
-/// into sendings — each to the one nearest to it in time at each other point (holding the
-/// cut, seen at none of its points, within `window` ns), when that one's nearest at one of
-/// its points is it in turn (so that the merge of a retransmission goes with the
-/// retransmission, not with an earlier sending of the same bytes that was lost), the nearest
-/// pairs first, never two candidates of one point in one sending. The component is what those
+/// into sendings: each may be tied to the one nearest to it in time at each other point
+/// (holding the cut, seen at none of its points, within `window` ns); the ties are made
+/// nearest first, never putting two candidates of one point in one sending (so that the merge
+/// of a retransmission, nearer to it, goes with the retransmission, and an earlier sending of
+/// the same bytes that was lost is left alone). The component is what those
 /// ties connect to `x`; its cuts are the sendings of each cut that involve its members
 /// (adjacent cuts carried by the same members are one), and, per member, its bytes that no
 /// other point carried (one cut per run of them). `None` when `x` is tied to nothing. Work: a
@@ -420,19 +420,17 @@ pub(super) fn overlap(c: &[Cand], x: usize, window: i64) -> Option<Component> {
             v.dedup();
             near.push(v);
         }
-        let at = |i: usize| active.iter().position(|&y| y == i).unwrap_or(0);
         let mut pairs: Vec<(i64, usize, usize)> = Vec::new();
         for (ky, &y) in active.iter().enumerate() {
             for &z in &near[ky] {
-                if y < z && near[at(z)].contains(&y) {
-                    pairs.push(((c[z].t - c[y].t).abs(), y, z));
-                }
+                pairs.push(((c[z].t - c[y].t).abs(), y.min(z), y.max(z)));
             }
         }
         if pairs.is_empty() {
             continue;
         }
         pairs.sort_unstable();
+        pairs.dedup();
         // The sendings of this cut: joined nearest first, never two members of one point.
         let mut local = Sets::new(active.clone(), c);
         let mut ties = Vec::new();
@@ -489,12 +487,14 @@ pub(super) fn overlap(c: &[Cand], x: usize, window: i64) -> Option<Component> {
         }
     }
     // Each member's bytes carried at its points only.
+    let mut held: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+    for u in &cuts {
+        for &m in &u.by {
+            held[m].push((u.start, u.start + i64::from(u.len)));
+        }
+    }
     for &m in &members {
-        let mut held: Vec<(i64, i64)> = cuts
-            .iter()
-            .filter(|u| u.by.len() > 1 && u.by.contains(&m))
-            .map(|u| (u.start, u.start + i64::from(u.len)))
-            .collect();
+        let mut held = std::mem::take(&mut held[m]);
         held.sort_unstable();
         let mut at = c[m].start;
         for (a, b) in held.into_iter().chain([(c[m].end(), c[m].end())]) {
@@ -508,7 +508,8 @@ pub(super) fn overlap(c: &[Cand], x: usize, window: i64) -> Option<Component> {
     // Adjacent cuts carried by the same members are one.
     let mut joined: Vec<Cut> = Vec::with_capacity(cuts.len());
     for u in cuts {
-        match joined.iter_mut().rev().find(|v| v.by == u.by) {
+        // The one to join lies among the cuts of the same bytes (at most one per sending).
+        match joined.iter_mut().rev().take(MAX_STEPS).find(|v| v.by == u.by) {
             Some(v) if v.start + i64::from(v.len) == u.start => v.len += u.len,
             _ => joined.push(u),
         }
@@ -829,6 +830,17 @@ mod tests {
         ];
         assert_eq!(cuts(&c, 0), vec![(0, 200, vec![0, 1]), (200, 100, vec![0, 2])]);
         assert_eq!(overlap(&c, 3, 1000).map(|g| g.members), Some(vec![3, 4]));
+    }
+
+    /// Two sendings of the same bytes, each seen at both points: the later one at point 1 is
+    /// nearest in time to the earlier one at point 0, which is taken by its own nearer
+    /// sighting; ties made nearest first still pair the later two (a rule that asked each
+    /// pair to be each other's nearest left them apart, one lost and one missed).
+    #[test]
+    fn ties_are_made_nearest_first() {
+        let c = [cand(0, 100, 1, 10), cand(0, 100, 2, 11), cand(0, 100, 2, 13), cand(0, 100, 1, 18)];
+        assert_eq!(cuts(&c, 3), vec![(0, 100, vec![2, 3])]);
+        assert_eq!(cuts(&c, 0), vec![(0, 100, vec![0, 1])]);
     }
 
     /// A sender's super-segment, a router's wire segments and a receiver's merges of them:
