@@ -14,6 +14,11 @@
 //! the whole's sightings at the whole's points (and [`Life::whole`] says which), the whole's
 //! own lifeline goes, and bytes of the whole that no piece covers become lifelines seen only
 //! where the whole was (the lost pieces, or the pieces a capture missed).
+//!
+//! TSO at one point and GRO at another cut the same bytes with boundaries neither of which
+//! covers the other's: then [`overlap`] finds the leaving lifeline's component of the
+//! candidates tied by the bytes they carry at different points, nearest in time first, and
+//! [`fold_cuts`] makes each cut of its bytes a lifeline seen where its members were.
 
 use std::collections::VecDeque;
 

@@ -63,9 +63,9 @@
 //!   containing the other, or come from three sets of points (a router's wire segments between
 //!   super-segments and merges), the group is the leaving lifeline's overlap component: the
 //!   bytes cut wherever a candidate begins or ends, each candidate holding a cut tied to the
-//!   nearest in time at each other point when that one's nearest is it in turn (a
-//!   retransmission's merge goes with the retransmission, not the lost sending), nearest pairs
-//!   first, never two of one point in one sending; the component is what the ties connect,
+//!   nearest in time at each other point, nearest pairs first, never two of one point in one
+//!   sending (a retransmission's merge goes with the retransmission, nearer to it, and the lost
+//!   sending is left alone); the component is what the ties connect,
 //!   gathered again over its members' bytes until none holds a byte outside them. Each cut is
 //!   one lifeline, seen at each point at the sighting of the member that carried it there
 //!   (its delay: from the upstream segment's capture to the downstream one's); a member's

@@ -454,8 +454,12 @@ impl Matcher {
     /// ([`Evidence::offset`]). That is the group [`coverage::pair`] finds among all the
     /// candidates of the window: a lifeline is only ever a piece of one that contains it, and
     /// every lifeline that could contain one of the group's members, or be its piece, holds
-    /// some of those bytes. Its members are marked handed over, and can no longer be matched (a
-    /// later sighting of one starts a lifeline of its own).
+    /// some of those bytes. When two candidates straddle each other or three sets of points saw
+    /// them (TSO and GRO together), the group is the front lifeline's overlap component
+    /// instead ([`coverage::overlap`], gathered again over its members' bytes until none holds
+    /// a byte outside them), folded into its cuts ([`coverage::fold_cuts`]), unless it turns
+    /// out to be a whole and its pieces. Its members are marked handed over, and can no longer
+    /// be matched (a later sighting of one starts a lifeline of its own).
     fn group(&mut self) -> Option<Folded> {
         let n = self.n;
         let h0 = self.hot[0];
