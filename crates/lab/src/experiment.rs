@@ -344,6 +344,15 @@ pub struct Hosts {
     /// segments it merged. For `correlate`'s byte-coverage matching.
     #[serde(default)]
     pub receiver_gro: bool,
+    /// With `receiver_gro`: the most bytes one GRO merge holds at the receiver (`ip link set
+    /// rcv0 gro_max_size`), and a merge kept open between receive polls for up to 1 ms
+    /// (`gro_flush_timeout`, as a NIC's interrupt coalescing does). Absent: the kernel's
+    /// (64 KiB, flushed at each poll). On the lab's veth links the receiver's merges then
+    /// begin and end elsewhere than the sender's TSO super-segments: without it, they are
+    /// merged back into the super-segments the sender's capture saw. For `correlate`'s
+    /// byte-coverage matching of TSO and GRO together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_gro_bytes: Option<u32>,
 }
 
 impl Default for Hosts {
@@ -358,6 +367,7 @@ impl Default for Hosts {
             offload: false,
             sender_tso: false,
             receiver_gro: false,
+            receiver_gro_bytes: None,
         }
     }
 }
@@ -703,6 +713,9 @@ pub fn check(e: &Experiment) -> Result<(), String> {
                     forwarder moves wire-sized frames; leave offloads off"
             .into());
     }
+    if e.hosts.receiver_gro_bytes.is_some() && !e.hosts.receiver_gro {
+        return Err("hosts.receiver_gro_bytes without hosts.receiver_gro = true".into());
+    }
     if !(0.0..1.0).contains(&e.path.reorder) {
         return Err(format!("path.reorder = {}: a probability in [0, 1)", e.path.reorder));
     }
@@ -966,5 +979,10 @@ mod tests {
         assert!(e.contains("hosts.sender_tso"), "{e}");
         let p = parse("name = \"t\"\n[path]\ndelay = \"1ms\"\n[hosts]\nreceiver_gro = true\n").unwrap();
         assert!(p.base.hosts.receiver_gro && !p.base.hosts.sender_tso);
+        let e = parse("name = \"t\"\n[hosts]\nreceiver_gro_bytes = 20000\n").unwrap_err();
+        assert!(e.contains("hosts.receiver_gro_bytes"), "{e}");
+        let p = parse("name = \"t\"\n[hosts]\nsender_tso = true\nreceiver_gro = true\nreceiver_gro_bytes = 20000\n")
+            .unwrap();
+        assert_eq!(p.base.hosts.receiver_gro_bytes, Some(20000));
     }
 }

@@ -871,6 +871,11 @@ fn build_path(
             let tso = if e.hosts.sender_tso && *dev == "snd0" { "on" } else { "off" };
             let gro = if e.hosts.receiver_gro && *dev == "rcv0" { "on" } else { "off" };
             in_ns(ns, &["ethtool", "-K", dev, "tso", tso, "gso", tso, "gro", gro])?;
+            if let Some(bytes) = e.hosts.receiver_gro_bytes.filter(|_| gro == "on") {
+                ip(ns, &["link", "set", "dev", dev, "gro_max_size", &bytes.to_string()])?;
+                let f = format!("/sys/class/net/{dev}/gro_flush_timeout");
+                in_ns(ns, &["sh", "-c", &format!("echo 1000000 > {f}")])?;
+            }
         }
         if dly.is_some() {
             // Checksums computed before a frame leaves the host: a frame whose checksum is left

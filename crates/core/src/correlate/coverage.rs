@@ -14,6 +14,11 @@
 //! the whole's sightings at the whole's points (and [`Life::whole`] says which), the whole's
 //! own lifeline goes, and bytes of the whole that no piece covers become lifelines seen only
 //! where the whole was (the lost pieces, or the pieces a capture missed).
+//!
+//! TSO at one point and GRO at another cut the same bytes with boundaries neither of which
+//! covers the other's: then [`overlap`] finds the leaving lifeline's component of the
+//! candidates tied by the bytes they carry at different points, nearest in time first, and
+//! [`fold_cuts`] makes each cut of its bytes a lifeline seen where its members were.
 
 use std::collections::VecDeque;
 
@@ -254,6 +259,271 @@ pub(super) fn pair(c: &[Cand], window: i64) -> Vec<Group> {
     groups
 }
 
+/// Whether two of the candidates `c` straddle each other ([`Cand::straddles`]): a sweep by
+/// start, each looked at against the at most [`MAX_STEPS`] latest that overlap its start.
+pub(super) fn any_straddle(c: &[Cand], window: i64) -> bool {
+    let mut order: Vec<usize> = (0..c.len()).collect();
+    order.sort_by_key(|&i| (c[i].start, i));
+    let mut active: Vec<usize> = Vec::new();
+    for &x in &order {
+        active.retain(|&w| c[w].end() > c[x].start);
+        if active.iter().rev().take(MAX_STEPS).any(|&w| c[x].straddles(&c[w], window)) {
+            return true;
+        }
+        if active.len() >= MAX_STEPS {
+            active.remove(0);
+        }
+        active.push(x);
+    }
+    false
+}
+
+/// How many distinct sets of points saw the candidates `c` (counted up to 3).
+pub(super) fn point_sets<'a>(c: impl Iterator<Item = &'a Cand>) -> usize {
+    let mut sets: Vec<u32> = Vec::with_capacity(3);
+    for x in c {
+        if !sets.contains(&x.points) {
+            sets.push(x.points);
+            if sets.len() == 3 {
+                break;
+            }
+        }
+    }
+    sets.len()
+}
+
+/// One lifeline an overlap component is cut into ([`overlap`]): bytes `start .. start + len`
+/// and the members that carry them, at most one per point (their point sets are disjoint), in
+/// the candidates' order. One member alone: bytes no other point saw.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Cut {
+    pub start: i64,
+    pub len: u32,
+    pub by: Vec<usize>,
+}
+
+/// The overlap component of a candidate ([`overlap`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Component {
+    /// Its members (indices into the candidates), by start.
+    pub members: Vec<usize>,
+    /// Its bytes, cut where any member begins or ends, in byte order.
+    pub cuts: Vec<Cut>,
+    /// Whether it must be cut ([`fold_cuts`]): two members that carry the same bytes at
+    /// different points overlap without either containing the other (TSO at one point, GRO
+    /// with other boundaries at another), or its members were seen at more than two sets of
+    /// points (a router's wire segments between a sender's super-segments and a receiver's
+    /// merges). Without either, it is a whole and its pieces, which [`pair`] groups.
+    pub needs_cuts: bool,
+}
+
+impl Cand {
+    /// Whether `o` holds some of its bytes at none of its points, within the window: a member
+    /// of the same sending seen elsewhere, if nothing nearer in time holds those bytes there.
+    fn meets(&self, o: &Cand, window: i64) -> bool {
+        self.start < o.end() && o.start < self.end() && self.points & o.points == 0 && (self.t - o.t).abs() <= window
+    }
+
+    fn contains(&self, o: &Cand) -> bool {
+        self.start <= o.start && o.end() <= self.end()
+    }
+
+    /// Whether `o` holds some of its bytes at none of its points, within the window, and
+    /// neither holds all of the other's: the same bytes cut with other boundaries.
+    pub(super) fn straddles(&self, o: &Cand, window: i64) -> bool {
+        self.meets(o, window) && !self.contains(o) && !o.contains(self)
+    }
+}
+
+/// A union-find over some candidates (`ids`), with the points each set has seen.
+struct Sets {
+    ids: Vec<usize>,
+    parent: Vec<usize>,
+    points: Vec<u32>,
+}
+
+impl Sets {
+    fn new(ids: Vec<usize>, c: &[Cand]) -> Sets {
+        Sets { parent: (0..ids.len()).collect(), points: ids.iter().map(|&i| c[i].points).collect(), ids }
+    }
+
+    /// The set of candidate `i` (by its place in `ids`: a short list, or all candidates).
+    fn find(&mut self, i: usize) -> usize {
+        let mut x = if self.ids.get(i) == Some(&i) { i } else { self.ids.iter().position(|&y| y == i).unwrap_or(0) };
+        while self.parent[x] != x {
+            self.parent[x] = self.parent[self.parent[x]];
+            x = self.parent[x];
+        }
+        x
+    }
+
+    /// Joins the sets of `a` and `b` unless they saw a common point (`disjoint`) or are one.
+    fn join(&mut self, a: usize, b: usize, disjoint: bool) -> bool {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra == rb || disjoint && self.points[ra] & self.points[rb] != 0 {
+            return false;
+        }
+        let (lo, hi) = (ra.min(rb), ra.max(rb));
+        self.parent[hi] = lo;
+        self.points[lo] |= self.points[hi];
+        true
+    }
+}
+
+/// The overlap component of candidate `x` among the unmatched data lifelines `c` of one
+/// connection and direction (module doc of `correlate`, "Coverage"): the bytes are cut at
+/// every candidate's first and last byte; for each cut, the candidates holding it are tied
+/// into sendings: each may be tied to the one nearest to it in time at each other point
+/// (holding the cut, seen at none of its points, within `window` ns); the ties are made
+/// nearest first, never putting two candidates of one point in one sending (so that the merge
+/// of a retransmission, nearer to it, goes with the retransmission, and an earlier sending of
+/// the same bytes that was lost is left alone). The component is what those
+/// ties connect to `x`; its cuts are the sendings of each cut that involve its members
+/// (adjacent cuts carried by the same members are one), and, per member, its bytes that no
+/// other point carried (one cut per run of them). `None` when `x` is tied to nothing. Work: a
+/// sort, then per cut the candidates holding it squared (at most [`MAX_STEPS`] of them: past
+/// that, a cut ties nothing).
+pub(super) fn overlap(c: &[Cand], x: usize, window: i64) -> Option<Component> {
+    let n = c.len();
+    let mut bounds: Vec<i64> = c.iter().flat_map(|k| [k.start, k.end()]).collect();
+    bounds.sort_unstable();
+    bounds.dedup();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| (c[i].start, i));
+    let mut sets = Sets::new((0..n).collect(), c);
+    // Per cut holding two or more sendings' members: (cut's index, its ties).
+    let mut tied: Vec<(usize, Vec<(usize, usize)>)> = Vec::new();
+    let mut active: Vec<usize> = Vec::new();
+    let mut next = 0;
+    let mut near: Vec<Vec<usize>> = Vec::new();
+    for (k, &a) in bounds.iter().enumerate().take(bounds.len().saturating_sub(1)) {
+        active.retain(|&i| c[i].end() > a);
+        while next < n && c[order[next]].start == a {
+            active.push(order[next]);
+            next += 1;
+        }
+        if active.len() < 2 || active.len() > MAX_STEPS {
+            continue;
+        }
+        // Each one's nearest in time at each other point.
+        near.clear();
+        for &y in &active {
+            let mut best = [usize::MAX; 32];
+            for &z in &active {
+                if !c[y].meets(&c[z], window) {
+                    continue;
+                }
+                let d = (c[z].t - c[y].t).abs();
+                for (p, b) in best.iter_mut().enumerate() {
+                    if c[z].points >> p & 1 == 1 && (*b == usize::MAX || (d, z) < ((c[*b].t - c[y].t).abs(), *b)) {
+                        *b = z;
+                    }
+                }
+            }
+            let mut v: Vec<usize> = best.into_iter().filter(|&b| b != usize::MAX).collect();
+            v.sort_unstable();
+            v.dedup();
+            near.push(v);
+        }
+        let mut pairs: Vec<(i64, usize, usize)> = Vec::new();
+        for (ky, &y) in active.iter().enumerate() {
+            for &z in &near[ky] {
+                pairs.push(((c[z].t - c[y].t).abs(), y.min(z), y.max(z)));
+            }
+        }
+        if pairs.is_empty() {
+            continue;
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        // The sendings of this cut: joined nearest first, never two members of one point.
+        let mut local = Sets::new(active.clone(), c);
+        let mut ties = Vec::new();
+        for (_, y, z) in pairs {
+            if local.join(y, z, true) {
+                ties.push((y, z));
+                sets.join(y, z, false);
+            }
+        }
+        tied.push((k, ties));
+    }
+    let root = sets.find(x);
+    let mut members: Vec<usize> = (0..n).filter(|&i| sets.find(i) == root).collect();
+    if members.len() < 2 {
+        return None;
+    }
+    members.sort_by_key(|&i| (c[i].start, i));
+    let mut straddles = false;
+    // The cuts carried at several points: per tied cut, its sendings (the ties' sets).
+    let mut cuts: Vec<Cut> = Vec::new();
+    for (k, ties) in &tied {
+        let mut ids: Vec<usize> = ties.iter().flat_map(|&(y, z)| [y, z]).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut local = Sets::new(ids, c);
+        for &(y, z) in ties {
+            local.join(y, z, false);
+            if sets.find(y) == root {
+                straddles |= !c[y].contains(&c[z]) && !c[z].contains(&c[y]);
+            }
+        }
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut seen: Vec<usize> = Vec::new();
+        for &(y, z) in ties {
+            for i in [y, z] {
+                let r = local.find(i);
+                match seen.iter().position(|&s| s == r) {
+                    Some(g) => groups[g].push(i),
+                    None => {
+                        seen.push(r);
+                        groups.push(vec![i]);
+                    }
+                }
+            }
+        }
+        let (a, b) = (bounds[*k], bounds[k + 1]);
+        for mut by in groups {
+            if sets.find(by[0]) != root {
+                continue;
+            }
+            by.sort_unstable();
+            by.dedup();
+            cuts.push(Cut { start: a, len: (b - a) as u32, by });
+        }
+    }
+    // Each member's bytes carried at its points only.
+    let mut held: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+    for u in &cuts {
+        for &m in &u.by {
+            held[m].push((u.start, u.start + i64::from(u.len)));
+        }
+    }
+    for &m in &members {
+        let mut held = std::mem::take(&mut held[m]);
+        held.sort_unstable();
+        let mut at = c[m].start;
+        for (a, b) in held.into_iter().chain([(c[m].end(), c[m].end())]) {
+            if a > at {
+                cuts.push(Cut { start: at, len: (a - at) as u32, by: vec![m] });
+            }
+            at = at.max(b);
+        }
+    }
+    cuts.sort_by(|u, v| (u.start, &u.by).cmp(&(v.start, &v.by)));
+    // Adjacent cuts carried by the same members are one.
+    let mut joined: Vec<Cut> = Vec::with_capacity(cuts.len());
+    for u in cuts {
+        // The one to join lies among the cuts of the same bytes (at most one per sending).
+        match joined.iter_mut().rev().take(MAX_STEPS).find(|v| v.by == u.by) {
+            Some(v) if v.start + i64::from(v.len) == u.start => v.len += u.len,
+            _ => joined.push(u),
+        }
+    }
+    joined.sort_by(|u, v| (u.start, &u.by).cmp(&(v.start, &v.by)));
+    let needs_cuts = straddles || point_sets(members.iter().map(|&i| &c[i])) > 2;
+    Some(Component { members, cuts: joined, needs_cuts })
+}
+
 const FIN: u16 = 0x01;
 const PSH: u16 = 0x08;
 
@@ -300,6 +570,54 @@ pub(super) fn fold<'a>(
     (out.into_iter().map(|x| x.1).collect(), sights)
 }
 
+/// Folds overlap component `g` of the candidates `c` into its cuts, in byte order: each cut is
+/// one lifeline, seen at each member's points at that member's sighting ([`Life::whole`]: the
+/// points where that member is longer than the cut); its flags are its last member's (FIN and
+/// PSH only where the cut ends with that member), its acknowledgment number the first
+/// member's. `member(i)` is candidate i's lifeline and its `n` sightings. Returns the new
+/// lifelines and their sightings, `n` each.
+pub(super) fn fold_cuts<'a>(
+    g: &Component,
+    c: &[Cand],
+    n: usize,
+    member: impl Fn(usize) -> (&'a Life, &'a [Sight]),
+) -> (Vec<Life>, Vec<Sight>) {
+    let mut lives = Vec::with_capacity(g.cuts.len());
+    let mut sights = Vec::with_capacity(g.cuts.len() * n);
+    for u in &g.cuts {
+        let end = u.start + i64::from(u.len);
+        let first = member(u.by[0]).0;
+        let mut whole = 0;
+        let mut flags = first.flags & !(FIN | PSH);
+        for &m in &u.by {
+            if c[m].start != u.start || c[m].end() != end {
+                whole |= c[m].points;
+            }
+            if c[m].end() == end {
+                flags |= member(m).0.flags & (FIN | PSH);
+            }
+        }
+        let at = sights.len();
+        sights.extend(std::iter::repeat_n(Sight::NONE, n));
+        for &m in &u.by {
+            let mine = member(m).1;
+            for p in (0..n).filter(|&p| c[m].points >> p & 1 == 1) {
+                sights[at + p] = mine[p];
+            }
+        }
+        let m0 = &c[u.by[0]];
+        lives.push(Life {
+            seq: first.seq.wrapping_add((u.start - m0.start) as u32),
+            len: u.len,
+            flags,
+            copy: false,
+            whole,
+            ..first.clone()
+        });
+    }
+    (lives, sights)
+}
+
 /// How a piece was matched: `split` when the points that saw it only as part of a larger
 /// segment (`whole`) are upstream on `path` (its direction's points, upstream first) of those
 /// that saw it as itself (`own`), or, for bytes no piece covered (`own` empty), when the whole
@@ -319,7 +637,7 @@ pub fn kind(whole: u32, own: u32, path: &[usize]) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Cand, Group, Index, pair};
+    use super::{Cand, Cut, Group, Index, overlap, pair};
 
     fn over(x: &Index, seq0: u32, from: i64, to: i64) -> Vec<u64> {
         x.overlapping(seq0, from, to).collect()
@@ -460,5 +778,114 @@ mod tests {
         assert_eq!(group(super::MAX_STEPS + 10), vec![]);
         let g = group(super::MAX_STEPS - 10);
         assert_eq!((g.len(), g[0].whole, g[0].pieces.len()), (1, 0, 3));
+    }
+
+    fn cuts(c: &[Cand], x: usize) -> Vec<(i64, u32, Vec<usize>)> {
+        overlap(c, x, 1000)
+            .map_or(vec![], |g| g.cuts.into_iter().map(|Cut { start, len, by }| (start, len, by)).collect())
+    }
+
+    /// TSO at point 0 (two super-segments) and GRO at point 1 with other boundaries: neither
+    /// side's segments contain the other's; the component is all five, cut at every boundary,
+    /// each cut seen at both points; the same whichever member asks.
+    #[test]
+    fn segments_cut_and_merged_with_other_boundaries_are_one_component() {
+        let c = [
+            cand(0, 300, 1, 0),
+            cand(300, 300, 1, 1),
+            cand(0, 200, 2, 10),
+            cand(200, 300, 2, 11),
+            cand(500, 100, 2, 12),
+        ];
+        let want = vec![(0, 200, vec![0, 2]), (200, 100, vec![0, 3]), (300, 200, vec![1, 3]), (500, 100, vec![1, 4])];
+        for x in 0..5 {
+            assert_eq!(cuts(&c, x), want, "asked by {x}");
+        }
+        let g = overlap(&c, 3, 1000).unwrap();
+        assert!(g.needs_cuts);
+        assert_eq!(g.members, [0, 2, 3, 1, 4]);
+        // A whole and its pieces alone: no cut needed (pair groups them).
+        let c = [cand(0, 300, 1, 0), cand(0, 100, 2, 10), cand(100, 200, 2, 11)];
+        assert!(!overlap(&c, 0, 1000).unwrap().needs_cuts);
+    }
+
+    /// A super-segment lost whole, its bytes resent later with other boundaries and merged
+    /// at the receiver with others again: the merges go with the retransmissions (nearer in
+    /// time), the lost one is tied to nothing and stays one packet, lost.
+    #[test]
+    fn retransmitted_bytes_with_new_boundaries_go_with_the_retransmission() {
+        let c = [
+            cand(0, 300, 1, 0),
+            cand(0, 100, 1, 500),
+            cand(100, 200, 1, 501),
+            cand(0, 200, 2, 510),
+            cand(200, 100, 2, 512),
+        ];
+        assert_eq!(overlap(&c, 0, 1000), None);
+        let want = vec![(0, 100, vec![1, 3]), (100, 100, vec![2, 3]), (200, 100, vec![2, 4])];
+        assert_eq!(cuts(&c, 1), want);
+        assert_eq!(cuts(&c, 4), want);
+        // Delivered twice (a spurious retransmission): each merge with its own sending.
+        let c = [
+            cand(0, 300, 1, 0),
+            cand(0, 200, 2, 10),
+            cand(200, 100, 2, 11),
+            cand(0, 300, 1, 500),
+            cand(0, 300, 2, 510),
+        ];
+        assert_eq!(cuts(&c, 0), vec![(0, 200, vec![0, 1]), (200, 100, vec![0, 2])]);
+        assert_eq!(overlap(&c, 3, 1000).map(|g| g.members), Some(vec![3, 4]));
+    }
+
+    /// Two sendings of the same bytes, each seen at both points: the later one at point 1 is
+    /// nearest in time to the earlier one at point 0, which is taken by its own nearer
+    /// sighting; ties made nearest first still pair the later two (a rule that asked each
+    /// pair to be each other's nearest left them apart, one lost and one missed).
+    #[test]
+    fn ties_are_made_nearest_first() {
+        let c = [cand(0, 100, 1, 10), cand(0, 100, 2, 11), cand(0, 100, 2, 13), cand(0, 100, 1, 18)];
+        assert_eq!(cuts(&c, 3), vec![(0, 100, vec![2, 3])]);
+        assert_eq!(cuts(&c, 0), vec![(0, 100, vec![0, 1])]);
+    }
+
+    /// A sender's super-segment, a router's wire segments and a receiver's merges of them:
+    /// every cut seen at the three points; bytes the receiver never got are a cut of their own
+    /// seen upstream only (the lost wire segment, located).
+    #[test]
+    fn three_points_are_bridged_by_the_wire_segments() {
+        let c = [
+            cand(0, 400, 1, 0),
+            cand(0, 100, 2, 5),
+            cand(100, 100, 2, 6),
+            cand(200, 100, 2, 7),
+            cand(300, 100, 2, 8),
+            cand(0, 200, 4, 10),
+            cand(300, 100, 4, 11),
+        ];
+        let g = overlap(&c, 5, 1000).unwrap();
+        assert!(g.needs_cuts);
+        let got: Vec<_> = g.cuts.into_iter().map(|u| (u.start, u.len, u.by)).collect();
+        assert_eq!(
+            got,
+            vec![(0, 100, vec![0, 1, 5]), (100, 100, vec![0, 2, 5]), (200, 100, vec![0, 3]), (300, 100, vec![0, 4, 6])]
+        );
+    }
+
+    /// A component spanning many lifelines: 100 super-segments of 300 bytes and 101 merges of
+    /// 299 (the last 100), no boundary shared but the ends, asked by the last: one component,
+    /// every cut at both points. Where the two sides' boundaries meet, a component ends.
+    #[test]
+    fn a_component_spans_many_lifelines() {
+        let mut c: Vec<Cand> = (0..100).map(|i| cand(i * 300, 300, 1, i)).collect();
+        c.extend((0..101).map(|i| cand(i * 299, if i == 100 { 100 } else { 299 }, 2, i + 5)));
+        let g = overlap(&c, 200, 1000).unwrap();
+        assert_eq!(g.members.len(), 201);
+        assert!(g.cuts.iter().all(|u| u.by.len() == 2));
+        assert_eq!(g.cuts.iter().map(|u| i64::from(u.len)).sum::<i64>(), 30_000);
+        assert_eq!(g.cuts.len(), 200);
+        let c =
+            [cand(0, 300, 1, 0), cand(300, 300, 1, 1), cand(0, 200, 2, 5), cand(200, 100, 2, 6), cand(300, 300, 2, 7)];
+        assert_eq!(overlap(&c, 0, 1000).map(|g| g.members), Some(vec![0, 2, 3]));
+        assert_eq!(overlap(&c, 1, 1000).map(|g| g.members), Some(vec![1, 4]));
     }
 }

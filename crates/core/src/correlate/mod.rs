@@ -58,6 +58,21 @@
 //!   whole's other pieces) — wherever they entered the window, at most
 //!   `coverage::MAX_CANDIDATES` (4096) — and `coverage::pair` over those. [`Life::whole`]
 //!   marks a piece; rows say `split` or `merged`.
+//! - **Overlap** (TSO at one point, GRO with other boundaries at another; `coverage::overlap`):
+//!   when the candidates include two seen at disjoint points that overlap without either
+//!   containing the other, or come from three sets of points (a router's wire segments between
+//!   super-segments and merges), the group is the leaving lifeline's overlap component: the
+//!   bytes cut wherever a candidate begins or ends, each candidate holding a cut tied to the
+//!   nearest in time at each other point, nearest pairs first, never two of one point in one
+//!   sending (a retransmission's merge goes with the retransmission, nearer to it, and the lost
+//!   sending is left alone); the component is what the ties connect,
+//!   gathered again over its members' bytes until none holds a byte outside them. Each cut is
+//!   one lifeline, seen at each point at the sighting of the member that carried it there
+//!   (its delay: from the upstream segment's capture to the downstream one's); a member's
+//!   bytes tied to nothing elsewhere are one lifeline per run, seen where it was
+//!   (`coverage::fold_cuts`). A super-segment dropped whole is tied to nothing and stays one
+//!   lost packet. Rows say `split` when the first point saw the cut inside a larger segment,
+//!   `merged` otherwise.
 //! - **Path order**: for each connection and direction, the order in which its packets pass
 //!   the points (upstream first), found from the data: point i is upstream of j for a→b when
 //!   `min(t_j − t_i)` over a→b packets plus `min(t_i − t_j)` over b→a packets is positive (the

@@ -454,8 +454,12 @@ impl Matcher {
     /// ([`Evidence::offset`]). That is the group [`coverage::pair`] finds among all the
     /// candidates of the window: a lifeline is only ever a piece of one that contains it, and
     /// every lifeline that could contain one of the group's members, or be its piece, holds
-    /// some of those bytes. Its members are marked handed over, and can no longer be matched (a
-    /// later sighting of one starts a lifeline of its own).
+    /// some of those bytes. When two candidates straddle each other or three sets of points saw
+    /// them (TSO and GRO together), the group is the front lifeline's overlap component
+    /// instead ([`coverage::overlap`], gathered again over its members' bytes until none holds
+    /// a byte outside them), folded into its cuts ([`coverage::fold_cuts`]), unless it turns
+    /// out to be a whole and its pieces. Its members are marked handed over, and can no longer
+    /// be matched (a later sighting of one starts a lifeline of its own).
     fn group(&mut self) -> Option<Folded> {
         let n = self.n;
         let h0 = self.hot[0];
@@ -513,8 +517,12 @@ impl Matcher {
             return None;
         }
         let mut cands: Vec<Cand> = idxs.iter().map(|&i| cand(i)).collect();
-        // Whether any candidate is its whole or its piece: else it has no group.
-        if !cands.iter().any(|c| me.inside(c, self.window) || c.inside(&me, self.window)) {
+        // Whether any candidate is its whole or its piece, or carries some of its bytes
+        // elsewhere with other boundaries: else it has no group.
+        if !cands
+            .iter()
+            .any(|c| me.inside(c, self.window) || c.inside(&me, self.window) || me.straddles(c, self.window))
+        {
             return None;
         }
         // The bytes of the segments containing it: its whole's other pieces lie there.
@@ -530,16 +538,47 @@ impl Matcher {
         }
         idxs.insert(0, self.base);
         cands.insert(0, me);
+        // Its overlap component, when its members straddle each other (TSO at one point and
+        // GRO at another) or were seen at three sets of points or more (a router's wire
+        // segments between them): gathered until no member holds bytes outside what was
+        // looked at.
+        let mut comp = None;
+        if coverage::any_straddle(&cands, self.window) || coverage::point_sets(cands.iter()) > 2 {
+            let (mut from, mut to) = (from, to);
+            while let Some(g) = coverage::overlap(&cands, 0, self.window).filter(|g| g.needs_cuts) {
+                let lo = g.members.iter().map(|&i| cands[i].start).min().unwrap_or(from).min(from);
+                let hi = g.members.iter().map(|&i| cands[i].end()).max().unwrap_or(to).max(to);
+                if (lo, hi) == (from, to) {
+                    comp = Some(g);
+                    break;
+                }
+                (from, to) = (lo, hi);
+                if !gather(from, to, &mut idxs) {
+                    return None;
+                }
+                cands = idxs.iter().map(|&i| cand(i)).collect();
+                idxs.insert(0, self.base);
+                cands.insert(0, me);
+            }
+        }
         self.sights.make_contiguous();
-        let g = coverage::pair(&cands, self.window).into_iter().find(|g| g.whole == 0 || g.pieces.contains(&0))?;
         let base = self.base;
         let (sights, _) = self.sights.as_slices();
         let lives = &self.lives;
-        let (folded, sights) = coverage::fold(&g, &cands, n, |i| {
+        let member = |i: usize| {
             let slot = (idxs[i] - base) as usize;
             (&lives[slot], &sights[slot * n..(slot + 1) * n])
-        });
-        for i in std::iter::once(g.whole).chain(g.pieces.iter().copied()) {
+        };
+        let (members, (folded, sights)) = match comp {
+            Some(g) => (g.members.clone(), coverage::fold_cuts(&g, &cands, n, member)),
+            None => {
+                let g =
+                    coverage::pair(&cands, self.window).into_iter().find(|g| g.whole == 0 || g.pieces.contains(&0))?;
+                let members = std::iter::once(g.whole).chain(g.pieces.iter().copied()).collect::<Vec<_>>();
+                (members, coverage::fold(&g, &cands, n, member))
+            }
+        };
+        for i in members {
             if idxs[i] != base {
                 let slot = (idxs[i] - base) as usize;
                 let h = &mut self.hot[slot];

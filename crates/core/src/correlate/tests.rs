@@ -205,6 +205,64 @@ fn a_whole_finds_its_pieces_far_apart_in_the_window() {
     }
 }
 
+/// TSO at point 0 and GRO at point 1 with other boundaries, across the sequence numbers' wrap:
+/// three super-segments, the third lost whole and resent as two segments with new boundaries,
+/// merged at point 1 with boundaries of its own. Every byte is on a lifeline seen at both
+/// points but the lost super-segment's, which stays one lifeline seen at point 0 only; each
+/// lifeline takes the sightings of the segments that carried its bytes.
+#[test]
+fn segments_cut_and_merged_with_other_boundaries_are_matched_by_overlap() {
+    let (a, b) = (ep(1, 1000), ep(2, 80));
+    let s0 = u32::MAX - 2000;
+    let mut m = Fed::new(2, 1_000_000_000);
+    let seg = |t: i64, from: u32, len: u32, id: u16| obs(t, a, b, s0.wrapping_add(from), len, id);
+    // Sender: S1, S2, S3 (lost), then S3's bytes again as 1000 + 2000.
+    m.push(0, &seg(1_000, 0, 3000, 1));
+    m.push(0, &seg(2_000, 3000, 3000, 2));
+    m.push(0, &seg(3_000, 6000, 3000, 3));
+    // Receiver: merges of S1 and S2 cut elsewhere.
+    m.push(1, &seg(10_000, 0, 2000, 11));
+    m.push(1, &seg(11_000, 2000, 3000, 12));
+    m.push(1, &seg(12_000, 5000, 1000, 13));
+    m.push(0, &seg(100_000, 6000, 1000, 4));
+    m.push(0, &seg(101_000, 7000, 2000, 5));
+    m.push(1, &seg(110_000, 6000, 2500, 14));
+    m.push(1, &seg(111_000, 8500, 500, 15));
+    let ack = obs(120_000, b, a, 9000, 0, 1);
+    m.push(1, &ack);
+    m.push(0, &Obs { sight: Sight { t: 121_000, ..ack.sight }, ..ack });
+    let r = m.finish();
+    assert_eq!(r.0.len(), 1, "one connection");
+    let data: Vec<usize> = (0..r.1.len()).filter(|&x| r.1[x].len > 0).collect();
+    let got: Vec<(u32, u32, i64, i64)> = data
+        .iter()
+        .map(|&x| {
+            let t = |p: usize| if r.2[x * 2 + p].seen() { r.2[x * 2 + p].t } else { -1 };
+            (r.1[x].seq.wrapping_sub(s0), r.1[x].len, t(0), t(1))
+        })
+        .collect();
+    let mut got = got;
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        vec![
+            (0, 2000, 1_000, 10_000),
+            (2000, 1000, 1_000, 11_000),
+            (3000, 2000, 2_000, 11_000),
+            (5000, 1000, 2_000, 12_000),
+            (6000, 1000, 100_000, 110_000),
+            (6000, 3000, 3_000, -1),
+            (7000, 1500, 101_000, 110_000),
+            (8500, 500, 101_000, 111_000),
+        ]
+    );
+    // A cut inside a larger segment at both points says so at both; the lost one at none.
+    for &x in &data {
+        let l = &r.1[x];
+        assert_eq!(l.whole == 0, l.len == 3000, "{l:?}");
+    }
+}
+
 /// Delays d(t) = base + queueing ≥ 0 both ways, one clock off by `off` and running fast by
 /// `skew`: the estimate finds both within the stated uncertainty.
 fn synth(off: f64, skew: f64, base_f: f64, base_r: f64) -> (super::clock::Samples, super::clock::Samples) {
