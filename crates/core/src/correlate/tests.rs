@@ -967,3 +967,95 @@ fn a_resent_super_segment_takes_a_verdict_true_of_the_frame() {
     assert_eq!(e.rule, "proved necessary by the other captures");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The loss pair as three points — the sender, a router next to it (the sender's capture,
+/// its frames to the receiver 50 µs later and those from it 50 µs earlier) and the receiver —
+/// with a first SYN, 1 s before the real one, seen at the sender and the router and lost
+/// before the receiver (a SYN retried after its RTO); the receiver's capture is written
+/// `late_us` behind. Returns the three files.
+fn syn_retried(dir: &std::path::Path, late_us: u64) -> [std::path::PathBuf; 3] {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let mut snd = read_frames(&data.join("loss-snd.pcap"));
+    let mut rcv = read_frames(&data.join("loss-rcv.pcap"));
+    let sender = std::net::Ipv4Addr::new(192, 0, 2, 1).octets();
+    let k = snd.iter().position(|f| f.as_ref().is_ok_and(|f| f.tcp.syn && !f.tcp.ack)).unwrap();
+    let mut first = snd[k].clone().unwrap();
+    first.t_us -= 1_000_000;
+    first.ip.identification = first.ip.identification.wrapping_sub(1);
+    first.ip.header_checksum = first.ip.calc_header_checksum();
+    for o in first.tcp.options.elements_iter().collect::<Vec<_>>() {
+        if let Ok(etherparse::TcpOptionElement::Timestamp(tsval, tsecr)) = o {
+            first.tcp.set_options(&[etherparse::TcpOptionElement::Timestamp(tsval.wrapping_sub(1000), tsecr)]).unwrap();
+        }
+    }
+    snd.insert(k, Ok(first));
+    let mut rtr = snd.clone();
+    for f in rtr.iter_mut().flatten() {
+        if f.ip.source == sender {
+            f.t_us += 50;
+        } else {
+            f.t_us -= 50;
+        }
+    }
+    let t = |f: &Rec| match f {
+        Ok(f) => f.t_us,
+        Err(e) => e.0,
+    };
+    rtr.sort_by_key(t);
+    for f in &mut rcv {
+        match f {
+            Ok(f) => f.t_us += late_us,
+            Err(e) => e.0 += late_us,
+        }
+    }
+    let paths = [dir.join("snd.pcap"), dir.join("rtr.pcap"), dir.join("rcv.pcap")];
+    for (p, v) in paths.iter().zip([&snd, &rtr, &rcv]) {
+        write_frames(p, v);
+    }
+    paths
+}
+
+/// A SYN retried, the first lost between the router and the receiver, and the receiver's
+/// capture 1.2 s late — more than the window (2 s) less the RTO (1 s): the first SYN leaves
+/// the window before the receiver's capture has matched anything, so it is judged on the path
+/// sender → router alone. It once came out delivered, and its delay to the router was taken
+/// as one to the receiver, on the receiver's clock: the direction's smallest one-way delay
+/// was −1199.95 ms. Now it is outside the captures (the receiver's began after it), as with
+/// the clocks together, and the delays are those of the final path's ends: the same as with
+/// the clocks together, none negative. A negative delay is flagged (`negative_delay`): a
+/// given offset 50 ms too large.
+#[test]
+fn a_retried_syn_judged_before_a_late_capture_is_placed_is_not_delivered() {
+    let dir = std::env::temp_dir().join(format!("tcpscope-test-{}-syn-retried", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let keep = super::Settings { keep_packets: true, ..Default::default() };
+    let together = super::correlate(&syn_retried(&dir, 0), &keep).unwrap();
+    let late = super::correlate(&syn_retried(&dir, 1_200_000), &keep).unwrap();
+    let syn_fate = |c: &super::Correlation| {
+        let k = c.lives.iter().position(|l| l.flags & 0x12 == 0x02).unwrap();
+        (c.fates[k], (0..3).map(|p| c.sight(k, p).seen()).collect::<Vec<_>>())
+    };
+    assert_eq!(syn_fate(&together), (super::Fate::OutsideCapture, vec![true, true, false]));
+    assert_eq!(syn_fate(&late), (super::Fate::OutsideCapture, vec![true, true, false]));
+    assert!((late.clocks[2].total_offset_ns() / 1e6 - 1200.0 - together.clocks[2].total_offset_ns() / 1e6).abs() < 0.1);
+    for d in 0..2 {
+        let (a, b) = (&together.dirs[d], &late.dirs[d]);
+        assert_eq!((a.path.as_str(), b.path.as_str()), [("1-2-3", "1-2-3"), ("3-2-1", "3-2-1")][d]);
+        assert_eq!(
+            (b.packets, b.delivered, b.outside_capture, b.lost_on_path),
+            (a.packets, a.delivered, a.outside_capture, a.lost_on_path),
+            "{}",
+            b.dir
+        );
+        let (ma, mb) = (a.one_way_delay_ms.min.unwrap(), b.one_way_delay_ms.min.unwrap());
+        assert!(mb > 0.0 && (ma - mb).abs() < 0.1, "{}: {ma} ms with the clocks together, {mb} ms late", b.dir);
+        assert!(!a.negative_delay && !b.negative_delay);
+    }
+    // A given offset 50 ms too large for the receiver: every delay to it 50 ms short, the
+    // smallest below 0, flagged.
+    let off = (late.clocks[2].total_offset_ns() + 50e6) as i64;
+    let given = super::Settings { offsets_ns: vec![None, None, Some(off)], ..Default::default() };
+    let wrong = super::correlate(&syn_retried(&dir, 1_200_000), &given).unwrap();
+    assert!(wrong.dirs[0].one_way_delay_ms.min.unwrap() < 0.0 && wrong.dirs[0].negative_delay, "{:?}", wrong.dirs[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

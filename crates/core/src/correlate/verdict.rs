@@ -375,7 +375,18 @@ struct DirJ {
     necessary: u64,
     spurious: u64,
     base: Option<u32>,
-    delays: Delays,
+    /// The one-way delays, apart per (first, last) point of the path as known when each
+    /// packet was judged: a connection's first packets may be judged before a point further
+    /// down its path matched anything of it (a capture whose clock is late by more than a
+    /// window less the round trip), and a delay to another point is not its path's. Only the
+    /// final path's ends count (`Judge::finish`).
+    delays: Vec<(u8, u8, Delays)>,
+    /// Packets judged delivered on a path that lacked points the packet was not seen at: per
+    /// set of those points (bit p: point p), how many, and with `keep`, their places in the
+    /// kept lifelines. When the final path holds one of those points, they were not seen at a
+    /// point of their path — whose capture the pass could not yet place —: outside the
+    /// captures, not delivered (`Judge::finish`).
+    unsure: Vec<(u32, u64, Vec<usize>)>,
     /// Arrivals at the last point, for reordering (kind 0 only).
     arrivals: Queue<(i64, Mark)>,
     /// The largest send time of the arrivals before the current arrival time, and the current
@@ -543,6 +554,20 @@ impl Judge {
             }
             if fi == 0 && li == path.len() - 1 {
                 st.delivered += 1;
+                // The points not on its path as known now that did not see it: if one of them
+                // is on the final path, the packet was not delivered there (finish).
+                let on_path = path.iter().fold(0u32, |m, &p| m | 1 << p);
+                let lacked = (u32::MAX >> (32 - n)) & !on_path & !own;
+                if lacked != 0 {
+                    let kept = self.keep.then_some(self.kept_fates.len());
+                    match st.unsure.iter_mut().find(|x| x.0 == lacked) {
+                        Some(x) => {
+                            x.1 += 1;
+                            x.2.extend(kept);
+                        }
+                        None => st.unsure.push((lacked, 1, kept.into_iter().collect())),
+                    }
+                }
             }
             if l.copy && fi > 0 {
                 fate = Fate::Duplicated;
@@ -609,7 +634,15 @@ impl Judge {
             if first != last
                 && let (Some(a), Some(b)) = (t(first), t(last))
             {
-                st.delays.push(a, b - a);
+                let (f, l) = (first as u8, last as u8);
+                let k = match st.delays.iter().position(|x| (x.0, x.1) == (f, l)) {
+                    Some(k) => k,
+                    None => {
+                        st.delays.push((f, l, Delays::default()));
+                        st.delays.len() - 1
+                    }
+                };
+                st.delays[k].2.push(a, b - a);
                 st.arrivals.push(Timed { t: b, kind: 0, idx: g.idx, v: (a, mark(s)) });
             }
             if let Some(a_t) = t(first) {
@@ -868,6 +901,7 @@ impl Judge {
                 ttl_hops: None,
                 one_way_delay_ms: DelaySummary::default(),
                 queueing_ms: DelaySummary::default(),
+                negative_delay: false,
                 retransmissions: 0,
                 necessary_retransmissions: 0,
                 spurious_retransmissions: 0,
@@ -879,6 +913,8 @@ impl Judge {
             };
             let mut losses: BTreeMap<(usize, usize), u64> = BTreeMap::new();
             let mut delays = Delays::default();
+            let ends = path.first().zip(path.last()).map(|(&f, &l)| (f as u8, l as u8));
+            let on_path = path.iter().fold(0u32, |m, &p| m | 1 << p);
             for (i, &(made, md)) in parts[cd].iter().enumerate() {
                 let st = &mut self.conns[made].dirs[md];
                 if i == 0 {
@@ -910,7 +946,20 @@ impl Judge {
                 sums[cd].0 += st.sum_rtt;
                 sums[cd].1 += st.sum_recv;
                 sums[cd].2 += st.rtt_samples;
-                delays.absorb(&mut st.delays);
+                for (f, l, d) in &mut st.delays {
+                    if Some((*f, *l)) == ends {
+                        delays.absorb(d);
+                    }
+                }
+                for (lacked, k, kept) in &st.unsure {
+                    if lacked & on_path != 0 {
+                        row.delivered -= k;
+                        row.outside_capture += k;
+                        for &i in kept {
+                            self.kept_fates[i] = Fate::OutsideCapture;
+                        }
+                    }
+                }
             }
             row.losses = losses.into_iter().map(|((from, to), packets)| LossAt { from, to, packets }).collect();
             let judged = row.delivered + row.lost_on_path;
@@ -922,6 +971,7 @@ impl Judge {
                 let v = delays.summary(|t, dl| cl.to_ref(t + dl) - cf.to_ref(t));
                 if let Some((mn, _, _)) = v {
                     min_owd[cd] = mn;
+                    row.negative_delay = mn < 0.0;
                     row.one_way_delay_ms = DelaySummary::from_ns(v);
                     row.queueing_ms = DelaySummary::from_ns(v.map(|(a, b, c)| (a - mn, b - mn, c - mn)));
                 }
