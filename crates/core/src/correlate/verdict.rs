@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap;
 
-use super::clock::{self, Envelope, Hull};
+use super::clock::{self, Envelope, Hull, SliceIndex};
 use super::coverage;
 use super::rows::{CorrDir, CorrEvent, DelaySummary, LossAt, dir_name};
 use super::stream::{Gone, MAX_POINTS, Raw, Settings};
@@ -70,25 +70,18 @@ const SKETCH_SLICES: usize = 16;
 const SKETCH_ALPHA: f64 = 1.0 / 1024.0;
 
 /// A quantile sketch of values (ns, any sign) in logarithmic bins of relative width
-/// 2·[`SKETCH_ALPHA`] (DDSketch's, Masson, Rim, Lee, VLDB 2019), kept per time slice: the
-/// slices are aligned to multiples of their width, a power of two ns that doubles (merging
-/// pairs of slices) when the times no longer fit in [`SKETCH_SLICES`]. The slices are what
+/// 2·[`SKETCH_ALPHA`] (DDSketch's, Masson, Rim, Lee, VLDB 2019), kept per time slice
+/// ([`SliceIndex`]: aligned, at most [`SKETCH_SLICES`], their width doubling — pairs of
+/// slices merged — when the times no longer fit). The slices are what
 /// lets the clock correction, linear in time, be applied after the pass: each slice's values
 /// are moved by the correction at its middle. Written here rather than with the
 /// `sketches-ddsketch` crate: that crate neither exposes its bins nor shifts a sketch, and
 /// the correction needs both.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 struct Sketch {
-    shift: u32,
-    base: i64,
-    top: i64,
+    index: SliceIndex,
+    /// Per slice, its bins' counts (allocated at the first value).
     bins: Vec<FxHashMap<i32, u64>>,
-}
-
-impl Default for Sketch {
-    fn default() -> Self {
-        Sketch { shift: 0, base: i64::MAX, top: i64::MIN, bins: Vec::new() }
-    }
 }
 
 fn ln_gamma() -> f64 {
@@ -119,47 +112,23 @@ impl Sketch {
         if self.bins.is_empty() {
             self.bins = vec![FxHashMap::default(); SKETCH_SLICES];
         }
-        let mut i = t >> self.shift;
-        while self.top >= self.base
-            && i128::from(self.top.max(i)) - i128::from(self.base.min(i)) >= SKETCH_SLICES as i128
-        {
-            self.widen();
-            i = t >> self.shift;
-        }
-        if self.top < self.base {
-            (self.base, self.top) = (i, i);
-        } else if i < self.base {
-            let by = (self.base - i) as usize;
-            self.bins.rotate_right(by);
-            self.base = i;
-        }
-        self.top = self.top.max(i);
-        *self.bins[(i - self.base) as usize].entry(bin_of(v)).or_default() += count;
-    }
-
-    fn widen(&mut self) {
-        let old = std::mem::replace(&mut self.bins, vec![FxHashMap::default(); SKETCH_SLICES]);
-        let nb = self.base >> 1;
-        for (k, m) in old.into_iter().enumerate() {
-            let j = (((self.base + k as i64) >> 1) - nb) as usize;
-            if self.bins[j].is_empty() {
-                self.bins[j] = m;
+        let k = self.index.place(t, &mut self.bins, |into, from| {
+            if into.is_empty() {
+                *into = from;
             } else {
-                for (b, c) in m {
-                    *self.bins[j].entry(b).or_default() += c;
+                for (b, c) in from {
+                    *into.entry(b).or_default() += c;
                 }
             }
-        }
-        self.shift += 1;
-        self.base = nb;
-        self.top >>= 1;
+        });
+        *self.bins[k].entry(bin_of(v)).or_default() += count;
     }
 
     /// Every bin as (the middle time of its slice, its value, its count).
     fn bins(&self) -> impl Iterator<Item = (i64, f64, u64)> + '_ {
-        let half = (1i64 << self.shift) / 2;
+        let half = self.index.width() / 2;
         self.bins.iter().enumerate().flat_map(move |(k, m)| {
-            let mid = ((self.base + k as i64) << self.shift) + half;
+            let mid = self.index.start(k) + half;
             m.iter().map(move |(&b, &c)| (mid, value_of(b), c))
         })
     }
