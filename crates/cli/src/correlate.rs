@@ -278,6 +278,13 @@ fn text<W: Write>(out: &mut W, c: &Correlation, events: bool) -> io::Result<()> 
                 opt(d.queueing_ms.median, 3),
                 opt(d.queueing_ms.max, 3)
             )?;
+            if d.negative_delay {
+                writeln!(
+                    out,
+                    "      NEGATIVE one-way delay: a packet arrived before it left; the clocks' correction is wrong by at least {} ms",
+                    opt(w.min.map(|m| -m), 3)
+                )?;
+            }
             writeln!(
                 out,
                 "      retransmissions {}: {} necessary, {} spurious",

@@ -11,7 +11,9 @@
 //! - per frame of point 1 that correlate judged a retransmission ([`Resend`]): **spurious**
 //!   (an earlier transmission of all its bytes reached the last point of its path) or
 //!   **necessary** (they had not all reached it; where the earlier transmission was lost, when
-//!   correlate located it);
+//!   correlate located it); a frame that was several packets on the wire (TSO/GSO cut after
+//!   point 1, GRO merged before it) is spurious only when every piece was and the pieces hold
+//!   all its bytes, necessary otherwise ([`Proof::resend`]);
 //! - per connection (found by its endpoints at point 1) and direction ([`VantageDir`]): the
 //!   losses by location, the packets point 1's capture alone missed (capture loss, never
 //!   network loss), and the retransmissions' counts.
@@ -43,6 +45,25 @@ pub struct Resend {
     pub detail: String,
 }
 
+/// Correlate's verdict on one packet on the wire that was (a piece of) a frame of point 1. A
+/// frame that was several packets between the points — a TSO/GSO super-segment cut after
+/// point 1, or a GRO merge at point 1 — has one per piece that correlate judged a
+/// retransmission.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Piece {
+    /// Its first byte, relative to the first of its direction (correlate's numbering).
+    seq: u64,
+    /// Its payload bytes.
+    len: u32,
+    spurious: bool,
+    /// The points whose sightings prove it (0-based).
+    points: [usize; 3],
+    /// Where its bytes' earlier transmission was lost (1-based from, to), when necessary and
+    /// correlate located it.
+    lost: Option<(usize, usize)>,
+    /// The last point of its path (1-based).
+    last: usize,
+}
 /// One direction of a connection as the captures together see it (screen's `vantage.a2b`,
 /// `stats --json`'s `vantage.connections[].a2b`).
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -145,8 +166,9 @@ pub struct ConnVantage {
 pub struct Proof {
     /// The captures, point 1 first.
     pub files: Vec<PathBuf>,
-    /// Per frame of point 1 correlate judged a retransmission.
-    resends: HashMap<u64, Resend>,
+    /// Per frame of point 1 correlate judged a retransmission, its pieces' verdicts (one for
+    /// a frame that was one packet on the wire), in byte order.
+    resends: HashMap<u64, Vec<Piece>>,
     /// (lower, higher endpoint at point 1) → (correlate's connection index, its a is the lower).
     conns: HashMap<(Endpoint, Endpoint), (usize, bool)>,
     /// Per correlate connection and direction (`conn * 2 + dir`).
@@ -215,8 +237,9 @@ impl Proof {
                 _ => {}
             }
         }
-        // The retransmission verdicts, by the frame of the same packet at point 1.
-        let mut resends = HashMap::new();
+        // The retransmission verdicts, by the frame of the same packet at point 1: a frame
+        // that was several packets on the wire gets each piece's (see `resend`).
+        let mut resends: HashMap<u64, Vec<Piece>> = HashMap::new();
         for e in &c.events {
             if !matches!(e.kind, "spurious_retransmission" | "necessary_retransmission") {
                 continue;
@@ -226,21 +249,19 @@ impl Proof {
             let path = &c.paths[cd];
             let (first, last) = (path[0], path[path.len() - 1]);
             let spurious = e.kind == "spurious_retransmission";
-            let detail = if spurious {
-                format!("an earlier transmission of its bytes had reached capture {}", last + 1)
+            let lost = if spurious {
+                None
             } else {
-                let at = lost
-                    .get(&(e.conn, cd, e.seq))
-                    .and_then(|v| v.iter().filter(|l| l.0 < e.time_s).max_by(|a, b| a.0.total_cmp(&b.0)));
-                match at {
-                    Some(&(_, from, to)) => format!(
-                        "its bytes had not reached capture {}: the earlier transmission was lost between captures {from} and {to}",
-                        last + 1
-                    ),
-                    None => format!("its bytes had not all reached capture {}", last + 1),
-                }
+                lost.get(&(e.conn, cd, e.seq))
+                    .and_then(|v| v.iter().filter(|l| l.0 < e.time_s).max_by(|a, b| a.0.total_cmp(&b.0)))
+                    .map(|&(_, from, to)| (from, to))
             };
-            resends.insert(frame, Resend { spurious, source: source(&[0, first, last]), detail });
+            let piece = Piece { seq: e.seq, len: e.len, spurious, points: [0, first, last], lost, last: last + 1 };
+            resends.entry(frame).or_default().push(piece);
+        }
+        for pieces in resends.values_mut() {
+            pieces.sort_by_key(|p| p.seq);
+            pieces.dedup();
         }
         let mut conns = HashMap::new();
         for (i, conn) in c.conns.iter().enumerate() {
@@ -271,10 +292,70 @@ impl Proof {
         Proof { files: c.points.iter().map(|p| p.path.clone()).collect(), resends, conns, dirs }
     }
 
-    /// What was proved about the segment in frame `frame` of point 1, if it was judged a
+    /// Whether correlate judged the segment in frame `frame` of point 1 (or a piece of it) a
     /// retransmission.
-    pub fn resend(&self, frame: u64) -> Option<&Resend> {
-        self.resends.get(&frame)
+    pub fn judged(&self, frame: u64) -> bool {
+        self.resends.contains_key(&frame)
+    }
+
+    /// What was proved about the segment in frame `frame` of point 1, `len` payload bytes, if
+    /// correlate judged it (or a piece of it) a retransmission. A frame that was several
+    /// packets on the wire (cut after point 1 by TSO/GSO, or merged by GRO before it) takes a
+    /// verdict true of the whole frame (docs/screening.md, "Several captures"): spurious only
+    /// when every piece was a spurious retransmission and the pieces hold all `len` bytes (an
+    /// earlier transmission of every byte had reached the last point), necessary otherwise —
+    /// a piece whose bytes had not all reached it, or bytes never sent before.
+    pub fn resend(&self, frame: u64, len: u32) -> Option<Resend> {
+        let pieces = self.resends.get(&frame)?;
+        let pts: Vec<usize> = pieces.iter().flat_map(|p| p.points).collect();
+        let source = source(&pts);
+        let last = pieces[0].last;
+        let judged: u64 = pieces.iter().map(|p| u64::from(p.len)).sum();
+        let lost_words = |p: &Piece| match p.lost {
+            Some((from, to)) => format!("the earlier transmission was lost between captures {from} and {to}"),
+            None => format!("its bytes had not all reached capture {last}"),
+        };
+        if let [p] = pieces.as_slice()
+            && u64::from(len) <= judged
+        {
+            // One packet on the wire.
+            let detail = if p.spurious {
+                format!("an earlier transmission of its bytes had reached capture {last}")
+            } else if p.lost.is_some() {
+                format!("its bytes had not reached capture {last}: {}", lost_words(p))
+            } else {
+                lost_words(p)
+            };
+            return Some(Resend { spurious: p.spurious, source, detail });
+        }
+        // Several packets on the wire (or one, and bytes that were no retransmission).
+        let n = pieces.len();
+        let fresh = u64::from(len).saturating_sub(judged);
+        let spurious = fresh == 0 && pieces.iter().all(|p| p.spurious);
+        let detail = if spurious {
+            format!(
+                "an earlier transmission of the bytes of each of its {n} segments on the wire had reached capture {last}"
+            )
+        } else {
+            let short: Vec<String> = pieces
+                .iter()
+                .filter(|p| !p.spurious)
+                .map(|p| format!("bytes {}-{}: {}", p.seq, p.seq + u64::from(p.len), lost_words(p)))
+                .collect();
+            let mut d = format!("its bytes had not all reached capture {last}: of its {n} resent segments on the wire");
+            if !short.is_empty() {
+                d.push_str(&format!(", {} had not ({})", short.len(), short.join("; ")));
+            }
+            let reached = n - short.len();
+            if reached > 0 {
+                d.push_str(&format!(", {reached} had reached it before"));
+            }
+            if fresh > 0 {
+                d.push_str(&format!("; {fresh} of its bytes were sent for the first time"));
+            }
+            d
+        };
+        Some(Resend { spurious, source, detail })
     }
 
     /// The connection whose endpoints at point 1 are `a` (the analysed connection's a) and `b`.

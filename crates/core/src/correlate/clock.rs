@@ -115,68 +115,107 @@ const FOLD: usize = 4096;
 /// How many time slices [`Slices`] keeps the smallest delay of.
 const SLICES: usize = 64;
 
-/// The smallest delay in each of at most [`SLICES`] equal slices of time, for the slope's
-/// standard error (see [`Slices::slope_se`]). The slices are aligned to multiples of their
-/// width (a power of two ns), which doubles whenever the samples no longer fit: the slices
-/// therefore depend on the set of samples only, not on the order they came in, and the memory
-/// is [`SLICES`] pairs whatever the number of packets. Written here: a least-squares slope
-/// with its standard error is a dozen lines, a statistics crate for it is not worth its weight.
-#[derive(Debug, Clone)]
-struct Slices {
+/// Time slices of equal width, at most `n` of them (the length of the slots their owner keeps
+/// one value per slice in): aligned to multiples of their width, a power of two ns that
+/// doubles — each pair of aligned slices merged into one — whenever a time no longer fits.
+/// The slices therefore depend on the set of times placed, not on their order, and the memory
+/// is the `n` slots however many times are placed. [`Slices`] (the floor of the clock
+/// samples' delays) and the verdicts' `Sketch` (the one-way delays' median) keep their
+/// values in such slices.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SliceIndex {
     /// log2 of the width (ns).
     shift: u32,
-    /// Index (time >> shift) of the first occupied slice, which is `min[0]`.
+    /// Index (time >> shift) of the first slot's slice.
     base: i64,
-    /// Index of the last occupied slice.
+    /// Index of the last occupied slice (`top < base`: none yet).
     top: i64,
-    /// Per slice from `base`, its smallest (delay, time) (delay first: ties have one answer).
-    min: [Option<(i64, i64)>; SLICES],
 }
 
-impl Default for Slices {
+impl Default for SliceIndex {
     fn default() -> Self {
-        Slices { shift: 0, base: i64::MAX, top: i64::MIN, min: [None; SLICES] }
+        SliceIndex { shift: 0, base: i64::MAX, top: i64::MIN }
     }
 }
 
-impl Slices {
-    fn push(&mut self, t: i64, d: i64) {
-        // Wider slices until the sample fits with all the others.
+impl SliceIndex {
+    /// The slot of time `t` in `slots` (one per slice, the first being the slice `base`),
+    /// widening the slices until it fits with every slice occupied so far; `merge(into, from)`
+    /// adds the value of a slot into another's (into an empty one, `T::default()`, it must
+    /// give the value itself).
+    pub(super) fn place<T: Default>(&mut self, t: i64, slots: &mut [T], mut merge: impl FnMut(&mut T, T)) -> usize {
+        let n = slots.len();
         let mut i = t >> self.shift;
-        while i128::from(self.top.max(i)) - i128::from(self.base.min(i)) >= SLICES as i128 && self.top >= self.base {
-            self.widen();
+        while self.top >= self.base && i128::from(self.top.max(i)) - i128::from(self.base.min(i)) >= n as i128 {
+            self.widen(slots, &mut merge);
             i = t >> self.shift;
         }
         if self.top < self.base {
             (self.base, self.top) = (i, i);
         } else if i < self.base {
-            let by = (self.base - i) as usize;
-            self.min.copy_within(0..SLICES - by, by);
-            self.min[..by].fill(None);
+            // The slots past the last occupied one are empty: they come round to the front.
+            slots.rotate_right((self.base - i) as usize);
             self.base = i;
         }
         self.top = self.top.max(i);
-        let slot = &mut self.min[(i - self.base) as usize];
-        if slot.is_none_or(|m| (d, t) < m) {
-            *slot = Some((d, t));
-        }
+        (i - self.base) as usize
     }
 
-    /// Doubles the width: each pair of aligned slices becomes one (the smaller minimum).
-    fn widen(&mut self) {
-        let old = std::mem::replace(&mut self.min, [None; SLICES]);
+    /// Doubles the width: each pair of aligned slices becomes one, in place (the slot a slice
+    /// goes to is never after its own, and a slot's own value has left it before another
+    /// comes in), the values merged in slot order.
+    fn widen<T: Default>(&mut self, slots: &mut [T], merge: &mut impl FnMut(&mut T, T)) {
         let nb = self.base >> 1;
-        for (k, m) in old.into_iter().enumerate() {
+        for k in 0..slots.len() {
+            let v = std::mem::take(&mut slots[k]);
             let j = (((self.base + k as i64) >> 1) - nb) as usize;
-            if let Some(m) = m
-                && self.min[j].is_none_or(|x| m < x)
-            {
-                self.min[j] = Some(m);
-            }
+            merge(&mut slots[j], v);
         }
         self.shift += 1;
         self.base = nb;
         self.top >>= 1;
+    }
+
+    /// The first time of slot `k`'s slice (ns).
+    pub(super) fn start(&self, k: usize) -> i64 {
+        (self.base + k as i64) << self.shift
+    }
+
+    /// The slices' width (ns).
+    pub(super) fn width(&self) -> i64 {
+        1i64 << self.shift
+    }
+}
+
+/// The smallest delay in each of at most [`SLICES`] equal slices of time ([`SliceIndex`]), for
+/// the slope's standard error (see [`Slices::slope_se`]). Written here: a least-squares slope
+/// with its standard error is a dozen lines, a statistics crate for it is not worth its weight.
+#[derive(Debug, Clone)]
+struct Slices {
+    index: SliceIndex,
+    /// Per slice, its smallest (delay, time) (delay first: ties have one answer).
+    min: [Option<(i64, i64)>; SLICES],
+}
+
+impl Default for Slices {
+    fn default() -> Self {
+        Slices { index: SliceIndex::default(), min: [None; SLICES] }
+    }
+}
+
+/// Keeps the smaller of two slices' smallest (delay, time).
+fn keep_min(into: &mut Option<(i64, i64)>, from: Option<(i64, i64)>) {
+    if let Some(m) = from
+        && into.is_none_or(|x| m < x)
+    {
+        *into = Some(m);
+    }
+}
+
+impl Slices {
+    fn push(&mut self, t: i64, d: i64) {
+        let k = self.index.place(t, &mut self.min, keep_min);
+        keep_min(&mut self.min[k], Some((d, t)));
     }
 
     /// The standard error of the least-squares slope through the slices' smallest delays (ns
@@ -426,4 +465,76 @@ pub(super) fn estimate(n: usize, given: &[Option<i64>], envs: &mut [(Envelope, E
         }
     }
     clocks.into_iter().map(|c| c.unwrap_or(Clock { source: ClockSource::Unknown, ..Clock::reference() })).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SLICES, SliceIndex, Slices};
+
+    /// A pseudo-random generator for the tests (64-bit LCG, the high bits).
+    fn lcg(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut x = seed;
+        move |m| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        }
+    }
+
+    /// Times placed in any order give the same slices: the narrowest power-of-two width at
+    /// which all fit in the slots, aligned, each slot counting exactly the times of its slice
+    /// (widening merged its pairs, a time before the first slice moved them along).
+    #[test]
+    fn slices_are_the_narrowest_that_fit_whatever_the_order() {
+        let mut rnd = lcg(3);
+        for round in 0..300 {
+            let n = [1usize, 2, 3, 8, 16, 64][round % 6];
+            let spread = [1u64, 10, 1000, 1 << 20, 1 << 40][round % 5];
+            let k = 1 + rnd(200) as usize;
+            let origin = rnd(1 << 41) as i64 - (1 << 40);
+            let mut times: Vec<i64> = (0..k).map(|_| origin + rnd(spread) as i64).collect();
+            let place = |times: &[i64]| {
+                let mut ix = SliceIndex::default();
+                let mut slots = vec![0u64; n];
+                for &t in times {
+                    let at = ix.place(t, &mut slots, |a, b| *a += b);
+                    slots[at] += 1;
+                }
+                (ix, slots)
+            };
+            let (ix, slots) = place(&times);
+            let (lo, hi) = (*times.iter().min().unwrap(), *times.iter().max().unwrap());
+            let fits = |s: u32| (hi >> s) - (lo >> s) < n as i64;
+            assert!(fits(ix.shift) && (ix.shift == 0 || !fits(ix.shift - 1)), "width 2^{} for {lo}..{hi}", ix.shift);
+            assert_eq!(ix.start(0), (lo >> ix.shift) << ix.shift, "aligned, the first slice the earliest time's");
+            for (j, &c) in slots.iter().enumerate() {
+                let (a, b) = (ix.start(j), ix.start(j) + ix.width());
+                assert_eq!(c, times.iter().filter(|&&t| a <= t && t < b).count() as u64, "slot {j} of {n}");
+            }
+            // Another order, the same slices.
+            for i in (1..times.len()).rev() {
+                times.swap(i, rnd(i as u64 + 1) as usize);
+            }
+            let (ix2, slots2) = place(&times);
+            assert_eq!((ix2.shift, ix2.base, ix2.top, &slots2), (ix.shift, ix.base, ix.top, &slots));
+        }
+    }
+
+    /// [`Slices`] keeps, per slice, the smallest (delay, time) of its samples.
+    #[test]
+    fn slices_keep_each_slices_smallest_delay() {
+        let mut rnd = lcg(11);
+        for _ in 0..100 {
+            let mut s = Slices::default();
+            let samples: Vec<(i64, i64)> =
+                (0..1 + rnd(500)).map(|_| (rnd(1 << 32) as i64, rnd(1000) as i64 - 500)).collect();
+            for &(t, d) in &samples {
+                s.push(t, d);
+            }
+            for (j, m) in s.min.iter().enumerate() {
+                let (a, b) = (s.index.start(j), s.index.start(j) + s.index.width());
+                let want = samples.iter().filter(|x| a <= x.0 && x.0 < b).map(|&(t, d)| (d, t)).min();
+                assert_eq!(*m, want, "slice {j} of {SLICES}");
+            }
+        }
+    }
 }

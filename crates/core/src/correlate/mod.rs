@@ -98,12 +98,17 @@
 //!   smallest one-way delay of its connection and direction. A direction's smallest and
 //!   largest are exact (hull vertices); its median comes from a sketch, within 2⁻¹⁰ of its
 //!   distance from the direction's first delay, plus, with a skew applied, the skews'
-//!   difference times a sixteenth of the capture's span (`verdict::Delays`).
+//!   difference times a sixteenth of the capture's span (`verdict::Delays`). Only packets
+//!   judged on a path with the final path's ends count (a connection's first packets may be
+//!   judged before a late capture further down matched anything of it); a smallest delay
+//!   below zero is flagged (`negative_delay`: the clocks' correction is wrong).
 //! - **Lost between P and Q**: seen at P, at no point downstream of it, and Q (the next point
 //!   downstream) was capturing when it should have arrived. **Capture loss at P**: not seen at
 //!   P but seen both upstream and downstream of it, or not seen at P (the first point) but seen
 //!   downstream while P was capturing — the packet passed P, P's capture missed it. A packet
-//!   seen nowhere downstream after a downstream capture ended, or before it began, is neither.
+//!   seen nowhere downstream after a downstream capture ended, or before it began, is neither;
+//!   nor is one judged delivered on a path lacking a point of the final path that did not see
+//!   it (outside the captures).
 //! - **Duplicated**: a copy (same match key at the same point) not seen at the first point of
 //!   its path: a copy made on the path. **Reordered**: arrived at the last point after a packet
 //!   that left the first point later. **CE-marked on path**: ECN CE at the last point but not

@@ -119,6 +119,10 @@ pub struct CorrDir {
     pub one_way_delay_ms: DelaySummary,
     /// Its queueing part (above the smallest).
     pub queueing_ms: DelaySummary,
+    /// The smallest one-way delay is below zero on the first capture's clock: a packet
+    /// arriving before it left. The clocks' correction is wrong by at least that much (a given
+    /// offset, or an estimate through another capture); the delays are not to be trusted.
+    pub negative_delay: bool,
     /// Retransmissions that left the first point.
     pub retransmissions: u64,
     /// Of them, whose bytes had not all reached the last point before.
@@ -209,6 +213,12 @@ impl Table for CorrDir {
             "one-way delay first to last point on the first capture's clock: `min`, `median`, `max`",
         ),
         F::new("queueing_ms", Kind::Object, "ms", "its part above the smallest: `min`, `median`, `max`"),
+        F::new(
+            "negative_delay",
+            Kind::Bool,
+            "",
+            "true when the smallest one-way delay is below 0 (a packet arriving before it left): the clocks' correction is wrong by at least that much, and the delays are not to be trusted",
+        ),
         F::new(
             "retransmissions",
             Kind::Int,

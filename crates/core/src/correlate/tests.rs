@@ -929,3 +929,191 @@ fn the_judging_thread_judges_as_the_matcher_does() {
         }
     }
 }
+
+/// `screen --with` and TSO (docs/screening.md, "Several captures"): one retransmission the
+/// sender's capture saw as a super-segment of two segments' bytes — the first lost before
+/// (the loss pair's drop at relative byte 30·1448, resent), the second delivered before — and
+/// the receiver's capture as its two pieces on the wire. Correlate judges each piece: the
+/// first necessary, the second spurious. The frame is neither wholly: its bytes had not all
+/// reached the receiver, so it is necessary, and its proof says which piece was lost and
+/// which had arrived — not the verdict of its last piece (spurious, as it was before).
+#[test]
+fn a_resent_super_segment_takes_a_verdict_true_of_the_frame() {
+    use crate::screen::{OosClass, Rules, ScreenSink};
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let mut snd = read_frames(&data.join("loss-snd.pcap"));
+    let rcv = read_frames(&data.join("loss-rcv.pcap"));
+    let sender = std::net::Ipv4Addr::new(192, 0, 2, 1).octets();
+    let is_data = |f: &Frame| f.ip.source == sender && f.len() > 0;
+    // (index, seq, len, IP ID) of the data frames from the sender.
+    let data_frames = |v: &[Rec]| -> Vec<(usize, u32, u32, u16)> {
+        v.iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.as_ref().ok().filter(|f| is_data(f)).map(|f| (i, f)))
+            .map(|(i, f)| (i, f.tcp.sequence_number, f.len(), f.ip.identification))
+            .collect()
+    };
+    let (at_snd, at_rcv) = (data_frames(&snd), data_frames(&rcv));
+    let arrived = |s: u32, l: u32, id: u16| at_rcv.iter().find(|x| (x.1, x.2, x.3) == (s, l, id)).map(|x| x.0);
+    let isn = at_snd[0].1;
+    // The first resend of the segment at relative byte 30·1448 (lost once, resent once), and
+    // the next segment, delivered on its first transmission.
+    let lost_seq = isn.wrapping_add(30 * 1448);
+    let sends: Vec<_> = at_snd.iter().filter(|x| x.1 == lost_seq).collect();
+    assert_eq!(sends.len(), 2, "sent twice: {sends:?}");
+    let (orig, resend) = (sends[0], sends[1]);
+    assert!(arrived(orig.1, orig.2, orig.3).is_none() && orig.2 == 1448);
+    let arrival = arrived(resend.1, resend.2, resend.3).expect("the resend arrived");
+    let next = at_snd.iter().find(|x| x.1 == lost_seq.wrapping_add(1448)).unwrap();
+    assert!(arrived(next.1, next.2, next.3).is_some() && next.0 < resend.0);
+    // The sender's capture: the resend as one super-segment of both segments' bytes.
+    let mut whole = snd[resend.0].clone().unwrap();
+    whole.set_len(2 * 1448);
+    snd[resend.0] = Ok(whole);
+    // The receiver's: the resend, then the super-segment's second piece right after it.
+    let mut piece = rcv[arrival].clone().unwrap();
+    piece.tcp.sequence_number = lost_seq.wrapping_add(1448);
+    piece.ip.identification = piece.ip.identification.wrapping_add(1);
+    piece.ip.header_checksum = piece.ip.calc_header_checksum();
+    piece.t_us += 1;
+    let mut rcv_out = rcv.clone();
+    rcv_out.insert(arrival + 1, Ok(piece));
+    let dir = std::env::temp_dir().join(format!("tcpscope-test-{}-tso-resend", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("snd-tso.pcap"), dir.join("rcv.pcap"));
+    write_frames(&a, &snd);
+    write_frames(&b, &rcv_out);
+    // Correlate: two pieces of one frame, one necessary and one spurious retransmission.
+    let c = super::correlate(&[a.clone(), b.clone()], &super::Settings::default()).unwrap();
+    let frame = resend.0 as u64 + 1;
+    let kinds: Vec<(&str, u64)> = c
+        .events
+        .iter()
+        .filter(|e| e.frame_at_1 == Some(frame) && e.kind.ends_with("_retransmission"))
+        .map(|e| (e.kind, e.seq))
+        .collect();
+    let rel = u64::from(lost_seq.wrapping_sub(c.bases[0]));
+    assert_eq!(kinds, vec![("necessary_retransmission", rel), ("spurious_retransmission", rel + 1448)]);
+    // The proof of the frame: necessary, saying both pieces.
+    let proof = crate::vantage::Proof::from_correlation(&c);
+    let r = proof.resend(frame, 2 * 1448).unwrap();
+    assert!(!r.spurious, "{r:?}");
+    assert_eq!(r.source, "1+2");
+    assert_eq!(
+        r.detail,
+        format!(
+            "its bytes had not all reached capture 2: of its 2 resent segments on the wire, 1 had not (bytes \
+             {rel}-{}: the earlier transmission was lost between captures 1 and 2), 1 had reached it before",
+            rel + 1448
+        )
+    );
+    // A frame that is one packet keeps the words it had.
+    let one = c.events.iter().find(|e| e.kind == "necessary_retransmission" && e.frame_at_1 != Some(frame)).unwrap();
+    let r1 = proof.resend(one.frame_at_1.unwrap(), one.len).unwrap();
+    assert!(r1.detail.starts_with("its bytes had not reached capture 2: the earlier transmission was lost between"));
+    // Screen: the frame keeps the analysis' class (a retransmission of lost bytes), proved
+    // necessary with those words; no event of it says spurious.
+    let q = crate::pass::Query::new(vec![a]).vantage(vec![b]);
+    let proof = crate::vantage::Proof::of(&q, &Default::default()).unwrap().map(std::sync::Arc::new);
+    let (sink, _, _) = q.run_one(ScreenSink::new(Rules::default()).with_proof(proof), &|_, _| {}).unwrap();
+    let s = sink.finish().remove(0);
+    let e = s.events.iter().find(|e| e.frame == frame).expect("an event for the super-segment");
+    let p = e.proved.as_deref().expect("proved");
+    assert!(e.class.is_retransmission() && e.class != OosClass::Spurious, "{e:?}");
+    assert_eq!(e.class, p.inferred);
+    assert_eq!(p.detail, r.detail);
+    assert_eq!(e.rule, "proved necessary by the other captures");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The loss pair as three points — the sender, a router next to it (the sender's capture,
+/// its frames to the receiver 50 µs later and those from it 50 µs earlier) and the receiver —
+/// with a first SYN, 1 s before the real one, seen at the sender and the router and lost
+/// before the receiver (a SYN retried after its RTO); the receiver's capture is written
+/// `late_us` behind. Returns the three files.
+fn syn_retried(dir: &std::path::Path, late_us: u64) -> [std::path::PathBuf; 3] {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let mut snd = read_frames(&data.join("loss-snd.pcap"));
+    let mut rcv = read_frames(&data.join("loss-rcv.pcap"));
+    let sender = std::net::Ipv4Addr::new(192, 0, 2, 1).octets();
+    let k = snd.iter().position(|f| f.as_ref().is_ok_and(|f| f.tcp.syn && !f.tcp.ack)).unwrap();
+    let mut first = snd[k].clone().unwrap();
+    first.t_us -= 1_000_000;
+    first.ip.identification = first.ip.identification.wrapping_sub(1);
+    first.ip.header_checksum = first.ip.calc_header_checksum();
+    for o in first.tcp.options.elements_iter().collect::<Vec<_>>() {
+        if let Ok(etherparse::TcpOptionElement::Timestamp(tsval, tsecr)) = o {
+            first.tcp.set_options(&[etherparse::TcpOptionElement::Timestamp(tsval.wrapping_sub(1000), tsecr)]).unwrap();
+        }
+    }
+    snd.insert(k, Ok(first));
+    let mut rtr = snd.clone();
+    for f in rtr.iter_mut().flatten() {
+        if f.ip.source == sender {
+            f.t_us += 50;
+        } else {
+            f.t_us -= 50;
+        }
+    }
+    let t = |f: &Rec| match f {
+        Ok(f) => f.t_us,
+        Err(e) => e.0,
+    };
+    rtr.sort_by_key(t);
+    for f in &mut rcv {
+        match f {
+            Ok(f) => f.t_us += late_us,
+            Err(e) => e.0 += late_us,
+        }
+    }
+    let paths = [dir.join("snd.pcap"), dir.join("rtr.pcap"), dir.join("rcv.pcap")];
+    for (p, v) in paths.iter().zip([&snd, &rtr, &rcv]) {
+        write_frames(p, v);
+    }
+    paths
+}
+
+/// A SYN retried, the first lost between the router and the receiver, and the receiver's
+/// capture 1.2 s late — more than the window (2 s) less the RTO (1 s): the first SYN leaves
+/// the window before the receiver's capture has matched anything, so it is judged on the path
+/// sender → router alone. It once came out delivered, and its delay to the router was taken
+/// as one to the receiver, on the receiver's clock: the direction's smallest one-way delay
+/// was −1199.95 ms. Now it is outside the captures (the receiver's began after it), as with
+/// the clocks together, and the delays are those of the final path's ends: the same as with
+/// the clocks together, none negative. A negative delay is flagged (`negative_delay`): a
+/// given offset 50 ms too large.
+#[test]
+fn a_retried_syn_judged_before_a_late_capture_is_placed_is_not_delivered() {
+    let dir = std::env::temp_dir().join(format!("tcpscope-test-{}-syn-retried", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let keep = super::Settings { keep_packets: true, ..Default::default() };
+    let together = super::correlate(&syn_retried(&dir, 0), &keep).unwrap();
+    let late = super::correlate(&syn_retried(&dir, 1_200_000), &keep).unwrap();
+    let syn_fate = |c: &super::Correlation| {
+        let k = c.lives.iter().position(|l| l.flags & 0x12 == 0x02).unwrap();
+        (c.fates[k], (0..3).map(|p| c.sight(k, p).seen()).collect::<Vec<_>>())
+    };
+    assert_eq!(syn_fate(&together), (super::Fate::OutsideCapture, vec![true, true, false]));
+    assert_eq!(syn_fate(&late), (super::Fate::OutsideCapture, vec![true, true, false]));
+    assert!((late.clocks[2].total_offset_ns() / 1e6 - 1200.0 - together.clocks[2].total_offset_ns() / 1e6).abs() < 0.1);
+    for d in 0..2 {
+        let (a, b) = (&together.dirs[d], &late.dirs[d]);
+        assert_eq!((a.path.as_str(), b.path.as_str()), [("1-2-3", "1-2-3"), ("3-2-1", "3-2-1")][d]);
+        assert_eq!(
+            (b.packets, b.delivered, b.outside_capture, b.lost_on_path),
+            (a.packets, a.delivered, a.outside_capture, a.lost_on_path),
+            "{}",
+            b.dir
+        );
+        let (ma, mb) = (a.one_way_delay_ms.min.unwrap(), b.one_way_delay_ms.min.unwrap());
+        assert!(mb > 0.0 && (ma - mb).abs() < 0.1, "{}: {ma} ms with the clocks together, {mb} ms late", b.dir);
+        assert!(!a.negative_delay && !b.negative_delay);
+    }
+    // A given offset 50 ms too large for the receiver: every delay to it 50 ms short, the
+    // smallest below 0, flagged.
+    let off = (late.clocks[2].total_offset_ns() + 50e6) as i64;
+    let given = super::Settings { offsets_ns: vec![None, None, Some(off)], ..Default::default() };
+    let wrong = super::correlate(&syn_retried(&dir, 1_200_000), &given).unwrap();
+    assert!(wrong.dirs[0].one_way_delay_ms.min.unwrap() < 0.0 && wrong.dirs[0].negative_delay, "{:?}", wrong.dirs[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap;
 
-use super::clock::{self, Envelope, Hull};
+use super::clock::{self, Envelope, Hull, SliceIndex};
 use super::coverage;
 use super::rows::{CorrDir, CorrEvent, DelaySummary, LossAt, dir_name};
 use super::stream::{Gone, MAX_POINTS, Raw, Settings};
@@ -70,25 +70,18 @@ const SKETCH_SLICES: usize = 16;
 const SKETCH_ALPHA: f64 = 1.0 / 1024.0;
 
 /// A quantile sketch of values (ns, any sign) in logarithmic bins of relative width
-/// 2·[`SKETCH_ALPHA`] (DDSketch's, Masson, Rim, Lee, VLDB 2019), kept per time slice: the
-/// slices are aligned to multiples of their width, a power of two ns that doubles (merging
-/// pairs of slices) when the times no longer fit in [`SKETCH_SLICES`]. The slices are what
+/// 2·[`SKETCH_ALPHA`] (DDSketch's, Masson, Rim, Lee, VLDB 2019), kept per time slice
+/// ([`SliceIndex`]: aligned, at most [`SKETCH_SLICES`], their width doubling — pairs of
+/// slices merged — when the times no longer fit). The slices are what
 /// lets the clock correction, linear in time, be applied after the pass: each slice's values
 /// are moved by the correction at its middle. Written here rather than with the
 /// `sketches-ddsketch` crate: that crate neither exposes its bins nor shifts a sketch, and
 /// the correction needs both.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 struct Sketch {
-    shift: u32,
-    base: i64,
-    top: i64,
+    index: SliceIndex,
+    /// Per slice, its bins' counts (allocated at the first value).
     bins: Vec<FxHashMap<i32, u64>>,
-}
-
-impl Default for Sketch {
-    fn default() -> Self {
-        Sketch { shift: 0, base: i64::MAX, top: i64::MIN, bins: Vec::new() }
-    }
 }
 
 fn ln_gamma() -> f64 {
@@ -119,47 +112,23 @@ impl Sketch {
         if self.bins.is_empty() {
             self.bins = vec![FxHashMap::default(); SKETCH_SLICES];
         }
-        let mut i = t >> self.shift;
-        while self.top >= self.base
-            && i128::from(self.top.max(i)) - i128::from(self.base.min(i)) >= SKETCH_SLICES as i128
-        {
-            self.widen();
-            i = t >> self.shift;
-        }
-        if self.top < self.base {
-            (self.base, self.top) = (i, i);
-        } else if i < self.base {
-            let by = (self.base - i) as usize;
-            self.bins.rotate_right(by);
-            self.base = i;
-        }
-        self.top = self.top.max(i);
-        *self.bins[(i - self.base) as usize].entry(bin_of(v)).or_default() += count;
-    }
-
-    fn widen(&mut self) {
-        let old = std::mem::replace(&mut self.bins, vec![FxHashMap::default(); SKETCH_SLICES]);
-        let nb = self.base >> 1;
-        for (k, m) in old.into_iter().enumerate() {
-            let j = (((self.base + k as i64) >> 1) - nb) as usize;
-            if self.bins[j].is_empty() {
-                self.bins[j] = m;
+        let k = self.index.place(t, &mut self.bins, |into, from| {
+            if into.is_empty() {
+                *into = from;
             } else {
-                for (b, c) in m {
-                    *self.bins[j].entry(b).or_default() += c;
+                for (b, c) in from {
+                    *into.entry(b).or_default() += c;
                 }
             }
-        }
-        self.shift += 1;
-        self.base = nb;
-        self.top >>= 1;
+        });
+        *self.bins[k].entry(bin_of(v)).or_default() += count;
     }
 
     /// Every bin as (the middle time of its slice, its value, its count).
     fn bins(&self) -> impl Iterator<Item = (i64, f64, u64)> + '_ {
-        let half = (1i64 << self.shift) / 2;
+        let half = self.index.width() / 2;
         self.bins.iter().enumerate().flat_map(move |(k, m)| {
-            let mid = ((self.base + k as i64) << self.shift) + half;
+            let mid = self.index.start(k) + half;
             m.iter().map(move |(&b, &c)| (mid, value_of(b), c))
         })
     }
@@ -375,7 +344,18 @@ struct DirJ {
     necessary: u64,
     spurious: u64,
     base: Option<u32>,
-    delays: Delays,
+    /// The one-way delays, apart per (first, last) point of the path as known when each
+    /// packet was judged: a connection's first packets may be judged before a point further
+    /// down its path matched anything of it (a capture whose clock is late by more than a
+    /// window less the round trip), and a delay to another point is not its path's. Only the
+    /// final path's ends count (`Judge::finish`).
+    delays: Vec<(u8, u8, Delays)>,
+    /// Packets judged delivered on a path that lacked points the packet was not seen at: per
+    /// set of those points (bit p: point p), how many, and with `keep`, their places in the
+    /// kept lifelines. When the final path holds one of those points, they were not seen at a
+    /// point of their path — whose capture the pass could not yet place —: outside the
+    /// captures, not delivered (`Judge::finish`).
+    unsure: Vec<(u32, u64, Vec<usize>)>,
     /// Arrivals at the last point, for reordering (kind 0 only).
     arrivals: Queue<(i64, Mark)>,
     /// The largest send time of the arrivals before the current arrival time, and the current
@@ -543,6 +523,20 @@ impl Judge {
             }
             if fi == 0 && li == path.len() - 1 {
                 st.delivered += 1;
+                // The points not on its path as known now that did not see it: if one of them
+                // is on the final path, the packet was not delivered there (finish).
+                let on_path = path.iter().fold(0u32, |m, &p| m | 1 << p);
+                let lacked = (u32::MAX >> (32 - n)) & !on_path & !own;
+                if lacked != 0 {
+                    let kept = self.keep.then_some(self.kept_fates.len());
+                    match st.unsure.iter_mut().find(|x| x.0 == lacked) {
+                        Some(x) => {
+                            x.1 += 1;
+                            x.2.extend(kept);
+                        }
+                        None => st.unsure.push((lacked, 1, kept.into_iter().collect())),
+                    }
+                }
             }
             if l.copy && fi > 0 {
                 fate = Fate::Duplicated;
@@ -609,7 +603,15 @@ impl Judge {
             if first != last
                 && let (Some(a), Some(b)) = (t(first), t(last))
             {
-                st.delays.push(a, b - a);
+                let (f, l) = (first as u8, last as u8);
+                let k = match st.delays.iter().position(|x| (x.0, x.1) == (f, l)) {
+                    Some(k) => k,
+                    None => {
+                        st.delays.push((f, l, Delays::default()));
+                        st.delays.len() - 1
+                    }
+                };
+                st.delays[k].2.push(a, b - a);
                 st.arrivals.push(Timed { t: b, kind: 0, idx: g.idx, v: (a, mark(s)) });
             }
             if let Some(a_t) = t(first) {
@@ -868,6 +870,7 @@ impl Judge {
                 ttl_hops: None,
                 one_way_delay_ms: DelaySummary::default(),
                 queueing_ms: DelaySummary::default(),
+                negative_delay: false,
                 retransmissions: 0,
                 necessary_retransmissions: 0,
                 spurious_retransmissions: 0,
@@ -879,6 +882,8 @@ impl Judge {
             };
             let mut losses: BTreeMap<(usize, usize), u64> = BTreeMap::new();
             let mut delays = Delays::default();
+            let ends = path.first().zip(path.last()).map(|(&f, &l)| (f as u8, l as u8));
+            let on_path = path.iter().fold(0u32, |m, &p| m | 1 << p);
             for (i, &(made, md)) in parts[cd].iter().enumerate() {
                 let st = &mut self.conns[made].dirs[md];
                 if i == 0 {
@@ -910,7 +915,20 @@ impl Judge {
                 sums[cd].0 += st.sum_rtt;
                 sums[cd].1 += st.sum_recv;
                 sums[cd].2 += st.rtt_samples;
-                delays.absorb(&mut st.delays);
+                for (f, l, d) in &mut st.delays {
+                    if Some((*f, *l)) == ends {
+                        delays.absorb(d);
+                    }
+                }
+                for (lacked, k, kept) in &st.unsure {
+                    if lacked & on_path != 0 {
+                        row.delivered -= k;
+                        row.outside_capture += k;
+                        for &i in kept {
+                            self.kept_fates[i] = Fate::OutsideCapture;
+                        }
+                    }
+                }
             }
             row.losses = losses.into_iter().map(|((from, to), packets)| LossAt { from, to, packets }).collect();
             let judged = row.delivered + row.lost_on_path;
@@ -922,6 +940,7 @@ impl Judge {
                 let v = delays.summary(|t, dl| cl.to_ref(t + dl) - cf.to_ref(t));
                 if let Some((mn, _, _)) = v {
                     min_owd[cd] = mn;
+                    row.negative_delay = mn < 0.0;
                     row.one_way_delay_ms = DelaySummary::from_ns(v);
                     row.queueing_ms = DelaySummary::from_ns(v.map(|(a, b, c)| (a - mn, b - mn, c - mn)));
                 }

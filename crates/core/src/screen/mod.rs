@@ -599,7 +599,7 @@ impl Sink for ScreenSink {
         let (d, r) = (at.dir.idx(), at.dir.rev().idx());
         match *ev {
             Event::Unneeded { resent_frame, was, .. }
-                if was.is_retransmission() && self.proof.as_ref().is_some_and(|p| p.resend(resent_frame).is_some()) =>
+                if was.is_retransmission() && self.proof.as_ref().is_some_and(|p| p.judged(resent_frame)) =>
             {
                 // The other captures decided this one (`prove` took it, as the analysis' class
                 // `was` is a retransmission's): the D-SACK is only noted.
@@ -655,8 +655,8 @@ impl Sink for ScreenSink {
         let (me, peer) = pair(side, s.at.dir);
         if let Some(mut e) = me.sent(s, &self.rules.classify) {
             e.time_s = (t - c.first_ns) as f64 / 1e9;
-            if let Some(r) = self.proof.as_ref().and_then(|p| p.resend(s.at.frame)) {
-                prove(me, &mut e, r, s.seq_off);
+            if let Some(r) = self.proof.as_ref().and_then(|p| p.resend(s.at.frame, s.len)) {
+                prove(me, &mut e, &r, s.seq_off);
             }
             if c.events.len() < MAX_EVIDENCE {
                 c.events.push(e);
