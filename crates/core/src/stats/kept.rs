@@ -17,8 +17,9 @@
 //!   `f64` operations on the same values either way, so the written means are bit-identical.
 //!   The RTTs and the ACK delay stay wide: samples of seconds are common (a capture far from a
 //!   slow peer; every connection of the round-robin `concurrent` trace).
-//! - What most connections never set (retransmissions, RSTs, and [`DirRare`]'s counters) is in
-//!   a [`Rare`] box allocated with the first of them.
+//! - What most connections never set (retransmissions, RSTs, useless ACKs, and [`DirRare`]'s
+//!   counters) is in a [`Rare`] box allocated with the first of them; the ACK delays' summary
+//!   and histogram in a [`Timed`] box allocated with the first quick or delayed ACK.
 //! - Options (ISN, sequence base, MSS, window scale) are their values and a byte of flags.
 
 use super::{AckStats, DelayHist, DirRare, DirStats, Mean, Summary};
@@ -43,7 +44,6 @@ pub(super) enum C {
     Delayed,
     QuickEpisodes,
     Stretch,
-    Useless,
     AckPayloadBytes,
     AckWireBytes,
 }
@@ -125,6 +125,8 @@ pub(super) struct Rare {
     rexmit_packets: u64,
     rexmit_bytes: u64,
     rst: u64,
+    /// As [`AckStats`]' `useless`.
+    useless: u64,
     /// What did not fit in the narrow fields.
     spill: Option<Box<Spill>>,
 }
@@ -142,6 +144,16 @@ struct Spill {
     window: Option<Mean>,
 }
 
+/// The ACK delays of a side that sent quick or delayed ACKs (a quarter of the directions on
+/// the concurrent trace), allocated with the first.
+#[derive(Clone, Debug, Default)]
+struct Timed {
+    /// As [`AckStats`]' `delay`.
+    delay: Mean,
+    /// As [`AckStats`]' `hist`: no bin until a delayed ACK.
+    hist: DelayHist,
+}
+
 /// Which RTT summary of a [`Kept`].
 #[derive(Clone, Copy)]
 pub(super) enum S {
@@ -149,7 +161,7 @@ pub(super) enum S {
     RttTs,
 }
 
-/// One direction's statistics (see the module's doc); 328 bytes, not [`DirStats`]' 472.
+/// One direction's statistics (see the module's doc); 280 bytes, not [`DirStats`]' 472.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Kept {
     pub(super) last_ts_ns: u64,
@@ -161,7 +173,9 @@ pub(super) struct Kept {
     /// As [`AckStats`]' `loop_ns`: `u64::MAX` until measured.
     loop_ns: u64,
     window: Mean32,
-    delay: Mean,
+    /// As [`DirStats`]' `rtt` and `rtt_ts`: samples of seconds are common (a capture far from
+    /// a slow peer; every connection of the round-robin `concurrent` trace), so they are kept
+    /// as wide as they are written.
     rtt: Summary,
     rtt_ts: Summary,
     n: [u32; N],
@@ -173,7 +187,7 @@ pub(super) struct Kept {
     wscale_opt: u8,
     wscale: u8,
     flags: u8,
-    hist: Option<Box<DelayHist>>,
+    timed: Option<Box<Timed>>,
     rare: Option<Box<Rare>>,
 }
 
@@ -396,10 +410,11 @@ impl Kept {
         self.add(C::QuickEpisodes, a.episode as u64);
         match a.kind {
             AckKind::Quick | AckKind::Delayed => {
-                self.delay.add(a.delay_ns);
+                let t = self.timed.get_or_insert_default();
+                t.delay.add(a.delay_ns);
                 if a.kind == AckKind::Delayed {
+                    t.hist.add(a.delay_ns);
                     self.add(C::Delayed, 1);
-                    self.hist.get_or_insert_default().add(a.delay_ns);
                 } else {
                     self.add(C::Quick, 1);
                 }
@@ -411,7 +426,7 @@ impl Kept {
 
     /// A pure ACK of this side that said nothing new.
     pub(super) fn useless_ack(&mut self) {
-        self.add(C::Useless, 1);
+        self.rare_kept().useless += 1;
     }
 
     /// The direction as readers see it: every number as wide as [`DirStats`] keeps it.
@@ -457,12 +472,12 @@ impl Kept {
                 delayed: self.get(C::Delayed),
                 quick_episodes: self.get(C::QuickEpisodes),
                 stretch: self.get(C::Stretch),
-                useless: self.get(C::Useless),
+                useless: rare.map_or(0, |r| r.useless),
                 payload_bytes: self.get(C::AckPayloadBytes),
                 wire_bytes: self.get(C::AckWireBytes),
-                delay: self.delay,
+                delay: self.timed.as_ref().map_or(Mean::NONE, |t| t.delay),
                 loop_ns: self.loop_ns,
-                hist: self.hist.clone(),
+                hist: self.timed.as_ref().filter(|t| !t.hist.bins.is_empty()).map(|t| Box::new(t.hist.clone())),
             },
             rare: rare.map(|r| Box::new(r.r.clone())),
         }
@@ -495,7 +510,6 @@ impl Kept {
             (C::Delayed, a.delayed),
             (C::QuickEpisodes, a.quick_episodes),
             (C::Stretch, a.stretch),
-            (C::Useless, a.useless),
             (C::AckPayloadBytes, a.payload_bytes),
             (C::AckWireBytes, a.wire_bytes),
         ] {
@@ -511,7 +525,10 @@ impl Kept {
             k.spill_mut().window = Some(d.window);
             Mean32 { n: SPILLED, ..Default::default() }
         });
-        (k.delay, k.rtt, k.rtt_ts) = (a.delay, d.rtt, d.rtt_ts);
+        (k.rtt, k.rtt_ts) = (d.rtt, d.rtt_ts);
+        if a.delay.n > 0 || a.hist.is_some() {
+            k.timed = Some(Box::new(Timed { delay: a.delay, hist: a.hist.as_deref().cloned().unwrap_or_default() }));
+        }
         let mut flags = 0;
         for (on, f) in [
             (d.packets > 0, SEEN),
@@ -530,13 +547,13 @@ impl Kept {
         k.mss = d.mss.unwrap_or(0);
         k.wscale_opt = d.wscale_opt.unwrap_or(0);
         k.wscale = d.wscale.unwrap_or(0);
-        k.hist = a.hist.clone();
-        if d.rare.is_some() || d.rexmit_packets > 0 || d.rexmit_bytes > 0 || d.rst > 0 {
+        if d.rare.is_some() || d.rexmit_packets > 0 || d.rexmit_bytes > 0 || d.rst > 0 || a.useless > 0 {
             let r = k.rare_kept();
             r.r = d.rare().clone();
             r.rexmit_packets = d.rexmit_packets;
             r.rexmit_bytes = d.rexmit_bytes;
             r.rst = d.rst;
+            r.useless = a.useless;
         }
         k
     }
@@ -552,13 +569,13 @@ impl Kept {
 mod tests {
     use super::*;
 
-    /// Two of these and a connection's identity fit the 768-byte size class
+    /// Two of these and a connection's identity fit the 640-byte size class
     /// (`analysis::tests::per_connection_state_sizes_are_pinned`); the narrow window's summary
     /// is 24 bytes, not 40.
     #[test]
     fn kept_sizes_are_pinned() {
         use std::mem::size_of;
-        assert_eq!([size_of::<Kept>(), size_of::<Mean32>()], [328, 24]);
+        assert_eq!([size_of::<Kept>(), size_of::<Mean32>()], [280, 24]);
     }
 
     /// A counter that carries out of its 32 (or 8) bits reads as the `u64` sum would.
@@ -619,6 +636,10 @@ mod tests {
         d.rtt.add(u64::MAX);
         d.rtt_ts.add(40_000_000);
         d.acks.delay.add(1 << 35);
+        d.acks.useless = 2;
+        let mut h = DelayHist::default();
+        h.add(40_000_000);
+        (d.acks.hist, d.acks.delayed) = (Some(Box::new(h)), 1);
         d.rare_mut().dup_acks = 3;
         let back = Kept::of(&d).view();
         assert_eq!(format!("{back:?}"), format!("{d:?}"));
