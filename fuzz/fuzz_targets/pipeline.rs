@@ -41,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
     assert!(an.summary.tcp_packets <= an.summary.packets);
     assert!(an.sink.conns.len() as u64 <= an.summary.tcp_packets, "more connections than TCP segments");
     for (i, c) in an.sink.conns.iter().enumerate() {
-        for (d, s) in c.dir.iter().enumerate() {
+        for (d, s) in c.dirs().iter().enumerate() {
             assert_eq!(
                 s.unique_bytes + s.rexmit_bytes + s.rare().zero_window_probe_bytes,
                 s.payload_bytes,

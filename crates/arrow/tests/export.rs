@@ -93,7 +93,7 @@ fn segments_and_rtt_follow_the_trace() {
     let t = tables(&q);
     let segs = rows(&t[2].1);
     assert_eq!(segs.len() as u64, an.files[0].tcp_packets);
-    let d = &an.conns[0].dir[0];
+    let d = &an.conns[0].dir(0);
     let rexmit = segs.iter().filter(|r| r["dir"] == "a2b" && r["verdict"] == "retransmission").count() as u64;
     assert_eq!(rexmit, d.rexmit_packets);
     let rtt = rows(&t[3].1);

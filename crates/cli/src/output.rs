@@ -402,7 +402,7 @@ fn conn_csv_row(
             }
         }
         Rows::Brief => {
-            for d in &c.dir {
+            for d in &c.dirs() {
                 for v in json::DirBrief::from(&json::DirJson::from(d)).cells() {
                     csv_cell(w, v)?;
                 }
@@ -708,7 +708,7 @@ mod tests {
             file: 0,
             reuse: [None, Some(SplitReason::NewIsn), Some(SplitReason::IdleGap)][id % 3],
         };
-        ConnStats { max_idle_ns: id as u64 * 1_000_000_007, dir, idx: id % 5, info, trace: id % 2 }
+        ConnStats::with_dirs(id % 5, info, id % 2, id as u64 * 1_000_000_007, &dir)
     }
 
     /// An endpoint from its JSON form, as the text wrote it before.
@@ -769,7 +769,9 @@ mod tests {
             for (v6, huge) in [(false, false), (true, false), (false, true), (true, true)] {
                 let mut c = sample(id, v6, huge);
                 c.info.file = id % 2;
-                c.dir[1].rtt.add(u64::MAX); // a mean of 1.8e13 ms, and rates in the exponent form
+                let [a, mut b] = c.dirs();
+                b.rtt.add(u64::MAX); // a mean of 1.8e13 ms, and rates in the exponent form
+                c = ConnStats::with_dirs(c.idx, c.info, c.trace, c.max_idle_ns, &[a, b]);
                 let conn = || json::ConnJson::new(&c, id, files[id % 2].to_string(), files[1 - id % 2].to_string());
                 for (rows, value, columns) in [
                     (Rows::Stats, to_value(&conn()).unwrap(), json::stats_csv_columns()),

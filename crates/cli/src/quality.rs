@@ -142,7 +142,7 @@ pub fn warn(files: &[FileSummary], conns: &[Box<ConnStats>], quiet: bool) -> io:
         return Ok(());
     }
     let mut why = Vec::new();
-    let (unseen, acked) = conns.iter().flat_map(|c| &c.dir).fold((0u64, 0u64), |(u, a), d| {
+    let (unseen, acked) = conns.iter().flat_map(|c| c.dirs()).fold((0u64, 0u64), |(u, a), d| {
         (u + d.rare().acked_unseen_bytes, a + d.acked_bytes + d.rare().acked_unseen_bytes)
     });
     if acked > 0 && unseen as f64 >= LOSS_DOUBTFUL * acked as f64 {

@@ -180,9 +180,8 @@ impl Position {
 
 /// The half-loops of a connection (ns): (to a, to b), from its statistics.
 pub fn half_loops(c: &ConnStats) -> (Option<u64>, Option<u64>) {
-    let min = |d: &crate::stats::DirStats| (d.rtt.n > 0).then_some(d.rtt.min);
     // a's data is acknowledged by b: its samples are the half-loop to b.
-    (min(&c.dir[1]), min(&c.dir[0]))
+    (c.rtt_min_ns(1), c.rtt_min_ns(0))
 }
 
 /// Zeek's capture-loss notice fires at 10 % of ACKs; retransmission counts and RTTs are off
@@ -219,7 +218,8 @@ impl ConnRow {
     /// Connection `id` (1-based in the run) from its statistics and the quality sink's findings.
     pub fn new(id: usize, c: &ConnStats, q: &ConnQuality) -> ConnRow {
         let (la, lb) = half_loops(c);
-        let unseen = c.dir[0].rare().acked_unseen_bytes + c.dir[1].rare().acked_unseen_bytes;
+        let [a, b] = c.dirs();
+        let unseen = a.rare().acked_unseen_bytes + b.rare().acked_unseen_bytes;
         let loss =
             (q.ack_events + q.gap_events > 0).then(|| q.gap_events as f64 / q.ack_events.max(q.gap_events) as f64);
         let mut row = ConnRow {
@@ -232,7 +232,7 @@ impl ConnRow {
             duplicate_frames: q.duplicate_frames,
             backwards_timestamps: q.backwards,
             max_backwards_ms: ms(q.max_backwards_ns),
-            truncated_packets: c.dir[0].truncated_packets + c.dir[1].truncated_packets,
+            truncated_packets: a.truncated_packets + b.truncated_packets,
             oversize_segments: q.oversize_segments,
             max_segment_bytes: q.max_oversize as u64,
             halfloop_a_ms: la.map(ms),

@@ -53,6 +53,15 @@ impl Mean {
     pub fn mean(&self) -> Option<f64> {
         (self.n > 0).then(|| self.first as f64 + self.sum / self.n as f64)
     }
+    /// Its parts: count, first sample, sum of differences, min, max (what the statistics'
+    /// narrow copy keeps, `stats::kept`).
+    pub(crate) fn parts(&self) -> (u64, u64, f64, u64, u64) {
+        (self.n, self.first, self.sum, self.min, self.max)
+    }
+    /// The mean of these [`Mean::parts`].
+    pub(crate) fn from_parts((n, first, sum, min, max): (u64, u64, f64, u64, u64)) -> Mean {
+        Mean { n, first, sum, min, max }
+    }
 }
 
 /// A [`Mean`] and the samples' variance: the shifted sum of squares beside its sums. Its

@@ -35,7 +35,7 @@ fn fuzz_regressions_stay_fixed() {
                 after = d.end;
             }
             for c in &an.sink.conns {
-                for d in &c.dir {
+                for d in &c.dirs() {
                     assert_eq!(
                         d.unique_bytes + d.rexmit_bytes + d.rare().zero_window_probe_bytes,
                         d.payload_bytes,

@@ -449,11 +449,11 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
         for d in 0..2 {
             let src = if d == 0 { &c.info.a } else { &c.info.b };
             let Some(i) = sender_of(&src.addr) else { continue };
-            let s = &c.dir[d];
+            let s = &c.dir(d);
             if s.data_packets == 0 {
                 continue;
             }
-            per.entry(i).or_default().add(s, &c.dir[1 - d]);
+            per.entry(i).or_default().add(s, &c.dir(1 - d));
             let key = (s.acked_bytes, s.last_ack_advance_ts_ns.saturating_sub(s.first_data_ts_ns));
             let dir = if d == 0 { Dir::AtoB } else { Dir::BtoA };
             if main.get(&i).is_none_or(|m| key > m.0) {

@@ -174,7 +174,7 @@ fn sweep_measures_the_path_it_built() {
         let an = tcpscope_core::pass::Query::new(vec![dir.join(&r.point_dir).join("t1/snd.pcap")])
             .stats(&|_, _| {})
             .unwrap();
-        let c = an.conns.iter().max_by_key(|c| c.dir[0].acked_bytes).unwrap();
+        let c = an.conns.iter().max_by_key(|c| c.dir(0).acked_bytes).unwrap();
         let fig = report::time_sequence(
             &dir.join(&r.point_dir).join("t1/snd.pcap"),
             c.idx,
@@ -196,7 +196,7 @@ fn sweep_measures_the_path_it_built() {
         assert_eq!(segs, series.segments.len() as u64, "{}: segments drawn", r.point_dir);
         let with_data = series.segments.iter().filter(|s| s.len > 0).count() as u64;
         assert_eq!(with_data, r.data_packets.unwrap(), "{}: data segments", r.point_dir);
-        assert!(fig.y.max >= c.dir[0].acked_bytes as f64, "{}: the plot's height", r.point_dir);
+        assert!(fig.y.max >= c.dir(0).acked_bytes as f64, "{}: the plot's height", r.point_dir);
     }
     assert!(rep.runs.iter().filter(|r| r.trial == 2).all(|r| r.time_sequence.is_empty()));
 
@@ -350,9 +350,9 @@ seconds = 3
     // The analysis of the receiver's capture finds as many out-of-order segments as the
     // forwarder let be overtaken (the sender's few pure ACKs aside).
     let an = tcpscope_core::pass::Query::new(vec![run_dir.join("rcv.pcap")]).stats(&|_, _| {}).unwrap();
-    let c = an.conns.iter().max_by_key(|c| c.dir[0].unique_bytes + c.dir[1].unique_bytes).unwrap();
-    let d = if c.dir[0].unique_bytes > c.dir[1].unique_bytes { 0 } else { 1 };
-    let ooo = c.dir[d].rare().out_of_order_packets;
+    let c = an.conns.iter().max_by_key(|c| c.dir(0).unique_bytes + c.dir(1).unique_bytes).unwrap();
+    let d = if c.dir(0).unique_bytes > c.dir(1).unique_bytes { 0 } else { 1 };
+    let ooo = c.dir(d).rare().out_of_order_packets;
     assert!(ooo.abs_diff(overtaken) <= 2, "analysis: {ooo} out-of-order segments; forwarder: {overtaken} overtaken");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -32,7 +32,7 @@ fn main() {
     let s = Instant::now();
     let t = Traces::load(vec![path.into()], Settings::default());
     let id = (1..=t.an.conns.len())
-        .max_by_key(|&i| t.an.conns[i - 1].dir.iter().map(|d| d.packets).sum::<u64>())
+        .max_by_key(|&i| (0..2).map(|d| t.an.conns[i - 1].packets(d)).sum::<u64>())
         .expect("a connection");
     println!("load {:.2} s", s.elapsed().as_secs_f64());
     let s = Instant::now();

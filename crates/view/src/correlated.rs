@@ -101,7 +101,7 @@ impl Correlated {
             columns: Some(v.w.clamp(1, MAX_COLUMNS)),
             // Hover asks the connection's own trace for a mark's packet.
             frames_of: Some(file),
-            seq_base: conn.dir[dir.idx()].seq_base.map(|s| s.0),
+            seq_base: conn.dir(dir.idx()).seq_base.map(|s| s.0),
             // The list's numbering, not the correlation's.
             label: Some(format!("connection {id} {}", dir.name())),
         };

@@ -394,7 +394,7 @@ impl Traces {
     /// Connection `id`'s packets a→b and b→a, as the statistics pass counted them: what its
     /// detail's series reserve room for.
     fn packets(&self, id: usize) -> [usize; 2] {
-        self.an.conns.get(id.wrapping_sub(1)).map_or([0, 0], |c| c.dir.each_ref().map(|d| d.packets as usize))
+        self.an.conns.get(id.wrapping_sub(1)).map_or([0, 0], |c| [0, 1].map(|i| c.packets(i) as usize))
     }
 
     fn cell(&self, id: usize) -> Result<DetailCell, String> {

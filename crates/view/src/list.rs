@@ -133,7 +133,7 @@ fn column(t: &Traces, key: &str) -> Result<Column, String> {
                     Cell::Int(v) => Some(v as f64),
                     _ => None,
                 };
-                return Ok(num(&|i| Some(int(&conns[i].dir[0])? + int(&conns[i].dir[1])?)));
+                return Ok(num(&|i| Some(int(&conns[i].dir(0))? + int(&conns[i].dir(1))?)));
             }
             let (d, name) = key.split_once('.').ok_or_else(bad)?;
             let d = ["a2b", "b2a"].iter().position(|&x| x == d).ok_or_else(bad)?;

@@ -39,16 +39,16 @@ fn the_viewer_reads_the_window_as_conns_does() {
     assert!(t.an.files[0].packets > 0 && t.an.files[0].packets < whole.an.files[0].packets);
     assert_eq!(t.an.conns.len(), stats.conns.len());
     for (a, b) in t.an.conns.iter().zip(&stats.conns) {
-        assert_eq!(a.dir[0].packets, b.dir[0].packets);
-        assert_eq!(a.dir[1].packets, b.dir[1].packets);
-        assert_eq!(a.dir[0].rexmit_packets, b.dir[0].rexmit_packets);
+        assert_eq!(a.dir(0).packets, b.dir(0).packets);
+        assert_eq!(a.dir(1).packets, b.dir(1).packets);
+        assert_eq!(a.dir(0).rexmit_packets, b.dir(0).rexmit_packets);
     }
     assert_eq!(t.screens.len(), t.an.conns.len());
 
     // The details pass reads the same window: every packet in it, none outside.
     let d = t.detail(1).unwrap();
     let c = &t.an.conns[0];
-    assert_eq!(d.ladder.segs.len() as u64, c.dir[0].packets + c.dir[1].packets);
+    assert_eq!(d.ladder.segs.len() as u64, c.dir(0).packets + c.dir(1).packets);
     assert!(d.t0_ns() >= from && d.t0_ns() + d.last_ns() < to);
     assert!(d.ladder.segs.len() < whole.detail(1).unwrap().ladder.segs.len());
 }

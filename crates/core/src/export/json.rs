@@ -354,8 +354,8 @@ impl DirJson {
     /// Direction `i` (0 `a2b`, 1 `b2a`) of `c`, with the fields that read the other direction
     /// (`acks_per_data_segment`); `From<&DirStats>` leaves those null.
     pub fn of(c: &ConnStats, i: usize) -> DirJson {
-        let mut d = DirJson::from(&c.dir[i]);
-        let peer = c.dir[1 - i].data_packets;
+        let mut d = DirJson::from(&c.dir(i));
+        let peer = c.data_packets(1 - i);
         d.acks_per_data_segment = (peer > 0).then(|| d.acking_segments as f64 / peer as f64);
         d
     }

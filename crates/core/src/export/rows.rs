@@ -175,7 +175,7 @@ mod tests {
         assert_eq!(keys(&segs[0]), names(SegmentRow::FIELDS));
         assert_eq!(keys(&rtts[0]), names(RttRow::FIELDS));
         assert_eq!(keys(&ConnRef { input: "x", conn: 1 }), names(ConnRef::FIELDS));
-        let d = &an.conns[0].dir[0];
+        let d = &an.conns[0].dir(0);
         let count = |v: &str| segs.iter().filter(|r| r.dir == "a2b" && r.verdict == v).count() as u64;
         assert_eq!(count("retransmission"), d.rexmit_packets);
         assert!(d.rexmit_packets > 0);

@@ -262,7 +262,7 @@ fn a_connection_is_named_by_its_trace_whatever_else_is_read() {
         assert_eq!(a.conn_id().index, b.conn_id().index);
         assert_eq!((a.conn_id().trace, b.conn_id().trace), (0, 1));
         assert_eq!(alone.inputs[a.trace], both.inputs[b.trace]);
-        assert_eq!(format!("{:?}", a.dir), format!("{:?}", b.dir));
+        assert_eq!(format!("{:?}", a.dirs()), format!("{:?}", b.dirs()));
     }
     let merged = Query::new(paths.clone()).merge(true).stats(&|_, _| {}).unwrap();
     assert_eq!(merged.inputs, [format!("{} + {}", paths[0].display(), paths[1].display())]);
@@ -368,7 +368,7 @@ fn checksum_errors_are_counted_and_not_analysed() {
             let sum = &run.files[0];
             let sink = &run.traces[0].sink;
             assert_eq!(sink.conns.len(), 1);
-            let [a, b] = &sink.conns[0].dir;
+            let [a, b] = &sink.conns[0].dirs();
             if checksums {
                 assert_eq!(sum.skipped.get("checksum_error"), Some(&1), "{threads} threads");
                 assert_eq!(sum.tcp_packets, 8);
@@ -400,7 +400,7 @@ fn shard_queries_together_give_the_full_pass() {
     // Each connection by what names it on every machine: its endpoints and first packet.
     let key = |c: &crate::stats::ConnStats| format!("{} {} {}", c.info.a, c.info.b, c.first_ts_ns());
     let rows = |an: &Analysis| -> Vec<(String, String)> {
-        let mut v: Vec<_> = an.conns.iter().map(|c| (key(c), format!("{:?}", c.dir))).collect();
+        let mut v: Vec<_> = an.conns.iter().map(|c| (key(c), format!("{:?}", c.dirs()))).collect();
         v.sort();
         v
     };

@@ -137,7 +137,7 @@ mod tests {
         assert!(err.error.is_none());
         let s = s.unwrap();
         let stats = crate::pass::Query::new(vec![path.into()]).stats(&|_, _| {}).unwrap();
-        let d = &stats.conns[0].dir;
+        let d = &stats.conns[0].dirs();
         assert_eq!(s.rexmits.len() as u64, d[0].rexmit_packets);
         assert_eq!(s.dupacks.len() as u64, d[1].rare().dup_acks);
         assert!(!s.rexmits.is_empty() && !s.dupacks.is_empty());

@@ -417,7 +417,7 @@ mod tests {
         let zwin = tsg.notes.iter().filter(|n| n.kind == NoteKind::ZeroWindow).count();
         assert_eq!((probes, zwin), (61, 119));
         let stats = crate::pass::Query::new(vec![path.into()]).stats(&|_, _| {}).unwrap();
-        let d = &stats.conns[0].dir;
+        let d = &stats.conns[0].dirs();
         assert_eq!(d[0].rare().zero_window_probes as usize, probes);
         assert_eq!(d[1].rare().zero_window_adverts as usize, zwin);
         // Every returning ACK is a point; each after the first either advances or repeats.

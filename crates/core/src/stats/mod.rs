@@ -6,19 +6,19 @@
 
 use crate::analysis::{At, ConnIdx, Event, RttKind, SegmentInfo, Sink};
 use crate::conn::ConnId;
-use crate::event::{AckFacts, AckKind};
 use crate::flow::ConnInfo;
 use crate::seq::SeqNum;
 
 pub use crate::summary::{Mean, Summary};
 
-/// Statistics of one direction. See `docs/statistics.md` for each field.
+mod kept;
+use kept::{C, Kept, S};
+
+/// Statistics of one direction, as wide as they are written: what [`ConnStats::dir`] reads
+/// from the narrow form a pass keeps them in (`stats/kept.rs`). See `docs/statistics.md` for
+/// each field.
 #[derive(Clone, Debug, Default)]
-#[repr(C)]
 pub struct DirStats {
-    // Fields touched by every packet first, in the order of `StatsSink::segment`, so a
-    // packet touches a few cache lines of its connection's statistics instead of all of them
-    // (`repr(C)` keeps the order); per-event counters after them.
     /// Last packet (ns).
     pub last_ts_ns: u64,
     /// First packet (ns).
@@ -184,7 +184,7 @@ pub struct AckStats {
     /// Delay of the quick and delayed ACKs (ns, half-loop taken off).
     pub delay: Mean,
     /// The capture point's half-loop to this side and back (ns), `u64::MAX` until measured
-    /// (as [`AckFacts::loop_ns`]): read through [`AckStats::loop_ns`]. 8 bytes, not an
+    /// (as [`crate::event::AckFacts::loop_ns`]): read through [`AckStats::loop_ns`]. 8 bytes, not an
     /// `Option`'s 16.
     loop_ns: u64,
     /// Delays of the delayed ACKs, allocated with the first one.
@@ -214,34 +214,6 @@ impl AckStats {
     /// The capture point's half-loop to this side and back (ns), once measured.
     pub fn loop_ns(&self) -> Option<u64> {
         (self.loop_ns != u64::MAX).then_some(self.loop_ns)
-    }
-
-    /// Counts an ACK that newly acknowledged `bytes` of the peer's payload (an
-    /// [`Event::AckAdvance`], once per advancing ACK).
-    #[inline]
-    fn add(&mut self, bytes: u64, a: AckFacts) {
-        self.acking += 1;
-        self.payload_bytes += bytes;
-        // The smallest, `u64::MAX` (none) being larger than any.
-        self.loop_ns = self.loop_ns.min(a.loop_ns);
-        self.piggybacked += a.carried as u64;
-        self.quick_episodes += a.episode as u64;
-        match a.kind {
-            AckKind::Quick | AckKind::Delayed => self.timed(a.kind, a.delay_ns),
-            AckKind::Stretch => self.stretch += 1,
-            _ => {}
-        }
-    }
-
-    /// A quick or delayed ACK and its delay.
-    fn timed(&mut self, kind: AckKind, d: u64) {
-        self.delay.add(d);
-        if kind == AckKind::Delayed {
-            self.delayed += 1;
-            self.hist.get_or_insert_default().add(d);
-        } else {
-            self.quick += 1;
-        }
     }
 
     /// The delayed-ACK timer: the mean delay of the most common bin of the delayed ACKs'
@@ -361,14 +333,14 @@ impl ConnState {
     }
 }
 
-/// Statistics of one connection.
+/// Statistics of one connection: its directions kept narrow (`stats/kept.rs`), read as
+/// [`DirStats`] through [`ConnStats::dir`].
 #[derive(Clone, Debug)]
-#[repr(C)] // per-packet fields first (see DirStats)
 pub struct ConnStats {
     /// Longest time with no packet in either direction (ns).
     pub max_idle_ns: u64,
     /// Per direction: `[a2b, b2a]`.
-    pub dir: [DirStats; 2],
+    kept: [Kept; 2],
     /// Index in its trace, in order of first appearance.
     pub idx: ConnIdx,
     /// Endpoints, file, reuse reason.
@@ -378,37 +350,71 @@ pub struct ConnStats {
 }
 
 impl ConnStats {
+    /// A connection with nothing counted yet.
+    pub fn new(idx: ConnIdx, info: ConnInfo, trace: usize) -> ConnStats {
+        ConnStats { max_idle_ns: 0, kept: [Kept::new(), Kept::new()], idx, info, trace }
+    }
+    /// A connection whose directions read as `dir` (`[a2b, b2a]`): statistics made otherwise
+    /// than by a pass (tests).
+    pub fn with_dirs(idx: ConnIdx, info: ConnInfo, trace: usize, max_idle_ns: u64, dir: &[DirStats; 2]) -> ConnStats {
+        ConnStats { max_idle_ns, kept: dir.each_ref().map(Kept::of), idx, info, trace }
+    }
+    /// Direction `i` (0 `a2b`, 1 `b2a`), every number as wide as it is written.
+    pub fn dir(&self, i: usize) -> DirStats {
+        self.kept[i].view()
+    }
+    /// Both directions, `[a2b, b2a]`.
+    pub fn dirs(&self) -> [DirStats; 2] {
+        [self.dir(0), self.dir(1)]
+    }
+    /// Packets of direction `i` (without reading the rest of it).
+    pub fn packets(&self, i: usize) -> u64 {
+        self.kept[i].get(C::Packets)
+    }
+    /// Packets with payload of direction `i` (without reading the rest of it).
+    pub fn data_packets(&self, i: usize) -> u64 {
+        self.kept[i].get(C::DataPackets)
+    }
+    /// Whether direction `i` allocated its rare counters' box.
+    #[cfg(test)]
+    pub(crate) fn rare_allocated(&self, i: usize) -> bool {
+        self.kept[i].rare_allocated()
+    }
     /// Its name whatever else was read in the same run: its trace and its index there.
     pub fn conn_id(&self) -> ConnId {
         ConnId { trace: self.trace, index: self.idx }
     }
     /// First packet (ns).
     pub fn first_ts_ns(&self) -> u64 {
-        let [a, b] = &self.dir;
-        match (a.packets, b.packets) {
-            (0, _) => b.first_ts_ns,
-            (_, 0) => a.first_ts_ns,
-            _ => a.first_ts_ns.min(b.first_ts_ns),
+        let [a, b] = &self.kept;
+        match (a.seen(), b.seen()) {
+            (false, _) => b.first_ts_ns(),
+            (_, false) => a.first_ts_ns(),
+            _ => a.first_ts_ns().min(b.first_ts_ns()),
         }
     }
     /// Last packet (ns).
     pub fn last_ts_ns(&self) -> u64 {
-        self.dir[0].last_ts_ns.max(self.dir[1].last_ts_ns)
+        self.kept[0].last_ts_ns.max(self.kept[1].last_ts_ns)
     }
     /// Whether the handshake was seen (a SYN from a).
     pub fn handshake(&self) -> bool {
-        self.dir[0].syn > 0
+        self.kept[0].has_syn()
+    }
+    /// The smallest Karn RTT sample of direction `i`'s data (ns), if any.
+    pub fn rtt_min_ns(&self, i: usize) -> Option<u64> {
+        self.kept[i].rtt_min()
     }
     /// The state.
     pub fn state(&self) -> ConnState {
-        let [a, b] = &self.dir;
-        if a.packets == 0 || b.packets == 0 {
+        let [a, b] = &self.kept;
+        if !a.seen() || !b.seen() {
             ConnState::OneDirection
-        } else if a.rst + b.rst > 0 {
+        } else if a.rst() + b.rst() > 0 {
             ConnState::Reset
         } else if !self.handshake() {
             ConnState::NoHandshake
-        } else if a.fin > 0 && b.fin > 0 {
+        } else if a.has_fin() && b.has_fin() {
             ConnState::Complete
         } else {
             ConnState::Open
@@ -419,7 +425,7 @@ impl ConnStats {
 /// The [`Sink`] that builds [`ConnStats`] for every connection.
 #[derive(Default)]
 pub struct StatsSink {
-    /// Connections, by index (boxed: growing the list moves pointers, not 1 KB records).
+    /// Connections, by index (boxed: growing the list moves pointers, not 640-byte records).
     pub conns: Vec<Box<ConnStats>>,
 }
 
@@ -440,13 +446,7 @@ impl Sink for StatsSink {
     }
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
         debug_assert_eq!(conn, self.conns.len());
-        self.conns.push(Box::new(ConnStats {
-            idx: conn,
-            info: *info,
-            dir: Default::default(),
-            max_idle_ns: 0,
-            trace: 0,
-        }));
+        self.conns.push(Box::new(ConnStats::new(conn, *info, 0)));
     }
 
     // Inlined into the analysis, which builds `s` only to hand it here.
@@ -458,66 +458,11 @@ impl Sink for StatsSink {
         if last_any != 0 {
             c.max_idle_ns = c.max_idle_ns.max(t.saturating_sub(last_any));
         }
-        let d = &mut c.dir[s.at.dir.idx()];
-        if d.packets == 0 {
-            d.first_ts_ns = t;
-            d.seq_base = Some(s.seq_base());
-        } else {
-            d.max_idle_ns = d.max_idle_ns.max(t.saturating_sub(d.last_ts_ns));
-        }
-        d.last_ts_ns = t;
-        d.packets += 1;
-        let f = s.flags;
-        if s.len > 0 {
-            d.data_packets += 1;
-            d.payload_bytes += s.len as u64;
-            if d.first_data_ts_ns == 0 {
-                d.first_data_ts_ns = t;
-            }
-            d.last_data_ts_ns = t;
-        } else if f.ack() && !f.syn() && !f.fin() && !f.rst() {
-            d.pure_acks += 1;
-            d.acks.wire_bytes += s.hdr_len as u64;
-        }
-        d.unique_bytes += s.new_bytes as u64;
-        d.rexmit_packets += s.is_rexmit as u64;
-        d.rexmit_bytes += s.rexmit_bytes as u64;
-        if f.syn() && d.isn.is_none() {
-            d.isn = Some(s.seq);
-        }
-        d.syn += f.syn() as u64;
-        d.fin += f.fin() as u64;
-        d.rst += f.rst() as u64;
-        if s.mss.is_some() {
-            d.mss = s.mss;
-        }
-        if s.wscale_opt.is_some() {
-            d.wscale_opt = s.wscale_opt;
-        }
-        d.sack_permitted |= s.sack_permitted;
-        if !f.syn() {
-            d.wscale = s.wscale;
-        }
-        d.timestamp_packets += s.has_timestamps() as u64;
-        if s.sack_blocks > 0 {
-            let r = d.rare_mut();
-            r.sack_packets += 1;
-            r.sack_blocks += s.sack_blocks as u64;
-        }
-        if (f.ack() || f.syn()) && !f.rst() {
-            d.window.add(s.win_bytes);
-        }
-        if let Some(v) = s.in_flight {
-            d.max_in_flight = d.max_in_flight.max(v);
-        }
-        if s.truncated_bytes > 0 {
-            d.truncated_packets += 1;
-            d.truncated_bytes += s.truncated_bytes as u64;
-        }
+        c.kept[s.at.dir.idx()].segment(s);
     }
 
     fn event(&mut self, at: &At, ev: &Event) {
-        let d = &mut self.conns[at.conn].dir[at.dir.idx()];
+        let d = &mut self.conns[at.conn].kept[at.dir.idx()];
         match *ev {
             Event::OutOfOrder { .. } => d.rare_mut().out_of_order_packets += 1,
             Event::Hole { .. } => d.rare_mut().holes += 1,
@@ -536,8 +481,8 @@ impl Sink for StatsSink {
             }
             Event::KeepAlive => d.rare_mut().keepalives += 1,
             Event::WindowShrink { .. } => d.rare_mut().window_shrinks += 1,
-            Event::RttSample { rtt_ns, kind: RttKind::Karn, .. } => d.rtt.add(rtt_ns),
-            Event::RttSample { rtt_ns, kind: RttKind::Timestamp, .. } => d.rtt_ts.add(rtt_ns),
+            Event::RttSample { rtt_ns, kind: RttKind::Karn, .. } => d.rtt_add(S::Rtt, rtt_ns),
+            Event::RttSample { rtt_ns, kind: RttKind::Timestamp, .. } => d.rtt_add(S::RttTs, rtt_ns),
             Event::KarnDiscard => d.rare_mut().karn_discards += 1,
             Event::PostLossAck => d.rare_mut().post_loss_acks += 1,
             Event::AnalysisPartial { .. } => d.rare_mut().partial = true,
@@ -553,12 +498,11 @@ impl Sink for StatsSink {
             }
             Event::WscaleInferred { shift } => d.rare_mut().wscale_inferred = Some(shift),
             Event::AckAdvance { bytes, ack } => {
-                d.acked_bytes += bytes;
-                d.last_ack_advance_ts_ns = at.ts_ns;
+                d.acked(bytes, at.ts_ns);
                 // The receiver's strategy is counted on its side.
-                self.conns[at.conn].dir[at.dir.rev().idx()].acks.add(bytes, ack);
+                self.conns[at.conn].kept[at.dir.rev().idx()].ack_add(bytes, ack);
             }
-            Event::UselessAck => d.acks.useless += 1,
+            Event::UselessAck => d.useless_ack(),
             Event::Retransmission { .. } | Event::Sack { .. } | Event::Unneeded { .. } => {}
         }
     }
@@ -591,11 +535,11 @@ mod tests {
             scripted(false, 30.0, ACK, 0, 100, 0, 65535, vec![]),
         ];
         let c = &stats(&handshake)[0];
-        let got = c.dir.each_ref().map(|d| (d.isn.map(|n| n.0), d.seq_base.map(|n| n.0)));
+        let got = c.dirs().map(|d| (d.isn.map(|n| n.0), d.seq_base.map(|n| n.0)));
         assert_eq!(got, [(Some(1000), Some(1001)), (Some(5000), Some(5001))]);
         // Captured after the handshake: no ISN, and the first segment's number is offset 0.
         let c = &stats(&handshake[2..])[0];
-        let got = c.dir.each_ref().map(|d| (d.isn.map(|n| n.0), d.seq_base.map(|n| n.0)));
+        let got = c.dirs().map(|d| (d.isn.map(|n| n.0), d.seq_base.map(|n| n.0)));
         assert_eq!(got, [(None, Some(1001)), (None, Some(5001))]);
     }
 
@@ -628,7 +572,7 @@ mod tests {
             scripted(false, 90.1, ACK, 50, 700, 0, 65535, vec![]),
         ];
         let c = &crate::series::run_pkts(&pkts, Default::default(), super::StatsSink::default()).conns[0];
-        let k = &c.dir[1].acks;
+        let k = &c.dir(1).acks;
         let got = (k.acking, k.stretch, k.useless, k.piggybacked, k.delayed, k.quick, k.quick_episodes);
         assert_eq!(got, (5, 1, 1, 1, 1, 2, 1));
         assert_eq!(k.payload_bytes, 700);
@@ -638,7 +582,7 @@ mod tests {
         assert_eq!(k.delay.n, 3);
         assert!(k.delay.max.abs_diff(40_000_000) <= 1, "{}", k.delay.max);
         // a acknowledged b's 50 bytes once, with data.
-        assert_eq!((c.dir[0].acks.acking, c.dir[0].acks.piggybacked), (1, 1));
+        assert_eq!((c.dir(0).acks.acking, c.dir(0).acks.piggybacked), (1, 1));
     }
 
     #[test]
