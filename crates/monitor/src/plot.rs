@@ -96,8 +96,8 @@ pub fn figure(rec: &Recording, conn: u32, kind: Kind, columns: u32) -> Result<Fi
         }
         Kind::Timeline => return timeline(rec, conn, columns),
         Kind::Limits => {
-            let sent = |n: &str| Some(samples.last()?.get(n)? > first.get(n)?);
-            if sent("busy_time") != Some(true) && sent("bytes_acked") != Some(true) {
+            let sent = |n: &str| crate::triage::growth(&samples, n).is_some_and(|g| g > 0);
+            if !sent("busy_time") && !sent("bytes_acked") {
                 return Err(format!(
                     "{}: connection {conn} sent no data while monitored: plot its peer's limits",
                     rec.path.display()

@@ -114,8 +114,17 @@ pub fn diagnose(s: Option<&Shares>, sent: bool) -> String {
     out
 }
 
-fn delta(first: &Sample, last: &Sample, name: &str) -> Option<u64> {
-    last.get(name)?.checked_sub(first.get(name)?)
+/// Whether a sample carries the kernel's `tcp_info`. A socket closed in FIN_WAIT2 becomes a
+/// timewait mini-socket that inet_diag still lists, with its state but without `tcp_info`: a
+/// connection's last samples may hold no counters at all.
+fn has_info(s: &Sample) -> bool {
+    s.get("rtt").is_some()
+}
+
+/// The growth of counter `name` over `samples`: its last known value less its first.
+pub fn growth(samples: &[&Sample], name: &str) -> Option<u64> {
+    let first = samples.iter().find_map(|s| s.get(name))?;
+    samples.iter().rev().find_map(|s| s.get(name))?.checked_sub(first)
 }
 
 /// Summarises connection `c` from its samples (time order).
@@ -151,16 +160,19 @@ pub fn summarize(c: &ConnStart, end: Option<&ConnEnd>, samples: &[&Sample]) -> C
         return s;
     };
     s.duration_s = (last.t_ns - first.t_ns) as f64 / 1e9;
-    s.bytes_sent = delta(first, last, "bytes_sent");
-    s.bytes_acked = delta(first, last, "bytes_acked");
-    s.bytes_received = delta(first, last, "bytes_received");
-    s.retrans_segments = delta(first, last, "total_retrans");
+    // The counters and the triage from the samples with `tcp_info` (has_info).
+    let info: Vec<&Sample> = samples.iter().copied().filter(|x| has_info(x)).collect();
+    let (first, last) = (info.first().copied().unwrap_or(first), info.last().copied().unwrap_or(last));
+    s.bytes_sent = growth(samples, "bytes_sent");
+    s.bytes_acked = growth(samples, "bytes_acked");
+    s.bytes_received = growth(samples, "bytes_received");
+    s.retrans_segments = growth(samples, "total_retrans");
     let ctx = Ctx { cur: last, prev: None, first };
     let ave = index("ave_bw");
     s.ave_bw = last.value(ave, None, first).map(|v| v.as_f64());
     let ib = index("int_bw");
     s.max_int_bw =
-        samples.windows(2).filter_map(|w| w[1].value(ib, Some(w[0]), first)).map(|v| v.as_f64()).reduce(f64::max);
+        info.windows(2).filter_map(|w| w[1].value(ib, Some(w[0]), first)).map(|v| v.as_f64()).reduce(f64::max);
     s.min_rtt_ms = samples.iter().filter_map(|x| x.get("min_rtt")).min().map(|us| us as f64 / 1000.0);
     let cw = index("CurCwnd");
     s.max_cwnd_bytes = samples.iter().filter_map(|x| x.value(cw, None, first)).map(|v| v.as_f64() as u64).max();
@@ -168,7 +180,7 @@ pub fn summarize(c: &ConnStart, end: Option<&ConnEnd>, samples: &[&Sample]) -> C
     let app: Vec<u64> = samples.iter().filter_map(|x| x.get("delivery_rate_app_limited")).collect();
     s.app_limited_samples = (!app.is_empty()).then(|| app.iter().sum::<u64>() as f64 / app.len() as f64);
     s.limits = shares(&ctx, first);
-    let sent = delta(first, last, "busy_time").is_some_and(|b| b > 0) || s.bytes_acked.is_some_and(|b| b > 0);
+    let sent = growth(samples, "busy_time").is_some_and(|b| b > 0) || s.bytes_acked.is_some_and(|b| b > 0);
     if !sent {
         s.limits = None;
     }
@@ -226,5 +238,39 @@ mod tests {
         assert!(diagnose(None, false).contains("sent no data"));
         assert!(diagnose(None, true).contains("Linux < 4.10"));
         assert!(crate::fields::FIELDS.iter().any(|f| f.name == "busy_time"));
+    }
+
+    /// A sender that closed first: its last sample is the FIN_WAIT2 mini-socket, listed
+    /// without `tcp_info`. Its counters and triage come from the samples that had it.
+    #[test]
+    fn a_last_sample_without_tcp_info_is_not_the_counters_end() {
+        let with_rtt = |mut x: Sample, sent: u64| {
+            x.raw.set(index("rtt"), Some(100));
+            x.raw.set(index("bytes_sent"), Some(sent));
+            x
+        };
+        let (a, b) = (with_rtt(s(0, 0, 0, 0, 0), 0), with_rtt(s(1000, 800, 0, 0, 5000), 6000));
+        let fin_wait2 = Sample::empty(1_020_000_000, 0);
+        let c = ConnStart {
+            id: 0,
+            cookie: 1,
+            family: "ipv4".into(),
+            src: "10.0.0.1".into(),
+            sport: 1,
+            dst: "10.0.0.2".into(),
+            dport: 2,
+            cong: None,
+            inode: 0,
+            uid: 0,
+            t_ns: 0,
+            info_len: 0,
+        };
+        let sum = summarize(&c, None, &[&a, &b, &fin_wait2]);
+        assert_eq!((sum.bytes_sent, sum.bytes_acked), (Some(6000), Some(5000)));
+        assert!(sum.limits.is_some(), "{}", sum.diagnosis);
+        assert!(sum.diagnosis.starts_with("mostly network"), "{}", sum.diagnosis);
+        assert!((sum.duration_s - 1.02).abs() < 1e-9);
+        assert_eq!(growth(&[&a, &fin_wait2], "bytes_sent"), Some(0));
+        assert_eq!(growth(&[&fin_wait2], "bytes_sent"), None);
     }
 }
