@@ -183,23 +183,12 @@ pub(super) fn pair(c: &[Cand], window: i64) -> Vec<Group> {
     // all those that start within a whole's length before it (a profile of a recording sent
     // with TSO had the earlier search, over those, at 13 % of correlate's CPU time).
     let mut best: Vec<Option<usize>> = vec![None; n];
-    let mut active: Vec<usize> = Vec::new();
-    for &x in &order {
+    sweep(c, &order, |x, active| {
         let me = &c[x];
-        active.retain(|&w| c[w].end() > me.start);
-        best[x] = active
-            .iter()
-            .rev()
-            .take(MAX_STEPS)
-            .copied()
-            .filter(|&w| me.inside(&c[w], window))
-            .min_by_key(|&w| ((c[w].t - me.t).abs(), w));
-        if active.len() >= MAX_STEPS {
-            // Bounded: the one that began first goes.
-            active.remove(0);
-        }
-        active.push(x);
-    }
+        best[x] =
+            active.iter().copied().filter(|&w| me.inside(&c[w], window)).min_by_key(|&w| ((c[w].t - me.t).abs(), w));
+        false
+    });
     let mut is_whole = vec![false; n];
     for w in best.iter().flatten() {
         is_whole[*w] = true;
@@ -259,15 +248,15 @@ pub(super) fn pair(c: &[Cand], window: i64) -> Vec<Group> {
     groups
 }
 
-/// Whether two of the candidates `c` straddle each other ([`Cand::straddles`]): a sweep by
-/// start, each looked at against the at most [`MAX_STEPS`] latest that overlap its start.
-pub(super) fn any_straddle(c: &[Cand], window: i64) -> bool {
-    let mut order: Vec<usize> = (0..c.len()).collect();
-    order.sort_by_key(|&i| (c[i].start, i));
+/// A sweep of the candidates `c` in `order` (by start): `visit(x, active)` is given the
+/// candidates before `x` that still hold bytes at its start, at most the [`MAX_STEPS`] latest
+/// of them (bounded: the one that began first goes), oldest first. Stops, returning true, when
+/// `visit` does.
+fn sweep(c: &[Cand], order: &[usize], mut visit: impl FnMut(usize, &[usize]) -> bool) -> bool {
     let mut active: Vec<usize> = Vec::new();
-    for &x in &order {
+    for &x in order {
         active.retain(|&w| c[w].end() > c[x].start);
-        if active.iter().rev().take(MAX_STEPS).any(|&w| c[x].straddles(&c[w], window)) {
+        if visit(x, &active) {
             return true;
         }
         if active.len() >= MAX_STEPS {
@@ -276,6 +265,14 @@ pub(super) fn any_straddle(c: &[Cand], window: i64) -> bool {
         active.push(x);
     }
     false
+}
+
+/// Whether two of the candidates `c` straddle each other ([`Cand::straddles`]): a [`sweep`]
+/// by start, each looked at against those that overlap its start.
+pub(super) fn any_straddle(c: &[Cand], window: i64) -> bool {
+    let mut order: Vec<usize> = (0..c.len()).collect();
+    order.sort_by_key(|&i| (c[i].start, i));
+    sweep(c, &order, |x, active| active.iter().any(|&w| c[x].straddles(&c[w], window)))
 }
 
 /// How many distinct sets of points saw the candidates `c` (counted up to 3).
