@@ -496,29 +496,28 @@ impl Matcher {
             Cand { start: i64::from(l.seq.wrapping_sub(seq0) as i32), len: l.len, points: h.seen, t }
         };
         let me = cand(self.base);
-        // The candidates holding any byte from `from` to `to` (relative to `seq0`), in every
-        // member's index (the front lifeline left its own before this call); false past
-        // MAX_CANDIDATES (the same bytes sent over and over: no group).
-        let data = &self.data;
-        let gather = |from: i64, to: i64, idxs: &mut Vec<u64>| {
-            idxs.clear();
+        // The front lifeline (first), then the candidates holding any byte from `from` to `to`
+        // (relative to `seq0`) in every member's index (the front lifeline left its own before
+        // this call), with their `Cand`s; `None` past MAX_CANDIDATES (the same bytes sent over
+        // and over: no group).
+        let (data, base) = (&self.data, self.base);
+        let gather = |from: i64, to: i64| {
+            let mut idxs = vec![base];
             for &cd in &dirs {
                 for i in data[cd].overlapping(seq0, from, to) {
-                    if idxs.len() == coverage::MAX_CANDIDATES {
-                        return false;
+                    if idxs.len() > coverage::MAX_CANDIDATES {
+                        return None;
                     }
                     idxs.push(i);
                 }
             }
-            true
+            let cands: Vec<Cand> = idxs.iter().map(|&i| cand(i)).collect();
+            Some((idxs, cands))
         };
-        let mut idxs = Vec::new();
-        if !gather(0, i64::from(me.len), &mut idxs) {
-            return None;
-        }
-        let mut cands: Vec<Cand> = idxs.iter().map(|&i| cand(i)).collect();
+        let (mut idxs, mut cands) = gather(0, i64::from(me.len))?;
         // Whether any candidate is its whole or its piece, or carries some of its bytes
-        // elsewhere with other boundaries: else it has no group.
+        // elsewhere with other boundaries: else it has no group (none of these holds of the
+        // front lifeline and itself).
         if !cands
             .iter()
             .any(|c| me.inside(c, self.window) || c.inside(&me, self.window) || me.straddles(c, self.window))
@@ -531,13 +530,8 @@ impl Matcher {
             .filter(|c| me.inside(c, self.window))
             .fold((0, me.end()), |(a, b), c| (a.min(c.start), b.max(c.end())));
         if (from, to) != (0, me.end()) {
-            if !gather(from, to, &mut idxs) {
-                return None;
-            }
-            cands = idxs.iter().map(|&i| cand(i)).collect();
+            (idxs, cands) = gather(from, to)?;
         }
-        idxs.insert(0, self.base);
-        cands.insert(0, me);
         // Its overlap component, when its members straddle each other (TSO at one point and
         // GRO at another) or were seen at three sets of points or more (a router's wire
         // segments between them): gathered until no member holds bytes outside what was
@@ -553,16 +547,10 @@ impl Matcher {
                     break;
                 }
                 (from, to) = (lo, hi);
-                if !gather(from, to, &mut idxs) {
-                    return None;
-                }
-                cands = idxs.iter().map(|&i| cand(i)).collect();
-                idxs.insert(0, self.base);
-                cands.insert(0, me);
+                (idxs, cands) = gather(from, to)?;
             }
         }
         self.sights.make_contiguous();
-        let base = self.base;
         let (sights, _) = self.sights.as_slices();
         let lives = &self.lives;
         let member = |i: usize| {
