@@ -40,6 +40,26 @@ fn result(dir: &std::path::Path, plan: &experiment::Plan) -> serde_json::Value {
 /// by PID `1<PID>`, a process that does not run. The namespaces' locks, not that PID, tell it
 /// that A runs: A's transfer ends well (before the locks, B deleted A's namespaces under it),
 /// and each run's drop record holds as many drops as its router counted.
+/// Lab A running `plan` into `dir` on a thread, returned once its namespaces (named `ours`...)
+/// exist, while it still runs.
+fn running(
+    plan: &experiment::Plan,
+    dir: &std::path::Path,
+    ours: &str,
+) -> std::thread::JoinHandle<Result<(usize, usize, usize), String>> {
+    let lab = {
+        let (plan, dir) = (plan.clone(), dir.to_path_buf());
+        std::thread::spawn(move || run::run_plan(&plan, &dir))
+    };
+    let t = std::time::Instant::now();
+    while namespaces(ours).len() < 4 {
+        assert!(t.elapsed() < std::time::Duration::from_secs(20), "lab A made no namespaces");
+        assert!(!lab.is_finished(), "lab A ended before its namespaces were seen");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    lab
+}
+
 #[test]
 fn a_lab_starting_beside_another_leaves_its_namespaces_alone() {
     if let Some(why) = run::cannot_run(false) {
@@ -54,16 +74,7 @@ fn a_lab_starting_beside_another_leaves_its_namespaces_alone() {
     b.ns_prefix = "nfs2".into();
     let (dir_a, dir_b) = (tmp.join("a"), tmp.join("b"));
     let ours_a = format!("nfs21{}-", std::process::id());
-    let lab_a = {
-        let (plan, dir) = (a.clone(), dir_a.clone());
-        std::thread::spawn(move || run::run_plan(&plan, &dir))
-    };
-    let t = std::time::Instant::now();
-    while namespaces(&ours_a).len() < 4 {
-        assert!(t.elapsed() < std::time::Duration::from_secs(20), "lab A made no namespaces");
-        assert!(!lab_a.is_finished(), "lab A ended before its namespaces were seen");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let lab_a = running(&a, &dir_a, &ours_a);
     let done_b = run::run_plan(&b, &dir_b).unwrap();
     let done_a = lab_a.join().unwrap().unwrap();
     let (ra, rb) = (result(&dir_a, &a), result(&dir_b, &b));
@@ -108,16 +119,7 @@ fn a_lab_in_another_pid_namespace_leaves_them_alone() {
     let _ = std::fs::remove_dir_all(&tmp);
     let (dir_a, dir_b) = (tmp.join("a"), tmp.join("b"));
     let ours_a = format!("nfp21{}-", std::process::id());
-    let lab_a = {
-        let (plan, dir) = (a.clone(), dir_a.clone());
-        std::thread::spawn(move || run::run_plan(&plan, &dir))
-    };
-    let t = std::time::Instant::now();
-    while namespaces(&ours_a).len() < 4 {
-        assert!(t.elapsed() < std::time::Duration::from_secs(20), "lab A made no namespaces");
-        assert!(!lab_a.is_finished(), "lab A ended before its namespaces were seen");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let lab_a = running(&a, &dir_a, &ours_a);
     let b = std::process::Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc"])
         .arg(std::env::current_exe().unwrap())
