@@ -56,13 +56,12 @@ struct Piece {
     /// Its payload bytes.
     len: u32,
     spurious: bool,
-    /// The points whose sightings prove it (0-based).
+    /// The points whose sightings prove it (0-based): the analysed capture's, and its path's
+    /// first and last.
     points: [usize; 3],
     /// Where its bytes' earlier transmission was lost (1-based from, to), when necessary and
     /// correlate located it.
     lost: Option<(usize, usize)>,
-    /// The last point of its path (1-based).
-    last: usize,
 }
 /// One direction of a connection as the captures together see it (screen's `vantage.a2b`,
 /// `stats --json`'s `vantage.connections[].a2b`).
@@ -256,7 +255,7 @@ impl Proof {
                     .and_then(|v| v.iter().filter(|l| l.0 < e.time_s).max_by(|a, b| a.0.total_cmp(&b.0)))
                     .map(|&(_, from, to)| (from, to))
             };
-            let piece = Piece { seq: e.seq, len: e.len, spurious, points: [0, first, last], lost, last: last + 1 };
+            let piece = Piece { seq: e.seq, len: e.len, spurious, points: [0, first, last], lost };
             resends.entry(frame).or_default().push(piece);
         }
         for pieces in resends.values_mut() {
@@ -309,7 +308,8 @@ impl Proof {
         let pieces = self.resends.get(&frame)?;
         let pts: Vec<usize> = pieces.iter().flat_map(|p| p.points).collect();
         let source = source(&pts);
-        let last = pieces[0].last;
+        // The last point of the path (1-based): the last of the proving points.
+        let last = pieces[0].points[2] + 1;
         let judged: u64 = pieces.iter().map(|p| u64::from(p.len)).sum();
         let lost_words = |p: &Piece| match p.lost {
             Some((from, to)) => format!("the earlier transmission was lost between captures {from} and {to}"),
