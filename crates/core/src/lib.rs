@@ -21,7 +21,7 @@
 //! - [`export`] writes the results as JSON and CSV.
 //! - [`correlate`] pairs the captures of the same connections taken at several points.
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod analysis;
 pub mod capture;
@@ -31,6 +31,7 @@ pub mod decode;
 pub mod event;
 pub mod export;
 pub mod flow;
+mod hint;
 pub mod pass;
 pub mod plot;
 pub mod quality;

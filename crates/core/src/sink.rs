@@ -26,6 +26,10 @@ pub trait Sink {
     fn file(&mut self, _file: usize, _path: &Path) {}
     /// A new connection was created (id order = call order).
     fn connection(&mut self, _conn: ConnIdx, _info: &ConnInfo) {}
+    /// Connection `conn` will be told of a segment soon: a sink whose state per connection is
+    /// large may ask for its memory ahead ([`crate::hint`]). A hint: it must change nothing.
+    #[inline]
+    fn prefetch(&self, _conn: ConnIdx) {}
     /// Every segment, in trace order.
     fn segment(&mut self, _seg: &SegmentInfo) {}
     /// Every event, before the [`SegmentInfo`] of the packet that caused it.
@@ -83,6 +87,11 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
         self.1.connection(conn, info);
     }
     #[inline]
+    fn prefetch(&self, conn: ConnIdx) {
+        self.0.prefetch(conn);
+        self.1.prefetch(conn);
+    }
+    #[inline]
     fn segment(&mut self, seg: &SegmentInfo) {
         self.0.segment(seg);
         self.1.segment(seg);
@@ -120,6 +129,9 @@ impl<S: Sink> Sink for Vec<S> {
     }
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
         self.iter_mut().for_each(|s| s.connection(conn, info));
+    }
+    fn prefetch(&self, conn: ConnIdx) {
+        self.iter().for_each(|s| s.prefetch(conn));
     }
     fn segment(&mut self, seg: &SegmentInfo) {
         self.iter_mut().for_each(|s| s.segment(seg));

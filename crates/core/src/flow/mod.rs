@@ -8,8 +8,10 @@
 use std::hash::BuildHasher;
 use std::net::IpAddr;
 
-use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
+
+mod index;
+use index::{Index, tag};
 
 use crate::conn::{ConnIdx, Dir};
 pub use crate::conn::{ConnInfo, Endpoint, SplitReason};
@@ -52,12 +54,14 @@ impl FlowKey {
 #[derive(Default)]
 pub struct FlowTable {
     /// The current connection of each 4-tuple tracked, hashed by its [`FlowKey`].
-    table: HashTable<ConnIdx>,
+    table: Index,
     /// Endpoints a and b of every connection started here, by index.
     ends: Vec<(Endpoint, Endpoint)>,
     /// The last lookup's answer for each direction of its 4-tuple: consecutive packets mostly
     /// belong to one connection, and comparing addresses is cheaper than hashing them.
     recent: [Option<(Directed, ConnIdx, Dir)>; 2],
+    /// Lookups that went past `recent` to the index.
+    hashed: u64,
 }
 
 /// A directed 4-tuple as the one-connection cache compares it: an IPv4 one packed into one
@@ -101,12 +105,45 @@ impl FlowTable {
                 return Some((*idx, *dir));
             }
         }
+        self.hashed += 1;
         let (key, _) = FlowKey::of(seg);
         let ends = &self.ends;
-        let &idx = self.table.find(key.hash(), |&i| key.joins(ends[i]))?;
+        let idx = self.table.find(tag(key.hash()), |i| key.joins(ends[i]))?;
         let dir = if ends[idx].0 == src { Dir::AtoB } else { Dir::BtoA };
         self.remember(src, dst, idx, dir);
         Some((idx, dir))
+    }
+
+    /// Asks for the memory where [`FlowTable::lookup`] will start looking for the segment's
+    /// connection, a few packets ahead of it ([`crate::pass`]). A hint: it changes nothing.
+    #[inline(always)]
+    pub fn prefetch(&self, seg: &Segment<'_>) {
+        if let Some(t) = self.ahead(seg) {
+            self.table.prefetch(t);
+        }
+    }
+
+    /// The connection [`FlowTable::lookup`] will most likely find for the segment, by its hash
+    /// alone (no endpoints compared), and asks for that connection's endpoints to be loaded;
+    /// `None` for the connection of the last lookup, whose memory is in the caches already.
+    /// For [`crate::pass`] to ask for the connection's memory ahead; a wrong guess costs only
+    /// the memory asked for.
+    #[inline(always)]
+    pub fn peek(&self, seg: &Segment<'_>) -> Option<ConnIdx> {
+        let idx = self.table.find(self.ahead(seg)?, |_| true)?;
+        crate::hint::prefetch(&self.ends[idx]);
+        Some(idx)
+    }
+
+    /// The index tag of the segment's 4-tuple, unless it is the last lookup's.
+    #[inline(always)]
+    fn ahead(&self, seg: &Segment<'_>) -> Option<u32> {
+        let directed =
+            Directed::new(Endpoint { addr: seg.src, port: seg.sport }, Endpoint { addr: seg.dst, port: seg.dport });
+        if self.recent.iter().flatten().any(|(k, _, _)| *k == directed) {
+            return None;
+        }
+        Some(tag(FlowKey::of(seg).0.hash()))
     }
 
     /// Makes `idx` the answer of the one-connection cache for both directions. A connection
@@ -131,12 +168,7 @@ impl FlowTable {
         let (a, b, dir) = if syn_ack { (dst, src, Dir::BtoA) } else { (src, dst, Dir::AtoB) };
         let idx = self.ends.len();
         let FlowTable { table, ends, .. } = self;
-        match table.find_mut(key.hash(), |&i| key.joins(ends[i])) {
-            Some(current) => *current = idx,
-            None => {
-                table.insert_unique(key.hash(), idx, |&i| FlowKey::between(ends[i].0, ends[i].1).hash());
-            }
-        }
+        table.replace_or_insert(tag(key.hash()), idx, |i| key.joins(ends[i]));
         ends.push((a, b));
         self.remember(src, dst, idx, dir);
         (idx, ConnInfo { a, b, file, reuse }, dir)
@@ -146,10 +178,14 @@ impl FlowTable {
     /// evicted).
     pub fn remove(&mut self, idx: ConnIdx) {
         let (a, b) = self.ends[idx];
-        if let Ok(e) = self.table.find_entry(FlowKey::between(a, b).hash(), |&i| i == idx) {
-            e.remove();
+        if self.table.remove(tag(FlowKey::between(a, b).hash()), idx) {
             self.recent = [None, None];
         }
+    }
+
+    /// Lookups so far that the one-connection cache did not answer.
+    pub fn hashed(&self) -> u64 {
+        self.hashed
     }
 
     /// Number of 4-tuples tracked.
@@ -159,7 +195,7 @@ impl FlowTable {
 
     /// Whether no 4-tuple is tracked.
     pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
+        self.table.len() == 0
     }
 }
 
@@ -220,14 +256,24 @@ mod tests {
             assert_eq!([t.lookup(&a2b), t.lookup(&b2a)], [Some((0, Dir::AtoB)), Some((0, Dir::BtoA))]);
             assert_eq!(t.lookup(&other), Some((1, Dir::AtoB)));
         }
+        // The guess ahead: by the index alone, none for the last lookup's connection.
+        assert_eq!([t.peek(&a2b), t.peek(&b2a), t.peek(&other)], [Some(0), Some(0), None]);
+        t.recent = [None, None];
+        assert_eq!(t.peek(&other), Some(1));
+        let hashed = t.hashed();
+        t.lookup(&other);
+        t.lookup(&other);
+        assert_eq!(t.hashed(), hashed + 1, "the second lookup is the cache's");
         // Port reuse: connection 2 is the 4-tuple's current one; 0 is gone from the table.
         assert_eq!(t.insert(&a2b, 0, Some(SplitReason::NewIsn)).0, 2);
         assert_eq!(t.len(), 2);
         t.remove(0);
         t.recent = [None, None];
         assert_eq!([t.lookup(&b2a), t.lookup(&other)], [Some((2, Dir::BtoA)), Some((1, Dir::AtoB))]);
+        assert_eq!(t.peek(&a2b), Some(2));
         t.remove(2);
         t.recent = [None, None];
+        assert_eq!(t.peek(&a2b), None);
         assert_eq!([t.lookup(&a2b), t.lookup(&other)], [None, Some((1, Dir::AtoB))]);
         assert_eq!(t.len(), 1);
     }

@@ -137,6 +137,44 @@ impl<S: Sink> Analyzer<S> {
         self.analyse(seg, frame, ts_ns);
     }
 
+    /// Lookups so far that the flow table's one-connection cache did not answer
+    /// ([`FlowTable::hashed`]).
+    pub fn flows_hashed(&self) -> u64 {
+        self.flows.hashed()
+    }
+
+    /// The first step of asking for a segment's connection's memory ahead: where the flow
+    /// table will look for it ([`FlowTable::prefetch`]). [`Analyzer::prefetch`] comes next,
+    /// a few packets later, once that memory is in the caches.
+    #[inline]
+    pub fn prefetch_flow(&self, seg: &Segment<'_>) {
+        self.flows.prefetch(seg);
+    }
+
+    /// Asks for the memory of the segment's connection (its analysis state and its sink's
+    /// state) to be loaded, ahead of [`Analyzer::segment_after_sweep`] on it: with many
+    /// connections open at once each packet's connection has left the caches, and a few
+    /// packets of lead hide the wait. A hint: it changes no result.
+    /// Returns the connection it guessed, for [`Analyzer::prefetch_state`].
+    #[inline]
+    pub fn prefetch(&self, seg: &Segment<'_>) -> Option<ConnIdx> {
+        let idx = self.flows.peek(seg)?;
+        if let Some(Some(conn)) = self.conns.get(idx) {
+            crate::hint::prefetch_all::<Connection>(conn);
+        }
+        self.sink.prefetch(idx);
+        Some(idx)
+    }
+
+    /// The later steps, once connection `idx`'s state is in the caches: its outstanding
+    /// state, then (`deep`) what that points to ([`Connection::prefetch`]).
+    #[inline]
+    pub fn prefetch_state(&self, idx: ConnIdx, deep: bool) {
+        if let Some(Some(conn)) = self.conns.get(idx) {
+            conn.prefetch(deep);
+        }
+    }
+
     /// Finds or starts the segment's connection and analyses the segment there; returns the
     /// connection's index (0-based) and the segment's direction.
     #[inline(always)]

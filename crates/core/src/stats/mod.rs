@@ -449,6 +449,13 @@ impl Sink for StatsSink {
         self.conns.push(Box::new(ConnStats::new(conn, *info, 0)));
     }
 
+    #[inline]
+    fn prefetch(&self, conn: ConnIdx) {
+        if let Some(c) = self.conns.get(conn) {
+            crate::hint::prefetch_all::<ConnStats>(c);
+        }
+    }
+
     // Inlined into the analysis, which builds `s` only to hand it here.
     #[inline]
     fn segment(&mut self, s: &SegmentInfo) {
