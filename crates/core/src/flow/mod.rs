@@ -64,6 +64,10 @@ pub struct FlowTable {
     hashed: u64,
 }
 
+/// A segment's place in the flow index, from [`FlowTable::prefetch`] for [`FlowTable::peek`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ahead(u32);
+
 /// A directed 4-tuple as the one-connection cache compares it: an IPv4 one packed into one
 /// integer (exact, so equal keys mean equal 4-tuples; the common case, two integer compares
 /// instead of four `IpAddr`/port compares), any other as its endpoints.
@@ -115,35 +119,31 @@ impl FlowTable {
     }
 
     /// Asks for the memory where [`FlowTable::lookup`] will start looking for the segment's
-    /// connection, a few packets ahead of it ([`crate::pass`]). A hint: it changes nothing.
+    /// connection, a few packets ahead of it ([`crate::pass`]), and returns what
+    /// [`FlowTable::peek`] takes a few packets later; `None` when the segment belongs to the
+    /// last lookup's connection, whose memory is in the caches already. A hint: it changes
+    /// nothing.
     #[inline(always)]
-    pub fn prefetch(&self, seg: &Segment<'_>) {
-        if let Some(t) = self.ahead(seg) {
-            self.table.prefetch(t);
-        }
-    }
-
-    /// The connection [`FlowTable::lookup`] will most likely find for the segment, by its hash
-    /// alone (no endpoints compared), and asks for that connection's endpoints to be loaded;
-    /// `None` for the connection of the last lookup, whose memory is in the caches already.
-    /// For [`crate::pass`] to ask for the connection's memory ahead; a wrong guess costs only
-    /// the memory asked for.
-    #[inline(always)]
-    pub fn peek(&self, seg: &Segment<'_>) -> Option<ConnIdx> {
-        let idx = self.table.find(self.ahead(seg)?, |_| true)?;
-        crate::hint::prefetch(&self.ends[idx]);
-        Some(idx)
-    }
-
-    /// The index tag of the segment's 4-tuple, unless it is the last lookup's.
-    #[inline(always)]
-    fn ahead(&self, seg: &Segment<'_>) -> Option<u32> {
+    pub fn prefetch(&self, seg: &Segment<'_>) -> Option<Ahead> {
         let directed =
             Directed::new(Endpoint { addr: seg.src, port: seg.sport }, Endpoint { addr: seg.dst, port: seg.dport });
-        if self.recent.iter().flatten().any(|(k, _, _)| *k == directed) {
+        if matches!(self.recent, [Some((k, _, _)), _] | [_, Some((k, _, _))] if k == directed) {
             return None;
         }
-        Some(tag(FlowKey::of(seg).0.hash()))
+        let t = tag(FlowKey::of(seg).0.hash());
+        self.table.prefetch(t);
+        Some(Ahead(t))
+    }
+
+    /// The connection [`FlowTable::lookup`] will most likely find for the segment
+    /// [`FlowTable::prefetch`] was given, by its hash alone (no endpoints compared), and asks for
+    /// that connection's endpoints to be loaded. For [`crate::pass`] to ask for the
+    /// connection's memory ahead; a wrong guess costs only the memory asked for.
+    #[inline(always)]
+    pub fn peek(&self, ahead: Ahead) -> Option<ConnIdx> {
+        let idx = self.table.find(ahead.0, |_| true)?;
+        crate::hint::prefetch(&self.ends[idx]);
+        Some(idx)
     }
 
     /// Makes `idx` the answer of the one-connection cache for both directions. A connection
@@ -257,9 +257,11 @@ mod tests {
             assert_eq!(t.lookup(&other), Some((1, Dir::AtoB)));
         }
         // The guess ahead: by the index alone, none for the last lookup's connection.
-        assert_eq!([t.peek(&a2b), t.peek(&b2a), t.peek(&other)], [Some(0), Some(0), None]);
+        let peek = |t: &FlowTable, seg| t.prefetch(seg).and_then(|a| t.peek(a));
+        assert_eq!([peek(&t, &a2b), peek(&t, &b2a)], [Some(0), Some(0)]);
+        assert_eq!(t.prefetch(&other), None);
         t.recent = [None, None];
-        assert_eq!(t.peek(&other), Some(1));
+        assert_eq!(peek(&t, &other), Some(1));
         let hashed = t.hashed();
         t.lookup(&other);
         t.lookup(&other);
@@ -270,10 +272,10 @@ mod tests {
         t.remove(0);
         t.recent = [None, None];
         assert_eq!([t.lookup(&b2a), t.lookup(&other)], [Some((2, Dir::BtoA)), Some((1, Dir::AtoB))]);
-        assert_eq!(t.peek(&a2b), Some(2));
+        assert_eq!(peek(&t, &a2b), Some(2));
         t.remove(2);
         t.recent = [None, None];
-        assert_eq!(t.peek(&a2b), None);
+        assert_eq!(peek(&t, &a2b), None);
         assert_eq!([t.lookup(&a2b), t.lookup(&other)], [None, Some((1, Dir::AtoB))]);
         assert_eq!(t.len(), 1);
     }

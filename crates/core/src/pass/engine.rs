@@ -12,7 +12,7 @@ use super::count::{FileSummary, count_and_decode, verify_checksums};
 use crate::analysis::{At, ConnIdx, Connection, Dir, Event, Settings};
 use crate::capture::Record;
 use crate::decode::{Checksum, Segment};
-use crate::flow::FlowTable;
+use crate::flow::{Ahead, FlowTable};
 use crate::sink::Sink;
 
 /// A closed connection silent this long (trace time) is evicted: twice Linux's TIME-WAIT.
@@ -147,8 +147,8 @@ impl<S: Sink> Analyzer<S> {
     /// table will look for it ([`FlowTable::prefetch`]). [`Analyzer::prefetch`] comes next,
     /// a few packets later, once that memory is in the caches.
     #[inline]
-    pub fn prefetch_flow(&self, seg: &Segment<'_>) {
-        self.flows.prefetch(seg);
+    pub fn prefetch_flow(&self, seg: &Segment<'_>) -> Option<Ahead> {
+        self.flows.prefetch(seg)
     }
 
     /// Asks for the memory of the segment's connection (its analysis state and its sink's
@@ -157,8 +157,8 @@ impl<S: Sink> Analyzer<S> {
     /// packets of lead hide the wait. A hint: it changes no result.
     /// Returns the connection it guessed, for [`Analyzer::prefetch_state`].
     #[inline]
-    pub fn prefetch(&self, seg: &Segment<'_>) -> Option<ConnIdx> {
-        let idx = self.flows.peek(seg)?;
+    pub fn prefetch(&self, ahead: Ahead) -> Option<ConnIdx> {
+        let idx = self.flows.peek(ahead)?;
         if let Some(Some(conn)) = self.conns.get(idx) {
             crate::hint::prefetch_all::<Connection>(conn);
         }

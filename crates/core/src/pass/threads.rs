@@ -233,11 +233,13 @@ fn analyse<S: Sink>(an: &mut Analyzer<S>, decoded: &[Decoded]) -> bool {
 /// [`Analyzer::prefetch_state`]): with 200,000 connections open at once, 34 % less CPU time
 /// for the analysing threads (`docs/performance.md`, *concurrent*).
 fn analyse_leading<S: Sink>(an: &mut Analyzer<S>, decoded: &[Decoded]) -> bool {
-    // The connection guessed for packet j (by step 2, at j - AHEAD) at `guessed[j % AHEAD]`.
+    // Packet j's place in the flow index (step 1, at j - 2 AHEAD) at `places[j % (2 AHEAD)]`,
+    // the connection guessed for it (step 2, at j - AHEAD) at `guessed[j % AHEAD]`.
+    let mut places = [None; 2 * AHEAD];
     let mut guessed = [None; AHEAD];
     for (i, d) in decoded.iter().enumerate() {
         if let Some(ahead) = decoded.get(i + 2 * AHEAD) {
-            an.prefetch_flow(&ahead.seg);
+            places[i % (2 * AHEAD)] = an.prefetch_flow(&ahead.seg);
         }
         if let Some(idx) = guessed[(i + AHEAD / 4) % AHEAD] {
             an.prefetch_state(idx, true);
@@ -245,7 +247,7 @@ fn analyse_leading<S: Sink>(an: &mut Analyzer<S>, decoded: &[Decoded]) -> bool {
         if let Some(idx) = guessed[(i + AHEAD / 2) % AHEAD] {
             an.prefetch_state(idx, false);
         }
-        guessed[i % AHEAD] = decoded.get(i + AHEAD).and_then(|ahead| an.prefetch(&ahead.seg));
+        guessed[i % AHEAD] = places[(i + AHEAD) % (2 * AHEAD)].take().and_then(|place| an.prefetch(place));
         an.segment_after_sweep(d.swept_ns, &d.seg, d.frame, d.ts_ns);
         if !an.go_on() {
             return false;
