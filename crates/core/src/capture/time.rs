@@ -199,21 +199,28 @@ pub fn clock(ts_ns: u64, tz: &TimeZone) -> String {
 }
 
 /// Whole second `sec` (since the epoch) in `tz` as `format` (strftime) gives it, remembered
-/// per thread and format (two formats: `stats` alternates a date and a clock time): zoning and
-/// formatting with jiff cost ~1,600 instructions, paid once a second instead of once a packet
-/// (`print`) or a connection (`stats`). `None` out of jiff's range.
+/// per thread and format (two formats: `stats` alternates a date and a clock time) for the last
+/// [`SECONDS_KEPT`] seconds met: zoning and formatting with jiff cost ~1,600 instructions, paid
+/// once a second instead of once a packet (`print`) or a connection (`stats`, where each
+/// connection's first and last times are seconds apart). `None` out of jiff's range.
 pub fn second_text(sec: i64, tz: &TimeZone, format: &'static str) -> Option<std::rc::Rc<str>> {
-    type Last = [Option<(i64, TimeZone, &'static str, std::rc::Rc<str>)>; 2];
+    type Kept = Option<(i64, TimeZone, std::rc::Rc<str>)>;
+    type Last = [Option<(&'static str, Box<[Kept; SECONDS_KEPT]>)>; 2];
     thread_local! {
         static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new([None, None]) };
     }
     LAST.with_borrow_mut(|last| {
         // The slot of this format, else an empty one, else the first.
         let k = (0..2)
-            .find(|&k| last[k].as_ref().is_some_and(|l| l.2 == format))
+            .find(|&k| last[k].as_ref().is_some_and(|l| l.0 == format))
             .or_else(|| (0..2).find(|&k| last[k].is_none()))
             .unwrap_or(0);
-        if let Some((s, z, _, text)) = last[k].as_ref().filter(|l| l.2 == format)
+        let kept = match &mut last[k] {
+            Some((f, kept)) if *f == format => kept,
+            slot => &mut slot.insert((format, Box::new([const { None }; SECONDS_KEPT]))).1,
+        };
+        let at = &mut kept[sec.rem_euclid(SECONDS_KEPT as i64) as usize];
+        if let Some((s, z, text)) = at.as_ref()
             && *s == sec
             && z == tz
         {
@@ -221,10 +228,14 @@ pub fn second_text(sec: i64, tz: &TimeZone, format: &'static str) -> Option<std:
         }
         let ts = Timestamp::from_second(sec).ok()?;
         let text: std::rc::Rc<str> = ts.to_zoned(tz.clone()).strftime(format).to_string().into();
-        last[k] = Some((sec, tz.clone(), format, text.clone()));
+        *at = Some((sec, tz.clone(), text.clone()));
         Some(text)
     })
 }
+
+/// Seconds [`second_text`] remembers per format, each at `sec % SECONDS_KEPT`: a minute and
+/// more, so that the connections of a busy minute find both their first and last seconds.
+const SECONDS_KEPT: usize = 128;
 
 /// Appends `.ffffff`: `us` (below 1,000,000) with six digits.
 pub fn push_micros(s: &mut String, us: u32) {
@@ -310,5 +321,25 @@ mod tests {
             Window { from: Some("+1s".parse().unwrap()), length_ns: Some(10 * S), to: Some("+3s".parse().unwrap()) };
         assert_eq!(w.resolve(start, &tz).unwrap(), (start + S, start + 3 * S));
         assert_eq!(clock(utc("2026-11-22T12:06:17.324567891Z"), &tz), "12:06:17.324567");
+    }
+
+    /// What is remembered is what jiff gives, through seconds that share a place (`sec` and
+    /// `sec + SECONDS_KEPT`), formats that take turns, and zones.
+    #[test]
+    fn remembered_seconds_are_jiffs() {
+        let paris = TimeZone::get("Europe/Paris").unwrap_or(TimeZone::fixed(jiff::tz::offset(1)));
+        let base = 1_795_302_000i64;
+        for round in 0..3 {
+            for (i, sec) in [base, base + 1, base + SECONDS_KEPT as i64, base - 1, base].into_iter().enumerate() {
+                for tz in [&TimeZone::UTC, &paris] {
+                    for format in ["%H:%M:%S", "%Y-%m-%d %H:%M:%S %Z", "%H:%M"] {
+                        let jiff =
+                            Timestamp::from_second(sec).unwrap().to_zoned(tz.clone()).strftime(format).to_string();
+                        assert_eq!(&*second_text(sec, tz, format).unwrap(), jiff, "round {round}, second {i}");
+                    }
+                }
+            }
+        }
+        assert!(second_text(i64::MAX, &TimeZone::UTC, "%H:%M:%S").is_none());
     }
 }
