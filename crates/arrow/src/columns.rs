@@ -17,8 +17,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use arrow_array::builder::{ArrayBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::builder::{
+    ArrayBuilder, BooleanBufferBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
+};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int32Type;
+use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray};
+use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
@@ -82,19 +87,145 @@ pub fn schema(cols: &[Column]) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
+/// Text columns whose values come from a handful, whatever the table: the trace (`input`),
+/// the capture file (`file`), a direction (`dir`), flag letters (`flags`), a segment's
+/// `verdict` and `class`, an RTT sample's `kind`. A table builder keeps them as codes into
+/// their vocabulary ([`coded`]): a row's value is found among the few seen before instead of
+/// copied, and Parquet writes the codes as they are (crate::dict).
+pub const FEW_VALUES: [&str; 7] = ["input", "file", "dir", "flags", "verdict", "class", "kind"];
+
+/// Whether column `c` is kept coded (text, named in [`FEW_VALUES`]).
+fn is_coded(c: &Column) -> bool {
+    c.field.kind == Kind::Text && FEW_VALUES.contains(&c.name)
+}
+
+/// The Arrow type of a coded column: `Int32` codes into `Utf8` values.
+fn coded_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+/// The schema of the batches a [`TableBuilder`] of `cols` makes: [`schema`], with the columns
+/// named in [`FEW_VALUES`] dictionary-coded ([`decode`] gives the table's own schema back).
+pub fn coded(cols: &[Column]) -> SchemaRef {
+    let plain = schema(cols);
+    let fields: Vec<ArrowField> = cols
+        .iter()
+        .zip(plain.fields())
+        .map(|(c, f)| if is_coded(c) { f.as_ref().clone().with_data_type(coded_type()) } else { f.as_ref().clone() })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// `batch` with its dictionary-coded text columns as plain text (`Utf8`): a table builder's
+/// batch in its table's schema ([`schema`]), the values unchanged.
+pub fn decode(batch: &RecordBatch) -> Result<RecordBatch, RowError> {
+    if !batch.schema().fields().iter().any(|f| matches!(f.data_type(), DataType::Dictionary(..))) {
+        return Ok(batch.clone());
+    }
+    let err = |e: arrow_schema::ArrowError| RowError(e.to_string());
+    let mut fields = Vec::with_capacity(batch.num_columns());
+    let mut arrays = Vec::with_capacity(batch.num_columns());
+    for (f, a) in batch.schema().fields().iter().zip(batch.columns()) {
+        match a.as_dictionary_opt::<Int32Type>() {
+            Some(d) => {
+                arrays.push(arrow_select::take::take(d.values(), d.keys(), None).map_err(err)?);
+                fields.push(f.as_ref().clone().with_data_type(d.values().data_type().clone()));
+            }
+            None => {
+                arrays.push(a.clone());
+                fields.push(f.as_ref().clone());
+            }
+        }
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(err)
+}
+
+/// A coded text column being built: each row a code into the values seen so far.
+struct Dict {
+    codes: Vec<i32>,
+    /// Which rows have a value; `None` while every row has.
+    valid: Option<BooleanBufferBuilder>,
+    /// The values, in the order first seen (kept across batches: a code means the same value
+    /// in every batch of the builder), and their codes.
+    words: Vec<Box<str>>,
+    lookup: HashMap<Box<str>, i32>,
+    /// The code of the last value given (a trace's rows all have the same `input` and `file`,
+    /// most packets the same flags as the one before).
+    last: i32,
+}
+
+impl Dict {
+    fn new() -> Dict {
+        Dict { codes: Vec::new(), valid: None, words: Vec::new(), lookup: HashMap::new(), last: -1 }
+    }
+    #[inline]
+    fn push(&mut self, v: &str) {
+        let last = self.last as usize;
+        let code = match self.words.get(last) {
+            Some(w) if **w == *v => self.last,
+            _ => self.find(v),
+        };
+        self.codes.push(code);
+        if let Some(b) = &mut self.valid {
+            b.append(true);
+        }
+    }
+    #[cold]
+    fn find(&mut self, v: &str) -> i32 {
+        let code = match self.lookup.get(v) {
+            Some(&c) => c,
+            None => {
+                let c = self.words.len() as i32;
+                self.words.push(v.into());
+                self.lookup.insert(v.into(), c);
+                c
+            }
+        };
+        self.last = code;
+        code
+    }
+    fn null(&mut self) {
+        let n = self.codes.len();
+        let b = self.valid.get_or_insert_with(|| {
+            let mut b = BooleanBufferBuilder::new(n.max(1024));
+            b.append_n(n, true);
+            b
+        });
+        b.append(false);
+        // A null's code is 0 (any code in range: the reader looks at the validity first); the
+        // vocabulary may be empty yet, so the value array always has one.
+        self.codes.push(0);
+    }
+    fn finish(&mut self) -> ArrayRef {
+        let n = self.codes.len();
+        let codes = std::mem::replace(&mut self.codes, Vec::with_capacity(n));
+        let nulls = self.valid.take().map(|mut b| NullBuffer::new(b.finish()));
+        let mut words: Vec<&str> = self.words.iter().map(|w| &**w).collect();
+        if words.is_empty() {
+            words.push("");
+        }
+        let keys = Int32Array::new(codes.into(), nulls);
+        let values = Arc::new(StringArray::from(words));
+        // Every code is below the vocabulary's length (given by `push`/`null` only).
+        Arc::new(DictionaryArray::<Int32Type>::try_new(keys, values).expect("codes within the vocabulary"))
+    }
+}
+
 enum Builder {
     Int(Int64Builder),
     Float(Float64Builder),
     Bool(BooleanBuilder),
     Text(StringBuilder),
+    Dict(Dict),
 }
 
 impl Builder {
-    fn new(kind: Kind) -> Builder {
-        match kind {
+    fn new(c: &Column) -> Builder {
+        match c.field.kind {
             Kind::Int => Builder::Int(Int64Builder::new()),
             Kind::Float => Builder::Float(Float64Builder::new()),
             Kind::Bool => Builder::Bool(BooleanBuilder::new()),
+            _ if is_coded(c) => Builder::Dict(Dict::new()),
             _ => Builder::Text(StringBuilder::new()),
         }
     }
@@ -104,6 +235,7 @@ impl Builder {
             Builder::Float(b) => b.append_null(),
             Builder::Bool(b) => b.append_null(),
             Builder::Text(b) => b.append_null(),
+            Builder::Dict(b) => b.null(),
         }
     }
     /// The values so far as an array; the builder starts again with room for as many
@@ -133,6 +265,7 @@ impl Builder {
                 *b = StringBuilder::with_capacity(n, bytes);
                 Arc::new(a)
             }
+            Builder::Dict(b) => b.finish(),
         }
     }
     fn len(&self) -> usize {
@@ -141,6 +274,7 @@ impl Builder {
             Builder::Float(b) => b.len(),
             Builder::Bool(b) => b.len(),
             Builder::Text(b) => b.len(),
+            Builder::Dict(b) => b.codes.len(),
         }
     }
 }
@@ -172,6 +306,8 @@ impl From<RowError> for std::io::Error {
 /// Rows of one table being put together, column by column.
 pub struct TableBuilder {
     schema: SchemaRef,
+    /// The schema of its batches ([`coded`]).
+    coded: SchemaRef,
     cols: Vec<Column>,
     builders: Vec<Builder>,
     /// The next column of the row being appended.
@@ -185,13 +321,19 @@ pub struct TableBuilder {
 impl TableBuilder {
     /// An empty table of `cols`.
     pub fn new(cols: Vec<Column>) -> TableBuilder {
-        let builders = cols.iter().map(|c| Builder::new(c.field.kind)).collect();
-        TableBuilder { schema: schema(&cols), cols, builders, at: 0, rows: 0, error: None }
+        let builders = cols.iter().map(Builder::new).collect();
+        TableBuilder { schema: schema(&cols), coded: coded(&cols), cols, builders, at: 0, rows: 0, error: None }
     }
 
     /// The table's schema.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
+    }
+
+    /// The schema of its batches: the table's, with the text columns of [`FEW_VALUES`]
+    /// dictionary-coded.
+    pub fn coded_schema(&self) -> &SchemaRef {
+        &self.coded
     }
 
     /// Rows appended since the last [`TableBuilder::finish`].
@@ -226,11 +368,12 @@ impl TableBuilder {
         Ok(())
     }
 
-    /// The rows so far as a record batch; the builder is empty after.
+    /// The rows so far as a record batch of the [coded schema](TableBuilder::coded_schema)
+    /// ([`decode`] makes it one of the table's schema); the builder is empty after.
     pub fn finish(&mut self) -> Result<RecordBatch, RowError> {
         let arrays: Vec<ArrayRef> = self.builders.iter_mut().map(Builder::finish).collect();
         self.rows = 0;
-        RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| RowError(e.to_string()))
+        RecordBatch::try_new(self.coded.clone(), arrays).map_err(|e| RowError(e.to_string()))
     }
 
     fn next(&mut self, what: &str) -> Result<(&mut Builder, &'static str), RowError> {
@@ -315,6 +458,7 @@ impl Columns for TableBuilder {
     #[inline(always)]
     fn text(&mut self, v: &str) {
         match self.typed("text") {
+            Some(Builder::Dict(b)) => b.push(v),
             Some(Builder::Text(b)) => b.append_value(v),
             Some(_) => self.mistyped("text"),
             None => {}
@@ -400,6 +544,10 @@ impl<'a, 'b, 'c> ser::Serializer for &'c mut Appender<'a, 'b> {
     }
     fn serialize_str(self, v: &str) -> Result<(), RowError> {
         match self.t.next("text")? {
+            (Builder::Dict(b), _) => {
+                b.push(v);
+                Ok(())
+            }
             (Builder::Text(b), _) => {
                 b.append_value(v);
                 Ok(())

@@ -10,6 +10,9 @@ use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
+
+use crate::columns::decode;
+use crate::dict::{self, DictChunk};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::{ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -76,6 +79,12 @@ pub trait Out: Send {
     fn write(&mut self, batch: &RecordBatch) -> io::Result<()>;
     /// Writes what is left (a file's footer).
     fn finish(&mut self) -> io::Result<()>;
+    /// Writes one batch of a table builder, its text columns maybe dictionary-coded
+    /// ([`crate::columns::coded`]): by default as [`Out::write`] of its table's schema
+    /// ([`decode`]); Parquet takes the codes as they are.
+    fn write_coded(&mut self, batch: &RecordBatch) -> io::Result<()> {
+        self.write(&decode(batch)?)
+    }
 }
 
 /// The batches kept in memory, in order.
@@ -101,7 +110,7 @@ enum Writer {
 
 /// Text columns whose values come from a handful: `dir` (`a2b`, `b2a`), `flags` (letters),
 /// `verdict`, `class` (`segments`), `kind` (`rtt`). Parquet keeps no statistics of them.
-const FEW_VALUES: [&str; 5] = ["dir", "flags", "verdict", "class", "kind"];
+const NO_STATISTICS: [&str; 5] = ["dir", "flags", "verdict", "class", "kind"];
 
 /// A file being written; errors name it.
 pub struct FileOut {
@@ -150,7 +159,7 @@ impl FileOut {
                 // comparing every value with them cost the `segments` writer 11 % of its
                 // instructions (docs/performance.md#exports-and-python).
                 for f in schema.fields() {
-                    if f.data_type() == &arrow_schema::DataType::Utf8 && FEW_VALUES.contains(&f.name().as_str()) {
+                    if f.data_type() == &arrow_schema::DataType::Utf8 && NO_STATISTICS.contains(&f.name().as_str()) {
                         let col = parquet::schema::types::ColumnPath::from(f.name().as_str());
                         props = props.set_column_statistics_enabled(col, EnabledStatistics::None);
                     }
@@ -171,6 +180,13 @@ impl FileOut {
 }
 
 impl Out for FileOut {
+    fn write_coded(&mut self, batch: &RecordBatch) -> io::Result<()> {
+        match &self.w {
+            Writer::Split(_) => self.write(batch),
+            _ => self.write(&decode(batch)?),
+        }
+    }
+
     fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
         let r = match &mut self.w {
             Writer::Split(w) => w.write(batch),
@@ -193,11 +209,13 @@ impl Out for FileOut {
 }
 
 /// A Parquet file whose columns are encoded on two threads: each batch's columns are taken one
-/// at a time, the costliest kinds first (text, then integers), by this thread and a helper
-/// until none is left (parquet's `ArrowColumnWriter` API: a column's writer is independent of
-/// the others'), and the row group is put together in column order when it is full. Encoding
-/// a `segments` file's pages is the longest thread of the export; shared out this way its two
-/// halves end within a column of each other (docs/performance.md#exports-and-python).
+/// at a time, the costliest kinds first (integers, then the rest, the coded text last), by this
+/// thread and a helper until none is left (parquet's `ArrowColumnWriter` API: a column's writer
+/// is independent of the others'), and the row group is put together in column order when it
+/// is full. Encoding a `segments` file's pages is the longest thread of the export; shared out
+/// this way its two halves end within a column of each other
+/// (docs/performance.md#exports-and-python). The text columns of few values
+/// ([`crate::columns::FEW_VALUES`]) are written from their codes ([`DictChunk`]).
 struct Split {
     file: SerializedFileWriter<File>,
     factory: ArrowRowGroupWriterFactory,
@@ -208,22 +226,36 @@ struct Split {
     groups: usize,
     /// The row group being encoded: its rows and its columns' writers (in column order; a
     /// lock each, taken by whichever thread encodes that column of a batch).
-    group: Option<(usize, Vec<Mutex<ArrowColumnWriter>>)>,
-    /// The columns in the order they are taken: text first, then integers, then the rest.
+    group: Option<(usize, Vec<Mutex<Column>>)>,
+    /// The columns in the order they are taken: integers first, then the rest, then the
+    /// coded text.
     order: Vec<usize>,
+    /// Which columns are text of few values, written from their codes.
+    coded: Vec<bool>,
+}
+
+/// One column chunk being written.
+enum Column {
+    Arrow(ArrowColumnWriter),
+    Dict(DictChunk),
 }
 
 impl Split {
     fn new(w: ArrowWriter<File>, schema: &SchemaRef) -> Result<Split, String> {
         let (file, factory) = w.into_serialized_writer().map_err(|e| e.to_string())?;
         let group_rows = file.properties().max_row_group_row_count().unwrap_or(usize::MAX).max(1);
+        let coded: Vec<bool> = schema
+            .fields()
+            .iter()
+            .map(|f| dict::takes(f.data_type()) && crate::columns::FEW_VALUES.contains(&f.name().as_str()))
+            .collect();
         let mut order: Vec<usize> = (0..schema.fields().len()).collect();
         order.sort_by_key(|&i| match schema.field(i).data_type() {
-            arrow_schema::DataType::Utf8 => 0,
-            arrow_schema::DataType::Int64 => 1,
-            _ => 2,
+            _ if coded[i] => 2,
+            arrow_schema::DataType::Int64 => 0,
+            _ => 1,
         });
-        Ok(Split { file, factory, schema: schema.clone(), group_rows, groups: 0, group: None, order })
+        Ok(Split { file, factory, schema: schema.clone(), group_rows, groups: 0, group: None, order, coded })
     }
 
     fn write(&mut self, batch: &RecordBatch) -> Result<(), String> {
@@ -233,7 +265,16 @@ impl Split {
                 Some(g) => g,
                 None => {
                     let w = self.factory.create_column_writers(self.groups).map_err(|e| e.to_string())?;
-                    self.group.insert((0, w.into_iter().map(Mutex::new).collect()))
+                    let mut cols = Vec::with_capacity(w.len());
+                    for (i, w) in w.into_iter().enumerate() {
+                        cols.push(Mutex::new(if self.coded[i] {
+                            let descr = self.file.schema_descr().column(i);
+                            Column::Dict(DictChunk::new(descr, self.file.properties())?)
+                        } else {
+                            Column::Arrow(w)
+                        }));
+                    }
+                    self.group.insert((0, cols))
                 }
             };
             let n = batch.num_rows().min(self.group_rows - *rows);
@@ -245,8 +286,14 @@ impl Split {
             let work = || -> Result<(), String> {
                 while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let mut w = writers[i].lock().map_err(|_| "an encoding thread panicked".to_string())?;
-                    for leaf in compute_leaves(schema.field(i), part.column(i)).map_err(|e| e.to_string())? {
-                        w.write(&leaf).map_err(|e| e.to_string())?;
+                    match &mut *w {
+                        Column::Dict(d) => d.write(part.column(i).as_ref())?,
+                        Column::Arrow(w) => {
+                            let leaves = compute_leaves(schema.field(i), part.column(i)).map_err(|e| e.to_string())?;
+                            for leaf in leaves {
+                                w.write(&leaf).map_err(|e| e.to_string())?;
+                            }
+                        }
                     }
                 }
                 Ok(())
@@ -274,8 +321,15 @@ impl Split {
         let Some((_, writers)) = self.group.take() else { return Ok(()) };
         let mut rg = self.file.next_row_group().map_err(|e| e.to_string())?;
         for w in writers {
-            let w = w.into_inner().map_err(|_| "an encoding thread panicked".to_string())?;
-            w.close().and_then(|c| c.append_to_row_group(&mut rg)).map_err(|e| e.to_string())?;
+            match w.into_inner().map_err(|_| "an encoding thread panicked".to_string())? {
+                Column::Arrow(w) => {
+                    w.close().and_then(|c| c.append_to_row_group(&mut rg)).map_err(|e| e.to_string())?
+                }
+                Column::Dict(d) => {
+                    let (bytes, close) = d.close()?;
+                    rg.append_column(&bytes, close).map_err(|e| e.to_string())?;
+                }
+            }
         }
         rg.close().map_err(|e| e.to_string())?;
         self.groups += 1;
@@ -292,7 +346,8 @@ impl Split {
 /// channel ([`OnThread::QUEUE`] batches), so that encoding and compressing a file's pages (half
 /// of a `segments` export's instructions) overlaps the analysis instead of following it.
 pub struct OnThread {
-    tx: Option<mpsc::SyncSender<RecordBatch>>,
+    /// Batches, and whether each may be coded ([`Out::write_coded`]).
+    tx: Option<mpsc::SyncSender<(RecordBatch, bool)>>,
     thread: Option<JoinHandle<io::Result<()>>>,
 }
 
@@ -302,10 +357,10 @@ impl OnThread {
 
     /// Starts a thread writing into `out`; it finishes `out` when the batches end.
     pub fn new<O: Out + 'static>(mut out: O) -> io::Result<OnThread> {
-        let (tx, rx) = mpsc::sync_channel::<RecordBatch>(OnThread::QUEUE);
+        let (tx, rx) = mpsc::sync_channel::<(RecordBatch, bool)>(OnThread::QUEUE);
         let thread = std::thread::Builder::new().name("tcpscope-write".into()).spawn(move || {
-            for batch in rx {
-                out.write(&batch)?;
+            for (batch, coded) in rx {
+                if coded { out.write_coded(&batch)? } else { out.write(&batch)? }
             }
             out.finish()
         })?;
@@ -323,16 +378,26 @@ impl OnThread {
     }
 }
 
-impl Out for OnThread {
-    fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
+impl OnThread {
+    fn send(&mut self, batch: &RecordBatch, coded: bool) -> io::Result<()> {
         match &self.tx {
-            Some(tx) if tx.send(batch.clone()).is_ok() => Ok(()),
+            Some(tx) if tx.send((batch.clone(), coded)).is_ok() => Ok(()),
             // The writer stopped: on an error, which is the answer.
             _ => {
                 self.stop()?;
                 Err(io::Error::other("written after its end"))
             }
         }
+    }
+}
+
+impl Out for OnThread {
+    fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
+        self.send(batch, false)
+    }
+
+    fn write_coded(&mut self, batch: &RecordBatch) -> io::Result<()> {
+        self.send(batch, true)
     }
 
     fn finish(&mut self) -> io::Result<()> {

@@ -112,7 +112,7 @@ pub type Dest = Arc<Mutex<dyn Out>>;
 
 fn write(dest: &Dest, t: &mut TableBuilder) -> io::Result<()> {
     let batch = t.finish()?;
-    dest.lock().map_err(|_| io::Error::other("a writer panicked"))?.write(&batch)
+    dest.lock().map_err(|_| io::Error::other("a writer panicked"))?.write_coded(&batch)
 }
 
 /// A streamed table: rows written in batches as they come.
