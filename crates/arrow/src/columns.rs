@@ -17,12 +17,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    ArrayBuilder, BooleanBufferBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
-};
+use arrow_array::builder::{ArrayBuilder, BooleanBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
-use arrow_array::types::Int32Type;
-use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray};
+use arrow_array::types::{ArrowPrimitiveType, Float64Type, Int32Type, Int64Type};
+use arrow_array::{ArrayRef, DictionaryArray, Int32Array, PrimitiveArray, RecordBatch, StringArray};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 use serde::Serialize;
@@ -144,7 +142,7 @@ pub fn decode(batch: &RecordBatch) -> Result<RecordBatch, RowError> {
 struct Dict {
     codes: Vec<i32>,
     /// Which rows have a value; `None` while every row has.
-    valid: Option<BooleanBufferBuilder>,
+    valid: Option<Vec<bool>>,
     /// The values, in the order first seen (kept across batches: a code means the same value
     /// in every batch of the builder), and their codes.
     words: Vec<Box<str>>,
@@ -158,16 +156,15 @@ impl Dict {
     fn new() -> Dict {
         Dict { codes: Vec::new(), valid: None, words: Vec::new(), lookup: HashMap::new(), last: -1 }
     }
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, v: &str) {
-        let last = self.last as usize;
-        let code = match self.words.get(last) {
-            Some(w) if **w == *v => self.last,
+        let code = match self.words.get(self.last as usize) {
+            Some(w) if w.len() == v.len() && w.as_bytes() == v.as_bytes() => self.last,
             _ => self.find(v),
         };
         self.codes.push(code);
         if let Some(b) = &mut self.valid {
-            b.append(true);
+            b.push(true);
         }
     }
     #[cold]
@@ -185,13 +182,8 @@ impl Dict {
         code
     }
     fn null(&mut self) {
-        let n = self.codes.len();
-        let b = self.valid.get_or_insert_with(|| {
-            let mut b = BooleanBufferBuilder::new(n.max(1024));
-            b.append_n(n, true);
-            b
-        });
-        b.append(false);
+        let (n, room) = (self.codes.len(), self.codes.capacity());
+        self.valid.get_or_insert_with(|| validity(n, room)).push(false);
         // A null's code is 0 (any code in range: the reader looks at the validity first); the
         // vocabulary may be empty yet, so the value array always has one.
         self.codes.push(0);
@@ -199,7 +191,7 @@ impl Dict {
     fn finish(&mut self) -> ArrayRef {
         let n = self.codes.len();
         let codes = std::mem::replace(&mut self.codes, Vec::with_capacity(n));
-        let nulls = self.valid.take().map(|mut b| NullBuffer::new(b.finish()));
+        let nulls = self.valid.take().map(NullBuffer::from);
         let mut words: Vec<&str> = self.words.iter().map(|w| &**w).collect();
         if words.is_empty() {
             words.push("");
@@ -211,9 +203,49 @@ impl Dict {
     }
 }
 
+/// The validity of a column's first `n` rows (all have a value), with room for `room` rows.
+fn validity(n: usize, room: usize) -> Vec<bool> {
+    let mut v = Vec::with_capacity(room.max(n + 1));
+    v.resize(n, true);
+    v
+}
+
+/// A column of numbers being built: a plain vector, and which rows have a value once one has
+/// not (arrow's builders keep a validity bitmap and zero a value for each null: they took a
+/// seventh of the rows' thread, the floats of `segments` being mostly null).
+struct Nums<T: ArrowPrimitiveType> {
+    values: Vec<T::Native>,
+    valid: Option<Vec<bool>>,
+}
+
+impl<T: ArrowPrimitiveType> Nums<T> {
+    fn new() -> Self {
+        Nums { values: Vec::new(), valid: None }
+    }
+    #[inline(always)]
+    fn push(&mut self, v: T::Native) {
+        self.values.push(v);
+        if let Some(valid) = &mut self.valid {
+            valid.push(true);
+        }
+    }
+    #[inline]
+    fn null(&mut self) {
+        let (n, room) = (self.values.len(), self.values.capacity());
+        self.valid.get_or_insert_with(|| validity(n, room)).push(false);
+        self.values.push(T::Native::default());
+    }
+    fn finish(&mut self) -> ArrayRef {
+        let n = self.values.len();
+        let values = std::mem::replace(&mut self.values, Vec::with_capacity(n));
+        let nulls = self.valid.take().map(NullBuffer::from);
+        Arc::new(PrimitiveArray::<T>::new(values.into(), nulls))
+    }
+}
+
 enum Builder {
-    Int(Int64Builder),
-    Float(Float64Builder),
+    Int(Nums<Int64Type>),
+    Float(Nums<Float64Type>),
     Bool(BooleanBuilder),
     Text(StringBuilder),
     Dict(Dict),
@@ -222,17 +254,18 @@ enum Builder {
 impl Builder {
     fn new(c: &Column) -> Builder {
         match c.field.kind {
-            Kind::Int => Builder::Int(Int64Builder::new()),
-            Kind::Float => Builder::Float(Float64Builder::new()),
+            Kind::Int => Builder::Int(Nums::new()),
+            Kind::Float => Builder::Float(Nums::new()),
             Kind::Bool => Builder::Bool(BooleanBuilder::new()),
             _ if is_coded(c) => Builder::Dict(Dict::new()),
             _ => Builder::Text(StringBuilder::new()),
         }
     }
+    #[inline(always)]
     fn null(&mut self) {
         match self {
-            Builder::Int(b) => b.append_null(),
-            Builder::Float(b) => b.append_null(),
+            Builder::Int(b) => b.null(),
+            Builder::Float(b) => b.null(),
             Builder::Bool(b) => b.append_null(),
             Builder::Text(b) => b.append_null(),
             Builder::Dict(b) => b.null(),
@@ -244,16 +277,8 @@ impl Builder {
     fn finish(&mut self) -> ArrayRef {
         let n = self.len();
         match self {
-            Builder::Int(b) => {
-                let a = b.finish();
-                *b = Int64Builder::with_capacity(n);
-                Arc::new(a)
-            }
-            Builder::Float(b) => {
-                let a = b.finish();
-                *b = Float64Builder::with_capacity(n);
-                Arc::new(a)
-            }
+            Builder::Int(b) => b.finish(),
+            Builder::Float(b) => b.finish(),
             Builder::Bool(b) => {
                 let a = b.finish();
                 *b = BooleanBuilder::with_capacity(n);
@@ -270,8 +295,8 @@ impl Builder {
     }
     fn len(&self) -> usize {
         match self {
-            Builder::Int(b) => b.len(),
-            Builder::Float(b) => b.len(),
+            Builder::Int(b) => b.values.len(),
+            Builder::Float(b) => b.values.len(),
             Builder::Bool(b) => b.len(),
             Builder::Text(b) => b.len(),
             Builder::Dict(b) => b.codes.len(),
@@ -388,7 +413,7 @@ impl TableBuilder {
     fn serde_int(&mut self, v: i64) -> Result<(), RowError> {
         match self.next("an integer")? {
             (Builder::Int(b), _) => {
-                b.append_value(v);
+                b.push(v);
                 Ok(())
             }
             (_, name) => Err(RowError(format!("column {name}: an integer where the field list says otherwise"))),
@@ -424,7 +449,7 @@ impl Columns for TableBuilder {
     #[inline(always)]
     fn int(&mut self, v: i64) {
         match self.typed("an integer") {
-            Some(Builder::Int(b)) => b.append_value(v),
+            Some(Builder::Int(b)) => b.push(v),
             Some(_) => self.mistyped("an integer"),
             None => {}
         }
@@ -442,7 +467,7 @@ impl Columns for TableBuilder {
     #[inline(always)]
     fn float(&mut self, v: f64) {
         match self.typed("a float") {
-            Some(Builder::Float(b)) => b.append_value(v),
+            Some(Builder::Float(b)) => b.push(v),
             Some(_) => self.mistyped("a float"),
             None => {}
         }
@@ -533,7 +558,7 @@ impl<'a, 'b, 'c> ser::Serializer for &'c mut Appender<'a, 'b> {
     fn serialize_f64(self, v: f64) -> Result<(), RowError> {
         match self.t.next("a float")? {
             (Builder::Float(b), _) => {
-                b.append_value(v);
+                b.push(v);
                 Ok(())
             }
             (_, name) => Err(wrong(name, "a float")),

@@ -31,7 +31,9 @@ use parquet::column::writer::ColumnCloseResult;
 use parquet::compression::{Codec, CodecOptionsBuilder, create_codec};
 use parquet::data_type::ByteArray;
 use parquet::encodings::rle::RleEncoder;
-use parquet::file::metadata::{ColumnChunkMetaData, ColumnIndexBuilder, OffsetIndexBuilder, PageEncodingStats};
+use parquet::file::metadata::{
+    ColumnChunkMetaData, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
+};
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
@@ -327,6 +329,13 @@ impl DictChunk {
                 None if p.nulls == p.rows => index.append(true, Vec::new(), Vec::new(), p.nulls as i64, None),
                 None => index.to_invalid(),
             }
+            // The definition levels' histogram (nulls, values), as parquet's size statistics.
+            if self.nullable {
+                index.append_histograms(
+                    &None,
+                    &Some(LevelHistogram::from(vec![p.nulls as i64, (p.rows - p.nulls) as i64])),
+                );
+            }
         }
         w.close().map_err(err)?;
         drop(w);
@@ -368,6 +377,10 @@ impl DictChunk {
                 _ => ValueStatistics::new(None, None, None, Some(nulls as u64), false),
             };
             meta = meta.set_statistics(Statistics::ByteArray(stats));
+            if self.nullable {
+                let h = LevelHistogram::from(vec![nulls as i64, (rows - nulls) as i64]);
+                meta = meta.set_definition_level_histogram(Some(h));
+            }
             if self.stats == EnabledStatistics::Page && index.valid() {
                 index.set_boundary_order(match (ascending, descending) {
                     (true, _) => BoundaryOrder::ASCENDING,

@@ -514,4 +514,201 @@ mod tests {
         assert_eq!(groups, [3, 3, 3, 1]);
         assert_eq!(values(&back), values(&batches));
     }
+
+    /// Text of few values written from its codes (crate::dict) reads back as parquet's own
+    /// writer writes it: across data pages and row groups (cut within batches), with nulls, a
+    /// row group where a nullable column has only nulls, vocabularies that change from batch to
+    /// batch (another builder's codes; a value not seen before in the file), plain text among
+    /// coded batches; the same statistics (long values truncated as parquet truncates them),
+    /// column index and encodings.
+    #[test]
+    fn coded_text_reads_back_as_parquets_own() {
+        use arrow_array::types::Int32Type;
+        use arrow_array::{DictionaryArray, Int32Array};
+        use arrow_schema::{DataType, Field, Schema};
+        use parquet::arrow::arrow_reader::ArrowReaderOptions;
+        use parquet::file::metadata::PageIndexPolicy;
+
+        // Longer than the statistics' 64 bytes, with characters of several bytes.
+        let long = format!("/captures/{}/anneau-é€.pcap", "très-longue-".repeat(6));
+        let text = |nullable| (DataType::Utf8, nullable);
+        let cols =
+            [("input", text(false)), ("dir", text(false)), ("n", (DataType::Int64, false)), ("class", text(true))];
+        let plain = Arc::new(Schema::new(
+            cols.iter().map(|(n, (t, null))| Field::new(*n, t.clone(), *null)).collect::<Vec<_>>(),
+        ));
+        let coded_ty = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        let coded = Arc::new(Schema::new(
+            cols.iter()
+                .map(|(n, (t, null))| {
+                    Field::new(*n, if *t == DataType::Utf8 { coded_ty.clone() } else { t.clone() }, *null)
+                })
+                .collect::<Vec<_>>(),
+        ));
+        let dict = |words: &[&str], keys: Vec<Option<i32>>| -> ArrayRef {
+            let values = Arc::new(StringArray::from(words.to_vec()));
+            Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), values).unwrap())
+        };
+        let all = |k: i32, n: usize| vec![Some(k); n];
+        let ints = |from: i64, n: i64| Arc::new(Int64Array::from((from..from + n).collect::<Vec<_>>())) as ArrayRef;
+        let l = long.as_str();
+        let batches = vec![
+            RecordBatch::try_new(
+                coded.clone(),
+                vec![
+                    dict(&[l], all(0, 5)),
+                    dict(&["a2b", "b2a"], [0, 1, 0, 0, 1].map(Some).to_vec()),
+                    ints(0, 5),
+                    dict(&["rto"], vec![None, Some(0), None, None, None]),
+                ],
+            )
+            .unwrap(),
+            // Another builder's vocabularies: other codes for the same values, unused values,
+            // and a class column of nulls only (its vocabulary empty but for a placeholder).
+            RecordBatch::try_new(
+                coded.clone(),
+                vec![
+                    dict(&["x", l], all(1, 4)),
+                    dict(&["b2a", "a2b"], [0, 0, 1, 0].map(Some).to_vec()),
+                    ints(5, 4),
+                    dict(&[""], vec![None; 4]),
+                ],
+            )
+            .unwrap(),
+            // Plain text among coded batches.
+            RecordBatch::try_new(
+                plain.clone(),
+                vec![
+                    Arc::new(StringArray::from(vec![l, "zz", l])),
+                    Arc::new(StringArray::from(vec!["b2a", "b2a", "a2b"])),
+                    ints(9, 3),
+                    Arc::new(StringArray::from(vec![Some("rto"), None, Some("probe")])),
+                ],
+            )
+            .unwrap(),
+            // A value not seen before in the file, and one seen.
+            RecordBatch::try_new(
+                coded.clone(),
+                vec![
+                    dict(&["other"], all(0, 6)),
+                    dict(&["a2b"], all(0, 6)),
+                    ints(12, 6),
+                    dict(&["fast_retransmit", "rto"], vec![Some(0), None, Some(1), Some(0), None, None]),
+                ],
+            )
+            .unwrap(),
+        ];
+        let plain_batches: Vec<RecordBatch> = batches.iter().map(|b| decode(b).unwrap()).collect();
+        // Pages of 2 rows (parquet's writer looking after each row), row groups of 4.
+        let props = || {
+            WriterProperties::builder()
+                .set_max_row_group_row_count(Some(4))
+                .set_data_page_row_count_limit(2)
+                .set_write_batch_size(1)
+                .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
+                .build()
+        };
+        let dir = std::env::temp_dir();
+        let (ours, theirs) = (
+            dir.join(format!("tcpscope-arrow-coded-{}.parquet", std::process::id())),
+            dir.join(format!("tcpscope-arrow-plain-{}.parquet", std::process::id())),
+        );
+        let w = ArrowWriter::try_new(File::create(&ours).unwrap(), plain.clone(), Some(props())).unwrap();
+        let mut out = Box::new(Split::new(w, &plain).unwrap());
+        for b in &batches {
+            out.write(b).unwrap();
+        }
+        out.close().unwrap();
+        let mut w = ArrowWriter::try_new(File::create(&theirs).unwrap(), plain.clone(), Some(props())).unwrap();
+        for b in &plain_batches {
+            w.write(b).unwrap();
+        }
+        w.close().unwrap();
+
+        let read = |path: &Path| {
+            let opts = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+            let r = ParquetRecordBatchReaderBuilder::try_new_with_options(File::open(path).unwrap(), opts).unwrap();
+            let meta = r.metadata().clone();
+            let schema = r.schema().clone();
+            let back: Vec<RecordBatch> = r.build().unwrap().collect::<Result<_, _>>().unwrap();
+            std::fs::remove_file(path).unwrap();
+            (schema, meta, arrow_select::concat::concat_batches(&plain, &back).unwrap())
+        };
+        let (our_schema, our_meta, our_rows) = read(&ours);
+        let (their_schema, their_meta, their_rows) = read(&theirs);
+        let want = arrow_select::concat::concat_batches(&plain, &plain_batches).unwrap();
+        assert_eq!(our_schema, plain);
+        assert_eq!(our_schema, their_schema);
+        assert_eq!(our_rows, want);
+        assert_eq!(their_rows, want);
+        assert_eq!(our_meta.num_row_groups(), 5);
+        for (g, (a, b)) in our_meta.row_groups().iter().zip(their_meta.row_groups()).enumerate() {
+            assert_eq!(a.num_rows(), b.num_rows());
+            for (c, (x, y)) in a.columns().iter().zip(b.columns()).enumerate() {
+                let at = format!("row group {g}, column {}", plain.field(c).name());
+                assert_eq!(x.column_type(), y.column_type(), "{at}");
+                assert_eq!(x.num_values(), y.num_values(), "{at}");
+                assert_eq!(x.dictionary_page_offset().is_some(), y.dictionary_page_offset().is_some(), "{at}");
+                assert_eq!(x.encodings_mask(), y.encodings_mask(), "{at}");
+                let (s, t) = (x.statistics().unwrap(), y.statistics().unwrap());
+                assert_eq!(s.min_bytes_opt(), t.min_bytes_opt(), "{at}");
+                assert_eq!(s.max_bytes_opt(), t.max_bytes_opt(), "{at}");
+                assert_eq!(s.null_count_opt(), t.null_count_opt(), "{at}");
+                assert_eq!((s.min_is_exact(), s.max_is_exact()), (t.min_is_exact(), t.max_is_exact()), "{at}");
+            }
+        }
+        // The long value's statistics were cut; the page index is parquet's, page for page.
+        let input = our_meta.row_group(0).column(0).statistics().unwrap();
+        assert!(input.min_bytes_opt().unwrap().len() <= 64 && !input.max_is_exact());
+        // Page for page where parquet's writer cut its pages where this one does (every 2 rows;
+        // parquet cuts a column of nulls differently): the same column index.
+        let mut same = 0;
+        for g in 0..our_meta.num_row_groups() {
+            let (a, b) = (our_meta.page_index_for_row_group(g), their_meta.page_index_for_row_group(g));
+            for c in 0..plain.fields().len() {
+                let rows = |p: Option<&Vec<parquet::file::page_index::offset_index::PageLocation>>| {
+                    p.unwrap().iter().map(|p| p.first_row_index).collect::<Vec<_>>()
+                };
+                let ours = rows(a.page_locations(c));
+                assert!(ours.iter().enumerate().all(|(i, &r)| r == 2 * i as i64), "row group {g}, column {c}: pages");
+                if ours == rows(b.page_locations(c)) {
+                    assert_eq!(a.column_index(c), b.column_index(c), "row group {g}, column {c}: column index");
+                    same += 1;
+                } else {
+                    assert!(a.column_index(c).is_some(), "row group {g}, column {c}: column index");
+                }
+            }
+        }
+        assert!(same >= 18, "{same} of 20 column chunks paged as parquet pages them");
+    }
+
+    /// A table builder's batches, decoded, are of the table's own schema (metadata included)
+    /// and hold the values given.
+    #[test]
+    fn a_builders_batches_decode_to_the_tables_schema() {
+        use crate::columns::{TableBuilder, coded, columns, schema};
+        use tcpscope_core::export::rows::{ConnRef, RttRow};
+        use tcpscope_core::table::Table;
+
+        let mut cols = columns(ConnRef::FIELDS);
+        cols.extend(columns(RttRow::FIELDS));
+        let mut t = TableBuilder::new(cols.clone());
+        assert_eq!(t.coded_schema(), &coded(&cols));
+        for (i, kind) in ["karn", "timestamp", "karn"].into_iter().enumerate() {
+            t.put(&ConnRef { input: if i == 2 { "b" } else { "a" }, conn: i + 1 });
+            let rtt = RttRow { dir: "a2b", frame: 3, sent_frame: 1, ts_ns: 9, rtt_ms: 1.5, kind };
+            t.put(&rtt);
+            t.end_row().unwrap();
+        }
+        let batch = t.finish().unwrap();
+        assert!(matches!(batch.schema().field(0).data_type(), arrow_schema::DataType::Dictionary(..)));
+        let plain = decode(&batch).unwrap();
+        assert_eq!(plain.schema(), schema(&cols));
+        let input = plain.column(0).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(input.iter().collect::<Vec<_>>(), [Some("a"), Some("a"), Some("b")]);
+        let kind = plain.column(plain.num_columns() - 1).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(kind.iter().collect::<Vec<_>>(), [Some("karn"), Some("timestamp"), Some("karn")]);
+        let conn = plain.column(1).as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(conn.values().to_vec(), [1, 2, 3]);
+    }
 }
