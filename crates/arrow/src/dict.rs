@@ -16,7 +16,8 @@
 //! same encodings, the same Arrow schema.
 //!
 //! What is left per row is a table look-up: a batch's dictionary (a few values) is mapped once
-//! to the chunk's, and each row's code through that map.
+//! to the chunk's, and each row's code through that map; the indexes go to parquet's RLE
+//! encoder a page at a time (a trace's `input` and `file` are one run).
 
 use std::collections::HashMap;
 
@@ -81,8 +82,10 @@ pub(crate) struct DictChunk {
     nulls: usize,
     pages: Vec<DataPage>,
     /// Scratch: the dictionary indexes of the current batch's dictionary (`u32::MAX`: not yet
-    /// in the chunk's), and which indexes a page uses (for its minimum and maximum).
+    /// in the chunk's), of its rows, and which indexes a page uses (for its minimum and
+    /// maximum).
     remap: Vec<u32>,
+    scratch: Vec<u64>,
     seen: Vec<bool>,
 }
 
@@ -114,6 +117,7 @@ impl DictChunk {
             nulls: 0,
             pages: Vec::new(),
             remap: Vec::new(),
+            scratch: Vec::new(),
             seen: Vec::new(),
         })
     }
@@ -132,59 +136,70 @@ impl DictChunk {
     /// Appends the rows of `array`: `Utf8`, or dictionary-coded (`Int32` codes into `Utf8`
     /// values).
     pub(crate) fn write(&mut self, array: &dyn Array) -> Result<(), String> {
-        if let Some(d) = array.as_dictionary_opt::<Int32Type>() {
+        // Each row's dictionary index into `scratch` first (a null's is any), then the rows go
+        // into pages a run at a time.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        let nulls = if let Some(d) = array.as_dictionary_opt::<Int32Type>() {
             let words: &StringArray = d.values().as_string_opt::<i32>().ok_or("a dictionary of other than text")?;
-            self.remap.clear();
-            self.remap.resize(words.len(), u32::MAX);
             let keys = d.keys();
             let codes = keys.values();
             if codes.iter().any(|&k| k < 0 || k as usize >= words.len()) {
                 // Arrow's dictionary arrays are checked when made; a key out of range is a bug.
                 return Err("a dictionary code out of range".into());
             }
-            let nulls = keys.nulls().filter(|n| n.null_count() > 0).cloned();
-            self.put(array.len(), |me, i| {
-                if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
-                    return None;
+            let nulls = keys.nulls().filter(|n| n.null_count() > 0);
+            // The batch's dictionary mapped once to the chunk's: only the values its rows use
+            // (a builder's vocabulary holds every value it was given).
+            self.remap.clear();
+            self.remap.resize(words.len(), u32::MAX);
+            for (i, &k) in codes.iter().enumerate() {
+                let k = k as usize;
+                if self.remap[k] == u32::MAX && nulls.is_none_or(|n| n.is_valid(i)) {
+                    self.remap[k] = DictChunk::intern(&mut self.values, &mut self.lookup, words.value(k).as_bytes());
                 }
-                let k = codes[i] as usize;
-                let mut m = me.remap[k];
-                if m == u32::MAX {
-                    m = DictChunk::intern(&mut me.values, &mut me.lookup, words.value(k).as_bytes());
-                    me.remap[k] = m;
-                }
-                Some(m)
-            })
+            }
+            let remap = &self.remap;
+            scratch.extend(codes.iter().map(|&k| u64::from(remap[k as usize])));
+            nulls.cloned()
         } else if let Some(s) = array.as_string_opt::<i32>() {
             // Plain text (a batch not coded by a table builder): each row looked up.
-            self.put(array.len(), |me, i| {
-                s.is_valid(i).then(|| DictChunk::intern(&mut me.values, &mut me.lookup, s.value(i).as_bytes()))
-            })
+            for i in 0..s.len() {
+                let v = if s.is_valid(i) {
+                    DictChunk::intern(&mut self.values, &mut self.lookup, s.value(i).as_bytes())
+                } else {
+                    0
+                };
+                scratch.push(v.into());
+            }
+            s.nulls().filter(|n| n.null_count() > 0).cloned()
         } else {
-            Err(format!("a column of {} where text was expected", array.data_type()))
+            return Err(format!("a column of {} where text was expected", array.data_type()));
+        };
+        if nulls.is_some() && !self.nullable {
+            return Err(format!("a null in {}, a column without nulls", self.descr.path()));
         }
-    }
-
-    /// Appends `n` rows, row `i`'s dictionary index (or `None`: null) given by `index`,
-    /// ending a page every `page_rows` rows.
-    #[inline]
-    fn put(&mut self, n: usize, mut index: impl FnMut(&mut DictChunk, usize) -> Option<u32>) -> Result<(), String> {
+        let n = scratch.len();
         let mut i = 0;
         while i < n {
             let take = (self.page_rows - self.rows).min(n - i);
-            for j in i..i + take {
-                match index(self, j) {
-                    Some(v) => {
-                        if self.nullable {
+            match &nulls {
+                Some(valid) => {
+                    for (j, &v) in scratch[i..i + take].iter().enumerate() {
+                        if valid.is_valid(i + j) {
                             self.levels.push(1);
+                            self.indices.push(v);
+                        } else {
+                            self.levels.push(0);
+                            self.nulls += 1;
                         }
-                        self.indices.push(v.into());
                     }
-                    None if self.nullable => {
-                        self.levels.push(0);
-                        self.nulls += 1;
+                }
+                None => {
+                    if self.nullable {
+                        self.levels.resize(self.levels.len() + take, 1);
                     }
-                    None => return Err(format!("a null in {}, a column without nulls", self.descr.path())),
+                    self.indices.extend_from_slice(&scratch[i..i + take]);
                 }
             }
             self.rows += take;
@@ -193,6 +208,7 @@ impl DictChunk {
                 self.end_page()?;
             }
         }
+        self.scratch = scratch;
         Ok(())
     }
 
@@ -338,7 +354,6 @@ impl DictChunk {
             }
         }
         w.close().map_err(err)?;
-        drop(w);
         let bytes = Bytes::from(sink.into_inner().map_err(err)?);
         let encodings = [Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY];
         let mut meta = ColumnChunkMetaData::builder(self.descr.clone())

@@ -236,8 +236,8 @@ struct Split {
 
 /// One column chunk being written.
 enum Column {
-    Arrow(ArrowColumnWriter),
-    Dict(DictChunk),
+    Arrow(Box<ArrowColumnWriter>),
+    Dict(Box<DictChunk>),
 }
 
 impl Split {
@@ -269,9 +269,9 @@ impl Split {
                     for (i, w) in w.into_iter().enumerate() {
                         cols.push(Mutex::new(if self.coded[i] {
                             let descr = self.file.schema_descr().column(i);
-                            Column::Dict(DictChunk::new(descr, self.file.properties())?)
+                            Column::Dict(Box::new(DictChunk::new(descr, self.file.properties())?))
                         } else {
-                            Column::Arrow(w)
+                            Column::Arrow(Box::new(w))
                         }));
                     }
                     self.group.insert((0, cols))
