@@ -17,8 +17,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use arrow_array::builder::{ArrayBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::builder::{ArrayBuilder, BooleanBuilder, StringBuilder};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{ArrowPrimitiveType, Float64Type, Int32Type, Int64Type};
+use arrow_array::{ArrayRef, DictionaryArray, Int32Array, PrimitiveArray, RecordBatch, StringArray};
+use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
@@ -82,28 +85,190 @@ pub fn schema(cols: &[Column]) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
+/// Text columns whose values come from a handful, whatever the table: the trace (`input`),
+/// the capture file (`file`), a direction (`dir`), flag letters (`flags`), a segment's
+/// `verdict` and `class`, an RTT sample's `kind`. A table builder keeps them as codes into
+/// their vocabulary ([`coded`]): a row's value is found among the few seen before instead of
+/// copied, and Parquet writes the codes as they are (crate::dict).
+pub const FEW_VALUES: [&str; 7] = ["input", "file", "dir", "flags", "verdict", "class", "kind"];
+
+/// Whether column `c` is kept coded (text, named in [`FEW_VALUES`]).
+fn is_coded(c: &Column) -> bool {
+    c.field.kind == Kind::Text && FEW_VALUES.contains(&c.name)
+}
+
+/// The Arrow type of a coded column: `Int32` codes into `Utf8` values.
+fn coded_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+/// The schema of the batches a [`TableBuilder`] of `cols` makes: [`schema`], with the columns
+/// named in [`FEW_VALUES`] dictionary-coded ([`decode`] gives the table's own schema back).
+pub fn coded(cols: &[Column]) -> SchemaRef {
+    let plain = schema(cols);
+    let fields: Vec<ArrowField> = cols
+        .iter()
+        .zip(plain.fields())
+        .map(|(c, f)| if is_coded(c) { f.as_ref().clone().with_data_type(coded_type()) } else { f.as_ref().clone() })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// `batch` with its dictionary-coded text columns as plain text (`Utf8`): a table builder's
+/// batch in its table's schema ([`schema`]), the values unchanged.
+pub fn decode(batch: &RecordBatch) -> Result<RecordBatch, RowError> {
+    if !batch.schema().fields().iter().any(|f| matches!(f.data_type(), DataType::Dictionary(..))) {
+        return Ok(batch.clone());
+    }
+    let err = |e: arrow_schema::ArrowError| RowError(e.to_string());
+    let mut fields = Vec::with_capacity(batch.num_columns());
+    let mut arrays = Vec::with_capacity(batch.num_columns());
+    for (f, a) in batch.schema().fields().iter().zip(batch.columns()) {
+        match a.as_dictionary_opt::<Int32Type>() {
+            Some(d) => {
+                arrays.push(arrow_select::take::take(d.values(), d.keys(), None).map_err(err)?);
+                fields.push(f.as_ref().clone().with_data_type(d.values().data_type().clone()));
+            }
+            None => {
+                arrays.push(a.clone());
+                fields.push(f.as_ref().clone());
+            }
+        }
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(err)
+}
+
+/// A coded text column being built: each row a code into the values seen so far.
+struct Dict {
+    codes: Vec<i32>,
+    /// Which rows have a value; `None` while every row has.
+    valid: Option<Vec<bool>>,
+    /// The values, in the order first seen (kept across batches: a code means the same value
+    /// in every batch of the builder), and their codes.
+    words: Vec<Box<str>>,
+    lookup: HashMap<Box<str>, i32>,
+    /// The code of the last value given (a trace's rows all have the same `input` and `file`,
+    /// most packets the same flags as the one before).
+    last: i32,
+}
+
+impl Dict {
+    fn new() -> Dict {
+        Dict { codes: Vec::new(), valid: None, words: Vec::new(), lookup: HashMap::new(), last: -1 }
+    }
+    #[inline(always)]
+    fn push(&mut self, v: &str) {
+        let code = match self.words.get(self.last as usize) {
+            Some(w) if w.len() == v.len() && w.as_bytes() == v.as_bytes() => self.last,
+            _ => self.find(v),
+        };
+        self.codes.push(code);
+        if let Some(b) = &mut self.valid {
+            b.push(true);
+        }
+    }
+    #[cold]
+    fn find(&mut self, v: &str) -> i32 {
+        let code = match self.lookup.get(v) {
+            Some(&c) => c,
+            None => {
+                let c = self.words.len() as i32;
+                self.words.push(v.into());
+                self.lookup.insert(v.into(), c);
+                c
+            }
+        };
+        self.last = code;
+        code
+    }
+    fn null(&mut self) {
+        let (n, room) = (self.codes.len(), self.codes.capacity());
+        self.valid.get_or_insert_with(|| validity(n, room)).push(false);
+        // A null's code is 0 (any code in range: the reader looks at the validity first); the
+        // vocabulary may be empty yet, so the value array always has one.
+        self.codes.push(0);
+    }
+    fn finish(&mut self) -> ArrayRef {
+        let n = self.codes.len();
+        let codes = std::mem::replace(&mut self.codes, Vec::with_capacity(n));
+        let nulls = self.valid.take().map(NullBuffer::from);
+        let mut words: Vec<&str> = self.words.iter().map(|w| &**w).collect();
+        if words.is_empty() {
+            words.push("");
+        }
+        let keys = Int32Array::new(codes.into(), nulls);
+        let values = Arc::new(StringArray::from(words));
+        // Every code is below the vocabulary's length (given by `push`/`null` only).
+        Arc::new(DictionaryArray::<Int32Type>::try_new(keys, values).expect("codes within the vocabulary"))
+    }
+}
+
+/// The validity of a column's first `n` rows (all have a value), with room for `room` rows.
+fn validity(n: usize, room: usize) -> Vec<bool> {
+    let mut v = Vec::with_capacity(room.max(n + 1));
+    v.resize(n, true);
+    v
+}
+
+/// A column of numbers being built: a plain vector, and which rows have a value once one has
+/// not (arrow's builders keep a validity bitmap and zero a value for each null: they took a
+/// seventh of the rows' thread, the floats of `segments` being mostly null).
+struct Nums<T: ArrowPrimitiveType> {
+    values: Vec<T::Native>,
+    valid: Option<Vec<bool>>,
+}
+
+impl<T: ArrowPrimitiveType> Nums<T> {
+    fn new() -> Self {
+        Nums { values: Vec::new(), valid: None }
+    }
+    #[inline(always)]
+    fn push(&mut self, v: T::Native) {
+        self.values.push(v);
+        if let Some(valid) = &mut self.valid {
+            valid.push(true);
+        }
+    }
+    #[inline]
+    fn null(&mut self) {
+        let (n, room) = (self.values.len(), self.values.capacity());
+        self.valid.get_or_insert_with(|| validity(n, room)).push(false);
+        self.values.push(T::Native::default());
+    }
+    fn finish(&mut self) -> ArrayRef {
+        let n = self.values.len();
+        let values = std::mem::replace(&mut self.values, Vec::with_capacity(n));
+        let nulls = self.valid.take().map(NullBuffer::from);
+        Arc::new(PrimitiveArray::<T>::new(values.into(), nulls))
+    }
+}
+
 enum Builder {
-    Int(Int64Builder),
-    Float(Float64Builder),
+    Int(Nums<Int64Type>),
+    Float(Nums<Float64Type>),
     Bool(BooleanBuilder),
     Text(StringBuilder),
+    Dict(Dict),
 }
 
 impl Builder {
-    fn new(kind: Kind) -> Builder {
-        match kind {
-            Kind::Int => Builder::Int(Int64Builder::new()),
-            Kind::Float => Builder::Float(Float64Builder::new()),
+    fn new(c: &Column) -> Builder {
+        match c.field.kind {
+            Kind::Int => Builder::Int(Nums::new()),
+            Kind::Float => Builder::Float(Nums::new()),
             Kind::Bool => Builder::Bool(BooleanBuilder::new()),
+            _ if is_coded(c) => Builder::Dict(Dict::new()),
             _ => Builder::Text(StringBuilder::new()),
         }
     }
+    #[inline(always)]
     fn null(&mut self) {
         match self {
-            Builder::Int(b) => b.append_null(),
-            Builder::Float(b) => b.append_null(),
+            Builder::Int(b) => b.null(),
+            Builder::Float(b) => b.null(),
             Builder::Bool(b) => b.append_null(),
             Builder::Text(b) => b.append_null(),
+            Builder::Dict(b) => b.null(),
         }
     }
     /// The values so far as an array; the builder starts again with room for as many
@@ -112,16 +277,8 @@ impl Builder {
     fn finish(&mut self) -> ArrayRef {
         let n = self.len();
         match self {
-            Builder::Int(b) => {
-                let a = b.finish();
-                *b = Int64Builder::with_capacity(n);
-                Arc::new(a)
-            }
-            Builder::Float(b) => {
-                let a = b.finish();
-                *b = Float64Builder::with_capacity(n);
-                Arc::new(a)
-            }
+            Builder::Int(b) => b.finish(),
+            Builder::Float(b) => b.finish(),
             Builder::Bool(b) => {
                 let a = b.finish();
                 *b = BooleanBuilder::with_capacity(n);
@@ -133,14 +290,16 @@ impl Builder {
                 *b = StringBuilder::with_capacity(n, bytes);
                 Arc::new(a)
             }
+            Builder::Dict(b) => b.finish(),
         }
     }
     fn len(&self) -> usize {
         match self {
-            Builder::Int(b) => b.len(),
-            Builder::Float(b) => b.len(),
+            Builder::Int(b) => b.values.len(),
+            Builder::Float(b) => b.values.len(),
             Builder::Bool(b) => b.len(),
             Builder::Text(b) => b.len(),
+            Builder::Dict(b) => b.codes.len(),
         }
     }
 }
@@ -172,6 +331,8 @@ impl From<RowError> for std::io::Error {
 /// Rows of one table being put together, column by column.
 pub struct TableBuilder {
     schema: SchemaRef,
+    /// The schema of its batches ([`coded`]).
+    coded: SchemaRef,
     cols: Vec<Column>,
     builders: Vec<Builder>,
     /// The next column of the row being appended.
@@ -185,13 +346,19 @@ pub struct TableBuilder {
 impl TableBuilder {
     /// An empty table of `cols`.
     pub fn new(cols: Vec<Column>) -> TableBuilder {
-        let builders = cols.iter().map(|c| Builder::new(c.field.kind)).collect();
-        TableBuilder { schema: schema(&cols), cols, builders, at: 0, rows: 0, error: None }
+        let builders = cols.iter().map(Builder::new).collect();
+        TableBuilder { schema: schema(&cols), coded: coded(&cols), cols, builders, at: 0, rows: 0, error: None }
     }
 
     /// The table's schema.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
+    }
+
+    /// The schema of its batches: the table's, with the text columns of [`FEW_VALUES`]
+    /// dictionary-coded.
+    pub fn coded_schema(&self) -> &SchemaRef {
+        &self.coded
     }
 
     /// Rows appended since the last [`TableBuilder::finish`].
@@ -226,11 +393,12 @@ impl TableBuilder {
         Ok(())
     }
 
-    /// The rows so far as a record batch; the builder is empty after.
+    /// The rows so far as a record batch of the [coded schema](TableBuilder::coded_schema)
+    /// ([`decode`] makes it one of the table's schema); the builder is empty after.
     pub fn finish(&mut self) -> Result<RecordBatch, RowError> {
         let arrays: Vec<ArrayRef> = self.builders.iter_mut().map(Builder::finish).collect();
         self.rows = 0;
-        RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| RowError(e.to_string()))
+        RecordBatch::try_new(self.coded.clone(), arrays).map_err(|e| RowError(e.to_string()))
     }
 
     fn next(&mut self, what: &str) -> Result<(&mut Builder, &'static str), RowError> {
@@ -245,7 +413,7 @@ impl TableBuilder {
     fn serde_int(&mut self, v: i64) -> Result<(), RowError> {
         match self.next("an integer")? {
             (Builder::Int(b), _) => {
-                b.append_value(v);
+                b.push(v);
                 Ok(())
             }
             (_, name) => Err(RowError(format!("column {name}: an integer where the field list says otherwise"))),
@@ -281,7 +449,7 @@ impl Columns for TableBuilder {
     #[inline(always)]
     fn int(&mut self, v: i64) {
         match self.typed("an integer") {
-            Some(Builder::Int(b)) => b.append_value(v),
+            Some(Builder::Int(b)) => b.push(v),
             Some(_) => self.mistyped("an integer"),
             None => {}
         }
@@ -299,7 +467,7 @@ impl Columns for TableBuilder {
     #[inline(always)]
     fn float(&mut self, v: f64) {
         match self.typed("a float") {
-            Some(Builder::Float(b)) => b.append_value(v),
+            Some(Builder::Float(b)) => b.push(v),
             Some(_) => self.mistyped("a float"),
             None => {}
         }
@@ -315,6 +483,7 @@ impl Columns for TableBuilder {
     #[inline(always)]
     fn text(&mut self, v: &str) {
         match self.typed("text") {
+            Some(Builder::Dict(b)) => b.push(v),
             Some(Builder::Text(b)) => b.append_value(v),
             Some(_) => self.mistyped("text"),
             None => {}
@@ -389,7 +558,7 @@ impl<'a, 'b, 'c> ser::Serializer for &'c mut Appender<'a, 'b> {
     fn serialize_f64(self, v: f64) -> Result<(), RowError> {
         match self.t.next("a float")? {
             (Builder::Float(b), _) => {
-                b.append_value(v);
+                b.push(v);
                 Ok(())
             }
             (_, name) => Err(wrong(name, "a float")),
@@ -400,6 +569,10 @@ impl<'a, 'b, 'c> ser::Serializer for &'c mut Appender<'a, 'b> {
     }
     fn serialize_str(self, v: &str) -> Result<(), RowError> {
         match self.t.next("text")? {
+            (Builder::Dict(b), _) => {
+                b.push(v);
+                Ok(())
+            }
             (Builder::Text(b), _) => {
                 b.append_value(v);
                 Ok(())

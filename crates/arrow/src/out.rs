@@ -10,6 +10,9 @@ use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
+
+use crate::columns::decode;
+use crate::dict::{self, DictChunk};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::{ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -76,6 +79,12 @@ pub trait Out: Send {
     fn write(&mut self, batch: &RecordBatch) -> io::Result<()>;
     /// Writes what is left (a file's footer).
     fn finish(&mut self) -> io::Result<()>;
+    /// Writes one batch of a table builder, its text columns maybe dictionary-coded
+    /// ([`crate::columns::coded`]): by default as [`Out::write`] of its table's schema
+    /// ([`decode`]); Parquet takes the codes as they are.
+    fn write_coded(&mut self, batch: &RecordBatch) -> io::Result<()> {
+        self.write(&decode(batch)?)
+    }
 }
 
 /// The batches kept in memory, in order.
@@ -101,7 +110,7 @@ enum Writer {
 
 /// Text columns whose values come from a handful: `dir` (`a2b`, `b2a`), `flags` (letters),
 /// `verdict`, `class` (`segments`), `kind` (`rtt`). Parquet keeps no statistics of them.
-const FEW_VALUES: [&str; 5] = ["dir", "flags", "verdict", "class", "kind"];
+const NO_STATISTICS: [&str; 5] = ["dir", "flags", "verdict", "class", "kind"];
 
 /// A file being written; errors name it.
 pub struct FileOut {
@@ -150,7 +159,7 @@ impl FileOut {
                 // comparing every value with them cost the `segments` writer 11 % of its
                 // instructions (docs/performance.md#exports-and-python).
                 for f in schema.fields() {
-                    if f.data_type() == &arrow_schema::DataType::Utf8 && FEW_VALUES.contains(&f.name().as_str()) {
+                    if f.data_type() == &arrow_schema::DataType::Utf8 && NO_STATISTICS.contains(&f.name().as_str()) {
                         let col = parquet::schema::types::ColumnPath::from(f.name().as_str());
                         props = props.set_column_statistics_enabled(col, EnabledStatistics::None);
                     }
@@ -171,6 +180,13 @@ impl FileOut {
 }
 
 impl Out for FileOut {
+    fn write_coded(&mut self, batch: &RecordBatch) -> io::Result<()> {
+        match &self.w {
+            Writer::Split(_) => self.write(batch),
+            _ => self.write(&decode(batch)?),
+        }
+    }
+
     fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
         let r = match &mut self.w {
             Writer::Split(w) => w.write(batch),
@@ -193,11 +209,13 @@ impl Out for FileOut {
 }
 
 /// A Parquet file whose columns are encoded on two threads: each batch's columns are taken one
-/// at a time, the costliest kinds first (text, then integers), by this thread and a helper
-/// until none is left (parquet's `ArrowColumnWriter` API: a column's writer is independent of
-/// the others'), and the row group is put together in column order when it is full. Encoding
-/// a `segments` file's pages is the longest thread of the export; shared out this way its two
-/// halves end within a column of each other (docs/performance.md#exports-and-python).
+/// at a time, the costliest kinds first (integers, then the rest, the coded text last), by this
+/// thread and a helper until none is left (parquet's `ArrowColumnWriter` API: a column's writer
+/// is independent of the others'), and the row group is put together in column order when it
+/// is full. Encoding a `segments` file's pages is the longest thread of the export; shared out
+/// this way its two halves end within a column of each other
+/// (docs/performance.md#exports-and-python). The text columns of few values
+/// ([`crate::columns::FEW_VALUES`]) are written from their codes ([`DictChunk`]).
 struct Split {
     file: SerializedFileWriter<File>,
     factory: ArrowRowGroupWriterFactory,
@@ -208,22 +226,36 @@ struct Split {
     groups: usize,
     /// The row group being encoded: its rows and its columns' writers (in column order; a
     /// lock each, taken by whichever thread encodes that column of a batch).
-    group: Option<(usize, Vec<Mutex<ArrowColumnWriter>>)>,
-    /// The columns in the order they are taken: text first, then integers, then the rest.
+    group: Option<(usize, Vec<Mutex<Column>>)>,
+    /// The columns in the order they are taken: integers first, then the rest, then the
+    /// coded text.
     order: Vec<usize>,
+    /// Which columns are text of few values, written from their codes.
+    coded: Vec<bool>,
+}
+
+/// One column chunk being written.
+enum Column {
+    Arrow(Box<ArrowColumnWriter>),
+    Dict(Box<DictChunk>),
 }
 
 impl Split {
     fn new(w: ArrowWriter<File>, schema: &SchemaRef) -> Result<Split, String> {
         let (file, factory) = w.into_serialized_writer().map_err(|e| e.to_string())?;
         let group_rows = file.properties().max_row_group_row_count().unwrap_or(usize::MAX).max(1);
+        let coded: Vec<bool> = schema
+            .fields()
+            .iter()
+            .map(|f| dict::takes(f.data_type()) && crate::columns::FEW_VALUES.contains(&f.name().as_str()))
+            .collect();
         let mut order: Vec<usize> = (0..schema.fields().len()).collect();
         order.sort_by_key(|&i| match schema.field(i).data_type() {
-            arrow_schema::DataType::Utf8 => 0,
-            arrow_schema::DataType::Int64 => 1,
-            _ => 2,
+            _ if coded[i] => 2,
+            arrow_schema::DataType::Int64 => 0,
+            _ => 1,
         });
-        Ok(Split { file, factory, schema: schema.clone(), group_rows, groups: 0, group: None, order })
+        Ok(Split { file, factory, schema: schema.clone(), group_rows, groups: 0, group: None, order, coded })
     }
 
     fn write(&mut self, batch: &RecordBatch) -> Result<(), String> {
@@ -233,7 +265,16 @@ impl Split {
                 Some(g) => g,
                 None => {
                     let w = self.factory.create_column_writers(self.groups).map_err(|e| e.to_string())?;
-                    self.group.insert((0, w.into_iter().map(Mutex::new).collect()))
+                    let mut cols = Vec::with_capacity(w.len());
+                    for (i, w) in w.into_iter().enumerate() {
+                        cols.push(Mutex::new(if self.coded[i] {
+                            let descr = self.file.schema_descr().column(i);
+                            Column::Dict(Box::new(DictChunk::new(descr, self.file.properties())?))
+                        } else {
+                            Column::Arrow(Box::new(w))
+                        }));
+                    }
+                    self.group.insert((0, cols))
                 }
             };
             let n = batch.num_rows().min(self.group_rows - *rows);
@@ -245,8 +286,14 @@ impl Split {
             let work = || -> Result<(), String> {
                 while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let mut w = writers[i].lock().map_err(|_| "an encoding thread panicked".to_string())?;
-                    for leaf in compute_leaves(schema.field(i), part.column(i)).map_err(|e| e.to_string())? {
-                        w.write(&leaf).map_err(|e| e.to_string())?;
+                    match &mut *w {
+                        Column::Dict(d) => d.write(part.column(i).as_ref())?,
+                        Column::Arrow(w) => {
+                            let leaves = compute_leaves(schema.field(i), part.column(i)).map_err(|e| e.to_string())?;
+                            for leaf in leaves {
+                                w.write(&leaf).map_err(|e| e.to_string())?;
+                            }
+                        }
                     }
                 }
                 Ok(())
@@ -274,8 +321,15 @@ impl Split {
         let Some((_, writers)) = self.group.take() else { return Ok(()) };
         let mut rg = self.file.next_row_group().map_err(|e| e.to_string())?;
         for w in writers {
-            let w = w.into_inner().map_err(|_| "an encoding thread panicked".to_string())?;
-            w.close().and_then(|c| c.append_to_row_group(&mut rg)).map_err(|e| e.to_string())?;
+            match w.into_inner().map_err(|_| "an encoding thread panicked".to_string())? {
+                Column::Arrow(w) => {
+                    w.close().and_then(|c| c.append_to_row_group(&mut rg)).map_err(|e| e.to_string())?
+                }
+                Column::Dict(d) => {
+                    let (bytes, close) = d.close()?;
+                    rg.append_column(&bytes, close).map_err(|e| e.to_string())?;
+                }
+            }
         }
         rg.close().map_err(|e| e.to_string())?;
         self.groups += 1;
@@ -292,7 +346,8 @@ impl Split {
 /// channel ([`OnThread::QUEUE`] batches), so that encoding and compressing a file's pages (half
 /// of a `segments` export's instructions) overlaps the analysis instead of following it.
 pub struct OnThread {
-    tx: Option<mpsc::SyncSender<RecordBatch>>,
+    /// Batches, and whether each may be coded ([`Out::write_coded`]).
+    tx: Option<mpsc::SyncSender<(RecordBatch, bool)>>,
     thread: Option<JoinHandle<io::Result<()>>>,
 }
 
@@ -302,10 +357,10 @@ impl OnThread {
 
     /// Starts a thread writing into `out`; it finishes `out` when the batches end.
     pub fn new<O: Out + 'static>(mut out: O) -> io::Result<OnThread> {
-        let (tx, rx) = mpsc::sync_channel::<RecordBatch>(OnThread::QUEUE);
+        let (tx, rx) = mpsc::sync_channel::<(RecordBatch, bool)>(OnThread::QUEUE);
         let thread = std::thread::Builder::new().name("tcpscope-write".into()).spawn(move || {
-            for batch in rx {
-                out.write(&batch)?;
+            for (batch, coded) in rx {
+                if coded { out.write_coded(&batch)? } else { out.write(&batch)? }
             }
             out.finish()
         })?;
@@ -323,16 +378,26 @@ impl OnThread {
     }
 }
 
-impl Out for OnThread {
-    fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
+impl OnThread {
+    fn send(&mut self, batch: &RecordBatch, coded: bool) -> io::Result<()> {
         match &self.tx {
-            Some(tx) if tx.send(batch.clone()).is_ok() => Ok(()),
+            Some(tx) if tx.send((batch.clone(), coded)).is_ok() => Ok(()),
             // The writer stopped: on an error, which is the answer.
             _ => {
                 self.stop()?;
                 Err(io::Error::other("written after its end"))
             }
         }
+    }
+}
+
+impl Out for OnThread {
+    fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
+        self.send(batch, false)
+    }
+
+    fn write_coded(&mut self, batch: &RecordBatch) -> io::Result<()> {
+        self.send(batch, true)
     }
 
     fn finish(&mut self) -> io::Result<()> {
@@ -448,5 +513,202 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(groups, [3, 3, 3, 1]);
         assert_eq!(values(&back), values(&batches));
+    }
+
+    /// Text of few values written from its codes (crate::dict) reads back as parquet's own
+    /// writer writes it: across data pages and row groups (cut within batches), with nulls, a
+    /// row group where a nullable column has only nulls, vocabularies that change from batch to
+    /// batch (another builder's codes; a value not seen before in the file), plain text among
+    /// coded batches; the same statistics (long values truncated as parquet truncates them),
+    /// column index and encodings.
+    #[test]
+    fn coded_text_reads_back_as_parquets_own() {
+        use arrow_array::types::Int32Type;
+        use arrow_array::{DictionaryArray, Int32Array};
+        use arrow_schema::{DataType, Field, Schema};
+        use parquet::arrow::arrow_reader::ArrowReaderOptions;
+        use parquet::file::metadata::PageIndexPolicy;
+
+        // Longer than the statistics' 64 bytes, with characters of several bytes.
+        let long = format!("/captures/{}/anneau-é€.pcap", "très-longue-".repeat(6));
+        let text = |nullable| (DataType::Utf8, nullable);
+        let cols =
+            [("input", text(false)), ("dir", text(false)), ("n", (DataType::Int64, false)), ("class", text(true))];
+        let plain = Arc::new(Schema::new(
+            cols.iter().map(|(n, (t, null))| Field::new(*n, t.clone(), *null)).collect::<Vec<_>>(),
+        ));
+        let coded_ty = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        let coded = Arc::new(Schema::new(
+            cols.iter()
+                .map(|(n, (t, null))| {
+                    Field::new(*n, if *t == DataType::Utf8 { coded_ty.clone() } else { t.clone() }, *null)
+                })
+                .collect::<Vec<_>>(),
+        ));
+        let dict = |words: &[&str], keys: Vec<Option<i32>>| -> ArrayRef {
+            let values = Arc::new(StringArray::from(words.to_vec()));
+            Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), values).unwrap())
+        };
+        let all = |k: i32, n: usize| vec![Some(k); n];
+        let ints = |from: i64, n: i64| Arc::new(Int64Array::from((from..from + n).collect::<Vec<_>>())) as ArrayRef;
+        let l = long.as_str();
+        let batches = vec![
+            RecordBatch::try_new(
+                coded.clone(),
+                vec![
+                    dict(&[l], all(0, 5)),
+                    dict(&["a2b", "b2a"], [0, 1, 0, 0, 1].map(Some).to_vec()),
+                    ints(0, 5),
+                    dict(&["rto"], vec![None, Some(0), None, None, None]),
+                ],
+            )
+            .unwrap(),
+            // Another builder's vocabularies: other codes for the same values, unused values,
+            // and a class column of nulls only (its vocabulary empty but for a placeholder).
+            RecordBatch::try_new(
+                coded.clone(),
+                vec![
+                    dict(&["x", l], all(1, 4)),
+                    dict(&["b2a", "a2b"], [0, 0, 1, 0].map(Some).to_vec()),
+                    ints(5, 4),
+                    dict(&[""], vec![None; 4]),
+                ],
+            )
+            .unwrap(),
+            // Plain text among coded batches.
+            RecordBatch::try_new(
+                plain.clone(),
+                vec![
+                    Arc::new(StringArray::from(vec![l, "zz", l])),
+                    Arc::new(StringArray::from(vec!["b2a", "b2a", "a2b"])),
+                    ints(9, 3),
+                    Arc::new(StringArray::from(vec![Some("rto"), None, Some("probe")])),
+                ],
+            )
+            .unwrap(),
+            // A value not seen before in the file, and one seen.
+            RecordBatch::try_new(
+                coded.clone(),
+                vec![
+                    dict(&["other"], all(0, 6)),
+                    dict(&["a2b"], all(0, 6)),
+                    ints(12, 6),
+                    dict(&["fast_retransmit", "rto"], vec![Some(0), None, Some(1), Some(0), None, None]),
+                ],
+            )
+            .unwrap(),
+        ];
+        let plain_batches: Vec<RecordBatch> = batches.iter().map(|b| decode(b).unwrap()).collect();
+        // Pages of 2 rows (parquet's writer looking after each row), row groups of 4.
+        let props = || {
+            WriterProperties::builder()
+                .set_max_row_group_row_count(Some(4))
+                .set_data_page_row_count_limit(2)
+                .set_write_batch_size(1)
+                .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
+                .build()
+        };
+        let dir = std::env::temp_dir();
+        let (ours, theirs) = (
+            dir.join(format!("tcpscope-arrow-coded-{}.parquet", std::process::id())),
+            dir.join(format!("tcpscope-arrow-plain-{}.parquet", std::process::id())),
+        );
+        let w = ArrowWriter::try_new(File::create(&ours).unwrap(), plain.clone(), Some(props())).unwrap();
+        let mut out = Box::new(Split::new(w, &plain).unwrap());
+        for b in &batches {
+            out.write(b).unwrap();
+        }
+        out.close().unwrap();
+        let mut w = ArrowWriter::try_new(File::create(&theirs).unwrap(), plain.clone(), Some(props())).unwrap();
+        for b in &plain_batches {
+            w.write(b).unwrap();
+        }
+        w.close().unwrap();
+
+        let read = |path: &Path| {
+            let opts = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+            let r = ParquetRecordBatchReaderBuilder::try_new_with_options(File::open(path).unwrap(), opts).unwrap();
+            let meta = r.metadata().clone();
+            let schema = r.schema().clone();
+            let back: Vec<RecordBatch> = r.build().unwrap().collect::<Result<_, _>>().unwrap();
+            std::fs::remove_file(path).unwrap();
+            (schema, meta, arrow_select::concat::concat_batches(&plain, &back).unwrap())
+        };
+        let (our_schema, our_meta, our_rows) = read(&ours);
+        let (their_schema, their_meta, their_rows) = read(&theirs);
+        let want = arrow_select::concat::concat_batches(&plain, &plain_batches).unwrap();
+        assert_eq!(our_schema, plain);
+        assert_eq!(our_schema, their_schema);
+        assert_eq!(our_rows, want);
+        assert_eq!(their_rows, want);
+        assert_eq!(our_meta.num_row_groups(), 5);
+        for (g, (a, b)) in our_meta.row_groups().iter().zip(their_meta.row_groups()).enumerate() {
+            assert_eq!(a.num_rows(), b.num_rows());
+            for (c, (x, y)) in a.columns().iter().zip(b.columns()).enumerate() {
+                let at = format!("row group {g}, column {}", plain.field(c).name());
+                assert_eq!(x.column_type(), y.column_type(), "{at}");
+                assert_eq!(x.num_values(), y.num_values(), "{at}");
+                assert_eq!(x.dictionary_page_offset().is_some(), y.dictionary_page_offset().is_some(), "{at}");
+                assert_eq!(x.encodings_mask(), y.encodings_mask(), "{at}");
+                let (s, t) = (x.statistics().unwrap(), y.statistics().unwrap());
+                assert_eq!(s.min_bytes_opt(), t.min_bytes_opt(), "{at}");
+                assert_eq!(s.max_bytes_opt(), t.max_bytes_opt(), "{at}");
+                assert_eq!(s.null_count_opt(), t.null_count_opt(), "{at}");
+                assert_eq!((s.min_is_exact(), s.max_is_exact()), (t.min_is_exact(), t.max_is_exact()), "{at}");
+            }
+        }
+        // The long value's statistics were cut; the page index is parquet's, page for page.
+        let input = our_meta.row_group(0).column(0).statistics().unwrap();
+        assert!(input.min_bytes_opt().unwrap().len() <= 64 && !input.max_is_exact());
+        // Page for page where parquet's writer cut its pages where this one does (every 2 rows;
+        // parquet cuts a column of nulls differently): the same column index.
+        let mut same = 0;
+        for g in 0..our_meta.num_row_groups() {
+            let (a, b) = (our_meta.page_index_for_row_group(g), their_meta.page_index_for_row_group(g));
+            for c in 0..plain.fields().len() {
+                let rows = |p: Option<&Vec<parquet::file::page_index::offset_index::PageLocation>>| {
+                    p.unwrap().iter().map(|p| p.first_row_index).collect::<Vec<_>>()
+                };
+                let ours = rows(a.page_locations(c));
+                assert!(ours.iter().enumerate().all(|(i, &r)| r == 2 * i as i64), "row group {g}, column {c}: pages");
+                if ours == rows(b.page_locations(c)) {
+                    assert_eq!(a.column_index(c), b.column_index(c), "row group {g}, column {c}: column index");
+                    same += 1;
+                } else {
+                    assert!(a.column_index(c).is_some(), "row group {g}, column {c}: column index");
+                }
+            }
+        }
+        assert!(same >= 18, "{same} of 20 column chunks paged as parquet pages them");
+    }
+
+    /// A table builder's batches, decoded, are of the table's own schema (metadata included)
+    /// and hold the values given.
+    #[test]
+    fn a_builders_batches_decode_to_the_tables_schema() {
+        use crate::columns::{TableBuilder, coded, columns, schema};
+        use tcpscope_core::export::rows::{ConnRef, RttRow};
+        use tcpscope_core::table::Table;
+
+        let mut cols = columns(ConnRef::FIELDS);
+        cols.extend(columns(RttRow::FIELDS));
+        let mut t = TableBuilder::new(cols.clone());
+        assert_eq!(t.coded_schema(), &coded(&cols));
+        for (i, kind) in ["karn", "timestamp", "karn"].into_iter().enumerate() {
+            t.put(&ConnRef { input: if i == 2 { "b" } else { "a" }, conn: i + 1 });
+            let rtt = RttRow { dir: "a2b", frame: 3, sent_frame: 1, ts_ns: 9, rtt_ms: 1.5, kind };
+            t.put(&rtt);
+            t.end_row().unwrap();
+        }
+        let batch = t.finish().unwrap();
+        assert!(matches!(batch.schema().field(0).data_type(), arrow_schema::DataType::Dictionary(..)));
+        let plain = decode(&batch).unwrap();
+        assert_eq!(plain.schema(), schema(&cols));
+        let input = plain.column(0).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(input.iter().collect::<Vec<_>>(), [Some("a"), Some("a"), Some("b")]);
+        let kind = plain.column(plain.num_columns() - 1).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(kind.iter().collect::<Vec<_>>(), [Some("karn"), Some("timestamp"), Some("karn")]);
+        let conn = plain.column(1).as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(conn.values().to_vec(), [1, 2, 3]);
     }
 }

@@ -72,35 +72,29 @@ impl Table for PacketLine<'_> {
     ];
 }
 
-/// Flag letters in a fixed order (see [`PacketLine::flags`]).
+/// Flag letters in a fixed order (see [`PacketLine::flags`]): one of the 512 strings of the
+/// nine flags, made once (a packet row of `print`, `segments` or `correlate --packets` neither
+/// spells its flags out nor allocates a string for them).
 pub fn flag_letters(f: Flags) -> FlagLetters {
-    let mut out = FlagLetters { buf: [0; 9], len: 0 };
-    for &(m, c) in &FLAG_LETTERS {
-        if f.has(m) {
-            out.buf[out.len as usize] = c as u8;
-            out.len += 1;
-        }
-    }
-    if out.len == 0 {
-        out.buf[0] = b'.';
-        out.len = 1;
-    }
-    out
+    static ALL: std::sync::OnceLock<Vec<Box<str>>> = std::sync::OnceLock::new();
+    let all = ALL.get_or_init(|| (0..1u16 << FLAG_LETTERS.len()).map(|b| spelled(Flags(b)).into()).collect());
+    FlagLetters(&all[usize::from(f.0) & (all.len() - 1)])
 }
 
-/// A packet's flag letters (at most nine ASCII letters, or `.`), kept in place: a packet row of
-/// `print`, `segments` or `correlate --packets` allocates no string for them.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FlagLetters {
-    buf: [u8; 9],
-    len: u8,
+/// The letters of `f`'s flags, `.` for none.
+fn spelled(f: Flags) -> String {
+    let s: String = FLAG_LETTERS.iter().filter(|&&(m, _)| f.has(m)).map(|&(_, c)| c).collect();
+    if s.is_empty() { ".".into() } else { s }
 }
+
+/// A packet's flag letters (at most nine ASCII letters, or `.`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct FlagLetters(&'static str);
 
 impl FlagLetters {
     /// The letters.
-    pub fn as_str(&self) -> &str {
-        // Only ASCII letters and '.' are ever written (flag_letters).
-        std::str::from_utf8(&self.buf[..self.len as usize]).unwrap_or(".")
+    pub fn as_str(&self) -> &'static str {
+        self.0
     }
 }
 
@@ -225,6 +219,17 @@ mod tests {
                 self.keys = v.as_object().unwrap().keys().cloned().collect();
             }
         }
+    }
+
+    /// Each flag's letter in the fixed order, `.` for none; bits beyond the nine flags ignored.
+    #[test]
+    fn flag_letters_spell_the_flags() {
+        let f = |bits: u16| flag_letters(Flags(bits)).as_str();
+        assert_eq!(f(0), ".");
+        assert_eq!(f(Flags::ACK | Flags::SYN), "SA");
+        assert_eq!(f(Flags::ACK | Flags::PSH | Flags::FIN | 0xf000), "FPA");
+        assert_eq!(f(0x1ff), "SFRPAUECN");
+        assert_eq!(f(0xfe00), ".");
     }
 
     #[test]

@@ -1,0 +1,463 @@
+//! Parquet column chunks of text whose values come from a handful, written from their codes.
+//!
+//! The text columns of the per-packet tables (`input`, `file`, `dir`, `flags`, `verdict`,
+//! `class`, `kind`) reach the Parquet writer dictionary-coded ([`crate::columns`]): each row a
+//! code into a vocabulary of a few values. Parquet's own writer (60.1) has no fast path for
+//! them: its dictionary encoder hashes and compares every row's bytes to find the value's index
+//! again, dictionary array or not (~670 instructions a `segments` row for the six columns,
+//! docs/performance.md#exports-and-python). Its value encoders are not public (the
+//! `ColumnValueEncoder` trait cannot be named outside the crate), so this module writes such a
+//! column chunk itself, the way parquet's writer does, from parquet's own parts: the dictionary
+//! page (PLAIN values) and data pages v1 (definition levels, then the bit width and the indexes),
+//! both RLE/bit-packed by parquet's `RleEncoder`, compressed by parquet's codec, headers written
+//! by its `SerializedPageWriter`; the chunk's metadata, statistics (truncated as parquet
+//! truncates them) and page index go with it to `SerializedRowGroupWriter::append_column`. The
+//! file reads back as if parquet's writer had written it: same physical and logical types, the
+//! same encodings, the same Arrow schema.
+//!
+//! What is left per row is a table look-up: a batch's dictionary (a few values) is mapped once
+//! to the chunk's, and each row's code through that map; the indexes go to parquet's RLE
+//! encoder a page at a time (a trace's `input` and `file` are one run).
+
+use std::collections::HashMap;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int32Type;
+use arrow_array::{Array, StringArray};
+use arrow_schema::DataType;
+use bytes::Bytes;
+use parquet::basic::{BoundaryOrder, Compression, Encoding, EncodingMask, PageType};
+use parquet::column::page::{CompressedPage, Page, PageWriter};
+use parquet::column::writer::ColumnCloseResult;
+use parquet::compression::{Codec, CodecOptionsBuilder, create_codec};
+use parquet::data_type::ByteArray;
+use parquet::encodings::rle::RleEncoder;
+use parquet::file::metadata::{
+    ColumnChunkMetaData, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
+};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+use parquet::file::statistics::{Statistics, ValueStatistics};
+use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
+use parquet::schema::types::ColumnDescPtr;
+
+/// Whether a column of this Arrow type can go to a [`DictChunk`]: text, plain or coded.
+pub(crate) fn takes(ty: &DataType) -> bool {
+    match ty {
+        DataType::Utf8 => true,
+        DataType::Dictionary(k, v) => **k == DataType::Int32 && **v == DataType::Utf8,
+        _ => false,
+    }
+}
+
+/// A finished data page and what the chunk's metadata needs of it.
+struct DataPage {
+    page: CompressedPage,
+    rows: usize,
+    nulls: usize,
+    /// The dictionary indexes of its smallest and largest value (`None`: only nulls).
+    min_max: Option<(u32, u32)>,
+}
+
+/// One column chunk (a row group's values of one column) of dictionary-encoded text.
+pub(crate) struct DictChunk {
+    descr: ColumnDescPtr,
+    nullable: bool,
+    compression: Compression,
+    codec: Option<Box<dyn Codec>>,
+    /// Minimum and maximum kept (chunk statistics, and the column index when `Page`).
+    stats: EnabledStatistics,
+    stats_len: Option<usize>,
+    index_len: Option<usize>,
+    offset_index: bool,
+    /// Rows per data page (parquet's data page row count limit).
+    page_rows: usize,
+    /// The chunk's dictionary, in the order values first came, and each value's index.
+    values: Vec<Box<[u8]>>,
+    lookup: HashMap<Box<[u8]>, u32>,
+    /// The page being made: its definition levels (nullable columns: 1 a value, 0 a null)
+    /// and its values' dictionary indexes.
+    levels: Vec<u64>,
+    indices: Vec<u64>,
+    rows: usize,
+    nulls: usize,
+    pages: Vec<DataPage>,
+    /// Scratch: the dictionary indexes of the current batch's dictionary (`u32::MAX`: not yet
+    /// in the chunk's), of its rows, and which indexes a page uses (for its minimum and
+    /// maximum).
+    remap: Vec<u32>,
+    scratch: Vec<u64>,
+    seen: Vec<bool>,
+}
+
+impl DictChunk {
+    /// An empty chunk of the leaf column `descr`, with the settings `props` gives it.
+    pub(crate) fn new(descr: ColumnDescPtr, props: &WriterProperties) -> Result<DictChunk, String> {
+        let path = descr.path();
+        let compression = props.compression(path);
+        let codec = create_codec(compression, &CodecOptionsBuilder::default().build()).map_err(|e| e.to_string())?;
+        if props.writer_version() != WriterVersion::PARQUET_1_0 {
+            // Data pages v2 lay out and compress their levels differently: not written here.
+            return Err("dictionary-coded text is written in data pages v1 only".into());
+        }
+        Ok(DictChunk {
+            nullable: descr.max_def_level() > 0,
+            compression,
+            codec,
+            stats: props.statistics_enabled(path),
+            stats_len: props.statistics_truncate_length(),
+            index_len: props.column_index_truncate_length(),
+            offset_index: !props.offset_index_disabled(),
+            page_rows: props.column_data_page_row_count_limit(path).max(1),
+            descr,
+            values: Vec::new(),
+            lookup: HashMap::new(),
+            levels: Vec::new(),
+            indices: Vec::new(),
+            rows: 0,
+            nulls: 0,
+            pages: Vec::new(),
+            remap: Vec::new(),
+            scratch: Vec::new(),
+            seen: Vec::new(),
+        })
+    }
+
+    /// The index of `v` in the chunk's dictionary, added if new.
+    fn intern(values: &mut Vec<Box<[u8]>>, lookup: &mut HashMap<Box<[u8]>, u32>, v: &[u8]) -> u32 {
+        if let Some(&i) = lookup.get(v) {
+            return i;
+        }
+        let i = values.len() as u32;
+        values.push(v.into());
+        lookup.insert(v.into(), i);
+        i
+    }
+
+    /// Appends the rows of `array`: `Utf8`, or dictionary-coded (`Int32` codes into `Utf8`
+    /// values).
+    pub(crate) fn write(&mut self, array: &dyn Array) -> Result<(), String> {
+        // Each row's dictionary index into `scratch` first (a null's is any), then the rows go
+        // into pages a run at a time.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        let nulls = if let Some(d) = array.as_dictionary_opt::<Int32Type>() {
+            let words: &StringArray = d.values().as_string_opt::<i32>().ok_or("a dictionary of other than text")?;
+            let keys = d.keys();
+            let codes = keys.values();
+            if codes.iter().any(|&k| k < 0 || k as usize >= words.len()) {
+                // Arrow's dictionary arrays are checked when made; a key out of range is a bug.
+                return Err("a dictionary code out of range".into());
+            }
+            let nulls = keys.nulls().filter(|n| n.null_count() > 0);
+            // The batch's dictionary mapped once to the chunk's: only the values its rows use
+            // (a builder's vocabulary holds every value it was given).
+            self.remap.clear();
+            self.remap.resize(words.len(), u32::MAX);
+            for (i, &k) in codes.iter().enumerate() {
+                let k = k as usize;
+                if self.remap[k] == u32::MAX && nulls.is_none_or(|n| n.is_valid(i)) {
+                    self.remap[k] = DictChunk::intern(&mut self.values, &mut self.lookup, words.value(k).as_bytes());
+                }
+            }
+            let remap = &self.remap;
+            scratch.extend(codes.iter().map(|&k| u64::from(remap[k as usize])));
+            nulls.cloned()
+        } else if let Some(s) = array.as_string_opt::<i32>() {
+            // Plain text (a batch not coded by a table builder): each row looked up.
+            for i in 0..s.len() {
+                let v = if s.is_valid(i) {
+                    DictChunk::intern(&mut self.values, &mut self.lookup, s.value(i).as_bytes())
+                } else {
+                    0
+                };
+                scratch.push(v.into());
+            }
+            s.nulls().filter(|n| n.null_count() > 0).cloned()
+        } else {
+            return Err(format!("a column of {} where text was expected", array.data_type()));
+        };
+        if nulls.is_some() && !self.nullable {
+            return Err(format!("a null in {}, a column without nulls", self.descr.path()));
+        }
+        let n = scratch.len();
+        let mut i = 0;
+        while i < n {
+            let take = (self.page_rows - self.rows).min(n - i);
+            match &nulls {
+                Some(valid) => {
+                    for (j, &v) in scratch[i..i + take].iter().enumerate() {
+                        if valid.is_valid(i + j) {
+                            self.levels.push(1);
+                            self.indices.push(v);
+                        } else {
+                            self.levels.push(0);
+                            self.nulls += 1;
+                        }
+                    }
+                }
+                None => {
+                    if self.nullable {
+                        self.levels.resize(self.levels.len() + take, 1);
+                    }
+                    self.indices.extend_from_slice(&scratch[i..i + take]);
+                }
+            }
+            self.rows += take;
+            i += take;
+            if self.rows >= self.page_rows {
+                self.end_page()?;
+            }
+        }
+        self.scratch = scratch;
+        Ok(())
+    }
+
+    fn compress(&mut self, buf: Vec<u8>) -> Result<Vec<u8>, String> {
+        match &mut self.codec {
+            Some(c) => {
+                let mut out = Vec::with_capacity(buf.len() / 2 + 64);
+                c.compress(&buf, &mut out).map_err(|e| e.to_string())?;
+                Ok(out)
+            }
+            None => Ok(buf),
+        }
+    }
+
+    /// Ends the data page being made, as parquet's writer lays out a v1 page: the definition
+    /// levels (nullable columns: their length in 4 bytes, then RLE/bit-packed at 1 bit), then the
+    /// indexes' bit width in a byte and the indexes RLE/bit-packed; all of it compressed.
+    fn end_page(&mut self) -> Result<(), String> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let mut buf = Vec::with_capacity(64 + self.indices.len() / 2);
+        if self.nullable {
+            let mut levels = RleEncoder::new_from_buf(1, vec![0; 4]);
+            levels.put_batch(&self.levels);
+            buf = levels.consume();
+            let len = (buf.len() - 4) as u32;
+            buf[..4].copy_from_slice(&len.to_le_bytes());
+        }
+        let width = parquet::util::bit_util::num_required_bits(self.values.len().saturating_sub(1) as u64);
+        buf.push(width);
+        let mut enc = RleEncoder::new_from_buf(width, buf);
+        enc.put_batch(&self.indices);
+        let buf = enc.consume();
+        let min_max = if self.stats == EnabledStatistics::None { None } else { self.page_min_max() };
+        let uncompressed = buf.len();
+        let buf = self.compress(buf)?;
+        let page = Page::DataPage {
+            buf: Bytes::from(buf),
+            num_values: self.rows as u32,
+            encoding: Encoding::RLE_DICTIONARY,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        };
+        self.pages.push(DataPage {
+            page: CompressedPage::new(page, uncompressed),
+            rows: self.rows,
+            nulls: self.nulls,
+            min_max,
+        });
+        self.levels.clear();
+        self.indices.clear();
+        self.rows = 0;
+        self.nulls = 0;
+        Ok(())
+    }
+
+    /// The dictionary indexes of the smallest and largest value of the page being made
+    /// (bytewise, as Parquet orders UTF-8): one look at each distinct index.
+    fn page_min_max(&mut self) -> Option<(u32, u32)> {
+        self.seen.clear();
+        self.seen.resize(self.values.len(), false);
+        let mut last = u64::MAX;
+        for &i in &self.indices {
+            if i != last {
+                self.seen[i as usize] = true;
+                last = i;
+            }
+        }
+        let mut used = self.seen.iter().enumerate().filter(|(_, s)| **s).map(|(i, _)| i as u32);
+        let first = used.next()?;
+        let v = &self.values;
+        Some(used.fold((first, first), |(lo, hi), i| {
+            (if v[i as usize] < v[lo as usize] { i } else { lo }, if v[i as usize] > v[hi as usize] { i } else { hi })
+        }))
+    }
+
+    /// The chunk's bytes (its pages, from offset 0) and what `append_column` needs of them.
+    pub(crate) fn close(mut self) -> Result<(Bytes, ColumnCloseResult), String> {
+        let err = |e: parquet::errors::ParquetError| e.to_string();
+        self.end_page()?;
+        // The dictionary page: each value's length in 4 bytes, then its bytes (PLAIN).
+        let mut dict = Vec::with_capacity(self.values.iter().map(|v| v.len() + 4).sum());
+        for v in &self.values {
+            dict.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            dict.extend_from_slice(v);
+        }
+        let uncompressed = dict.len();
+        let dict = self.compress(dict)?;
+        let dict_page = Page::DictionaryPage {
+            buf: Bytes::from(dict),
+            num_values: self.values.len() as u32,
+            encoding: Encoding::PLAIN,
+            is_sorted: false,
+        };
+        let mut sink = TrackedWrite::new(Vec::new());
+        let mut w = SerializedPageWriter::new(&mut sink);
+        let spec = w.write_page(CompressedPage::new(dict_page, uncompressed)).map_err(err)?;
+        let (mut compressed, mut total, mut values) =
+            (spec.compressed_size as i64, spec.uncompressed_size as i64, 0i64);
+        let mut data_offset = None;
+        let mut offsets = OffsetIndexBuilder::new();
+        let mut index = ColumnIndexBuilder::new(self.descr.physical_type());
+        let (mut ascending, mut descending) = (true, true);
+        let mut last: Option<(u32, u32)> = None;
+        let (mut lo, mut hi): (Option<u32>, Option<u32>) = (None, None);
+        let (mut nulls, mut rows) = (0usize, 0usize);
+        let n_pages = self.pages.len();
+        for p in std::mem::take(&mut self.pages) {
+            let spec = w.write_page(p.page).map_err(err)?;
+            data_offset.get_or_insert(spec.offset as i64);
+            compressed += spec.compressed_size as i64;
+            total += spec.uncompressed_size as i64;
+            values += spec.num_values as i64;
+            offsets.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
+            offsets.append_row_count(p.rows as i64);
+            nulls += p.nulls;
+            rows += p.rows;
+            let v = &self.values;
+            match p.min_max {
+                Some((a, b)) => {
+                    if let Some((la, lb)) = last {
+                        ascending &= v[la as usize] <= v[a as usize] && v[lb as usize] <= v[b as usize];
+                        descending &= v[la as usize] >= v[a as usize] && v[lb as usize] >= v[b as usize];
+                    }
+                    last = Some((a, b));
+                    lo = Some(lo.map_or(a, |l| if v[a as usize] < v[l as usize] { a } else { l }));
+                    hi = Some(hi.map_or(b, |h| if v[b as usize] > v[h as usize] { b } else { h }));
+                    let (min, _) = truncate_min(v[a as usize].as_ref(), self.index_len);
+                    let (max, _) = truncate_max(v[b as usize].as_ref(), self.index_len);
+                    index.append(false, min, max, p.nulls as i64, None);
+                }
+                None if p.nulls == p.rows => index.append(true, Vec::new(), Vec::new(), p.nulls as i64, None),
+                None => index.to_invalid(),
+            }
+            // The definition levels' histogram (nulls, values), as parquet's size statistics.
+            if self.nullable {
+                index.append_histograms(
+                    &None,
+                    &Some(LevelHistogram::from(vec![p.nulls as i64, (p.rows - p.nulls) as i64])),
+                );
+            }
+        }
+        w.close().map_err(err)?;
+        let bytes = Bytes::from(sink.into_inner().map_err(err)?);
+        let encodings = [Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY];
+        let mut meta = ColumnChunkMetaData::builder(self.descr.clone())
+            .set_compression(self.compression)
+            .set_encodings_mask(EncodingMask::new_from_encodings(encodings.iter()))
+            .set_page_encoding_stats(vec![
+                PageEncodingStats { page_type: PageType::DICTIONARY_PAGE, encoding: Encoding::PLAIN, count: 1 },
+                PageEncodingStats {
+                    page_type: PageType::DATA_PAGE,
+                    encoding: Encoding::RLE_DICTIONARY,
+                    count: n_pages as i32,
+                },
+            ])
+            .set_total_compressed_size(compressed)
+            .set_total_uncompressed_size(total)
+            .set_num_values(values)
+            .set_data_page_offset(data_offset.unwrap_or(0))
+            .set_dictionary_page_offset(Some(0));
+        let mut column_index = None;
+        if self.stats != EnabledStatistics::None {
+            let v = &self.values;
+            let stats = match (lo, hi) {
+                (Some(lo), Some(hi)) => {
+                    let (min, min_cut) = truncate_min(v[lo as usize].as_ref(), self.stats_len);
+                    let (max, max_cut) = truncate_max(v[hi as usize].as_ref(), self.stats_len);
+                    ValueStatistics::new(
+                        Some(ByteArray::from(min)),
+                        Some(ByteArray::from(max)),
+                        None,
+                        Some(nulls as u64),
+                        false,
+                    )
+                    .with_min_is_exact(!min_cut)
+                    .with_max_is_exact(!max_cut)
+                }
+                _ => ValueStatistics::new(None, None, None, Some(nulls as u64), false),
+            };
+            meta = meta.set_statistics(Statistics::ByteArray(stats));
+            if self.nullable {
+                let h = LevelHistogram::from(vec![nulls as i64, (rows - nulls) as i64]);
+                meta = meta.set_definition_level_histogram(Some(h));
+            }
+            if self.stats == EnabledStatistics::Page && index.valid() {
+                index.set_boundary_order(match (ascending, descending) {
+                    (true, _) => BoundaryOrder::ASCENDING,
+                    (false, true) => BoundaryOrder::DESCENDING,
+                    (false, false) => BoundaryOrder::UNORDERED,
+                });
+                column_index = Some(index.build().map_err(err)?);
+            }
+        }
+        let close = ColumnCloseResult {
+            bytes_written: bytes.len() as u64,
+            rows_written: rows as u64,
+            metadata: meta.build().map_err(err)?,
+            bloom_filter: None,
+            column_index,
+            offset_index: self.offset_index.then(|| offsets.build()),
+        };
+        Ok((bytes, close))
+    }
+}
+
+/// A minimum cut to at most `len` bytes at a character boundary, as parquet truncates it
+/// (and whether it was cut).
+fn truncate_min(v: &[u8], len: Option<usize>) -> (Vec<u8>, bool) {
+    let cut = len.filter(|&l| v.len() > l).and_then(|l| match std::str::from_utf8(v) {
+        Ok(s) => (1..=l).rfind(|&x| s.is_char_boundary(x)).map(|x| v[..x].to_vec()),
+        Err(_) => Some(v[..l].to_vec()),
+    });
+    match cut {
+        Some(c) => (c, true),
+        None => (v.to_vec(), false),
+    }
+}
+
+/// A maximum cut to at most `len` bytes and its last character incremented, so that it is
+/// still an upper bound, as parquet truncates it (and whether it was cut).
+fn truncate_max(v: &[u8], len: Option<usize>) -> (Vec<u8>, bool) {
+    let cut = len.filter(|&l| v.len() > l).and_then(|l| match std::str::from_utf8(v) {
+        Ok(s) => {
+            let split = (l.saturating_sub(3)..=l).rfind(|&x| s.is_char_boundary(x))?;
+            let s = s.get(..split)?;
+            s.char_indices().rev().find_map(|(i, c)| {
+                let next = char::from_u32(c as u32 + 1).filter(|n| n.len_utf8() == c.len_utf8())?;
+                let mut out = s.as_bytes()[..i + c.len_utf8()].to_vec();
+                next.encode_utf8(&mut out[i..]);
+                Some(out)
+            })
+        }
+        Err(_) => {
+            let mut out = v[..l].to_vec();
+            for b in out.iter_mut().rev() {
+                let (n, overflow) = b.overflowing_add(1);
+                *b = n;
+                if !overflow {
+                    return Some(out);
+                }
+            }
+            None
+        }
+    });
+    match cut {
+        Some(c) => (c, true),
+        None => (v.to_vec(), false),
+    }
+}
