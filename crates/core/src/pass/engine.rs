@@ -151,11 +151,11 @@ impl<S: Sink> Analyzer<S> {
         self.flows.prefetch(seg)
     }
 
-    /// Asks for the memory of the segment's connection (its analysis state and its sink's
-    /// state) to be loaded, ahead of [`Analyzer::segment_after_sweep`] on it: with many
-    /// connections open at once each packet's connection has left the caches, and a few
-    /// packets of lead hide the wait. A hint: it changes no result.
-    /// Returns the connection it guessed, for [`Analyzer::prefetch_state`].
+    /// Asks for the memory of the connection guessed from `ahead` (its endpoints, its analysis
+    /// state and its sink's state) to be loaded, ahead of [`Analyzer::segment_after_sweep`] on
+    /// its packet: with many connections open at once each packet's connection has left the
+    /// caches, and a few packets of lead hide the wait. A hint: it changes no result. Returns
+    /// the connection guessed, for [`Analyzer::prefetch_state`].
     #[inline]
     pub fn prefetch(&self, ahead: Ahead) -> Option<ConnIdx> {
         let idx = self.flows.peek(ahead)?;
