@@ -394,20 +394,7 @@ mod tests {
     #[test]
     fn timeline_lanes_and_lifelines() {
         let mut rec = Recording::default();
-        rec.conns.push(ConnStart {
-            id: 1,
-            cookie: 1,
-            family: "ipv4".into(),
-            src: "a".into(),
-            sport: 1,
-            dst: "b".into(),
-            dport: 2,
-            cong: None,
-            inode: 0,
-            uid: 0,
-            t_ns: 0,
-            info_len: 280,
-        });
+        rec.conns.push(ConnStart { src: "a".into(), dst: "b".into(), info_len: 280, ..ConnStart::sample(1) });
         for k in 0..10u64 {
             let mut s = Sample::empty(k * 100_000_000, 1);
             for (n, v) in [

@@ -221,18 +221,11 @@ mod tests {
 
     fn start(id: u32) -> ConnStart {
         ConnStart {
-            id,
-            cookie: u64::from(id),
-            family: "ipv4".into(),
-            src: "10.0.0.1".into(),
             sport: 1000 + id as u16,
-            dst: "10.0.0.2".into(),
             dport: 5201,
             cong: Some("cubic".into()),
-            inode: 0,
-            uid: 0,
-            t_ns: 0,
             info_len: 280,
+            ..ConnStart::sample(id)
         }
     }
 

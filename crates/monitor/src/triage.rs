@@ -251,20 +251,7 @@ mod tests {
         };
         let (a, b) = (with_rtt(s(0, 0, 0, 0, 0), 0), with_rtt(s(1000, 800, 0, 0, 5000), 6000));
         let fin_wait2 = Sample::empty(1_020_000_000, 0);
-        let c = ConnStart {
-            id: 0,
-            cookie: 1,
-            family: "ipv4".into(),
-            src: "10.0.0.1".into(),
-            sport: 1,
-            dst: "10.0.0.2".into(),
-            dport: 2,
-            cong: None,
-            inode: 0,
-            uid: 0,
-            t_ns: 0,
-            info_len: 0,
-        };
+        let c = ConnStart { cookie: 1, ..ConnStart::sample(0) };
         let sum = summarize(&c, None, &[&a, &b, &fin_wait2]);
         assert_eq!((sum.bytes_sent, sum.bytes_acked), (Some(6000), Some(5000)));
         assert!(sum.limits.is_some(), "{}", sum.diagnosis);

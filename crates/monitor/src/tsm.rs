@@ -148,6 +148,28 @@ pub struct ConnStart {
     pub info_len: usize,
 }
 
+#[cfg(test)]
+impl ConnStart {
+    /// A connection for tests: IPv4 10.0.0.1:1 → 10.0.0.2:2, cookie `id`, no congestion
+    /// control, zero times; tests set what they look at.
+    pub(crate) fn sample(id: u32) -> ConnStart {
+        ConnStart {
+            id,
+            cookie: u64::from(id),
+            family: "ipv4".into(),
+            src: "10.0.0.1".into(),
+            sport: 1,
+            dst: "10.0.0.2".into(),
+            dport: 2,
+            cong: None,
+            inode: 0,
+            uid: 0,
+            t_ns: 0,
+            info_len: 0,
+        }
+    }
+}
+
 /// A connection gone: absent from a dump after being present.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ConnEnd {
@@ -754,18 +776,12 @@ mod tests {
         let mut w = Writer::create(&path, &h).unwrap();
         w.block_rows = 50;
         let c = ConnStart {
-            id: 0,
             cookie: 7,
-            family: "ipv4".into(),
-            src: "10.0.0.1".into(),
-            sport: 1,
-            dst: "10.0.0.2".into(),
-            dport: 2,
             cong: Some("cubic".into()),
             inode: 3,
-            uid: 0,
             t_ns: 5,
             info_len: 248,
+            ..ConnStart::sample(0)
         };
         w.conn(&c).unwrap();
         let mut want = Vec::new();
@@ -937,20 +953,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tsm-append-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("a.tsm");
-        let conn = |id| ConnStart {
-            id,
-            cookie: 7,
-            family: "ipv4".into(),
-            src: "10.0.0.1".into(),
-            sport: 1,
-            dst: "10.0.0.2".into(),
-            dport: 2,
-            cong: None,
-            inode: 3,
-            uid: 0,
-            t_ns: 5,
-            info_len: 248,
-        };
+        let conn = |id| ConnStart { cookie: 7, inode: 3, t_ns: 5, info_len: 248, ..ConnStart::sample(id) };
         let h = Header::new(1, "", true, None, 5);
         let mut w = Writer::create(&path, &h).unwrap();
         w.conn(&conn(1)).unwrap();
