@@ -6,13 +6,14 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use arrow_array::RecordBatch;
 use arrow_pyarrow::{PyArrowType, Table};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use tcpscope_arrow::columns::schema;
-use tcpscope_arrow::{Collect, Dest, Report, TableName};
+use tcpscope_arrow::{Collect, Dest, OnThread, Out, Report, TableName};
 use tcpscope_core::analysis::{Dir, Settings};
 use tcpscope_core::capture::{TimeSpec, Window};
 use tcpscope_core::pass::{FileSummary, Query};
@@ -179,9 +180,23 @@ fn read(
     }
     let outs: Vec<(TableName, Arc<Mutex<Collect>>)> =
         names.iter().map(|&t| (t, Arc::new(Mutex::new(Collect::default())))).collect();
-    let dests: Vec<(TableName, Dest)> = outs.iter().map(|(t, c)| (*t, c.clone() as Dest)).collect();
-    let report: std::io::Result<Report> =
-        py.detach(|| tcpscope_arrow::export(&q, &Rules::default(), &dests, &|_, _| {}));
+    // Each table collected on a thread of its own, as the CLI writes each file: turning a
+    // batch's coded text columns back into text is then off the thread that makes the rows.
+    let threads: Vec<(TableName, Arc<Mutex<OnThread>>)> = outs
+        .iter()
+        .map(|(t, c)| Ok((*t, Arc::new(Mutex::new(OnThread::new(Shared(c.clone()))?)))))
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| TcpscopeError::new_err(e.to_string()))?;
+    let dests: Vec<(TableName, Dest)> = threads.iter().map(|(t, c)| (*t, c.clone() as Dest)).collect();
+    let report: std::io::Result<Report> = py.detach(|| {
+        let report = tcpscope_arrow::export(&q, &Rules::default(), &dests, &|_, _| {});
+        // The collecting threads end with their last batch; the pass's error comes first.
+        let collected = threads
+            .iter()
+            .try_for_each(|(_, t)| t.lock().map_err(|_| std::io::Error::other("a pass panicked"))?.finish());
+        let report = report?;
+        collected.map(|()| report)
+    });
     let report = report.map_err(|e| TcpscopeError::new_err(e.to_string()))?;
     let warnings = outcome(&report.traces, &report.files)?;
     let mut out = Vec::new();
@@ -191,6 +206,18 @@ fn read(
         out.push((t.name().to_string(), PyArrowType(table)));
     }
     Ok((out, warnings))
+}
+
+/// A [`Collect`] shared with the thread that fills it ([`OnThread`] owns its destination).
+struct Shared(Arc<Mutex<Collect>>);
+
+impl Out for Shared {
+    fn write(&mut self, batch: &RecordBatch) -> std::io::Result<()> {
+        self.0.lock().map_err(|_| std::io::Error::other("a pass panicked"))?.write(batch)
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `screen --json`'s connections (every one, boring too, most troubled first), as JSON text,
