@@ -89,7 +89,11 @@ before(async () => {
   const mon = spawn(bin, ["monitor", "-f", `port ${port}`, "-i", "10ms", "--for", "3s", "-q", "--events", `udp:127.0.0.1:${evPort}`, "-w", rec], { stdio: "inherit" });
   // As root, a capture of the same transfer (it exits 77 without the privilege: no capture then).
   const ring = path.join(dir, "ring");
-  const cap = spawn(bin, ["capture", "-i", "lo", "-f", `tcp port ${port}`, "-w", ring], { stdio: ["ignore", "ignore", "pipe"] });
+  // `--min-free 0`: the machine's free disk space must not decide what the ring keeps (under
+  // 10 % free, the default keeps nothing but the file being written, deleted when it closes).
+  const cap = spawn(bin, ["capture", "-i", "lo", "-f", `tcp port ${port}`, "-w", ring, "--min-free", "0"], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   // Until both listen: the capture says so (or exits: no privilege); under load its start took
   // longer than a fixed 400 ms, and a capture that missed the transfer wrote no file.
   await new Promise((r) => {
