@@ -81,3 +81,32 @@ fn checksum_offload_is_told_from_damage() {
         }
     }
 }
+
+/// Every public trace exports every table to Parquet, in one run: a value a column cannot hold
+/// (a pcapng time past 2262 once was, in pcapplusplus__pcapng-example's second interface) must
+/// not fail the export and lose the good tables.
+#[test]
+#[cfg_attr(no_public_traces, ignore = "../shared/traces/public is absent")]
+fn every_public_trace_exports_every_table() {
+    let Some(dir) = public_traces() else {
+        eprintln!("skipping: ../shared/traces/public is absent");
+        return;
+    };
+    let mut traces: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x != "tsv" && x != "md"))
+        .map(|p| p.to_str().unwrap().to_string())
+        .collect();
+    traces.sort();
+    assert!(traces.len() >= 40, "only {} traces", traces.len());
+    let out_dir = tempdir("public-export");
+    let mut args = vec!["export", "-q", "-o", out_dir.to_str().unwrap()];
+    args.extend(traces.iter().map(String::as_str));
+    let out = run(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for t in ["connections", "events", "segments", "rtt"] {
+        let f = out_dir.join(format!("{t}.parquet"));
+        assert!(f.metadata().is_ok_and(|m| m.len() > 0), "{t}.parquet missing");
+    }
+}

@@ -170,6 +170,7 @@ impl Interface {
         if self.ns_per_unit != 0
             && self.offset_s == 0
             && let Some(ns) = ticks.checked_mul(self.ns_per_unit)
+            && ns <= MAX_TS_NS
         {
             return ns;
         }
@@ -790,12 +791,19 @@ fn units_per_sec(r: u8) -> Option<u64> {
     if r & 0x80 == 0 { 10u64.checked_pow(e) } else { 1u64.checked_shl(e) }
 }
 
-/// Converts pcapng ticks to ns since the epoch, exactly (128-bit intermediate).
+/// The latest time a record can have, in ns since the epoch: 2262-04-11 23:47:16.854775807
+/// UTC, the largest signed 64-bit count of ns (Arrow's and Parquet's timestamps, the `ts_ns`
+/// columns of the tables, and a JSON reader's 64-bit integers). A pcapng time past it (a
+/// damaged one: an absurd tick count or offset) is clamped to it.
+pub const MAX_TS_NS: u64 = i64::MAX as u64;
+
+/// Converts pcapng ticks to ns since the epoch, exactly (128-bit intermediate), clamped to
+/// `0..=`[`MAX_TS_NS`].
 fn ticks_to_ns(ticks: u64, units_per_sec: u64, offset_s: i64) -> u64 {
     let units = units_per_sec.max(1) as u128;
     let ns = ticks as u128 * 1_000_000_000 / units;
     let ns = ns as i128 + offset_s as i128 * 1_000_000_000;
-    ns.clamp(0, u64::MAX as i128) as u64
+    ns.clamp(0, MAX_TS_NS as i128) as u64
 }
 
 #[cfg(test)]

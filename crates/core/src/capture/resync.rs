@@ -15,7 +15,7 @@
 
 use std::fmt;
 
-use super::{CaptureError, CaptureReader, Framing, Record};
+use super::{CaptureError, CaptureReader, Framing, MAX_TS_NS, Record};
 
 /// pcap records in a row that must be plausible where reading resumes, fewer only when the
 /// file ends right after them.
@@ -276,18 +276,18 @@ impl CaptureReader {
         if !self.time_suspect(ts_ns) {
             return Ok(ts_ns);
         }
-        // u64::MAX is where pcapng times past 2554 are clamped: a damaged one, so the record
+        // MAX_TS_NS is where pcapng times past 2262 are clamped: a damaged one, so the record
         // after it is the neighbour; so it is when the next block is not a packet.
         let mut after_next = Some(after_next);
         let next_ns = match next_ns {
-            Some(u64::MAX) | None => after_next.take().map_or(Ok(None), |f| f(self))?,
+            Some(MAX_TS_NS) | None => after_next.take().map_or(Ok(None), |f| f(self))?,
             n => n,
         };
         if !next_ns.is_some_and(outside) {
             return Ok(ts_ns);
         }
         if let Some(f) = after_next
-            && f(self)?.is_some_and(|n| n != u64::MAX && n.abs_diff(ts_ns) <= TIME_OUTLIER_NS)
+            && f(self)?.is_some_and(|n| n != MAX_TS_NS && n.abs_diff(ts_ns) <= TIME_OUTLIER_NS)
         {
             return Ok(ts_ns);
         }

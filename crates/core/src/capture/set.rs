@@ -529,7 +529,7 @@ pub struct SetReader<'s> {
 
 impl<'s> SetReader<'s> {
     /// A reader of the packets of `set` with `from <= ts_ns < to`; `to == u64::MAX` is no end
-    /// at all (a packet whose time saturated at `u64::MAX` is read too).
+    /// at all.
     pub fn new(set: &'s TraceSet, from: u64, to: u64) -> SetReader<'s> {
         let pending = (0..set.files.len())
             .filter(|&i| {

@@ -408,3 +408,22 @@ fn a_time_jump_after_a_cut_record_is_believed_when_the_framing_goes_on() {
     assert_eq!(got.len(), 3, "{damage:?}");
     assert!(damage[0].reason.contains("timestamp jumps"), "{damage:?}");
 }
+
+/// A pcapng time past 2262 (an absurd tick count, as in pcapplusplus__pcapng-example's second
+/// interface, or an offset) is clamped to `MAX_TS_NS`, the latest a signed 64-bit ns count
+/// holds, on the multiplying path as on the dividing one; the times before it are exact.
+#[test]
+fn pcapng_times_past_2262_are_clamped_to_the_largest_signed_ns() {
+    let us = Interface::new(1, 1_000_000, 0, 65535);
+    assert_eq!(us.ts_ns(1_700_000_000_123_456), 1_700_000_000_123_456_000);
+    assert_eq!(us.ts_ns(MAX_TS_NS / 1000), MAX_TS_NS / 1000 * 1000, "the last whole µs before it");
+    // 2^64 - 1 ns and more as µs: the product fits a u64 or not, past the limit either way.
+    for ticks in [MAX_TS_NS / 1000 + 1, 18_446_744_073_204_277_451, u64::MAX] {
+        assert_eq!(us.ts_ns(ticks), MAX_TS_NS, "{ticks} µs");
+    }
+    let offset = Interface::new(1, 1_000_000, i64::MAX / 1_000_000_000, 65535);
+    assert_eq!(offset.ts_ns(u64::MAX / 2), MAX_TS_NS, "an offset past it");
+    let dag = Interface::new(1, 1 << 32, 0, 65535);
+    assert_eq!(dag.ts_ns(u64::MAX), 4_294_967_295_999_999_999, "2^-32 s units: below it, exact");
+    assert_eq!(dag.ts_ns(1 << 32), 1_000_000_000);
+}
