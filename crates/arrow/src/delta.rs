@@ -26,7 +26,6 @@ use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::compression::{Codec, CodecOptionsBuilder, create_codec};
 use parquet::encodings::levels::LevelEncoder;
-use parquet::util::bit_util::BitWriter;
 use parquet::file::metadata::{
     ColumnChunkMetaData, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
 };
@@ -34,6 +33,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersi
 use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
+use parquet::util::bit_util::BitWriter;
 
 /// A finished data page and what the chunk's metadata needs of it.
 struct DataPage {
@@ -298,14 +298,9 @@ impl DeltaChunk {
             .set_data_page_offset(data_offset.unwrap_or(0));
         let mut column_index = None;
         if self.stats != EnabledStatistics::None {
-            let stats = ValueStatistics::new(
-                min_max.map(|m| m.0),
-                min_max.map(|m| m.1),
-                None,
-                Some(nulls as u64),
-                false,
-            )
-            .with_backwards_compatible_min_max(true);
+            let stats =
+                ValueStatistics::new(min_max.map(|m| m.0), min_max.map(|m| m.1), None, Some(nulls as u64), false)
+                    .with_backwards_compatible_min_max(true);
             meta = meta.set_statistics(Statistics::Int64(stats));
             if self.nullable {
                 let h = LevelHistogram::from(vec![nulls as i64, (rows - nulls) as i64]);
@@ -611,8 +606,10 @@ mod tests {
             let props = props.build();
             let dir = std::env::temp_dir();
             let id = format!("{}-{g}", std::process::id());
-            let (ours, theirs) =
-                (dir.join(format!("tcpscope-delta-ours-{id}.parquet")), dir.join(format!("tcpscope-delta-theirs-{id}.parquet")));
+            let (ours, theirs) = (
+                dir.join(format!("tcpscope-delta-ours-{id}.parquet")),
+                dir.join(format!("tcpscope-delta-theirs-{id}.parquet")),
+            );
             let used = split_file(&ours, &schema, props.clone(), &batches);
             assert_eq!(used, 3, "settings {g}: the integer columns written from their values");
             let mut w = ArrowWriter::try_new(File::create(&theirs).unwrap(), schema.clone(), Some(props)).unwrap();
@@ -649,8 +646,12 @@ mod tests {
         };
         assert!(DeltaChunk::new(descr.clone(), &delta().build()).is_some());
         assert!(DeltaChunk::new(descr.clone(), &delta().set_data_page_size_limit(100_000).build()).is_none());
-        assert!(DeltaChunk::new(descr.clone(), &delta().set_writer_version(WriterVersion::PARQUET_2_0).build()).is_none());
-        assert!(DeltaChunk::new(descr.clone(), &delta().set_column_bloom_filter_enabled(col(), true).build()).is_none());
+        assert!(
+            DeltaChunk::new(descr.clone(), &delta().set_writer_version(WriterVersion::PARQUET_2_0).build()).is_none()
+        );
+        assert!(
+            DeltaChunk::new(descr.clone(), &delta().set_column_bloom_filter_enabled(col(), true).build()).is_none()
+        );
         assert!(DeltaChunk::new(descr.clone(), &WriterProperties::builder().build()).is_none());
         let plain = WriterProperties::builder().set_column_dictionary_enabled(col(), false).build();
         assert!(DeltaChunk::new(descr, &plain).is_none());
@@ -663,6 +664,11 @@ mod tests {
     fn same_pages() {
         let (a, b) = (std::env::var("PQ_A").unwrap(), std::env::var("PQ_B").unwrap());
         let d = differences(Path::new(&a), Path::new(&b));
-        assert!(d.is_empty(), "{} differences:\n{}", d.len(), d.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+        assert!(
+            d.is_empty(),
+            "{} differences:\n{}",
+            d.len(),
+            d.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+        );
     }
 }

@@ -433,7 +433,12 @@ pub(crate) mod tests_support {
 
     /// Writes `batches` of `schema` to `path` as [`Split`] does with `props`; how many of its
     /// columns were written by a [`DeltaChunk`].
-    pub(crate) fn split_file(path: &Path, schema: &SchemaRef, props: WriterProperties, batches: &[RecordBatch]) -> usize {
+    pub(crate) fn split_file(
+        path: &Path,
+        schema: &SchemaRef,
+        props: WriterProperties,
+        batches: &[RecordBatch],
+    ) -> usize {
         let w = ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
         let mut out = Box::new(Split::new(w, schema).unwrap());
         let used = (0..schema.fields().len())
