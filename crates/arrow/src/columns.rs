@@ -153,6 +153,9 @@ struct Dict {
 }
 
 impl Dict {
+    /// Vocabularies up to this many values are looked through rather than hashed.
+    const SCAN: usize = 16;
+
     fn new() -> Dict {
         Dict { codes: Vec::new(), valid: None, words: Vec::new(), lookup: HashMap::new(), last: -1 }
     }
@@ -169,8 +172,17 @@ impl Dict {
     }
     #[cold]
     fn find(&mut self, v: &str) -> i32 {
-        let code = match self.lookup.get(v) {
-            Some(&c) => c,
+        // A vocabulary of a few values (directions, flag letters, verdicts) is looked through
+        // in order: ~250 instructions a look-up by hashing (SipHash) against a few comparisons
+        // (a segment's `dir` and `flags` change from row to row: ~27,000 look-ups of 200,000
+        // rows of the bulk trace's first packets).
+        let found = if self.words.len() <= Dict::SCAN {
+            self.words.iter().position(|w| w.len() == v.len() && w.as_bytes() == v.as_bytes()).map(|i| i as i32)
+        } else {
+            self.lookup.get(v).copied()
+        };
+        let code = match found {
+            Some(c) => c,
             None => {
                 let c = self.words.len() as i32;
                 self.words.push(v.into());
@@ -668,5 +680,30 @@ impl ser::SerializeStruct for &mut Appender<'_, '_> {
     fn end(self) -> Result<(), RowError> {
         self.depth -= 1;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Dict;
+
+    /// A value's code is the one it was first given, whether the vocabulary is looked through
+    /// (up to `Dict::SCAN` values) or hashed (past it): values given again after others.
+    #[test]
+    fn codes_are_those_first_given_looked_through_or_hashed() {
+        let seq: Vec<String> = (0..120).map(|i| format!("w{}", (i * 7) % 23)).collect();
+        let mut d = Dict::new();
+        let (mut order, mut want): (Vec<&str>, Vec<i32>) = (Vec::new(), Vec::new());
+        for w in &seq {
+            d.push(w);
+            let c = order.iter().position(|x| x == w).unwrap_or_else(|| {
+                order.push(w);
+                order.len() - 1
+            });
+            want.push(c as i32);
+        }
+        assert!(order.len() > Dict::SCAN);
+        assert_eq!(d.codes, want);
+        assert_eq!(d.words.iter().map(|w| &**w).collect::<Vec<_>>(), order);
     }
 }

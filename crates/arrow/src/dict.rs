@@ -136,46 +136,25 @@ impl DictChunk {
     /// Appends the rows of `array`: `Utf8`, or dictionary-coded (`Int32` codes into `Utf8`
     /// values).
     pub(crate) fn write(&mut self, array: &dyn Array) -> Result<(), String> {
-        // Each row's dictionary index into `scratch` first (a null's is any), then the rows go
-        // into pages a run at a time.
+        if let Some(d) = array.as_dictionary_opt::<Int32Type>() {
+            return self.write_coded(d);
+        }
+        // Plain text (a batch not coded by a table builder): each row looked up, its
+        // dictionary index into `scratch` first (a null's is any), then into pages.
+        let s = array
+            .as_string_opt::<i32>()
+            .ok_or_else(|| format!("a column of {} where text was expected", array.data_type()))?;
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        let nulls = if let Some(d) = array.as_dictionary_opt::<Int32Type>() {
-            let words: &StringArray = d.values().as_string_opt::<i32>().ok_or("a dictionary of other than text")?;
-            let keys = d.keys();
-            let codes = keys.values();
-            if codes.iter().any(|&k| k < 0 || k as usize >= words.len()) {
-                // Arrow's dictionary arrays are checked when made; a key out of range is a bug.
-                return Err("a dictionary code out of range".into());
-            }
-            let nulls = keys.nulls().filter(|n| n.null_count() > 0);
-            // The batch's dictionary mapped once to the chunk's: only the values its rows use
-            // (a builder's vocabulary holds every value it was given).
-            self.remap.clear();
-            self.remap.resize(words.len(), u32::MAX);
-            for (i, &k) in codes.iter().enumerate() {
-                let k = k as usize;
-                if self.remap[k] == u32::MAX && nulls.is_none_or(|n| n.is_valid(i)) {
-                    self.remap[k] = DictChunk::intern(&mut self.values, &mut self.lookup, words.value(k).as_bytes());
-                }
-            }
-            let remap = &self.remap;
-            scratch.extend(codes.iter().map(|&k| u64::from(remap[k as usize])));
-            nulls.cloned()
-        } else if let Some(s) = array.as_string_opt::<i32>() {
-            // Plain text (a batch not coded by a table builder): each row looked up.
-            for i in 0..s.len() {
-                let v = if s.is_valid(i) {
-                    DictChunk::intern(&mut self.values, &mut self.lookup, s.value(i).as_bytes())
-                } else {
-                    0
-                };
-                scratch.push(v.into());
-            }
-            s.nulls().filter(|n| n.null_count() > 0).cloned()
-        } else {
-            return Err(format!("a column of {} where text was expected", array.data_type()));
-        };
+        for i in 0..s.len() {
+            let v = if s.is_valid(i) {
+                DictChunk::intern(&mut self.values, &mut self.lookup, s.value(i).as_bytes())
+            } else {
+                0
+            };
+            scratch.push(v.into());
+        }
+        let nulls = s.nulls().filter(|n| n.null_count() > 0).cloned();
         if nulls.is_some() && !self.nullable {
             return Err(format!("a null in {}, a column without nulls", self.descr.path()));
         }
@@ -209,6 +188,92 @@ impl DictChunk {
             }
         }
         self.scratch = scratch;
+        Ok(())
+    }
+
+    /// The chunk's dictionary index of code `k` of a batch whose values are `words`, through
+    /// `remap` (`u32::MAX`: not met yet in this batch). Arrow checked the codes of the rows
+    /// that have a value when the array was made; one out of range is a bug, an error here.
+    #[inline(always)]
+    fn index(
+        remap: &mut [u32],
+        values: &mut Vec<Box<[u8]>>,
+        lookup: &mut HashMap<Box<[u8]>, u32>,
+        words: &StringArray,
+        k: i32,
+    ) -> Result<u64, String> {
+        match remap.get(k as usize) {
+            Some(&r) if r != u32::MAX => Ok(u64::from(r)),
+            Some(_) => {
+                let r = DictChunk::intern(values, lookup, words.value(k as usize).as_bytes());
+                remap[k as usize] = r;
+                Ok(u64::from(r))
+            }
+            None => Err("a dictionary code out of range".into()),
+        }
+    }
+
+    /// Appends the rows of a dictionary-coded array, in one pass: each row's code mapped to
+    /// the chunk's dictionary index through a table made as the batch's values are first met
+    /// (in row order, so the chunk's dictionary is the one parquet's writer makes: only the
+    /// values the rows use; a builder's vocabulary holds every value it was given), straight
+    /// into the page being made. (Checking the codes, then mapping the batch's dictionary,
+    /// then the rows into a scratch vector and from it into pages, cost three passes more.)
+    fn write_coded(&mut self, d: &arrow_array::DictionaryArray<Int32Type>) -> Result<(), String> {
+        let words: &StringArray = d.values().as_string_opt::<i32>().ok_or("a dictionary of other than text")?;
+        let keys = d.keys();
+        let codes = keys.values();
+        let nulls = keys.nulls().filter(|n| n.null_count() > 0);
+        if nulls.is_some() && !self.nullable {
+            return Err(format!("a null in {}, a column without nulls", self.descr.path()));
+        }
+        self.remap.clear();
+        self.remap.resize(words.len(), u32::MAX);
+        let n = codes.len();
+        let mut i = 0;
+        while i < n {
+            let take = (self.page_rows - self.rows).min(n - i);
+            let part = &codes[i..i + take];
+            match nulls {
+                Some(valid) => {
+                    for (j, &k) in part.iter().enumerate() {
+                        if valid.is_valid(i + j) {
+                            self.levels.push(1);
+                            self.indices.push(DictChunk::index(
+                                &mut self.remap,
+                                &mut self.values,
+                                &mut self.lookup,
+                                words,
+                                k,
+                            )?);
+                        } else {
+                            self.levels.push(0);
+                            self.nulls += 1;
+                        }
+                    }
+                }
+                None => {
+                    if self.nullable {
+                        self.levels.resize(self.levels.len() + take, 1);
+                    }
+                    self.indices.reserve(take);
+                    for &k in part {
+                        self.indices.push(DictChunk::index(
+                            &mut self.remap,
+                            &mut self.values,
+                            &mut self.lookup,
+                            words,
+                            k,
+                        )?);
+                    }
+                }
+            }
+            self.rows += take;
+            i += take;
+            if self.rows >= self.page_rows {
+                self.end_page()?;
+            }
+        }
         Ok(())
     }
 

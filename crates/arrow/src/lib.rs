@@ -7,6 +7,7 @@
 //! ends need them.
 
 pub mod columns;
+mod delta;
 mod dict;
 pub mod out;
 pub mod tables;

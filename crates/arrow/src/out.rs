@@ -12,6 +12,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use crate::columns::decode;
+use crate::delta::DeltaChunk;
 use crate::dict::{self, DictChunk};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::{ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
@@ -238,6 +239,7 @@ struct Split {
 enum Column {
     Arrow(Box<ArrowColumnWriter>),
     Dict(Box<DictChunk>),
+    Delta(Box<DeltaChunk>),
 }
 
 impl Split {
@@ -267,9 +269,16 @@ impl Split {
                     let w = self.factory.create_column_writers(self.groups).map_err(|e| e.to_string())?;
                     let mut cols = Vec::with_capacity(w.len());
                     for (i, w) in w.into_iter().enumerate() {
+                        let descr = self.file.schema_descr().column(i);
+                        let props = self.file.properties();
+                        let delta = match self.schema.field(i).data_type() {
+                            arrow_schema::DataType::Int64 => DeltaChunk::new(descr.clone(), props),
+                            _ => None,
+                        };
                         cols.push(Mutex::new(if self.coded[i] {
-                            let descr = self.file.schema_descr().column(i);
-                            Column::Dict(Box::new(DictChunk::new(descr, self.file.properties())?))
+                            Column::Dict(Box::new(DictChunk::new(descr, props)?))
+                        } else if let Some(d) = delta {
+                            Column::Delta(Box::new(d))
                         } else {
                             Column::Arrow(Box::new(w))
                         }));
@@ -288,6 +297,7 @@ impl Split {
                     let mut w = writers[i].lock().map_err(|_| "an encoding thread panicked".to_string())?;
                     match &mut *w {
                         Column::Dict(d) => d.write(part.column(i).as_ref())?,
+                        Column::Delta(d) => d.write(part.column(i).as_ref())?,
                         Column::Arrow(w) => {
                             let leaves = compute_leaves(schema.field(i), part.column(i)).map_err(|e| e.to_string())?;
                             for leaf in leaves {
@@ -326,6 +336,10 @@ impl Split {
                     w.close().and_then(|c| c.append_to_row_group(&mut rg)).map_err(|e| e.to_string())?
                 }
                 Column::Dict(d) => {
+                    let (bytes, close) = d.close()?;
+                    rg.append_column(&bytes, close).map_err(|e| e.to_string())?;
+                }
+                Column::Delta(d) => {
                     let (bytes, close) = d.close()?;
                     rg.append_column(&bytes, close).map_err(|e| e.to_string())?;
                 }
@@ -409,6 +423,35 @@ impl Drop for OnThread {
     fn drop(&mut self) {
         // Not finished (an error elsewhere stopped the export): the thread still ends.
         let _ = self.stop();
+    }
+}
+
+/// What the tests of other modules write with.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    /// Writes `batches` of `schema` to `path` as [`Split`] does with `props`; how many of its
+    /// columns were written by a [`DeltaChunk`].
+    pub(crate) fn split_file(
+        path: &Path,
+        schema: &SchemaRef,
+        props: WriterProperties,
+        batches: &[RecordBatch],
+    ) -> usize {
+        let w = ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
+        let mut out = Box::new(Split::new(w, schema).unwrap());
+        let used = (0..schema.fields().len())
+            .filter(|&i| {
+                schema.field(i).data_type() == &arrow_schema::DataType::Int64
+                    && DeltaChunk::new(out.file.schema_descr().column(i), out.file.properties()).is_some()
+            })
+            .count();
+        for b in batches {
+            out.write(b).unwrap();
+        }
+        out.close().unwrap();
+        used
     }
 }
 
