@@ -21,7 +21,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::{Array, Int64Array};
 use arrow_buffer::NullBuffer;
 use bytes::Bytes;
-use parquet::basic::{BoundaryOrder, Compression, Encoding, EncodingMask, PageType, Type};
+use parquet::basic::{Compression, Encoding, EncodingMask, PageType, Type};
 use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::compression::{Codec, CodecOptionsBuilder, create_codec};
@@ -34,6 +34,8 @@ use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 use parquet::util::bit_util::BitWriter;
+
+use crate::dict::finish_chunk;
 
 /// A finished data page and what the chunk's metadata needs of it.
 struct DataPage {
@@ -300,34 +302,15 @@ impl DeltaChunk {
             .set_total_uncompressed_size(total)
             .set_num_values(values)
             .set_data_page_offset(data_offset.unwrap_or(0));
-        let mut column_index = None;
         if self.stats != EnabledStatistics::None {
             let stats =
                 ValueStatistics::new(min_max.map(|m| m.0), min_max.map(|m| m.1), None, Some(nulls as u64), false)
                     .with_backwards_compatible_min_max(true);
             meta = meta.set_statistics(Statistics::Int64(stats));
-            if self.nullable {
-                let h = LevelHistogram::from(vec![nulls as i64, (rows - nulls) as i64]);
-                meta = meta.set_definition_level_histogram(Some(h));
-            }
-            if index.valid() {
-                index.set_boundary_order(match (ascending, descending) {
-                    (true, _) => BoundaryOrder::ASCENDING,
-                    (false, true) => BoundaryOrder::DESCENDING,
-                    (false, false) => BoundaryOrder::UNORDERED,
-                });
-                column_index = Some(index.build().map_err(err)?);
-            }
         }
-        let close = ColumnCloseResult {
-            bytes_written: bytes.len() as u64,
-            rows_written: rows as u64,
-            metadata: meta.build().map_err(err)?,
-            bloom_filter: None,
-            column_index,
-            offset_index: self.offset_index.then(|| offsets.build()),
-        };
-        Ok((bytes, close))
+        let stats = self.stats != EnabledStatistics::None;
+        let index = (stats && index.valid()).then_some((index, ascending, descending));
+        finish_chunk(meta, bytes, (rows, nulls), stats && self.nullable, index, self.offset_index.then_some(offsets))
     }
 }
 

@@ -33,7 +33,8 @@ use parquet::compression::{Codec, CodecOptionsBuilder, create_codec};
 use parquet::data_type::ByteArray;
 use parquet::encodings::rle::RleEncoder;
 use parquet::file::metadata::{
-    ColumnChunkMetaData, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
+    ColumnChunkMetaData, ColumnChunkMetaDataBuilder, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder,
+    PageEncodingStats,
 };
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use parquet::file::statistics::{Statistics, ValueStatistics};
@@ -437,7 +438,6 @@ impl DictChunk {
             .set_num_values(values)
             .set_data_page_offset(data_offset.unwrap_or(0))
             .set_dictionary_page_offset(Some(0));
-        let mut column_index = None;
         if self.stats != EnabledStatistics::None {
             let v = &self.values;
             let stats = match (lo, hi) {
@@ -457,29 +457,50 @@ impl DictChunk {
                 _ => ValueStatistics::new(None, None, None, Some(nulls as u64), false),
             };
             meta = meta.set_statistics(Statistics::ByteArray(stats));
-            if self.nullable {
-                let h = LevelHistogram::from(vec![nulls as i64, (rows - nulls) as i64]);
-                meta = meta.set_definition_level_histogram(Some(h));
-            }
-            if self.stats == EnabledStatistics::Page && index.valid() {
-                index.set_boundary_order(match (ascending, descending) {
-                    (true, _) => BoundaryOrder::ASCENDING,
-                    (false, true) => BoundaryOrder::DESCENDING,
-                    (false, false) => BoundaryOrder::UNORDERED,
-                });
-                column_index = Some(index.build().map_err(err)?);
-            }
         }
-        let close = ColumnCloseResult {
-            bytes_written: bytes.len() as u64,
-            rows_written: rows as u64,
-            metadata: meta.build().map_err(err)?,
-            bloom_filter: None,
-            column_index,
-            offset_index: self.offset_index.then(|| offsets.build()),
-        };
-        Ok((bytes, close))
+        let stats = self.stats != EnabledStatistics::None;
+        let index = (stats && index.valid()).then_some((index, ascending, descending));
+        finish_chunk(meta, bytes, (rows, nulls), stats && self.nullable, index, self.offset_index.then_some(offsets))
     }
+}
+
+/// The end of a column chunk written by hand (here and in `delta.rs`), as parquet's writer ends
+/// one: the definition levels' histogram (`histogram`: a nullable column with statistics), the
+/// page index with its boundary order (`index`, when written: the index, whether the pages'
+/// minimums and maximums ascend, descend), and what `append_column` takes.
+pub(crate) fn finish_chunk(
+    mut meta: ColumnChunkMetaDataBuilder,
+    bytes: Bytes,
+    (rows, nulls): (usize, usize),
+    histogram: bool,
+    index: Option<(ColumnIndexBuilder, bool, bool)>,
+    offsets: Option<OffsetIndexBuilder>,
+) -> Result<(Bytes, ColumnCloseResult), String> {
+    let err = |e: parquet::errors::ParquetError| e.to_string();
+    if histogram {
+        let h = LevelHistogram::from(vec![nulls as i64, (rows - nulls) as i64]);
+        meta = meta.set_definition_level_histogram(Some(h));
+    }
+    let column_index = match index {
+        Some((mut index, ascending, descending)) => {
+            index.set_boundary_order(match (ascending, descending) {
+                (true, _) => BoundaryOrder::ASCENDING,
+                (false, true) => BoundaryOrder::DESCENDING,
+                (false, false) => BoundaryOrder::UNORDERED,
+            });
+            Some(index.build().map_err(err)?)
+        }
+        None => None,
+    };
+    let close = ColumnCloseResult {
+        bytes_written: bytes.len() as u64,
+        rows_written: rows as u64,
+        metadata: meta.build().map_err(err)?,
+        bloom_filter: None,
+        column_index,
+        offset_index: offsets.map(OffsetIndexBuilder::build),
+    };
+    Ok((bytes, close))
 }
 
 /// A minimum cut to at most `len` bytes at a character boundary, as parquet truncates it
