@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
 use arrow_array::{Array, StringArray};
+use arrow_buffer::NullBuffer;
 use arrow_schema::DataType;
 use bytes::Bytes;
 use parquet::basic::{BoundaryOrder, Compression, Encoding, EncodingMask, PageType};
@@ -83,10 +84,8 @@ pub(crate) struct DictChunk {
     nulls: usize,
     pages: Vec<DataPage>,
     /// Scratch: the dictionary indexes of the current batch's dictionary (`u32::MAX`: not yet
-    /// in the chunk's), of its rows, and which indexes a page uses (for its minimum and
-    /// maximum).
+    /// in the chunk's), and which indexes a page uses (for its minimum and maximum).
     remap: Vec<u32>,
-    scratch: Vec<u64>,
     seen: Vec<bool>,
 }
 
@@ -118,7 +117,6 @@ impl DictChunk {
             nulls: 0,
             pages: Vec::new(),
             remap: Vec::new(),
-            scratch: Vec::new(),
             seen: Vec::new(),
         })
     }
@@ -140,56 +138,17 @@ impl DictChunk {
         if let Some(d) = array.as_dictionary_opt::<Int32Type>() {
             return self.write_coded(d);
         }
-        // Plain text (a batch not coded by a table builder): each row looked up, its
-        // dictionary index into `scratch` first (a null's is any), then into pages.
+        // Plain text (a batch not coded by a table builder): each row's value looked up.
         let s = array
             .as_string_opt::<i32>()
             .ok_or_else(|| format!("a column of {} where text was expected", array.data_type()))?;
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        for i in 0..s.len() {
-            let v = if s.is_valid(i) {
-                DictChunk::intern(&mut self.values, &mut self.lookup, s.value(i).as_bytes())
-            } else {
-                0
-            };
-            scratch.push(v.into());
-        }
-        let nulls = s.nulls().filter(|n| n.null_count() > 0).cloned();
+        let nulls = s.nulls().filter(|n| n.null_count() > 0);
         if nulls.is_some() && !self.nullable {
             return Err(format!("a null in {}, a column without nulls", self.descr.path()));
         }
-        let n = scratch.len();
-        let mut i = 0;
-        while i < n {
-            let take = (self.page_rows - self.rows).min(n - i);
-            match &nulls {
-                Some(valid) => {
-                    for (j, &v) in scratch[i..i + take].iter().enumerate() {
-                        if valid.is_valid(i + j) {
-                            self.levels.push(1);
-                            self.indices.push(v);
-                        } else {
-                            self.levels.push(0);
-                            self.nulls += 1;
-                        }
-                    }
-                }
-                None => {
-                    if self.nullable {
-                        self.levels.resize(self.levels.len() + take, 1);
-                    }
-                    self.indices.extend_from_slice(&scratch[i..i + take]);
-                }
-            }
-            self.rows += take;
-            i += take;
-            if self.rows >= self.page_rows {
-                self.end_page()?;
-            }
-        }
-        self.scratch = scratch;
-        Ok(())
+        self.push_rows(s.len(), nulls, |me, r| {
+            Ok(DictChunk::intern(&mut me.values, &mut me.lookup, s.value(r).as_bytes()).into())
+        })
     }
 
     /// The chunk's dictionary index of code `k` of a batch whose values are `words`, through
@@ -230,23 +189,31 @@ impl DictChunk {
         }
         self.remap.clear();
         self.remap.resize(words.len(), u32::MAX);
-        let n = codes.len();
+        self.push_rows(codes.len(), nulls, |me, r| {
+            DictChunk::index(&mut me.remap, &mut me.values, &mut me.lookup, words, codes[r])
+        })
+    }
+
+    /// Appends `n` rows to the pages, ending a page at `page_rows`: the definition levels
+    /// (`valid`: which rows have a value, none when all do) and each row with a value's
+    /// dictionary index, `index(self, row)`.
+    #[inline(always)]
+    fn push_rows(
+        &mut self,
+        n: usize,
+        valid: Option<&NullBuffer>,
+        mut index: impl FnMut(&mut Self, usize) -> Result<u64, String>,
+    ) -> Result<(), String> {
         let mut i = 0;
         while i < n {
             let take = (self.page_rows - self.rows).min(n - i);
-            let part = &codes[i..i + take];
-            match nulls {
+            match valid {
                 Some(valid) => {
-                    for (j, &k) in part.iter().enumerate() {
-                        if valid.is_valid(i + j) {
+                    for r in i..i + take {
+                        if valid.is_valid(r) {
                             self.levels.push(1);
-                            self.indices.push(DictChunk::index(
-                                &mut self.remap,
-                                &mut self.values,
-                                &mut self.lookup,
-                                words,
-                                k,
-                            )?);
+                            let x = index(self, r)?;
+                            self.indices.push(x);
                         } else {
                             self.levels.push(0);
                             self.nulls += 1;
@@ -258,14 +225,9 @@ impl DictChunk {
                         self.levels.resize(self.levels.len() + take, 1);
                     }
                     self.indices.reserve(take);
-                    for &k in part {
-                        self.indices.push(DictChunk::index(
-                            &mut self.remap,
-                            &mut self.values,
-                            &mut self.lookup,
-                            words,
-                            k,
-                        )?);
+                    for r in i..i + take {
+                        let x = index(self, r)?;
+                        self.indices.push(x);
                     }
                 }
             }
