@@ -78,19 +78,28 @@ pub fn offset_from(base: SeqNum, abs: SeqNum) -> SeqOff {
 
 /// Turns wire sequence numbers into [`SeqOff`]s by tracking the most recent value seen.
 ///
-/// Invariant: `last_off` is the offset of the wire value `last`; any wire value within 2^31 of
-/// `last` maps to `last_off + diff`, so a connection can carry any number of bytes.
+/// Invariant: the reference offset `last_off` is that of the most recent (furthest) wire value
+/// seen, `base + last_off` (mod 2^32); any wire value within 2^31 of it maps to `last_off +
+/// diff`, so a connection can carry any number of bytes.
+///
+/// 12 bytes, alignment 4, and `Option<Unwrapper>` the same (every direction of every open
+/// connection holds one, `docs/performance.md`, *concurrent*): the reference wire value is
+/// not stored but derived, and `last_off`, never negative (it starts at 0 and only moves
+/// forward), is kept as two 32-bit words, the high one plus 1 in a `NonZeroU32` whose zero is
+/// the `Option`'s `None`.
 #[derive(Clone, Copy, Debug)]
 pub struct Unwrapper {
     base: SeqNum,
-    last: SeqNum,
-    last_off: SeqOff,
+    /// `last_off`'s low 32 bits.
+    off_lo: u32,
+    /// `last_off`'s high 32 bits, plus 1.
+    off_hi1: std::num::NonZeroU32,
 }
 
 impl Unwrapper {
     /// An unwrapper whose offset 0 is the wire value `base`.
     pub fn new(base: SeqNum) -> Self {
-        Unwrapper { base, last: base, last_off: SeqOff(0) }
+        Unwrapper { base, off_lo: 0, off_hi1: std::num::NonZeroU32::MIN }
     }
 
     /// The wire value at offset 0.
@@ -98,18 +107,28 @@ impl Unwrapper {
         self.base
     }
 
+    /// The reference offset.
+    #[inline]
+    fn last_off(&self) -> SeqOff {
+        SeqOff(((self.off_hi1.get() - 1) as i64) << 32 | self.off_lo as i64)
+    }
+
     /// Offset of `seq`, relative to the nearest (in serial arithmetic) recently seen value.
+    #[inline]
     pub fn off(&self, seq: SeqNum) -> SeqOff {
-        self.last_off + seq.diff(self.last)
+        let last = SeqNum(self.base.0.wrapping_add(self.off_lo));
+        self.last_off() + seq.diff(last)
     }
 
     /// Like [`off`](Self::off), and moves the reference forward when `seq` is ahead, so that
     /// unwrapping keeps working after 4 GiB.
+    #[inline]
     pub fn advance(&mut self, seq: SeqNum) -> SeqOff {
         let off = self.off(seq);
-        if off > self.last_off {
-            self.last = seq;
-            self.last_off = off;
+        if off > self.last_off() {
+            // `off` > `last_off` >= 0: its high word is below 2^31, plus 1 is not zero.
+            self.off_lo = off.0 as u32;
+            self.off_hi1 = std::num::NonZeroU32::new((off.0 >> 32) as u32 + 1).expect("a positive offset");
         }
         off
     }
@@ -190,6 +209,20 @@ mod tests {
     fn serial_diff_survives_wrap() {
         assert_eq!(SeqNum(5).diff(SeqNum(u32::MAX - 4)), 10);
         assert_eq!(SeqNum(u32::MAX - 4).diff(SeqNum(5)), -10);
+    }
+
+    #[test]
+    fn an_optional_unwrapper_is_12_bytes() {
+        assert_eq!([size_of::<Unwrapper>(), size_of::<Option<Unwrapper>>(), align_of::<Unwrapper>()], [12, 12, 4]);
+        // The high word carries: 2^32 + 5 and beyond read back.
+        let mut u = Unwrapper::new(SeqNum(10));
+        for step in 0..6u32 {
+            let seq = SeqNum(10u32.wrapping_add(step.wrapping_mul(1 << 30)).wrapping_add(5));
+            assert_eq!(u.advance(seq).0, step as i64 * (1 << 30) + 5);
+        }
+        // Past 2^32 (steps 4 and 5), a value just behind the reference maps just below it.
+        let last = 10u32.wrapping_add(5u32.wrapping_mul(1 << 30)).wrapping_add(5);
+        assert_eq!(u.off(SeqNum(last.wrapping_sub(1))).0, 5 * (1 << 30) + 4);
     }
 
     #[test]

@@ -117,8 +117,7 @@ pub(super) fn on_stale<S: Sink>(me: &Half, seg: &Segment<'_>, spoke: bool, at: &
         && !f.syn()
         && !f.fin()
         && !f.rst()
-        && me.last_ack == Some(seg.ack)
-        && me.last_win_raw == Some(seg.win_raw)
+        && me.last() == Some((seg.ack, seg.win_raw))
         && seg.options.sack_len == 0
     {
         sink.event(at, &Event::UselessAck);

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use serde::Deserialize;
 
-use super::{At, Event, Half, Sink};
+use super::{At, Bits, Event, Half, Sink};
 use crate::decode::Segment;
 use crate::event::{Evidence, OosClass};
 use crate::seq::SeqOff;
@@ -275,7 +275,7 @@ pub(super) fn retransmission(
     e.prev_frame = prev.map(|(_, f)| f);
     e.since_prev_ns = rt;
     let (rto, min) = (e.rto_ns, e.rtt_min_ns);
-    let sack = me.syn_sack && peer.syn_sack;
+    let sack = me.has(Bits::SYN_SACK) && peer.has(Bits::SYN_SACK);
     let m = me.memory_mut();
     let tail = start >= snd_max - m.mss.max(1) as i64;
     let first_resend = m.last_resent != Some(start);

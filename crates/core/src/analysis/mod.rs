@@ -137,8 +137,8 @@ struct Half {
     /// Unwraps this endpoint's sequence numbers; set by its SYN (base ISN+1), its first segment,
     /// or the first ACK the peer sends for it, whichever comes first.
     unwrap: Option<Unwrapper>,
-    /// ISN from this endpoint's SYN.
-    isn: Option<SeqNum>,
+    /// ISN from this endpoint's SYN, with [`Bits::ISN`] ([`Half::isn`]).
+    isn: SeqNum,
     /// Highest offset sent + 1 (SYN and FIN count), i.e. Wireshark's `nextseq`. Invariant: every
     /// byte below it has been seen unless it is in `holes`.
     snd_max: OptOff,
@@ -149,14 +149,12 @@ struct Half {
     snd_una: OptOff,
     /// Options from this endpoint's SYN.
     syn_wscale: Option<u8>,
-    syn_seen: bool,
     /// Shift applied to this endpoint's windows; `None` until known.
     wscale: Option<u8>,
-    /// The last packet's ACK number, window and "was a probe / keep-alive" (Wireshark's
-    /// `lastack`, `window`, `lastsegmentflags`).
-    last_ack: Option<SeqNum>,
-    last_win_raw: Option<u16>,
-    last_was_probe: bool,
+    /// The last packet's ACK number and window, with [`Bits::LAST`] ([`Half::last`];
+    /// Wireshark's `lastack`, `window`).
+    last_ack: SeqNum,
+    last_win_raw: u16,
     /// Duplicate ACK counter of the current ack value (Wireshark `dupacknum`).
     dupacks: u32,
     /// The ack offset of the last advertisement (none before one), and its right edge
@@ -167,23 +165,55 @@ struct Half {
     probe_end: OptOff,
     /// Offset (in this space) of the FIN, once seen.
     fin_off: OptOff,
-    fin_seen: bool,
-    rst_seen: bool,
-    /// The partial-analysis warnings already emitted (bit per structure).
-    partial: u8,
     /// Window scale inference of this endpoint's windows, while its scale is unknown.
     infer: Option<Box<wscale::Infer>>,
     /// What the out-of-sequence classifier remembers of this sender: allocated by its first
     /// segment when the pass classifies ([`Sink::CLASSIFY`]), never otherwise.
     memory: Option<Box<classify::Memory>>,
-    /// This side's SYN offered SACK (the classifier's tail-loss probe needs it both ways).
-    syn_sack: bool,
     /// What the peer's ACKs of this endpoint's data have shown (`acks`: the peer's ACK
     /// strategy).
     acks: acks::AckState,
+    /// Flags, and which of `isn` and `last_*` hold a value.
+    bits: Bits,
+}
+
+/// A [`Half`]'s flags, a bit each: as `bool`s and `Option`s they took `Half` to 152 bytes and
+/// a connection's analysis state to 320; with these (and the 12-byte [`Unwrapper`]) it is 120
+/// and 256, allocator size classes of their own (`docs/performance.md`, *concurrent*).
+#[derive(Clone, Copy, Default, Debug)]
+struct Bits(u16);
+
+impl Bits {
+    /// `isn` holds this endpoint's SYN's sequence number.
+    const ISN: u16 = 1;
+    /// `last_ack` and `last_win_raw` hold the last packet's.
+    const LAST: u16 = 1 << 1;
+    /// This endpoint sent a SYN.
+    const SYN_SEEN: u16 = 1 << 2;
+    /// Its SYN offered SACK (the classifier's tail-loss probe needs it both ways).
+    const SYN_SACK: u16 = 1 << 3;
+    /// Its last packet was a probe or keep-alive (Wireshark's `lastsegmentflags`).
+    const LAST_WAS_PROBE: u16 = 1 << 4;
+    const FIN_SEEN: u16 = 1 << 5;
+    const RST_SEEN: u16 = 1 << 6;
     /// The peer sent a segment since this endpoint's last one (`acks`: an ACK answering it is
     /// not useless).
-    peer_spoke: bool,
+    const PEER_SPOKE: u16 = 1 << 7;
+    /// The partial-analysis warnings already emitted, one for each structure that hit its
+    /// capacity ([`partial`]).
+    const PARTIAL_HOLES: u16 = 1 << 8;
+    const PARTIAL_UNACKED: u16 = 1 << 9;
+    const PARTIAL_SACK: u16 = 1 << 10;
+
+    #[inline]
+    fn has(self, bit: u16) -> bool {
+        self.0 & bit != 0
+    }
+
+    #[inline]
+    fn set(&mut self, bit: u16, on: bool) {
+        self.0 = if on { self.0 | bit } else { self.0 & !bit };
+    }
 }
 
 /// The parts of a [`Half`] that grow with unacknowledged data.
@@ -241,6 +271,23 @@ impl Outstanding {
 }
 
 impl Half {
+    /// The sequence number of this endpoint's SYN, once seen.
+    #[inline]
+    fn isn(&self) -> Option<SeqNum> {
+        self.bits.has(Bits::ISN).then_some(self.isn)
+    }
+
+    /// The last packet's ACK number and raw window, once it sent one.
+    #[inline]
+    fn last(&self) -> Option<(SeqNum, u16)> {
+        self.bits.has(Bits::LAST).then_some((self.last_ack, self.last_win_raw))
+    }
+
+    #[inline]
+    fn has(&self, bit: u16) -> bool {
+        self.bits.has(bit)
+    }
+
     /// The outstanding state, allocated on first use.
     fn out(&mut self) -> &mut Outstanding {
         self.out.get_or_insert_default()
@@ -279,7 +326,7 @@ impl Connection {
 
     /// Whether a FIN was seen both ways or a RST either way.
     pub fn closed(&self) -> bool {
-        self.half.iter().any(|h| h.rst_seen) || self.half.iter().all(|h| h.fin_seen)
+        self.half.iter().any(|h| h.has(Bits::RST_SEEN)) || self.half.iter().all(|h| h.has(Bits::FIN_SEEN))
     }
 
     /// Asks for the memory of both directions' outstanding state to be loaded ([`crate::hint`]),
@@ -331,9 +378,9 @@ impl Connection {
         let h = &self.half[dir.idx()];
         let peer = &self.half[dir.rev().idx()];
         if seg.flags.syn() && !seg.flags.ack() {
-            match h.isn {
+            match h.isn() {
                 Some(isn) if isn != seg.seq => return Some(SplitReason::NewIsn),
-                None if !peer.syn_seen && self.packets > 0 => return Some(SplitReason::NewIsn),
+                None if !peer.has(Bits::SYN_SEEN) && self.packets > 0 => return Some(SplitReason::NewIsn),
                 _ => {}
             }
         }
@@ -382,17 +429,14 @@ impl Connection {
         }
         // The largest segment (`acks`: what a full segment is); a max, not a branch.
         me.acks.largest = me.acks.largest.max(len);
-        if flags.fin() {
-            me.fin_seen = true;
-        }
-        if rst {
-            me.rst_seen = true;
-        }
+        me.bits.set(Bits::FIN_SEEN, me.has(Bits::FIN_SEEN) || flags.fin());
+        me.bits.set(Bits::RST_SEEN, me.has(Bits::RST_SEEN) || rst);
 
         // The receiver's view: what this segment says about the peer's data.
         let mut ack_off = None;
-        let spoke = std::mem::replace(&mut me.peer_spoke, false);
-        peer.peer_spoke = true;
+        let spoke = me.has(Bits::PEER_SPOKE);
+        me.bits.set(Bits::PEER_SPOKE, false);
+        peer.bits.set(Bits::PEER_SPOKE, true);
         if flags.ack() {
             let a = peer.unwrapper(seg.ack).advance(seg.ack);
             ack_off = Some(a);
@@ -407,9 +451,10 @@ impl Connection {
         rtt::on_timestamps(me, peer, seg, &at, sink);
         let in_flight = scoreboard::in_flight(me, len);
 
-        me.last_ack = Some(seg.ack);
-        me.last_win_raw = Some(seg.win_raw);
-        me.last_was_probe = probed.0 || probed.1;
+        me.last_ack = seg.ack;
+        me.last_win_raw = seg.win_raw;
+        me.bits.set(Bits::LAST, true);
+        me.bits.set(Bits::LAST_WAS_PROBE, probed.0 || probed.1);
         self.last_ts_ns = ts_ns;
         self.packets += 1;
         if self.closed() {
@@ -452,9 +497,11 @@ fn split(half: &mut [Half; 2], dir: Dir) -> (&mut Half, &mut Half) {
     }
 }
 
-fn partial<S: Sink>(done: &mut u8, bit: u8, what: &'static str, at: &At, sink: &mut S) {
-    if *done & bit == 0 {
-        *done |= bit;
+/// Warns, once per direction and structure (`bit`, one of [`Bits`]' `PARTIAL_*`), that `what`
+/// hit its capacity.
+fn partial<S: Sink>(done: &mut Bits, bit: u16, what: &'static str, at: &At, sink: &mut S) {
+    if !done.has(bit) {
+        done.set(bit, true);
         sink.event(at, &Event::AnalysisPartial { what });
     }
 }

@@ -1,7 +1,7 @@
 //! Segments that carry no new data on purpose: zero-window probes (RFC 9293 §3.8.6.1) and
 //! keep-alives (RFC 9293 §3.8.4, RFC 1122 §4.2.3.6).
 
-use super::{At, Event, Half, Settings, Sink, classify};
+use super::{At, Bits, Event, Half, Settings, Sink, classify};
 use crate::seq::SeqOff;
 
 /// Whether a segment starting at `start` (the sender's highest byte sent + 1 is `snd_max`) is a
@@ -19,7 +19,7 @@ pub(super) fn classify<S: Sink>(
     settings: &Settings,
     sink: &mut S,
 ) -> (bool, bool) {
-    let peer_win_zero = peer.last_win_raw == Some(0) && !peer.rst_seen;
+    let peer_win_zero = peer.last().is_some_and(|(_, w)| w == 0) && !peer.has(Bits::RST_SEEN);
     // A keep-alive repeats the last byte sent: with no payload, or with one byte that was
     // already acknowledged (an unacknowledged byte sent again is a retransmission).
     let all_acked = me.snd_una.get().is_some_and(|una| una >= snd_max);

@@ -2,7 +2,7 @@
 //! seen before: tcptrace's rule), a hole fill (out of order), or a jump past a hole (bytes not
 //! captured); and the transmissions remembered for RTT sampling (RFC 6298 §3).
 
-use super::{At, Classify, Event, Half, MAX_UNACKED, Outstanding, Sent, Sink, classify, partial, push_compact};
+use super::{At, Bits, Classify, Event, Half, MAX_UNACKED, Outstanding, Sent, Sink, classify, partial, push_compact};
 use crate::analysis::ranges::RangeSet;
 use crate::decode::Segment;
 use crate::seq::SeqOff;
@@ -80,7 +80,7 @@ pub(super) fn on_data<S: Sink>(
             // but unseen when that ACK came: they are no hole to count again.
             let from = me.snd_una.get().map_or(snd_max, |u| u.max(snd_max));
             if from < start && !out.ranges().holes.insert(from, start) {
-                partial(&mut me.partial, 1, "holes", at, sink);
+                partial(&mut me.bits, Bits::PARTIAL_HOLES, "holes", at, sink);
             }
         }
         if let Some(r) = out.ranges.as_deref_mut() {
@@ -95,7 +95,7 @@ pub(super) fn on_data<S: Sink>(
         if out.unacked.back().is_none_or(|b| b.end <= start) {
             if out.unacked.len() >= MAX_UNACKED {
                 out.unacked.pop_front();
-                partial(&mut me.partial, 2, "unacked segments", at, sink);
+                partial(&mut me.bits, Bits::PARTIAL_UNACKED, "unacked segments", at, sink);
             }
             push_compact(&mut out.unacked, sent);
         } else {

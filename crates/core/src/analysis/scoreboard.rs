@@ -2,7 +2,7 @@
 //! advance, RFC 9293 §3.4), SACK and D-SACK blocks (RFC 2018, RFC 2883 §4) kept as a scoreboard
 //! (RFC 6675), and the bytes in flight it implies.
 
-use super::{At, Event, Half, Sink, partial};
+use super::{At, Bits, Event, Half, Sink, partial};
 use crate::decode::Segment;
 use crate::seq::SeqOff;
 
@@ -30,7 +30,7 @@ pub(super) fn on_ack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &A
     let mut bytes = 0;
     if let Some(old) = h.snd_una.get() {
         // Credit payload only: not the SYN (offset -1) nor the FIN.
-        let lo = if h.isn.is_some() { SeqOff(0) } else { SeqOff::MIN };
+        let lo = if h.bits.has(Bits::ISN) { SeqOff(0) } else { SeqOff::MIN };
         // A FIN below the first byte (garbage on the wire) must not make an empty range panic.
         let hi = h.fin_off.get().unwrap_or(SeqOff::MAX).max(lo);
         bytes = a.clamp(lo, hi).0.saturating_sub(old.clamp(lo, hi).0) as u64;
@@ -68,7 +68,7 @@ pub(super) fn on_sack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &
         }
         sink.event(at, &Event::Sack { from: l, to: r });
         if r > a && !peer.out().ranges().sacked.insert(l.max(a), r) {
-            partial(&mut peer.partial, 4, "SACK scoreboard", at, sink);
+            partial(&mut peer.bits, Bits::PARTIAL_SACK, "SACK scoreboard", at, sink);
         }
     }
 }

@@ -574,7 +574,7 @@ fn per_connection_state_sizes_are_pinned() {
     use std::mem::size_of;
     // The classifier's memory is boxed, allocated only by a pass that classifies; optional
     // offsets are `OptOff`s of 8 bytes.
-    assert_eq!([size_of::<Half>(), size_of::<Connection>(), size_of::<classify::Memory>()], [152, 320, 184]);
+    assert_eq!([size_of::<Half>(), size_of::<Connection>(), size_of::<classify::Memory>()], [120, 256, 184]);
     // The statistics as a pass keeps them (`stats/kept.rs`: two 280-byte directions): a
     // mimalloc size class of 640 bytes.
     assert_eq!(size_of::<crate::stats::ConnStats>(), 640);
@@ -592,7 +592,7 @@ fn classifier_memory_only_when_classifying() {
             an.record(&Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame, offset: 0 });
         }
         let conn = an.connection(0).expect("held");
-        conn.half.each_ref().map(|h| (h.memory.is_some(), h.syn_sack))
+        conn.half.each_ref().map(|h| (h.memory.is_some(), h.has(Bits::SYN_SACK)))
     }
     let mut c = Conv::default();
     c.handshake().a(30.0, ACK, 0, 0, 100, 1000).a(301.0, ACK, 0, 0, 100, 1000);

@@ -2,7 +2,7 @@
 //! extra conditions) and the advertised window (RFC 7323 §2.3 scaling; zero windows; a right
 //! edge moving left, which RFC 9293 §3.8.6 discourages).
 
-use super::{At, Event, Half, Sink};
+use super::{At, Bits, Event, Half, Sink};
 use crate::decode::Segment;
 use crate::seq::SeqOff;
 
@@ -28,11 +28,10 @@ pub(super) fn on_dup_ack<S: Sink>(
         && !flags.fin()
         && !rst
         && seg.win_raw != 0
-        && me.last_win_raw == Some(seg.win_raw)
-        && me.last_ack == Some(seg.ack)
+        && me.last() == Some((seg.ack, seg.win_raw))
         && start == snd_max
-        && !peer.last_was_probe;
-    if me.last_ack != Some(seg.ack) {
+        && !peer.has(Bits::LAST_WAS_PROBE);
+    if me.last().map(|(a, _)| a) != Some(seg.ack) {
         me.dupacks = 0;
     }
     if dup && let Some(a) = ack_off {

@@ -26,7 +26,7 @@
 //! beyond the edge of a connection without scaling). A connection from before window scaling
 //! (1990) has shift 0 and shows it by the same rules.
 
-use super::{At, Event, Half, Sink};
+use super::{At, Bits, Event, Half, Sink};
 use crate::decode::Segment;
 use crate::seq::SeqOff;
 
@@ -118,7 +118,7 @@ pub(super) fn on_segment<S: Sink>(
     sink: &mut S,
 ) {
     let f = seg.flags;
-    if f.syn() || f.rst() || me.syn_seen || peer.syn_seen {
+    if f.syn() || f.rst() || me.has(Bits::SYN_SEEN) || peer.has(Bits::SYN_SEEN) {
         return;
     }
     if seg.payload_len > 0
