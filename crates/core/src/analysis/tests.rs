@@ -538,9 +538,9 @@ fn outstanding_queues_grow_from_one() {
 
 #[test]
 fn outstanding_state_without_ranges_is_small() {
-    // Held by every direction with data in flight, its first two TSvals inline (a 112-byte
+    // Held by every direction with data in flight, its first two TSvals inline (a 96-byte
     // size class); the range sets only when used.
-    assert_eq!(std::mem::size_of::<Outstanding>(), 104);
+    assert_eq!(std::mem::size_of::<Outstanding>(), 96);
     let o = Outstanding::default();
     assert!(o.is_empty() && o.holes().is_empty() && o.sacked().is_empty() && o.ranges.is_none());
 }
