@@ -71,46 +71,85 @@ impl Default for Settings {
     }
 }
 
-/// A range of sequence space sent and not yet cumulatively acknowledged (32 bytes: every
-/// direction with data in flight holds some, `docs/performance.md`).
+/// A range of sequence space sent and not yet cumulatively acknowledged (24 bytes: every
+/// direction with data in flight holds some, `docs/performance.md`, *concurrent*).
 #[derive(Clone, Copy, Debug)]
 struct Sent {
     start: SeqOff,
-    end: SeqOff,
     /// When the range was last sent; until it is sent again (ambiguous), when it was first
     /// sent: the RTT sample's start. The first sending of a range sent twice is never read
     /// (Karn: no sample, no receiver delay), so one word holds both.
     ts_ns: u64,
-    /// The frame it was last sent in (first, as `ts_ns`), and in the top bit whether some of it
-    /// was sent more than once (ambiguous for RTT, Karn). A frame number never reaches 2^63, so
-    /// the flag costs no word of its own.
-    frame_ambiguous: u64,
+    /// In one word: the frame it was last sent in (first, as `ts_ns`) in the low
+    /// [`Sent::FRAME_BITS`], its length (`end - start`) in the next [`Sent::LEN_BITS`], and
+    /// in the top bit whether some of it was sent more than once (ambiguous for RTT, Karn).
+    /// A longer range is kept as several ([`Sent::MAX_LEN`]); a frame past 2^40 is kept as
+    /// 2^40 - 1, with a warning ([`Sent::MAX_FRAME`]).
+    packed: u64,
 }
 
 impl Sent {
+    const FRAME_BITS: u32 = 40;
+    const LEN_BITS: u32 = 23;
+    /// The largest frame number kept: 1.1 × 10^12 packets, past any capture file (at 64 bytes
+    /// a packet, 70 TB).
+    const MAX_FRAME: u64 = (1 << Self::FRAME_BITS) - 1;
+    /// The longest range kept as one: 8 MiB, past any segment (IPv4's 64 KiB, BIG TCP's
+    /// few hundred KiB).
+    const MAX_LEN: i64 = (1 << Self::LEN_BITS) - 1;
     const AMBIGUOUS: u64 = 1 << 63;
 
-    /// A range first sent in `frame` at `ts_ns`.
+    /// A range `start..end` (not empty, at most [`Sent::MAX_LEN`]) first sent in `frame` at
+    /// `ts_ns`.
+    #[inline]
     fn new(start: SeqOff, end: SeqOff, ts_ns: u64, frame: u64, ambiguous: bool) -> Self {
-        debug_assert!(frame < Self::AMBIGUOUS, "frame numbers stay below 2^63");
-        let frame_ambiguous = frame | (ambiguous as u64) << 63;
-        Sent { start, end, ts_ns, frame_ambiguous }
+        debug_assert!((1..=Self::MAX_LEN).contains(&(end - start)), "a range of 1 to MAX_LEN bytes");
+        let packed = frame.min(Self::MAX_FRAME)
+            | ((end - start) as u64) << Self::FRAME_BITS
+            | (ambiguous as u64) << 63;
+        Sent { start, ts_ns, packed }
+    }
+
+    /// `start..end`, sent in `frame` at `ts_ns`, as ranges of at most [`Sent::MAX_LEN`] bytes:
+    /// one, unless `end - start` is longer than any segment.
+    #[inline]
+    fn pieces(start: SeqOff, end: SeqOff, ts_ns: u64, frame: u64, ambiguous: bool) -> impl Iterator<Item = Sent> {
+        let n = (end - start + Self::MAX_LEN - 1) / Self::MAX_LEN;
+        (0..n).map(move |i| {
+            let from = start + i * Self::MAX_LEN;
+            Sent::new(from, end.min(from + Self::MAX_LEN), ts_ns, frame, ambiguous)
+        })
+    }
+
+    /// Where it ends (exclusive).
+    #[inline]
+    fn end(&self) -> SeqOff {
+        self.start + ((self.packed & !Self::AMBIGUOUS) >> Self::FRAME_BITS) as i64
+    }
+
+    /// Drops its part below `start` (acknowledged), keeping its end.
+    #[inline]
+    fn set_start(&mut self, start: SeqOff) {
+        let end = self.end();
+        debug_assert!(self.start < start && start < end, "a part of it stays");
+        self.packed = self.packed & (Self::AMBIGUOUS | Self::MAX_FRAME) | ((end - start) as u64) << Self::FRAME_BITS;
+        self.start = start;
     }
 
     /// The frame it was last sent in: the first while it is not ambiguous.
     fn frame(&self) -> u64 {
-        self.frame_ambiguous & !Self::AMBIGUOUS
+        self.packed & Self::MAX_FRAME
     }
 
     /// Some of it was sent more than once: ambiguous for RTT (Karn).
     fn ambiguous(&self) -> bool {
-        self.frame_ambiguous & Self::AMBIGUOUS != 0
+        self.packed & Self::AMBIGUOUS != 0
     }
 
     /// Marks it sent again in `frame` at `ts_ns`.
     fn resent(&mut self, ts_ns: u64, frame: u64) {
         self.ts_ns = ts_ns;
-        self.frame_ambiguous = frame | Self::AMBIGUOUS;
+        self.packed = self.packed & !Self::MAX_FRAME | frame.min(Self::MAX_FRAME) | Self::AMBIGUOUS;
     }
 }
 
@@ -204,6 +243,8 @@ impl Bits {
     const PARTIAL_HOLES: u16 = 1 << 8;
     const PARTIAL_UNACKED: u16 = 1 << 9;
     const PARTIAL_SACK: u16 = 1 << 10;
+    /// A frame number past [`Sent::MAX_FRAME`] was kept as it.
+    const PARTIAL_FRAMES: u16 = 1 << 11;
 
     #[inline]
     fn has(self, bit: u16) -> bool {

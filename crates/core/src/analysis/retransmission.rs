@@ -91,17 +91,21 @@ pub(super) fn on_data<S: Sink>(
             me.fin_off.set(end - 1);
         }
         // Remember the transmission for RTT sampling.
-        let sent = Sent::new(start, end, ts_ns, frame, is_rexmit);
-        if out.unacked.back().is_none_or(|b| b.end <= start) {
-            if out.unacked.len() >= MAX_UNACKED {
-                out.unacked.pop_front();
-                partial(&mut me.bits, Bits::PARTIAL_UNACKED, "unacked segments", at, sink);
+        if frame > Sent::MAX_FRAME {
+            partial(&mut me.bits, Bits::PARTIAL_FRAMES, "frame numbers past 2^40", at, sink);
+        }
+        if out.unacked.back().is_none_or(|b| b.end() <= start) {
+            for sent in Sent::pieces(start, end, ts_ns, frame, is_rexmit) {
+                if out.unacked.len() >= MAX_UNACKED {
+                    out.unacked.pop_front();
+                    partial(&mut me.bits, Bits::PARTIAL_UNACKED, "unacked segments", at, sink);
+                }
+                push_compact(&mut out.unacked, sent);
             }
-            push_compact(&mut out.unacked, sent);
         } else {
             // Below the highest range: mark what it repeats; a range it alone covers (a hole
             // fill) is inserted in order.
-            let first = out.unacked.partition_point(|s| s.end <= start);
+            let first = out.unacked.partition_point(|s| s.end() <= start);
             let mut i = first;
             while let Some(s) = out.unacked.get_mut(i).filter(|s| s.start < end) {
                 s.resent(ts_ns, frame);
@@ -109,7 +113,9 @@ pub(super) fn on_data<S: Sink>(
             }
             if i == first && me.snd_una.get().is_none_or(|una| end > una) {
                 let start = me.snd_una.get().map_or(start, |una| start.max(una));
-                out.unacked.insert(first, Sent { start, ..sent });
+                for (k, sent) in Sent::pieces(start, end, ts_ns, frame, is_rexmit).enumerate() {
+                    out.unacked.insert(first + k, sent);
+                }
             }
         }
     }
@@ -171,7 +177,7 @@ struct Repeat {
 /// (below the cumulative ACK or SACKed). Only called for retransmissions, off the common path.
 fn rexmit_evidence(o: &Outstanding, snd_una: Option<SeqOff>, start: SeqOff, end: SeqOff) -> Repeat {
     let una = snd_una.unwrap_or(SeqOff::MIN);
-    let i = o.unacked.partition_point(|s| s.end <= start);
+    let i = o.unacked.partition_point(|s| s.end() <= start);
     let prev_sent = o.unacked.get(i).filter(|s| s.start < end).map(|s| (s.ts_ns, s.frame()));
     let above = start.max(una);
     let acked = end <= una || o.sacked().overlap(above, end) == (end - above) as u64;

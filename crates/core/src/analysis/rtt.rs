@@ -30,7 +30,7 @@ pub(super) fn karn<S: Sink>(
     // The oldest range covered (its first arrival), and whether any covered was sent twice.
     let mut oldest = None;
     let mut resent = false;
-    while let Some(s) = out.unacked.front().copied().filter(|s| s.end <= a) {
+    while let Some(s) = out.unacked.front().copied().filter(|s| s.end() <= a) {
         out.unacked.pop_front();
         oldest = oldest.or(Some(s.ts_ns));
         resent |= s.ambiguous();
@@ -41,7 +41,7 @@ pub(super) fn karn<S: Sink>(
     }
     // Sent in order: no range it covers was sent after the last one.
     let in_order = candidate.is_none_or(|c| latest_other <= c.ts_ns);
-    if candidate.is_some_and(|c| c.end != a) {
+    if candidate.is_some_and(|c| c.end() != a) {
         candidate = None;
     }
     if let Some(front) = out.unacked.front_mut()
@@ -50,7 +50,7 @@ pub(super) fn karn<S: Sink>(
         // Part of a range: its arrival is the oldest when nothing before it was covered.
         oldest = oldest.or(Some(front.ts_ns));
         resent |= front.ambiguous();
-        front.start = a;
+        front.set_start(a);
     }
     if let Some(c) = candidate {
         if c.ambiguous() {

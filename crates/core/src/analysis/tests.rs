@@ -513,15 +513,31 @@ fn a_pass_that_does_not_ask_for_classes_gets_none() {
 }
 
 #[test]
-fn a_transmission_keeps_its_frame_and_karn_flag_in_32_bytes() {
-    assert_eq!(std::mem::size_of::<Sent>(), 32);
-    let frame = (1 << 63) - 1;
-    let mut s = Sent::new(SeqOff(0), SeqOff(0), 5, frame, false);
-    assert_eq!((s.frame(), s.ambiguous(), s.ts_ns), (frame, false, 5));
+fn a_transmission_keeps_its_range_frame_and_karn_flag_in_24_bytes() {
+    assert_eq!(std::mem::size_of::<Sent>(), 24);
+    let (frame, len) = (Sent::MAX_FRAME, Sent::MAX_LEN);
+    let mut s = Sent::new(SeqOff(-1), SeqOff(len - 1), 5, frame, false);
+    assert_eq!((s.start, s.end(), s.frame(), s.ambiguous(), s.ts_ns), (SeqOff(-1), SeqOff(len - 1), frame, false, 5));
     // Sent again: the last sending replaces the first (never read once ambiguous).
     s.resent(9, 12);
-    assert_eq!((s.frame(), s.ambiguous(), s.ts_ns), (12, true, 9));
-    assert!(Sent::new(SeqOff(0), SeqOff(0), 5, 7, true).ambiguous());
+    assert_eq!((s.end(), s.frame(), s.ambiguous(), s.ts_ns), (SeqOff(len - 1), 12, true, 9));
+    // Acknowledged in part: the end stays, as do the frame and the flag.
+    s.set_start(SeqOff(7));
+    assert_eq!((s.start, s.end(), s.frame(), s.ambiguous()), (SeqOff(7), SeqOff(len - 1), 12, true));
+    assert!(Sent::new(SeqOff(0), SeqOff(1), 5, 7, true).ambiguous());
+    // A frame past what is kept reads as the largest kept.
+    assert_eq!(Sent::new(SeqOff(0), SeqOff(1), 5, u64::MAX >> 1, false).frame(), Sent::MAX_FRAME);
+}
+
+#[test]
+fn a_range_longer_than_any_segment_is_kept_in_pieces() {
+    let ranges = |start: i64, end: i64| -> Vec<(i64, i64)> {
+        Sent::pieces(SeqOff(start), SeqOff(end), 1, 2, false).map(|s| (s.start.0, s.end().0)).collect()
+    };
+    let m = Sent::MAX_LEN;
+    assert_eq!(ranges(-1, 1448), [(-1, 1448)]);
+    assert_eq!(ranges(0, m), [(0, m)]);
+    assert_eq!(ranges(0, 2 * m + 5), [(0, m), (m, 2 * m), (2 * m, 2 * m + 5)]);
 }
 
 #[test]
@@ -613,4 +629,29 @@ fn rare_counters_only_when_counted() {
     let r = c.run();
     let s = &r.stats.conns[0];
     assert_eq!((s.rare_allocated(0), s.dir(1).rare().dup_acks), (false, 1));
+}
+
+/// A frame number past what a transmission keeps (2^40) warns once a direction and is kept as
+/// the largest kept; the analysis goes on.
+#[test]
+fn frame_numbers_past_2_40_warn_once() {
+    let mut c = Conv::default();
+    c.handshake().a(30.0, ACK, 0, 0, 100, 1000).a(31.0, ACK, 100, 0, 100, 1000).b(60.0, ACK, 0, 200, 0, 2000);
+    let mut an = Analyzer::new(c.settings, Rec::default());
+    for (i, p) in c.pkts.iter().enumerate() {
+        let (data, orig) = p.ipv4();
+        let frame = (1 << 41) + i as u64;
+        an.record(&Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame, offset: 0 });
+    }
+    let r = an.sink;
+    let warned = r.events.iter().filter(|(_, e)| matches!(e, Event::AnalysisPartial { what: "frame numbers past 2^40" }));
+    // a sent three ranges (its SYN and two segments), b one (its SYN).
+    assert_eq!(warned.count(), 2, "one warning a direction");
+    let sent_frames: Vec<u64> = r
+        .events
+        .iter()
+        .filter_map(|(_, e)| if let Event::RttSample { sent_frame, .. } = e { Some(*sent_frame) } else { None })
+        .collect();
+    assert!(!sent_frames.is_empty() && sent_frames.iter().all(|&f| f == Sent::MAX_FRAME), "{sent_frames:?}");
+    assert_eq!(dir(&r, 0, Dir::AtoB).unique_bytes, 200);
 }
