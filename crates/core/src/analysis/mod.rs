@@ -104,9 +104,7 @@ impl Sent {
     #[inline]
     fn new(start: SeqOff, end: SeqOff, ts_ns: u64, frame: u64, ambiguous: bool) -> Self {
         debug_assert!((1..=Self::MAX_LEN).contains(&(end - start)), "a range of 1 to MAX_LEN bytes");
-        let packed = frame.min(Self::MAX_FRAME)
-            | ((end - start) as u64) << Self::FRAME_BITS
-            | (ambiguous as u64) << 63;
+        let packed = frame.min(Self::MAX_FRAME) | ((end - start) as u64) << Self::FRAME_BITS | (ambiguous as u64) << 63;
         Sent { start, ts_ns, packed }
     }
 

@@ -17,7 +17,10 @@ use std::num::NonZeroU8;
 #[derive(Debug)]
 pub(super) enum Queue<T, const N: usize> {
     /// `items[..len1 - 1]`, oldest first.
-    Inline { len1: NonZeroU8, items: [T; N] },
+    Inline {
+        len1: NonZeroU8,
+        items: [T; N],
+    },
     Heap(VecDeque<T>),
 }
 

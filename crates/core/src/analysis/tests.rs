@@ -644,7 +644,8 @@ fn frame_numbers_past_2_40_warn_once() {
         an.record(&Record { ts_ns: p.ts_ns, data: &data, orig_len: orig, link_type: 101, frame, offset: 0 });
     }
     let r = an.sink;
-    let warned = r.events.iter().filter(|(_, e)| matches!(e, Event::AnalysisPartial { what: "frame numbers past 2^40" }));
+    let warned =
+        r.events.iter().filter(|(_, e)| matches!(e, Event::AnalysisPartial { what: "frame numbers past 2^40" }));
     // a sent three ranges (its SYN and two segments), b one (its SYN).
     assert_eq!(warned.count(), 2, "one warning a direction");
     let sent_frames: Vec<u64> = r
