@@ -33,12 +33,6 @@ impl FlowKey {
     }
 }
 
-/// Whether `(a, b)` and `(x, y)` are the same 4-tuple, either way round.
-#[inline]
-fn joins((a, b): (Endpoint, Endpoint), (x, y): (Endpoint, Endpoint)) -> bool {
-    (a == x && b == y) || (a == y && b == x)
-}
-
 /// The hash of the 4-tuple between `x` and `y`, the same either way round: for IPv4, each
 /// endpoint as one integer (address and port), the smaller first, hashed as two words. Hashing
 /// a [`FlowKey`] (ordering the endpoints as `IpAddr`s, then a 40-byte value) was ~4.5 % of the
@@ -57,6 +51,79 @@ fn hash_between(x: Endpoint, y: Endpoint) -> u64 {
     }
 }
 
+/// A connection's endpoints a and b as the flow table keeps them, in 16 bytes: an IPv4 pair as
+/// its addresses and ports, any other pair in the table's `others` list, by index. As two
+/// [`Endpoint`]s (an `IpAddr` each) they were 40 bytes a connection started
+/// (`docs/performance.md`, *concurrent*).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ends {
+    V4 { a: u32, b: u32, ports: u32 },
+    Other(usize),
+}
+
+impl Ends {
+    fn new(a: Endpoint, b: Endpoint, others: &mut Vec<(Endpoint, Endpoint)>) -> Ends {
+        match (a.addr, b.addr) {
+            (IpAddr::V4(x), IpAddr::V4(y)) => {
+                Ends::V4 { a: x.into(), b: y.into(), ports: (a.port as u32) << 16 | b.port as u32 }
+            }
+            _ => {
+                others.push((a, b));
+                Ends::Other(others.len() - 1)
+            }
+        }
+    }
+
+    /// The IPv4 4-tuple `x` (a [`Directed::V4`]) as kept with its source as a, and the other
+    /// way round.
+    #[inline(always)]
+    fn v4_both_ways(x: u128) -> (Ends, Ends) {
+        // `x`'s low word is its ports as `ports` packs them (source first).
+        let (src, dst, p) = ((x >> 64) as u32, (x >> 32) as u32, x as u32);
+        (Ends::V4 { a: src, b: dst, ports: p }, Ends::V4 { a: dst, b: src, ports: p.rotate_left(16) })
+    }
+
+    /// The endpoints a and b.
+    fn get(self, others: &[(Endpoint, Endpoint)]) -> (Endpoint, Endpoint) {
+        match self {
+            Ends::V4 { a, b, ports } => (
+                Endpoint { addr: IpAddr::V4(a.into()), port: (ports >> 16) as u16 },
+                Endpoint { addr: IpAddr::V4(b.into()), port: ports as u16 },
+            ),
+            Ends::Other(i) => others[i],
+        }
+    }
+
+    /// Whether the 4-tuple `d` (either way round) is this one, and if so whether it goes from
+    /// a to b (a connection of an endpoint with itself: from a to b).
+    #[inline]
+    fn joins(self, d: Directed, others: &[(Endpoint, Endpoint)]) -> Option<Dir> {
+        match (self, d) {
+            (Ends::V4 { .. }, Directed::V4(x)) => {
+                let (ab, ba) = Ends::v4_both_ways(x);
+                if self == ab {
+                    Some(Dir::AtoB)
+                } else if self == ba {
+                    Some(Dir::BtoA)
+                } else {
+                    None
+                }
+            }
+            (Ends::Other(i), Directed::Other(src, dst)) => {
+                let (a, b) = others[i];
+                if a == src && b == dst {
+                    Some(Dir::AtoB)
+                } else if a == dst && b == src {
+                    Some(Dir::BtoA)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
 /// 4-tuple → current connection.
 ///
 /// Each connection's 4-tuple is kept once, as its endpoints a and b in `ends` (by index); the
@@ -68,7 +135,9 @@ pub struct FlowTable {
     /// The current connection of each 4-tuple tracked, hashed by its [`FlowKey`].
     table: Index,
     /// Endpoints a and b of every connection started here, by index.
-    ends: Vec<(Endpoint, Endpoint)>,
+    ends: Vec<Ends>,
+    /// The endpoints of those not between two IPv4 addresses ([`Ends::Other`]).
+    others: Vec<(Endpoint, Endpoint)>,
     /// The last lookup's answer for each direction of its 4-tuple: consecutive packets mostly
     /// belong to one connection, and comparing addresses is cheaper than hashing them.
     recent: [Option<(Directed, ConnIdx, Dir)>; 2],
@@ -133,9 +202,20 @@ impl FlowTable {
             }
         }
         self.hashed += 1;
-        let ends = &self.ends;
-        let idx = self.table.find(tag(hash_between(src, dst)), |i| joins(ends[i], (src, dst)))?;
-        let dir = if ends[idx].0 == src { Dir::AtoB } else { Dir::BtoA };
+        let (ends, others) = (&self.ends, &self.others);
+        let t = tag(hash_between(src, dst));
+        let (idx, dir) = match directed {
+            // The common case as two whole-value compares a slot.
+            Directed::V4(x) => {
+                let (ab, ba) = Ends::v4_both_ways(x);
+                let idx = self.table.find(t, |i| ends[i] == ab || ends[i] == ba)?;
+                (idx, if ends[idx] == ab { Dir::AtoB } else { Dir::BtoA })
+            }
+            Directed::Other(..) => {
+                let idx = self.table.find(t, |i| ends[i].joins(directed, others).is_some())?;
+                (idx, ends[idx].joins(directed, others).unwrap_or(Dir::AtoB))
+            }
+        };
         self.remember(directed, src == dst, idx, dir);
         Some((idx, dir))
     }
@@ -193,17 +273,18 @@ impl FlowTable {
         let syn_ack = seg.flags.syn() && seg.flags.ack();
         let (a, b, dir) = if syn_ack { (dst, src, Dir::BtoA) } else { (src, dst, Dir::AtoB) };
         let idx = self.ends.len();
-        let FlowTable { table, ends, .. } = self;
-        table.replace_or_insert(tag(hash_between(src, dst)), idx, |i| joins(ends[i], (src, dst)));
-        ends.push((a, b));
-        self.remember(Directed::new(src, dst), src == dst, idx, dir);
+        let directed = Directed::new(src, dst);
+        let FlowTable { table, ends, others, .. } = self;
+        table.replace_or_insert(tag(hash_between(src, dst)), idx, |i| ends[i].joins(directed, others).is_some());
+        ends.push(Ends::new(a, b, others));
+        self.remember(directed, src == dst, idx, dir);
         (idx, ConnInfo { a, b, file, reuse }, dir)
     }
 
     /// Forgets connection `idx` if it is its 4-tuple's current one (when it is finished and
     /// evicted).
     pub fn remove(&mut self, idx: ConnIdx) {
-        let (a, b) = self.ends[idx];
+        let (a, b) = self.ends[idx].get(&self.others);
         if self.table.remove(tag(hash_between(a, b)), idx) {
             self.recent = [None, None];
         }
@@ -254,6 +335,30 @@ impl FlowKey {
 mod tests {
     use super::*;
     use crate::testutil::{flag::*, scripted};
+
+    /// A connection's endpoints kept in 16 bytes read back as given, and a segment's 4-tuple
+    /// is matched either way round, IPv4 or not, never across the two.
+    #[test]
+    fn ends_keep_the_endpoints_and_match_both_ways() {
+        assert_eq!(std::mem::size_of::<Ends>(), 16);
+        let e = |s: &str| s.parse::<std::net::SocketAddr>().map(|a| Endpoint { addr: a.ip(), port: a.port() }).unwrap();
+        let mut others = Vec::new();
+        let pairs =
+            [("10.0.0.1:80", "192.168.7.2:65535"), ("[2001:db8::1]:443", "[::2]:1"), ("10.0.0.1:9", "10.0.0.1:9")];
+        let ends: Vec<Ends> = pairs.iter().map(|(a, b)| Ends::new(e(a), e(b), &mut others)).collect();
+        assert_eq!(others.len(), 1, "only the IPv6 pair in the list");
+        for ((a, b), k) in pairs.iter().zip(&ends) {
+            assert!(k.get(&others) == (e(a), e(b)));
+            assert_eq!(k.joins(Directed::new(e(a), e(b)), &others), Some(Dir::AtoB), "{a} {b}");
+            let back = if a == b { Dir::AtoB } else { Dir::BtoA };
+            assert_eq!(k.joins(Directed::new(e(b), e(a)), &others), Some(back), "{a} {b}");
+        }
+        // Another port, another address, another family: no match.
+        assert_eq!(ends[0].joins(Directed::new(e("10.0.0.1:81"), e("192.168.7.2:65535")), &others), None);
+        assert_eq!(ends[0].joins(Directed::new(e("10.0.0.1:80"), e("192.168.7.3:65535")), &others), None);
+        assert_eq!(ends[1].joins(Directed::new(e("10.0.0.1:80"), e("192.168.7.2:65535")), &others), None);
+        assert_eq!(ends[1].joins(Directed::new(e("[2001:db8::1]:443"), e("[::3]:1")), &others), None);
+    }
 
     /// A 4-tuple turned round is the one made from its endpoints swapped.
     #[test]
