@@ -14,7 +14,7 @@ record! {
     /// Which connection a row is about: its trace and its index there ([`crate::conn::ConnId`]),
     /// the columns every exported table but `connections` (which has them already) begins with.
     #[derive(Clone, Copy, Debug, Serialize)]
-    pub struct ConnRef<'a> = "conn_ref" {
+    pub struct ConnRef<'a> = "conn_ref", ConnRefColumns {
         /// The trace: the input as given, or the inputs joined by ` + ` with `--merge`.
         pub input: &'a str, "", "the trace, as `input` in `stats --json`";
         /// 1-based index among the connections of `input`.
@@ -25,7 +25,7 @@ record! {
 record! {
     /// One TCP segment as the analysis judged it (`segments`).
     #[derive(Clone, Debug, Serialize)]
-    pub struct SegmentRow<'a> = "segments" {
+    pub struct SegmentRow<'a> = "segments", SegmentColumns {
         /// The capture file holding it.
         pub file: &'a str, "", "the capture file holding the packet";
         /// 1-based frame number in that file.
@@ -122,7 +122,7 @@ impl Verdict {
 record! {
     /// One RTT sample (`rtt`).
     #[derive(Clone, Copy, Debug, Serialize)]
-    pub struct RttRow = "rtt" {
+    pub struct RttRow = "rtt", RttColumns {
         /// Direction of the data measured.
         pub dir: &'static str, "", "direction of the data measured";
         /// Frame of the acknowledging packet.
