@@ -288,11 +288,13 @@ impl<S: Sink> Sink for Maybe<S> {
             s.connection(conn, info)
         }
     }
+    #[inline]
     fn segment(&mut self, seg: &SegmentInfo) {
         if let Some(s) = &mut self.0 {
             s.segment(seg)
         }
     }
+    #[inline]
     fn event(&mut self, at: &At, ev: &Event) {
         if let Some(s) = &mut self.0 {
             s.event(at, ev)
@@ -303,6 +305,7 @@ impl<S: Sink> Sink for Maybe<S> {
             s.evidence(at, why)
         }
     }
+    #[inline]
     fn after_packet(&mut self) -> io::Result<bool> {
         match &mut self.0 {
             Some(s) => s.after_packet(),

@@ -257,9 +257,9 @@ fn typed_rows_equal_their_serialized_form() {
 fn typed_appends_check_their_columns() {
     use tcpscope_arrow::columns::{TableBuilder, columns};
     use tcpscope_core::export::rows::{ConnRef, RttRow};
-    use tcpscope_core::table::{Columns, Table};
+    use tcpscope_core::table::{Columns, Name, Table};
 
-    let rtt = RttRow { dir: "a2b", frame: 3, sent_frame: 1, ts_ns: 9, rtt_ms: 1.5, kind: "karn" };
+    let rtt = RttRow { dir: Name("a2b"), frame: 3, sent_frame: 1, ts_ns: 9, rtt_ms: 1.5, kind: Name("karn") };
     // The columns of RttRow, given a ConnRef then an RttRow: an integer where text goes.
     let mut t = TableBuilder::new(columns(RttRow::FIELDS));
     t.put(&ConnRef { input: "x", conn: 1 });

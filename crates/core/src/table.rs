@@ -205,6 +205,53 @@ impl<T: Put> Put for Option<T> {
     }
 }
 
+/// Text from a fixed list (a direction, a verdict, a class, an RTT sample's kind): a
+/// `&'static str`, which its column ([`Texts::push_static`]) knows again by its address rather
+/// than by comparing its bytes (a `segments` row's four such values cost a `memcmp` each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Name(pub &'static str);
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.0
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl serde::Serialize for Name {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl KindOf for Name {
+    const KIND: Kind = Kind::Text;
+}
+
+impl Put for Name {
+    type Col = Texts;
+    #[inline]
+    fn put<C: Columns + ?Sized>(&self, c: &mut C) {
+        c.text(self.0)
+    }
+    #[inline(always)]
+    fn push(&self, col: &mut Texts) {
+        col.push_static(self.0)
+    }
+}
+
 /// A record's column of one kind, its values kept as they come ([`Record::Columns`]): plain
 /// vectors, made into Arrow arrays without a copy (`tcpscope-arrow`).
 pub trait Col: Default + Send {
@@ -362,6 +409,8 @@ pub struct Texts {
     /// The code of the last value given, plus one (0: none yet; a trace's rows all have the
     /// same `input` and `file`, most packets the same flags as the one before).
     last: usize,
+    /// The last value given, if by [`Texts::push_static`] (its code is `last - 1`).
+    last_static: Option<&'static str>,
 }
 
 impl Texts {
@@ -371,6 +420,23 @@ impl Texts {
     /// The values seen so far, in code order.
     pub fn words(&self) -> &[Box<str>] {
         &self.words
+    }
+
+    /// Appends a value of a fixed list ([`Name`]): the last one given is known again by its
+    /// address (the bytes at a `'static` address never change nor are freed), not its bytes.
+    #[inline(always)]
+    pub fn push_static(&mut self, v: &'static str) {
+        if let Some(last) = self.last_static
+            && std::ptr::eq(last, v)
+        {
+            self.codes.push((self.last - 1) as i32);
+            if let Some(b) = &mut self.valid {
+                b.push(true);
+            }
+            return;
+        }
+        self.push(v);
+        self.last_static = Some(v);
     }
 
     /// Appends a value.
@@ -387,6 +453,7 @@ impl Texts {
     }
     #[cold]
     fn find(&mut self, v: &str) -> i32 {
+        self.last_static = None;
         // A vocabulary of a few values (directions, flag letters, verdicts) is looked through
         // in order: ~250 instructions a look-up by hashing (SipHash) against a few comparisons
         // (a segment's `dir` and `flags` change from row to row: ~27,000 look-ups of 200,000
@@ -409,6 +476,7 @@ impl Texts {
         code
     }
     /// Appends a null.
+    #[inline]
     pub fn null(&mut self) {
         let (n, room) = (self.codes.len(), self.codes.capacity());
         self.valid.get_or_insert_with(|| validity(n, room)).push(false);

@@ -135,7 +135,7 @@ impl crate::table::Put for FlagLetters {
     }
     #[inline(always)]
     fn push(&self, col: &mut crate::table::Texts) {
-        col.push(self.as_str())
+        col.push_static(self.as_str())
     }
 }
 
