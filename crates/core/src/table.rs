@@ -8,10 +8,11 @@
 //! differ (`TCPSCOPE_BLESS=1 cargo test -p tcpscope-core --test docs` rewrites them). An Arrow
 //! schema is the next writer of the same list.
 //!
-//! A record declared with [`record!`] also gives its values column by column, typed
-//! ([`Record::put`] into a [`Columns`]: the Arrow column builders), from the same declaration
-//! as its struct and its field list: the per-packet rows of the exports are appended to their
-//! columns without a serializer's walk.
+//! A record declared with [`record!`] also gives its values column by column, typed, from the
+//! same declaration as its struct and its field list, without a serializer's walk: onto a
+//! column of its own for each field ([`Record::push`] into its [`Record::Columns`]: the
+//! per-packet rows of the exports), or to the next column of a row ([`Record::put`] into a
+//! [`Columns`]: the Arrow table builder's).
 
 /// The type of a field's values, as JSON has it (`null` allowed where `nullable`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
