@@ -1,11 +1,13 @@
 //! Columns from the field lists ([`tcpscope_core::table`]), and rows into them.
 //!
 //! A table's Arrow schema is made from its records' `FIELDS` (name, kind, nullable, with the
-//! unit and meaning as field metadata). A row goes into the column builders one of two ways:
-//! - a [`Record`] (declared with core's `record!`: the per-packet rows of `segments` and
-//!   `rtt`, and the connection each row is about) by [`TableBuilder::put`]: typed appends
-//!   written from the same declaration as its `FIELDS`, no serializer in between (the
-//!   serde walk cost ~1,800 instructions a `segments` row, docs/performance.md);
+//! unit and meaning as field metadata). The per-packet rows of `segments` and `rtt` are pushed
+//! onto their records' own columns ([`tcpscope_core::table::Record::push`], made into arrays by
+//! [`array`]); a row goes into a [`TableBuilder`]'s column builders one of two ways:
+//! - a [`Record`] (declared with core's `record!`: the connection each row is about) by
+//!   [`TableBuilder::put`]: typed appends written from the same declaration as its `FIELDS`,
+//!   no serializer in between (the serde walk cost ~1,800 instructions a `segments` row,
+//!   docs/performance.md);
 //! - any other record (a connection's statistics, a screen event: one row per connection or
 //!   event, not per packet) by [`TableBuilder::append`], a serde serializer that flattens
 //!   nested objects in order; core's tests hold each record's serialized keys to its
@@ -19,13 +21,13 @@ use std::sync::Arc;
 
 use arrow_array::builder::{ArrayBuilder, BooleanBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{ArrowPrimitiveType, Float64Type, Int32Type, Int64Type};
-use arrow_array::{ArrayRef, DictionaryArray, Int32Array, PrimitiveArray, RecordBatch, StringArray};
-use arrow_buffer::NullBuffer;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
+use arrow_array::{ArrayRef, BooleanArray, DictionaryArray, Int32Array, PrimitiveArray, RecordBatch, StringArray};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
-use tcpscope_core::table::{Columns, Field, Kind, Record};
+use tcpscope_core::table::{Col, ColMut, Columns, Field, Floats, Ints, Kind, Record, Texts};
 
 /// One column: its name in the table and the field it holds.
 #[derive(Clone, Copy, Debug)]
@@ -138,138 +140,66 @@ pub fn decode(batch: &RecordBatch) -> Result<RecordBatch, RowError> {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(err)
 }
 
-/// A coded text column being built: each row a code into the values seen so far.
-struct Dict {
-    codes: Vec<i32>,
-    /// Which rows have a value; `None` while every row has.
-    valid: Option<Vec<bool>>,
-    /// The values, in the order first seen (kept across batches: a code means the same value
-    /// in every batch of the builder), and their codes.
-    words: Vec<Box<str>>,
-    lookup: HashMap<Box<str>, i32>,
-    /// The code of the last value given (a trace's rows all have the same `input` and `file`,
-    /// most packets the same flags as the one before).
-    last: i32,
-}
-
-impl Dict {
-    /// Vocabularies up to this many values are looked through rather than hashed.
-    const SCAN: usize = 16;
-
-    fn new() -> Dict {
-        Dict { codes: Vec::new(), valid: None, words: Vec::new(), lookup: HashMap::new(), last: -1 }
-    }
-    #[inline(always)]
-    fn push(&mut self, v: &str) {
-        let code = match self.words.get(self.last as usize) {
-            Some(w) if w.len() == v.len() && w.as_bytes() == v.as_bytes() => self.last,
-            _ => self.find(v),
-        };
-        self.codes.push(code);
-        if let Some(b) = &mut self.valid {
-            b.push(true);
-        }
-    }
-    #[cold]
-    fn find(&mut self, v: &str) -> i32 {
-        // A vocabulary of a few values (directions, flag letters, verdicts) is looked through
-        // in order: ~250 instructions a look-up by hashing (SipHash) against a few comparisons
-        // (a segment's `dir` and `flags` change from row to row: ~27,000 look-ups of 200,000
-        // rows of the bulk trace's first packets).
-        let found = if self.words.len() <= Dict::SCAN {
-            self.words.iter().position(|w| w.len() == v.len() && w.as_bytes() == v.as_bytes()).map(|i| i as i32)
-        } else {
-            self.lookup.get(v).copied()
-        };
-        let code = match found {
-            Some(c) => c,
-            None => {
-                let c = self.words.len() as i32;
-                self.words.push(v.into());
-                self.lookup.insert(v.into(), c);
-                c
+/// The array of a record's column ([`tcpscope_core::table::Col`]), as the coded schema has
+/// it: text as a dictionary array of its codes (`Utf8` if `ty` says so); the column starts
+/// again, empty.
+pub fn array(col: ColMut<'_>, ty: &DataType) -> Result<ArrayRef, RowError> {
+    Ok(match col {
+        ColMut::Int(c) => {
+            if let Some(v) = c.overflow.take() {
+                return Err(RowError(format!("{v} does not fit a 64-bit signed integer")));
             }
-        };
-        self.last = code;
-        code
-    }
-    fn null(&mut self) {
-        let (n, room) = (self.codes.len(), self.codes.capacity());
-        self.valid.get_or_insert_with(|| validity(n, room)).push(false);
-        // A null's code is 0 (any code in range: the reader looks at the validity first); the
-        // vocabulary may be empty yet, so the value array always has one.
-        self.codes.push(0);
-    }
-    fn finish(&mut self) -> ArrayRef {
-        let n = self.codes.len();
-        let codes = std::mem::replace(&mut self.codes, Vec::with_capacity(n));
-        let nulls = self.valid.take().map(NullBuffer::from);
-        let mut words: Vec<&str> = self.words.iter().map(|w| &**w).collect();
-        if words.is_empty() {
-            words.push("");
+            let (values, valid) = c.col.take();
+            Arc::new(PrimitiveArray::<Int64Type>::new(values.into(), valid.map(NullBuffer::from)))
         }
-        let keys = Int32Array::new(codes.into(), nulls);
-        let values = Arc::new(StringArray::from(words));
-        // Every code is below the vocabulary's length (given by `push`/`null` only).
-        Arc::new(DictionaryArray::<Int32Type>::try_new(keys, values).expect("codes within the vocabulary"))
-    }
-}
-
-/// The validity of a column's first `n` rows (all have a value), with room for `room` rows.
-fn validity(n: usize, room: usize) -> Vec<bool> {
-    let mut v = Vec::with_capacity(room.max(n + 1));
-    v.resize(n, true);
-    v
-}
-
-/// A column of numbers being built: a plain vector, and which rows have a value once one has
-/// not (arrow's builders keep a validity bitmap and zero a value for each null: they took a
-/// seventh of the rows' thread, the floats of `segments` being mostly null).
-struct Nums<T: ArrowPrimitiveType> {
-    values: Vec<T::Native>,
-    valid: Option<Vec<bool>>,
-}
-
-impl<T: ArrowPrimitiveType> Nums<T> {
-    fn new() -> Self {
-        Nums { values: Vec::new(), valid: None }
-    }
-    #[inline(always)]
-    fn push(&mut self, v: T::Native) {
-        self.values.push(v);
-        if let Some(valid) = &mut self.valid {
-            valid.push(true);
+        ColMut::Float(c) => {
+            let (values, valid) = c.take();
+            Arc::new(PrimitiveArray::<Float64Type>::new(values.into(), valid.map(NullBuffer::from)))
         }
-    }
-    #[inline]
-    fn null(&mut self) {
-        let (n, room) = (self.values.len(), self.values.capacity());
-        self.valid.get_or_insert_with(|| validity(n, room)).push(false);
-        self.values.push(T::Native::default());
-    }
-    fn finish(&mut self) -> ArrayRef {
-        let n = self.values.len();
-        let values = std::mem::replace(&mut self.values, Vec::with_capacity(n));
-        let nulls = self.valid.take().map(NullBuffer::from);
-        Arc::new(PrimitiveArray::<T>::new(values.into(), nulls))
-    }
+        ColMut::Bool(c) => {
+            let (values, valid) = c.take();
+            Arc::new(BooleanArray::new(BooleanBuffer::from(values), valid.map(NullBuffer::from)))
+        }
+        ColMut::Text(c) => {
+            let (codes, valid) = c.take();
+            let words = c.words();
+            // The value array always has one value: a column of nulls only has no words yet.
+            let values: StringArray = if words.is_empty() {
+                StringArray::from_iter_values([""])
+            } else {
+                StringArray::from_iter_values(words.iter().map(|w| &**w))
+            };
+            let keys = Int32Array::new(codes.into(), valid.map(NullBuffer::from));
+            // SAFETY: every code is below the vocabulary's length: `Texts::push` gives the code
+            // of a value in `words` (found there, or pushed onto it), `Texts::null` 0, and
+            // `values` has one value at least; the vocabulary only grows. Checking the codes
+            // again (`try_new`) is a pass over every row of the batch.
+            let coded = unsafe { DictionaryArray::<Int32Type>::new_unchecked(keys, Arc::new(values)) };
+            match ty {
+                DataType::Dictionary(..) => Arc::new(coded),
+                _ => {
+                    arrow_select::take::take(coded.values(), coded.keys(), None).map_err(|e| RowError(e.to_string()))?
+                }
+            }
+        }
+    })
 }
 
 enum Builder {
-    Int(Nums<Int64Type>),
-    Float(Nums<Float64Type>),
+    Int(Ints),
+    Float(Floats),
     Bool(BooleanBuilder),
     Text(StringBuilder),
-    Dict(Dict),
+    Dict(Texts),
 }
 
 impl Builder {
     fn new(c: &Column) -> Builder {
         match c.field.kind {
-            Kind::Int => Builder::Int(Nums::new()),
-            Kind::Float => Builder::Float(Nums::new()),
+            Kind::Int => Builder::Int(Ints::default()),
+            Kind::Float => Builder::Float(Floats::default()),
             Kind::Bool => Builder::Bool(BooleanBuilder::new()),
-            _ if is_coded(c) => Builder::Dict(Dict::new()),
+            _ if is_coded(c) => Builder::Dict(Texts::default()),
             _ => Builder::Text(StringBuilder::new()),
         }
     }
@@ -286,11 +216,11 @@ impl Builder {
     /// The values so far as an array; the builder starts again with room for as many
     /// (arrow's builders start empty after `finish`, and growing one by doubling reallocates
     /// and copies it ~17 times a batch: a third of the rows' thread, docs/performance.md).
-    fn finish(&mut self) -> ArrayRef {
+    fn finish(&mut self) -> Result<ArrayRef, RowError> {
         let n = self.len();
-        match self {
-            Builder::Int(b) => b.finish(),
-            Builder::Float(b) => b.finish(),
+        Ok(match self {
+            Builder::Int(b) => array(b.as_mut(), &DataType::Int64)?,
+            Builder::Float(b) => array(b.as_mut(), &DataType::Float64)?,
             Builder::Bool(b) => {
                 let a = b.finish();
                 *b = BooleanBuilder::with_capacity(n);
@@ -302,16 +232,16 @@ impl Builder {
                 *b = StringBuilder::with_capacity(n, bytes);
                 Arc::new(a)
             }
-            Builder::Dict(b) => b.finish(),
-        }
+            Builder::Dict(b) => array(b.as_mut(), &coded_type())?,
+        })
     }
     fn len(&self) -> usize {
         match self {
-            Builder::Int(b) => b.values.len(),
-            Builder::Float(b) => b.values.len(),
+            Builder::Int(b) => b.len(),
+            Builder::Float(b) => b.len(),
             Builder::Bool(b) => b.len(),
             Builder::Text(b) => b.len(),
-            Builder::Dict(b) => b.codes.len(),
+            Builder::Dict(b) => b.len(),
         }
     }
 }
@@ -408,7 +338,7 @@ impl TableBuilder {
     /// The rows so far as a record batch of the [coded schema](TableBuilder::coded_schema)
     /// ([`decode`] makes it one of the table's schema); the builder is empty after.
     pub fn finish(&mut self) -> Result<RecordBatch, RowError> {
-        let arrays: Vec<ArrayRef> = self.builders.iter_mut().map(Builder::finish).collect();
+        let arrays: Vec<ArrayRef> = self.builders.iter_mut().map(Builder::finish).collect::<Result<_, _>>()?;
         self.rows = 0;
         RecordBatch::try_new(self.coded.clone(), arrays).map_err(|e| RowError(e.to_string()))
     }
@@ -680,30 +610,5 @@ impl ser::SerializeStruct for &mut Appender<'_, '_> {
     fn end(self) -> Result<(), RowError> {
         self.depth -= 1;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Dict;
-
-    /// A value's code is the one it was first given, whether the vocabulary is looked through
-    /// (up to `Dict::SCAN` values) or hashed (past it): values given again after others.
-    #[test]
-    fn codes_are_those_first_given_looked_through_or_hashed() {
-        let seq: Vec<String> = (0..120).map(|i| format!("w{}", (i * 7) % 23)).collect();
-        let mut d = Dict::new();
-        let (mut order, mut want): (Vec<&str>, Vec<i32>) = (Vec::new(), Vec::new());
-        for w in &seq {
-            d.push(w);
-            let c = order.iter().position(|x| x == w).unwrap_or_else(|| {
-                order.push(w);
-                order.len() - 1
-            });
-            want.push(c as i32);
-        }
-        assert!(order.len() > Dict::SCAN);
-        assert_eq!(d.codes, want);
-        assert_eq!(d.words.iter().map(|w| &**w).collect::<Vec<_>>(), order);
     }
 }

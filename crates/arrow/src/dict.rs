@@ -189,9 +189,14 @@ impl DictChunk {
         }
         self.remap.clear();
         self.remap.resize(words.len(), u32::MAX);
-        self.push_rows(codes.len(), nulls, |me, r| {
-            DictChunk::index(&mut me.remap, &mut me.values, &mut me.lookup, words, codes[r])
-        })
+        // Inlined into each row's loop (left to itself, the compiler sometimes made it a call a
+        // row: +27 M instructions on 200,000 `segments` rows).
+        self.push_rows(
+            codes.len(),
+            nulls,
+            #[inline(always)]
+            |me, r| DictChunk::index(&mut me.remap, &mut me.values, &mut me.lookup, words, codes[r]),
+        )
     }
 
     /// Appends `n` rows to the pages, ending a page at `page_rows`: the definition levels

@@ -731,7 +731,7 @@ mod tests {
     fn a_builders_batches_decode_to_the_tables_schema() {
         use crate::columns::{TableBuilder, coded, columns, schema};
         use tcpscope_core::export::rows::{ConnRef, RttRow};
-        use tcpscope_core::table::Table;
+        use tcpscope_core::table::{Name, Table};
 
         let mut cols = columns(ConnRef::FIELDS);
         cols.extend(columns(RttRow::FIELDS));
@@ -739,7 +739,7 @@ mod tests {
         assert_eq!(t.coded_schema(), &coded(&cols));
         for (i, kind) in ["karn", "timestamp", "karn"].into_iter().enumerate() {
             t.put(&ConnRef { input: if i == 2 { "b" } else { "a" }, conn: i + 1 });
-            let rtt = RttRow { dir: "a2b", frame: 3, sent_frame: 1, ts_ns: 9, rtt_ms: 1.5, kind };
+            let rtt = RttRow { dir: Name("a2b"), frame: 3, sent_frame: 1, ts_ns: 9, rtt_ms: 1.5, kind: Name(kind) };
             t.put(&rtt);
             t.end_row().unwrap();
         }

@@ -8,14 +8,17 @@ use std::sync::{Arc, Mutex};
 use tcpscope_core::analysis::{At, ConnIdx, Event, SegmentInfo, Sink};
 use tcpscope_core::event::Evidence;
 use tcpscope_core::export::json::{ConnJson, DirJson, EndpointJson};
-use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow, Verdict};
+use tcpscope_core::export::rows::{ConnRef, RttColumns, RttRow, SegmentColumns, SegmentRow, Verdict};
 use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::{FileSummary, Query, Trace};
 use tcpscope_core::screen::{MAX_EVIDENCE, OosEvent, Rules, ScreenSink};
 use tcpscope_core::stats::StatsSink;
-use tcpscope_core::table::{Columns, Field, Kind, Record, Table};
+use tcpscope_core::table::{Col, Columns, Field, Kind, Record, RecordColumns, Table, Texts};
 
-use crate::columns::{Column, TableBuilder, columns, prefixed};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::SchemaRef;
+
+use crate::columns::{Column, TableBuilder, array, coded, columns, prefixed};
 use crate::out::Out;
 
 /// Rows of a streamed table written as one record batch (and one Parquet row group's page
@@ -118,30 +121,63 @@ fn write(dest: &Dest, t: &mut TableBuilder) -> io::Result<()> {
     dest.lock().map_err(|_| io::Error::other("a writer panicked"))?.write_coded(&batch)
 }
 
-/// A streamed table: rows written in batches as they come.
-struct Stream {
-    table: TableBuilder,
+/// A streamed table of per-packet records (`segments`, `rtt`): each row's values pushed onto
+/// their columns ([`Record::push`]: typed, no column looked up), written as a batch of the
+/// table's coded schema every [`BATCH_ROWS`] rows.
+struct Stream<C: RecordColumns> {
+    /// The columns of the connection each row is about.
+    conn: <ConnRef<'static> as Record>::Columns,
+    /// The `file` column after them, in a table that has one (`rtt`).
+    file: Option<Texts>,
+    /// The record's columns.
+    rows: C,
+    n: usize,
+    /// The schema of the batches ([`coded`]).
+    schema: SchemaRef,
     dest: Dest,
 }
 
-impl Stream {
-    /// Appends a row: its connection, its `file` column if the table has one, the record
-    /// (typed appends: these are the per-packet tables).
+impl<C: RecordColumns> Stream<C> {
+    /// The stream of table `t`, which has a [`FILE`] column after its connection's if `file`
+    /// (as [`TableName::columns`] makes it).
+    fn new(t: TableName, file: bool, dest: Dest) -> Stream<C> {
+        let cols = t.columns();
+        let file = file.then(Texts::default);
+        Stream { conn: Default::default(), file, rows: C::default(), n: 0, schema: coded(&cols), dest }
+    }
+
+    /// Appends a row: its connection, its `file` if the table has a column for it, the record.
     #[inline]
-    fn row<R: Record>(&mut self, r: ConnRef<'_>, file: Option<&str>, row: &R) -> io::Result<()> {
-        self.table.put(&r);
-        if let Some(file) = file {
-            self.table.text(file);
+    fn row<R: Record<Columns = C>>(&mut self, r: ConnRef<'_>, file: &str, row: &R) -> io::Result<()> {
+        r.push(&mut self.conn);
+        if let Some(col) = &mut self.file {
+            col.push(file);
         }
-        self.table.put(row);
-        self.table.end_row()?;
-        if self.table.rows() >= BATCH_ROWS {
-            write(&self.dest, &mut self.table)?;
+        row.push(&mut self.rows);
+        self.n += 1;
+        if self.n >= BATCH_ROWS {
+            self.write()?;
         }
         Ok(())
     }
+
+    /// Writes the rows so far as a batch; the columns start again.
+    fn write(&mut self) -> io::Result<()> {
+        let mut cols = self.conn.columns();
+        cols.extend(self.file.as_mut().map(Col::as_mut));
+        cols.extend(self.rows.columns());
+        let arrays: Vec<ArrayRef> = cols
+            .into_iter()
+            .zip(self.schema.fields())
+            .map(|(c, f)| array(c, f.data_type()))
+            .collect::<Result<_, _>>()?;
+        self.n = 0;
+        let batch = RecordBatch::try_new(self.schema.clone(), arrays).map_err(io::Error::other)?;
+        self.dest.lock().map_err(|_| io::Error::other("a writer panicked"))?.write_coded(&batch)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
-        if self.table.rows() > 0 { write(&self.dest, &mut self.table) } else { Ok(()) }
+        if self.n > 0 { self.write() } else { Ok(()) }
     }
 }
 
@@ -150,8 +186,8 @@ struct RowSink {
     input: String,
     names: Vec<String>,
     verdict: Verdict,
-    segments: Option<Stream>,
-    rtt: Option<Stream>,
+    segments: Option<Stream<SegmentColumns<'static>>>,
+    rtt: Option<Stream<RttColumns>>,
     failed: Option<io::Error>,
 }
 
@@ -172,7 +208,7 @@ impl Sink for RowSink {
         self.verdict.event(ev);
         if let (Some(rtt), Some(row)) = (&mut self.rtt, RttRow::of(at, ev)) {
             let file = self.names.get(at.file as usize).map_or("", |n| n.as_str());
-            let r = rtt.row(ConnRef { input: &self.input, conn: at.conn + 1 }, Some(file), &row);
+            let r = rtt.row(ConnRef { input: &self.input, conn: at.conn + 1 }, file, &row);
             self.result(r);
         }
     }
@@ -181,7 +217,7 @@ impl Sink for RowSink {
         // The packet's own file, as `print` names it (not its connection's first file).
         let file = self.names.get(s.at.file as usize).map_or("", |n| n.as_str());
         let row = self.verdict.row(s, file);
-        let r = seg.row(ConnRef { input: &self.input, conn: s.at.conn + 1 }, None, &row);
+        let r = seg.row(ConnRef { input: &self.input, conn: s.at.conn + 1 }, "", &row);
         self.result(r);
     }
     fn after_packet(&mut self) -> io::Result<bool> {
@@ -252,11 +288,13 @@ impl<S: Sink> Sink for Maybe<S> {
             s.connection(conn, info)
         }
     }
+    #[inline]
     fn segment(&mut self, seg: &SegmentInfo) {
         if let Some(s) = &mut self.0 {
             s.segment(seg)
         }
     }
+    #[inline]
     fn event(&mut self, at: &At, ev: &Event) {
         if let Some(s) = &mut self.0 {
             s.event(at, ev)
@@ -267,6 +305,7 @@ impl<S: Sink> Sink for Maybe<S> {
             s.evidence(at, why)
         }
     }
+    #[inline]
     fn after_packet(&mut self) -> io::Result<bool> {
         match &mut self.0 {
             Some(s) => s.after_packet(),
@@ -303,7 +342,6 @@ pub fn export(
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> io::Result<Report> {
     let dest = |t: TableName| dests.iter().find(|(n, _)| *n == t).map(|(_, d)| d.clone());
-    let stream = |t: TableName| dest(t).map(|dest| Stream { table: TableBuilder::new(t.columns()), dest });
     let mut conns = dest(TableName::Connections).map(|d| (TableBuilder::new(TableName::Connections.columns()), d));
     let mut events = dest(TableName::Events).map(|d| (TableBuilder::new(TableName::Events.columns()), d));
     let mut report = Report::default();
@@ -312,14 +350,17 @@ pub fn export(
             input: input.clone(),
             names: Vec::new(),
             verdict: Verdict::default(),
-            segments: stream(TableName::Segments),
-            rtt: stream(TableName::Rtt),
+            segments: dest(TableName::Segments).map(|d| Stream::new(TableName::Segments, false, d)),
+            rtt: dest(TableName::Rtt).map(|d| Stream::new(TableName::Rtt, true, d)),
             failed: None,
         };
         let stats = Maybe(conns.is_some().then(StatsSink::default));
         let screen = Maybe(events.is_some().then(|| (ScreenSink::new(rules.clone()), EventFiles::default())));
         let ((mut rows, (stats, screen)), files, trace) = q.run_one((rows, (stats, screen)), progress)?;
-        for s in [&mut rows.segments, &mut rows.rtt].into_iter().flatten() {
+        if let Some(s) = &mut rows.segments {
+            s.flush()?;
+        }
+        if let Some(s) = &mut rows.rtt {
             s.flush()?;
         }
         let n = stats.0.as_ref().map_or(0, |s| s.conns.len());

@@ -207,15 +207,15 @@ fn columns_are_unique_and_documented() {
 /// serde walk of the same rows does: same values, same nulls, same schema.
 #[test]
 fn typed_rows_equal_their_serialized_form() {
-    use tcpscope_arrow::columns::{TableBuilder, columns};
+    use tcpscope_arrow::columns::{TableBuilder, array, columns};
     use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow};
-    use tcpscope_core::table::Table;
+    use tcpscope_core::table::{Record, RecordColumns, Table};
 
     let (segments, rtt) = tcpscope_core::testutil::packet_rows(&data("loss-snd.pcap"), "a file");
     assert!(segments.iter().any(|r| r.class.is_some() && r.rtt_ms.is_some() || r.ack.is_none()), "nulls and values");
     assert!(!rtt.is_empty());
 
-    fn both<R: tcpscope_core::table::Record + serde::Serialize>(fields: &[tcpscope_core::table::Field], rows: &[R]) {
+    fn both<R: Record + serde::Serialize>(fields: &[tcpscope_core::table::Field], rows: &[R]) {
         let mut cols = columns(ConnRef::FIELDS);
         cols.extend(columns(fields));
         let (mut typed, mut serde) = (TableBuilder::new(cols.clone()), TableBuilder::new(cols));
@@ -231,6 +231,22 @@ fn typed_rows_equal_their_serialized_form() {
         let (typed, serde) = (typed.finish().unwrap(), serde.finish().unwrap());
         assert_eq!(typed.num_rows(), rows.len());
         assert_eq!(typed, serde);
+        // Pushed onto the record's own columns (`Record::push`, the exports' way), twice (a
+        // second batch of the same columns: codes kept across batches).
+        let mut conn = <ConnRef<'static> as Record>::Columns::default();
+        let mut recs = R::Columns::default();
+        for round in 0..2 {
+            for (i, r) in rows.iter().enumerate() {
+                ConnRef { input: "in", conn: i % 3 + 1 }.push(&mut conn);
+                r.push(&mut recs);
+            }
+            let mut cols = conn.columns();
+            cols.extend(recs.columns());
+            let arrays: Vec<_> =
+                cols.into_iter().zip(typed.schema().fields()).map(|(c, f)| array(c, f.data_type()).unwrap()).collect();
+            let pushed = arrow_array::RecordBatch::try_new(typed.schema(), arrays).unwrap();
+            assert_eq!(pushed, typed, "batch {round}");
+        }
     }
     both(SegmentRow::FIELDS, &segments);
     both(RttRow::FIELDS, &rtt);
@@ -241,9 +257,9 @@ fn typed_rows_equal_their_serialized_form() {
 fn typed_appends_check_their_columns() {
     use tcpscope_arrow::columns::{TableBuilder, columns};
     use tcpscope_core::export::rows::{ConnRef, RttRow};
-    use tcpscope_core::table::{Columns, Table};
+    use tcpscope_core::table::{Columns, Name, Table};
 
-    let rtt = RttRow { dir: "a2b", frame: 3, sent_frame: 1, ts_ns: 9, rtt_ms: 1.5, kind: "karn" };
+    let rtt = RttRow { dir: Name("a2b"), frame: 3, sent_frame: 1, ts_ns: 9, rtt_ms: 1.5, kind: Name("karn") };
     // The columns of RttRow, given a ConnRef then an RttRow: an integer where text goes.
     let mut t = TableBuilder::new(columns(RttRow::FIELDS));
     t.put(&ConnRef { input: "x", conn: 1 });

@@ -8,10 +8,11 @@
 //! differ (`TCPSCOPE_BLESS=1 cargo test -p tcpscope-core --test docs` rewrites them). An Arrow
 //! schema is the next writer of the same list.
 //!
-//! A record declared with [`record!`] also gives its values column by column, typed
-//! ([`Record::put`] into a [`Columns`]: the Arrow column builders), from the same declaration
-//! as its struct and its field list: the per-packet rows of the exports are appended to their
-//! columns without a serializer's walk.
+//! A record declared with [`record!`] also gives its values column by column, typed, from the
+//! same declaration as its struct and its field list, without a serializer's walk: onto a
+//! column of its own for each field ([`Record::push`] into its [`Record::Columns`]: the
+//! per-packet rows of the exports), or to the next column of a row ([`Record::put`] into a
+//! [`Columns`]: the Arrow table builder's).
 
 /// The type of a field's values, as JSON has it (`null` allowed where `nullable`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,43 +126,70 @@ pub trait Columns {
     fn null(&mut self);
 }
 
-/// A field's value as it goes into its column ([`Columns`]): one of the kinds a column has.
+/// A field's value as it goes into its column: one of the kinds a column has, given to the next
+/// column of a row ([`Columns`]) or pushed onto its own column ([`Put::Col`]).
 pub trait Put: KindOf {
+    /// The column a record's values of this field are kept in ([`Record::Columns`]).
+    type Col: Col;
     /// Gives the value to the next column of `c`.
     fn put<C: Columns + ?Sized>(&self, c: &mut C);
+    /// Pushes the value onto its column.
+    fn push(&self, col: &mut Self::Col);
 }
 
 macro_rules! put {
-    ($($t:ty => |$v:ident, $c:ident| $e:expr),* $(,)?) => {
+    ($($t:ty => $col:ident |$v:ident, $c:ident| $e:expr, $p:ident),* $(,)?) => {
         $(impl Put for $t {
+            type Col = $col;
             #[inline]
             fn put<C: Columns + ?Sized>(&self, $c: &mut C) {
                 let $v = *self;
                 $e
             }
+            #[inline(always)]
+            fn push(&self, col: &mut $col) {
+                col.$p((*self).into())
+            }
         })*
     };
 }
 put!(
-    u8 => |v, c| c.int(v.into()),
-    u16 => |v, c| c.int(v.into()),
-    u32 => |v, c| c.int(v.into()),
-    i64 => |v, c| c.int(v),
-    u64 => |v, c| c.uint(v),
-    usize => |v, c| c.uint(v as u64),
-    f64 => |v, c| c.float(v),
-    bool => |v, c| c.bool(v),
-    &str => |v, c| c.text(v),
+    u8 => Ints |v, c| c.int(v.into()), push,
+    u16 => Ints |v, c| c.int(v.into()), push,
+    u32 => Ints |v, c| c.int(v.into()), push,
+    i64 => Ints |v, c| c.int(v), push,
+    u64 => Ints |v, c| c.uint(v), uint,
+    f64 => Floats |v, c| c.float(v), push,
+    bool => Bools |v, c| c.bool(v), push,
+    &str => Texts |v, c| c.text(v), push,
 );
 
+impl Put for usize {
+    type Col = Ints;
+    #[inline]
+    fn put<C: Columns + ?Sized>(&self, c: &mut C) {
+        c.uint(*self as u64)
+    }
+    #[inline(always)]
+    fn push(&self, col: &mut Ints) {
+        col.uint(*self as u64)
+    }
+}
+
 impl Put for String {
+    type Col = Texts;
     #[inline]
     fn put<C: Columns + ?Sized>(&self, c: &mut C) {
         c.text(self)
     }
+    #[inline(always)]
+    fn push(&self, col: &mut Texts) {
+        col.push(self)
+    }
 }
 
 impl<T: Put> Put for Option<T> {
+    type Col = T::Col;
     #[inline]
     fn put<C: Columns + ?Sized>(&self, c: &mut C) {
         match self {
@@ -169,30 +197,352 @@ impl<T: Put> Put for Option<T> {
             None => c.null(),
         }
     }
+    #[inline(always)]
+    fn push(&self, col: &mut T::Col) {
+        match self {
+            Some(v) => v.push(col),
+            None => col.null(),
+        }
+    }
 }
 
-/// A record whose values go into typed columns ([`Columns`]) in the order of its `FIELDS`:
-/// declared with [`record!`], which writes both from one list.
+/// Text from a fixed list (a direction, a verdict, a class, an RTT sample's kind): a
+/// `&'static str`, which its column ([`Texts::push_static`]) knows again by its address rather
+/// than by comparing its bytes (a `segments` row's four such values cost a `memcmp` each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Name(pub &'static str);
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.0
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl serde::Serialize for Name {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl KindOf for Name {
+    const KIND: Kind = Kind::Text;
+}
+
+impl Put for Name {
+    type Col = Texts;
+    #[inline]
+    fn put<C: Columns + ?Sized>(&self, c: &mut C) {
+        c.text(self.0)
+    }
+    #[inline(always)]
+    fn push(&self, col: &mut Texts) {
+        col.push_static(self.0)
+    }
+}
+
+/// A record's column of one kind, its values kept as they come ([`Record::Columns`]): plain
+/// vectors, made into Arrow arrays without a copy (`tcpscope-arrow`).
+pub trait Col: Default + Send {
+    /// The next row has no value.
+    fn null(&mut self);
+    /// Rows so far.
+    fn len(&self) -> usize;
+    /// Whether it has no rows.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The column, to be taken out ([`Record::columns`]).
+    fn as_mut(&mut self) -> ColMut<'_>;
+}
+
+/// A column of any kind ([`Col::as_mut`]).
+pub enum ColMut<'c> {
+    /// Whole numbers.
+    Int(&'c mut Ints),
+    /// Floats.
+    Float(&'c mut Floats),
+    /// Flags.
+    Bool(&'c mut Bools),
+    /// Text, as codes into the values seen.
+    Text(&'c mut Texts),
+}
+
+/// The validity of a column's first `n` rows (all have a value), with room for `room` rows.
+fn validity(n: usize, room: usize) -> Vec<bool> {
+    let mut v = Vec::with_capacity(room.max(n + 1));
+    v.resize(n, true);
+    v
+}
+
+/// A column of plain values: a vector, and which rows have a value once one has not (a
+/// validity bitmap kept as the rows come, and a value zeroed for each null, as arrow's builders
+/// do, took a seventh of the `segments` rows' thread: its floats are mostly null).
+#[derive(Debug)]
+pub struct Plain<T> {
+    /// The values (a null's is the default).
+    pub values: Vec<T>,
+    /// Which rows have a value; `None` while every row has.
+    pub valid: Option<Vec<bool>>,
+}
+
+impl<T> Default for Plain<T> {
+    fn default() -> Self {
+        Plain { values: Vec::new(), valid: None }
+    }
+}
+
+impl<T: Default> Plain<T> {
+    /// Appends a value.
+    #[inline(always)]
+    pub fn push(&mut self, v: T) {
+        self.values.push(v);
+        if let Some(valid) = &mut self.valid {
+            valid.push(true);
+        }
+    }
+    /// Appends a null.
+    #[inline]
+    pub fn null(&mut self) {
+        let (n, room) = (self.values.len(), self.values.capacity());
+        self.valid.get_or_insert_with(|| validity(n, room)).push(false);
+        self.values.push(T::default());
+    }
+    /// The values and validity so far; the column starts again with room for as many
+    /// (growing it by doubling would reallocate and copy it ~15 times a batch).
+    pub fn take(&mut self) -> (Vec<T>, Option<Vec<bool>>) {
+        let n = self.values.len();
+        (std::mem::replace(&mut self.values, Vec::with_capacity(n)), self.valid.take())
+    }
+}
+
+/// Whole numbers, as `i64`; a `u64` past `i64::MAX` is an error ([`Ints::overflow`]).
+#[derive(Debug, Default)]
+pub struct Ints {
+    /// The values.
+    pub col: Plain<i64>,
+    /// The first value given that did not fit an `i64`, if any (a bug: the tables' columns are
+    /// `Int64`).
+    pub overflow: Option<u64>,
+}
+
+impl Ints {
+    /// Appends a value.
+    #[inline(always)]
+    pub fn push(&mut self, v: i64) {
+        self.col.push(v)
+    }
+    /// Appends a value that may not fit an `i64`.
+    #[inline(always)]
+    pub fn uint(&mut self, v: u64) {
+        match i64::try_from(v) {
+            Ok(v) => self.col.push(v),
+            Err(_) => self.too_large(v),
+        }
+    }
+    #[cold]
+    fn too_large(&mut self, v: u64) {
+        self.overflow.get_or_insert(v);
+        self.col.push(0);
+    }
+}
+
+/// Floats.
+pub type Floats = Plain<f64>;
+/// Flags.
+pub type Bools = Plain<bool>;
+
+macro_rules! col {
+    ($t:ty, $kind:ident, |$c:ident| $len:expr, $null:ident) => {
+        impl Col for $t {
+            #[inline]
+            fn null(&mut self) {
+                let $c = self;
+                $c.$null()
+            }
+            fn len(&self) -> usize {
+                let $c = self;
+                $len
+            }
+            fn as_mut(&mut self) -> ColMut<'_> {
+                ColMut::$kind(self)
+            }
+        }
+    };
+}
+col!(Ints, Int, |c| c.col.values.len(), null_int);
+col!(Floats, Float, |c| c.values.len(), null);
+col!(Bools, Bool, |c| c.values.len(), null);
+col!(Texts, Text, |c| c.codes.len(), null);
+
+impl Ints {
+    #[inline]
+    fn null_int(&mut self) {
+        self.col.null()
+    }
+}
+
+/// A column of text of few values (a trace's name, a direction, flag letters, a verdict):
+/// each row a code into the values seen so far, which a row's value is looked up among rather
+/// than copied (docs/performance.md#exports-and-python).
+#[derive(Debug, Default)]
+pub struct Texts {
+    /// Each row's code (a null's is 0: any code in range, the validity says it is none).
+    pub codes: Vec<i32>,
+    /// Which rows have a value; `None` while every row has.
+    pub valid: Option<Vec<bool>>,
+    /// The values, in the order first seen (kept across batches: a code means the same value
+    /// in every batch of the column), and their codes past [`Texts::SCAN`] values.
+    words: Vec<Box<str>>,
+    lookup: std::collections::HashMap<Box<str>, i32>,
+    /// The code of the last value given, plus one (0: none yet; a trace's rows all have the
+    /// same `input` and `file`, most packets the same flags as the one before).
+    last: usize,
+    /// The last value given, if by [`Texts::push_static`] (its code is `last - 1`).
+    last_static: Option<&'static str>,
+}
+
+impl Texts {
+    /// Vocabularies up to this many values are looked through rather than hashed.
+    pub const SCAN: usize = 16;
+
+    /// The values seen so far, in code order.
+    pub fn words(&self) -> &[Box<str>] {
+        &self.words
+    }
+
+    /// Appends a value of a fixed list ([`Name`]): the last one given is known again by its
+    /// address (the bytes at a `'static` address never change nor are freed), not its bytes.
+    #[inline(always)]
+    pub fn push_static(&mut self, v: &'static str) {
+        if let Some(last) = self.last_static
+            && std::ptr::eq(last, v)
+        {
+            self.codes.push((self.last - 1) as i32);
+            if let Some(b) = &mut self.valid {
+                b.push(true);
+            }
+            return;
+        }
+        self.push(v);
+        self.last_static = Some(v);
+    }
+
+    /// Appends a value.
+    #[inline(always)]
+    pub fn push(&mut self, v: &str) {
+        let code = match self.words.get(self.last.wrapping_sub(1)) {
+            Some(w) if w.len() == v.len() && w.as_bytes() == v.as_bytes() => (self.last - 1) as i32,
+            _ => self.find(v),
+        };
+        self.codes.push(code);
+        if let Some(b) = &mut self.valid {
+            b.push(true);
+        }
+    }
+    #[cold]
+    fn find(&mut self, v: &str) -> i32 {
+        self.last_static = None;
+        // A vocabulary of a few values (directions, flag letters, verdicts) is looked through
+        // in order: ~250 instructions a look-up by hashing (SipHash) against a few comparisons
+        // (a segment's `dir` and `flags` change from row to row: ~27,000 look-ups of 200,000
+        // rows of the bulk trace's first packets).
+        let found = if self.words.len() <= Texts::SCAN {
+            self.words.iter().position(|w| w.len() == v.len() && w.as_bytes() == v.as_bytes()).map(|i| i as i32)
+        } else {
+            self.lookup.get(v).copied()
+        };
+        let code = match found {
+            Some(c) => c,
+            None => {
+                let c = self.words.len() as i32;
+                self.words.push(v.into());
+                self.lookup.insert(v.into(), c);
+                c
+            }
+        };
+        self.last = code as usize + 1;
+        code
+    }
+    /// Appends a null.
+    #[inline]
+    pub fn null(&mut self) {
+        let (n, room) = (self.codes.len(), self.codes.capacity());
+        self.valid.get_or_insert_with(|| validity(n, room)).push(false);
+        self.codes.push(0);
+    }
+    /// The codes and validity so far; the column starts again with room for as many rows and
+    /// keeps its values (later codes mean the same).
+    pub fn take(&mut self) -> (Vec<i32>, Option<Vec<bool>>) {
+        let n = self.codes.len();
+        (std::mem::replace(&mut self.codes, Vec::with_capacity(n)), self.valid.take())
+    }
+}
+
+/// A record whose values go into typed columns in the order of its `FIELDS`, a row at a time
+/// ([`Columns`]) or each onto its own column ([`Record::Columns`]): declared with [`record!`],
+/// which writes them from one list.
 pub trait Record: Table {
+    /// A column for each field, of its kind ([`Put::Col`]).
+    type Columns: RecordColumns;
     /// Gives each field's value to `c`, in the order of `FIELDS`.
     fn put<C: Columns + ?Sized>(&self, c: &mut C);
+    /// Pushes each field's value onto its column: no look-up of the column nor of its kind, a
+    /// row after the other (a `segments` row's values given to the next column each, the
+    /// column's kind matched, cost ~480 instructions of the rows' thread's ~1,020 a row).
+    fn push(&self, cols: &mut Self::Columns);
+}
+
+/// A record's columns ([`Record::Columns`]).
+pub trait RecordColumns: Default + Send {
+    /// Each column, in the order of `FIELDS`.
+    fn columns(&mut self) -> Vec<ColMut<'_>>;
 }
 
 /// Declares a record once: its struct, its field list ([`Table`]: name, kind and nullability
 /// from the field's Rust type, unit, meaning) and its typed appends ([`Record`]), so that the
-/// three cannot disagree. Each field is written
+/// three cannot disagree; and a struct of a column for each field (its name given after the
+/// table's), which the rows' values are pushed onto ([`Record::push`]). Each field is written
 /// `/// doc` `pub NAME: TYPE, "unit", "meaning";` (the Rust doc comment is the code's, the
 /// meaning the table's).
 macro_rules! record {
     (
         $(#[$meta:meta])*
-        pub struct $name:ident $(<$lt:lifetime>)? = $table:literal {
+        pub struct $name:ident $(<$lt:lifetime>)? = $table:literal, $cols:ident {
             $($(#[$fmeta:meta])* pub $field:ident: $ty:ty, $unit:literal, $doc:literal;)*
         }
     ) => {
         $(#[$meta])*
         pub struct $name $(<$lt>)? {
             $($(#[$fmeta])* pub $field: $ty,)*
+        }
+
+        #[doc = concat!("The columns of [`", stringify!($name), "`]: one of its kind for each field.")]
+        #[derive(Debug, Default)]
+        pub struct $cols $(<$lt>)? {
+            $(
+                #[doc = concat!("`", stringify!($field), "`")]
+                pub $field: <$ty as $crate::table::Put>::Col,
+            )*
+            $(_rows: std::marker::PhantomData<&$lt ()>,)?
+        }
+
+        impl $(<$lt>)? $crate::table::RecordColumns for $cols $(<$lt>)? {
+            fn columns(&mut self) -> Vec<$crate::table::ColMut<'_>> {
+                vec![$($crate::table::Col::as_mut(&mut self.$field),)*]
+            }
         }
 
         impl $(<$lt>)? $crate::table::Table for $name $(<$lt>)? {
@@ -207,14 +557,32 @@ macro_rules! record {
         }
 
         impl $(<$lt>)? $crate::table::Record for $name $(<$lt>)? {
+            // The columns of rows of any lifetime are one type (a record's columns borrow
+            // nothing from it: its text is looked up, not kept).
+            type Columns = $crate::table::columns_of!($cols $($lt)?);
             #[inline]
             fn put<C: $crate::table::Columns + ?Sized>(&self, c: &mut C) {
                 $($crate::table::Put::put(&self.$field, c);)*
+            }
+            #[inline]
+            fn push(&self, cols: &mut Self::Columns) {
+                $($crate::table::Put::push(&self.$field, &mut cols.$field);)*
             }
         }
     };
 }
 pub(crate) use record;
+
+/// The columns type of a record ([`record!`]): of `'static` rows if it has a lifetime.
+macro_rules! columns_of {
+    ($cols:ident) => {
+        $cols
+    };
+    ($cols:ident $lt:lifetime) => {
+        $cols<'static>
+    };
+}
+pub(crate) use columns_of;
 
 /// The Markdown table of `fields` (`docs/json.md`): field, type, unit, meaning.
 pub fn markdown(fields: &[Field]) -> String {
@@ -229,4 +597,48 @@ pub fn markdown(fields: &[Field]) -> String {
 /// The names of `fields`, in order.
 pub fn names(fields: &[Field]) -> Vec<&'static str> {
     fields.iter().map(|f| f.name).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value's code is the one it was first given, whether the vocabulary is looked through
+    /// (up to `Texts::SCAN` values) or hashed (past it): values given again after others; a
+    /// null's code is 0, and the codes go on across batches.
+    #[test]
+    fn codes_are_those_first_given_looked_through_or_hashed() {
+        let seq: Vec<String> = (0..120).map(|i| format!("w{}", (i * 7) % 23)).collect();
+        let mut d = Texts::default();
+        let (mut order, mut want): (Vec<&str>, Vec<i32>) = (Vec::new(), Vec::new());
+        for w in &seq {
+            d.push(w);
+            let c = order.iter().position(|x| x == w).unwrap_or_else(|| {
+                order.push(w);
+                order.len() - 1
+            });
+            want.push(c as i32);
+        }
+        assert!(order.len() > Texts::SCAN);
+        d.null();
+        want.push(0);
+        let (codes, valid) = d.take();
+        assert_eq!(codes, want);
+        let valid = valid.unwrap();
+        assert!(valid[..want.len() - 1].iter().all(|&v| v) && !valid[want.len() - 1]);
+        assert_eq!(d.words().iter().map(|w| &**w).collect::<Vec<_>>(), order);
+        d.push(&seq[5]);
+        assert_eq!(d.take(), (vec![want[5]], None));
+    }
+
+    /// A `u64` past `i64::MAX` is noted, not wrapped; nulls are kept apart from values.
+    #[test]
+    fn ints_note_overflow_and_nulls() {
+        let mut c = Ints::default();
+        Put::push(&5u64, &mut c);
+        Put::push(&None::<u64>, &mut c);
+        Put::push(&u64::MAX, &mut c);
+        assert_eq!(c.overflow, Some(u64::MAX));
+        assert_eq!(c.col.take(), (vec![5, 0, 0], Some(vec![true, false, true])));
+    }
 }

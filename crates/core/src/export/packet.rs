@@ -128,9 +128,14 @@ impl crate::table::KindOf for FlagLetters {
 }
 
 impl crate::table::Put for FlagLetters {
+    type Col = crate::table::Texts;
     #[inline]
     fn put<C: crate::table::Columns + ?Sized>(&self, c: &mut C) {
         c.text(self.as_str())
+    }
+    #[inline(always)]
+    fn push(&self, col: &mut crate::table::Texts) {
+        col.push_static(self.as_str())
     }
 }
 

@@ -8,13 +8,13 @@ use serde::Serialize;
 
 use crate::event::{Event, RttKind, SegmentInfo};
 use crate::export::packet::FlagLetters;
-use crate::table::record;
+use crate::table::{Name, record};
 
 record! {
     /// Which connection a row is about: its trace and its index there ([`crate::conn::ConnId`]),
     /// the columns every exported table but `connections` (which has them already) begins with.
     #[derive(Clone, Copy, Debug, Serialize)]
-    pub struct ConnRef<'a> = "conn_ref" {
+    pub struct ConnRef<'a> = "conn_ref", ConnRefColumns {
         /// The trace: the input as given, or the inputs joined by ` + ` with `--merge`.
         pub input: &'a str, "", "the trace, as `input` in `stats --json`";
         /// 1-based index among the connections of `input`.
@@ -25,7 +25,7 @@ record! {
 record! {
     /// One TCP segment as the analysis judged it (`segments`).
     #[derive(Clone, Debug, Serialize)]
-    pub struct SegmentRow<'a> = "segments" {
+    pub struct SegmentRow<'a> = "segments", SegmentColumns {
         /// The capture file holding it.
         pub file: &'a str, "", "the capture file holding the packet";
         /// 1-based frame number in that file.
@@ -33,7 +33,7 @@ record! {
         /// Capture time, ns since the epoch.
         pub ts_ns: u64, "ns since the epoch", "capture time";
         /// `a2b` or `b2a`.
-        pub dir: &'static str, "", "`a2b` or `b2a`";
+        pub dir: Name, "", "`a2b` or `b2a`";
         /// Flag letters as `print` writes them.
         pub flags: FlagLetters, "", "flag letters, as `print` writes them";
         /// Relative sequence number of its first sequence byte (the SYN's is -1).
@@ -49,9 +49,9 @@ record! {
         /// SACK blocks carried.
         pub sack_blocks: u8, "", "SACK blocks carried";
         /// What the analysis made of it (see [`Verdict`]).
-        pub verdict: &'static str, "", "`new` (sequence bytes not seen before), `retransmission`, `out_of_order` (a hole fill), `probe` (zero-window probe), `keep_alive`, `no_data` (no sequence byte: a pure ACK, a bare RST)";
+        pub verdict: Name, "", "`new` (sequence bytes not seen before), `retransmission`, `out_of_order` (a hole fill), `probe` (zero-window probe), `keep_alive`, `no_data` (no sequence byte: a pure ACK, a bare RST)";
         /// Why it was out of sequence (an [`crate::event::OosClass`] name).
-        pub class: Option<&'static str>, "", "why a retransmission, hole fill or probe was sent (`rto`, `fast_retransmit`, … as `screen`'s events; [screening.md](screening.md))";
+        pub class: Option<Name>, "", "why a retransmission, hole fill or probe was sent (`rto`, `fast_retransmit`, … as `screen`'s events; [screening.md](screening.md))";
         /// Karn RTT sample this packet's ACK gave the peer's data.
         pub rtt_ms: Option<f64>, "ms", "RTT sample (Karn's rule) this ACK gave the peer's data";
         /// Timestamp-echo RTT sample this packet gave.
@@ -103,7 +103,7 @@ impl Verdict {
             file,
             frame: s.at.frame,
             ts_ns: s.at.ts_ns,
-            dir: s.at.dir.name(),
+            dir: Name(s.at.dir.name()),
             flags: super::packet::flag_letters(s.flags),
             seq: s.seq_off.0,
             len: s.len,
@@ -111,8 +111,8 @@ impl Verdict {
             win_bytes: s.win_bytes,
             in_flight_bytes: s.in_flight,
             sack_blocks: s.sack_blocks,
-            verdict: v.kind.unwrap_or(if occupies { "new" } else { "no_data" }),
-            class: v.class,
+            verdict: Name(v.kind.unwrap_or(if occupies { "new" } else { "no_data" })),
+            class: v.class.map(Name),
             rtt_ms: v.rtt_ms,
             rtt_ts_ms: v.rtt_ts_ms,
         }
@@ -122,9 +122,9 @@ impl Verdict {
 record! {
     /// One RTT sample (`rtt`).
     #[derive(Clone, Copy, Debug, Serialize)]
-    pub struct RttRow = "rtt" {
+    pub struct RttRow = "rtt", RttColumns {
         /// Direction of the data measured.
-        pub dir: &'static str, "", "direction of the data measured";
+        pub dir: Name, "", "direction of the data measured";
         /// Frame of the acknowledging packet.
         pub frame: u64, "", "frame of the acknowledging packet (in its file)";
         /// Frame of the segment (or TSval) measured from.
@@ -134,7 +134,7 @@ record! {
         /// The sample.
         pub rtt_ms: f64, "ms", "the sample";
         /// `karn` or `timestamp`.
-        pub kind: &'static str, "", "`karn` (a segment and the ACK ending on it, Karn's rule) or `timestamp` (a TSval and its first echo)";
+        pub kind: Name, "", "`karn` (a segment and the ACK ending on it, Karn's rule) or `timestamp` (a TSval and its first echo)";
     }
 }
 
@@ -143,15 +143,15 @@ impl RttRow {
     pub fn of(at: &crate::event::At, ev: &Event) -> Option<RttRow> {
         let Event::RttSample { rtt_ns, kind, sent_frame } = *ev else { return None };
         Some(RttRow {
-            dir: at.dir.name(),
+            dir: Name(at.dir.name()),
             frame: at.frame,
             sent_frame,
             ts_ns: at.ts_ns,
             rtt_ms: rtt_ns as f64 / 1e6,
-            kind: match kind {
+            kind: Name(match kind {
                 RttKind::Karn => "karn",
                 RttKind::Timestamp => "timestamp",
-            },
+            }),
         })
     }
 }
