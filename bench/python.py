@@ -46,6 +46,7 @@ def paired(rounds, cmds):
     for k in cmds:
         ratio = statistics.median(t / r for t, r in zip(times[k], ref))
         print(f"  {k:<34} median {statistics.median(times[k]):6.3f} s  ×stats {ratio:5.2f}  peak RSS {rss[k]:6.0f} MB")
+    return times
 
 
 def main():
@@ -55,7 +56,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tcpscope-bench-py-") as tmp:
         if os.path.exists(trace):
             print(f"{trace}: 5 paired rounds")
-            paired(
+            times = paired(
                 int(os.environ.get("BENCH_PY_ROUNDS", "5")),
                 {
                     "stats": [bin_, "stats", "-q", trace],
@@ -66,8 +67,15 @@ def main():
                         bin_, "export", "-q", trace, "-o", f"{tmp}/z", "--tables", "segments", "--compression", "lz4",
                     ],
                     "python read (all tables)": [py, "-c", f"import tcpscope; tcpscope.read({trace!r})"],
+                    "python start, import tcpscope": [py, "-c", "import tcpscope"],
                 },
             )
+            # What `read` itself costs a notebook, whose interpreter has started and imported
+            # pyarrow already: the process less its start, round by round, against the export.
+            rounds = zip(times["python read (all tables)"], times["python start, import tcpscope"],
+                         times["export parquet (all tables)"])
+            ratio = statistics.median((r - i) / e for r, i, e in rounds)
+            print(f"  python read less the start and imports, ×export parquet (all tables) {ratio:5.2f}")
         else:
             print(f"{trace} missing (bench/run.sh records it): the export timings are skipped")
         cluster(tmp, py)
