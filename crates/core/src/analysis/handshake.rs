@@ -15,7 +15,7 @@ pub(super) fn on_segment(me: &mut Half, peer: &mut Half, seg: &Segment<'_>, sett
             // The most `me` takes: a full segment of the peer's data (`acks`).
             peer.acks.peer_mss = m;
         }
-        me.bits.set(Bits::SYN_SACK, me.has(Bits::SYN_SACK) || seg.options.sack_permitted);
+        me.bits.or(Bits::SYN_SACK, seg.options.sack_permitted);
         if me.isn().is_none() {
             me.isn = seg.seq;
             me.bits.set(Bits::ISN, true);

@@ -249,6 +249,12 @@ impl Bits {
         self.0 & bit != 0
     }
 
+    /// Sets `bit` when `on` (a flag that, once seen, stays).
+    #[inline]
+    fn or(&mut self, bit: u16, on: bool) {
+        self.0 |= bit * on as u16;
+    }
+
     #[inline]
     fn set(&mut self, bit: u16, on: bool) {
         self.0 = if on { self.0 | bit } else { self.0 & !bit };
@@ -468,8 +474,8 @@ impl Connection {
         }
         // The largest segment (`acks`: what a full segment is); a max, not a branch.
         me.acks.largest = me.acks.largest.max(len);
-        me.bits.set(Bits::FIN_SEEN, me.has(Bits::FIN_SEEN) || flags.fin());
-        me.bits.set(Bits::RST_SEEN, me.has(Bits::RST_SEEN) || rst);
+        me.bits.or(Bits::FIN_SEEN, flags.fin());
+        me.bits.or(Bits::RST_SEEN, rst);
 
         // The receiver's view: what this segment says about the peer's data.
         let mut ack_off = None;
