@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
@@ -227,12 +227,77 @@ struct Split {
     groups: usize,
     /// The row group being encoded: its rows and its columns' writers (in column order; a
     /// lock each, taken by whichever thread encodes that column of a batch).
-    group: Option<(usize, Vec<Mutex<Column>>)>,
+    group: Option<(usize, Arc<Vec<Mutex<Column>>>)>,
     /// The columns in the order they are taken: integers first, then the rest, then the
     /// coded text.
-    order: Vec<usize>,
+    order: Arc<[usize]>,
     /// Which columns are text of few values, written from their codes.
     coded: Vec<bool>,
+    /// The thread sharing the columns of each batch, started with the first.
+    helper: Option<Helper>,
+}
+
+/// A thread that runs the jobs it is handed one at a time, answering each with its result: the
+/// helper of a [`Split`], made once for the file. (A thread started for each batch, as before,
+/// cost ~15 system calls a batch, a fresh stack and allocator cache each time.)
+struct Helper {
+    jobs: Option<mpsc::Sender<Job>>,
+    done: mpsc::Receiver<Result<(), String>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+type Job = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+impl Helper {
+    fn new() -> Result<Helper, String> {
+        let (jobs, rx) = mpsc::channel::<Job>();
+        let (tx, done) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("tcpscope-encode".into())
+            .spawn(move || {
+                for job in rx {
+                    // The job's captures are dropped when it returns, before its answer.
+                    if tx.send(job()).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(Helper { jobs: Some(jobs), done, thread: Some(thread) })
+    }
+
+    fn start(&mut self, job: Job) -> Result<(), String> {
+        match self.jobs.as_ref().map(|j| j.send(job)) {
+            Some(Ok(())) => Ok(()),
+            _ => self.died(),
+        }
+    }
+
+    /// The result of the job started last.
+    fn wait(&mut self) -> Result<(), String> {
+        match self.done.recv() {
+            Ok(r) => r,
+            Err(_) => self.died(),
+        }
+    }
+
+    /// The thread ended without an answer: it panicked, a bug in tcpscope; let it surface as one.
+    fn died(&mut self) -> Result<(), String> {
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        }
+        Err("the encoding thread ended".into())
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(t) = self.thread.take() {
+            // Its panic was reported by `wait`, or the file is being dropped on an error.
+            let _ = t.join();
+        }
+    }
 }
 
 /// One column chunk being written.
@@ -257,7 +322,18 @@ impl Split {
             arrow_schema::DataType::Int64 => 0,
             _ => 1,
         });
-        Ok(Split { file, factory, schema: schema.clone(), group_rows, groups: 0, group: None, order, coded })
+        let order = order.into();
+        Ok(Split {
+            file,
+            factory,
+            schema: schema.clone(),
+            group_rows,
+            groups: 0,
+            group: None,
+            order,
+            coded,
+            helper: None,
+        })
     }
 
     fn write(&mut self, batch: &RecordBatch) -> Result<(), String> {
@@ -283,41 +359,24 @@ impl Split {
                             Column::Arrow(Box::new(w))
                         }));
                     }
-                    self.group.insert((0, cols))
+                    self.group.insert((0, Arc::new(cols)))
                 }
             };
             let n = batch.num_rows().min(self.group_rows - *rows);
             let part = batch.slice(0, n);
             batch = batch.slice(n, batch.num_rows() - n);
-            let next = AtomicUsize::new(0);
-            let (schema, order) = (&self.schema, &self.order);
-            // Takes the next column not yet taken and encodes it, until none is left.
-            let work = || -> Result<(), String> {
-                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let mut w = writers[i].lock().map_err(|_| "an encoding thread panicked".to_string())?;
-                    match &mut *w {
-                        Column::Dict(d) => d.write(part.column(i).as_ref())?,
-                        Column::Delta(d) => d.write(part.column(i).as_ref())?,
-                        Column::Arrow(w) => {
-                            let leaves = compute_leaves(schema.field(i), part.column(i)).map_err(|e| e.to_string())?;
-                            for leaf in leaves {
-                                w.write(&leaf).map_err(|e| e.to_string())?;
-                            }
-                        }
-                    }
-                }
-                Ok(())
+            let next = Arc::new(AtomicUsize::new(0));
+            let helper = match &mut self.helper {
+                Some(h) => h,
+                None => self.helper.insert(Helper::new()?),
             };
-            std::thread::scope(|s| {
-                let helper = std::thread::Builder::new()
-                    .name("tcpscope-encode".into())
-                    .spawn_scoped(s, work)
-                    .map_err(|e| e.to_string())?;
-                let mine = work();
-                // A panic in the helper is a bug in tcpscope: let it surface as one.
-                let theirs = helper.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                mine.and(theirs)
-            })?;
+            let (schema, order, cols) = (self.schema.clone(), self.order.clone(), writers.clone());
+            let theirs = part.clone();
+            let shared = next.clone();
+            helper.start(Box::new(move || encode(&schema, &order, &shared, &cols, &theirs)))?;
+            let mine = encode(&self.schema, &self.order, &next, writers, &part);
+            let theirs = helper.wait();
+            mine.and(theirs)?;
             *rows += n;
             if *rows >= self.group_rows {
                 self.end_group()?;
@@ -329,6 +388,8 @@ impl Split {
     /// Puts the row group together: its columns' chunks, in column order.
     fn end_group(&mut self) -> Result<(), String> {
         let Some((_, writers)) = self.group.take() else { return Ok(()) };
+        // The helper let go of its share when it answered for the last batch.
+        let writers = Arc::try_unwrap(writers).map_err(|_| "a row group's columns still shared".to_string())?;
         let mut rg = self.file.next_row_group().map_err(|e| e.to_string())?;
         for w in writers {
             match w.into_inner().map_err(|_| "an encoding thread panicked".to_string())? {
@@ -354,6 +415,31 @@ impl Split {
         self.end_group()?;
         self.file.close().map(drop).map_err(|e| e.to_string())
     }
+}
+
+/// Takes the next column of `part` not yet taken (`next`, shared with the other thread) and
+/// encodes it, until none is left.
+fn encode(
+    schema: &SchemaRef,
+    order: &[usize],
+    next: &AtomicUsize,
+    writers: &[Mutex<Column>],
+    part: &RecordBatch,
+) -> Result<(), String> {
+    while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+        let mut w = writers[i].lock().map_err(|_| "an encoding thread panicked".to_string())?;
+        match &mut *w {
+            Column::Dict(d) => d.write(part.column(i).as_ref())?,
+            Column::Delta(d) => d.write(part.column(i).as_ref())?,
+            Column::Arrow(w) => {
+                let leaves = compute_leaves(schema.field(i), part.column(i)).map_err(|e| e.to_string())?;
+                for leaf in leaves {
+                    w.write(&leaf).map_err(|e| e.to_string())?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A destination written on a thread of its own: batches are handed to it through a bounded
