@@ -316,6 +316,25 @@ impl DeltaChunk {
 
 /// The smallest and largest of `values` (`None`: none).
 fn min_max(values: &[i64]) -> Option<(i64, i64)> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, just checked.
+        return unsafe { min_max_avx2(values) };
+    }
+    min_max_of(values)
+}
+
+/// [`min_max`] for a CPU with AVX2, whose 64-bit compares let the compiler take four values
+/// at a time: the baseline x86-64 (SSE2) has none, so each value there is a compare and a
+/// move for each bound (~14 instructions a value with the loop, a seventh of the writer's).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn min_max_avx2(values: &[i64]) -> Option<(i64, i64)> {
+    min_max_of(values)
+}
+
+#[inline(always)]
+fn min_max_of(values: &[i64]) -> Option<(i64, i64)> {
     let first = *values.first()?;
     Some(values.iter().fold((first, first), |(lo, hi), &v| (lo.min(v), hi.max(v))))
 }
@@ -341,6 +360,24 @@ const MINI: usize = BLOCK / MINI_BLOCKS;
 /// the widths are loops over a block the compiler vectorizes. The packing is parquet's
 /// (`BitWriter::put_batch`), which costs little.
 pub(crate) fn encode(values: &[i64], out: &mut Vec<u8>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, just checked.
+        return unsafe { encode_avx2(values, out) };
+    }
+    encode_with(values, out)
+}
+
+/// [`encode`] for a CPU with AVX2: the differences' minimum four at a time (see
+/// [`min_max_avx2`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn encode_avx2(values: &[i64], out: &mut Vec<u8>) {
+    encode_with(values, out)
+}
+
+#[inline(always)]
+fn encode_with(values: &[i64], out: &mut Vec<u8>) {
     let mut w = BitWriter::new_from_buf(std::mem::take(out));
     w.put_vlq_int(BLOCK as u64);
     w.put_vlq_int(MINI_BLOCKS as u64);
@@ -506,6 +543,11 @@ mod tests {
             encode(v, &mut ours);
             assert_eq!(ours[0], 0xAB, "appended after what was there");
             assert!(ours[1..] == theirs(v)[..], "{} values from {:?}", v.len(), v.first());
+            // The baseline build of the loops, which a CPU without AVX2 runs, the same.
+            let mut base = vec![0xAB];
+            encode_with(v, &mut base);
+            assert!(base == ours, "{} values from {:?}, baseline", v.len(), v.first());
+            assert_eq!(min_max(v), min_max_of(v));
         }
     }
 
