@@ -35,7 +35,7 @@ use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 use parquet::util::bit_util::BitWriter;
 
-use crate::dict::finish_chunk;
+use crate::dict::{compress, finish_chunk};
 
 /// A finished data page and what the chunk's metadata needs of it.
 struct DataPage {
@@ -64,8 +64,9 @@ pub(crate) struct DeltaChunk {
     rows: usize,
     nulls: usize,
     pages: Vec<DataPage>,
-    /// Scratch: a page's encoded bytes.
+    /// Scratch: a page's encoded bytes, and compressed.
     buf: Vec<u8>,
+    zbuf: Vec<u8>,
 }
 
 impl DeltaChunk {
@@ -117,6 +118,7 @@ impl DeltaChunk {
             nulls: 0,
             pages: Vec::new(),
             buf: Vec::new(),
+            zbuf: Vec::new(),
             descr,
         })
     }
@@ -199,21 +201,13 @@ impl DeltaChunk {
             _ => min_max(&self.values),
         };
         let uncompressed = buf.len();
-        let data = match &mut self.codec {
-            Some(c) => {
-                let mut out = Vec::with_capacity(uncompressed);
-                c.compress(&buf, &mut out).map_err(|e| e.to_string())?;
-                // The page is kept until the row group ends: its bytes only, not the room
-                // made for them (as parquet's writer does; a row group's pages held the room
-                // of their uncompressed size, +35 MB of peak RSS on the bulk trace).
-                out.shrink_to_fit();
-                out
-            }
-            None => buf.clone(),
-        };
+        // The page is kept until the row group ends: its bytes only, not the room made for
+        // them (as parquet's writer does; a row group's pages held the room of their
+        // uncompressed size, +35 MB of peak RSS on the bulk trace).
+        let data = compress(&mut self.codec, &buf, &mut self.zbuf)?;
         self.buf = buf;
         let page = Page::DataPage {
-            buf: Bytes::from(data),
+            buf: data,
             num_values: self.rows as u32,
             encoding: Encoding::DELTA_BINARY_PACKED,
             def_level_encoding: Encoding::RLE,
