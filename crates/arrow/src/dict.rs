@@ -192,6 +192,28 @@ impl DictChunk {
         }
         self.remap.clear();
         self.remap.resize(words.len(), u32::MAX);
+        if let (None, Some(&first)) = (nulls, codes.first())
+            && codes.iter().all(|&k| k == first)
+        {
+            // One value in every row (a trace's `input` and `file`): its index looked up once
+            // and the rows filled with it, not each row's mapped (−41 M instructions of the
+            // writer's 923 M on the bulk trace, 30 a row).
+            let x = DictChunk::index(&mut self.remap, &mut self.values, &mut self.lookup, words, first)?;
+            let mut left = codes.len();
+            while left > 0 {
+                let take = (self.page_rows - self.rows).min(left);
+                if self.nullable {
+                    self.levels.resize(self.levels.len() + take, 1);
+                }
+                self.indices.resize(self.indices.len() + take, x);
+                self.rows += take;
+                left -= take;
+                if self.rows >= self.page_rows {
+                    self.end_page()?;
+                }
+            }
+            return Ok(());
+        }
         // Inlined into each row's loop (left to itself, the compiler sometimes made it a call a
         // row: +27 M instructions on 200,000 `segments` rows).
         self.push_rows(

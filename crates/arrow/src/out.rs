@@ -726,6 +726,12 @@ mod tests {
                 ],
             )
             .unwrap(),
+            // One value in every row of each text column, the nullable one too (no null).
+            RecordBatch::try_new(
+                coded.clone(),
+                vec![dict(&["other"], all(0, 5)), dict(&["a2b"], all(0, 5)), ints(18, 5), dict(&["rto"], all(0, 5))],
+            )
+            .unwrap(),
         ];
         let plain_batches: Vec<RecordBatch> = batches.iter().map(|b| decode(b).unwrap()).collect();
         // Pages of 2 rows (parquet's writer looking after each row), row groups of 4.
@@ -770,7 +776,7 @@ mod tests {
         assert_eq!(our_schema, their_schema);
         assert_eq!(our_rows, want);
         assert_eq!(their_rows, want);
-        assert_eq!(our_meta.num_row_groups(), 5);
+        assert_eq!(our_meta.num_row_groups(), 6);
         for (g, (a, b)) in our_meta.row_groups().iter().zip(their_meta.row_groups()).enumerate() {
             assert_eq!(a.num_rows(), b.num_rows());
             for (c, (x, y)) in a.columns().iter().zip(b.columns()).enumerate() {
