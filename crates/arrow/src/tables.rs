@@ -13,7 +13,7 @@ use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::{FileSummary, Query, Trace};
 use tcpscope_core::screen::{MAX_EVIDENCE, OosEvent, Rules, ScreenSink};
 use tcpscope_core::stats::StatsSink;
-use tcpscope_core::table::{Col, Columns, Field, Kind, Record, RecordColumns, Table, Texts};
+use tcpscope_core::table::{Col, Columns, Field, Kind, Record, RecordColumns, Row, Table, Texts};
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
@@ -26,8 +26,8 @@ use crate::out::Out;
 /// (~90 bytes a row in the builders) stays a few MB, and that the writer's work left when the
 /// rows end (up to three batches) is short: 16,384 rows took a `segments` export of the bulk
 /// trace from 0.256 s to 0.243 s and 126 MB to ~100 MB peak RSS against 65,536
-/// (docs/performance.md#exports-and-python).
-pub const BATCH_ROWS: usize = 16 * 1024;
+/// (docs/performance.md#exports-and-python). A record's columns have room for as many.
+pub const BATCH_ROWS: usize = tcpscope_core::table::BATCH_ROWS;
 
 /// A table of the export.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -121,9 +121,9 @@ fn write(dest: &Dest, t: &mut TableBuilder) -> io::Result<()> {
     dest.lock().map_err(|_| io::Error::other("a writer panicked"))?.write_coded(&batch)
 }
 
-/// A streamed table of per-packet records (`segments`, `rtt`): each row's values pushed onto
-/// their columns ([`Record::push`]: typed, no column looked up), written as a batch of the
-/// table's coded schema every [`BATCH_ROWS`] rows.
+/// A streamed table of per-packet records (`segments`, `rtt`): each row's values stored in
+/// their columns at the row's index ([`Record::push`]: typed, no column looked up), written as
+/// a batch of the table's coded schema every [`BATCH_ROWS`] rows.
 struct Stream<C: RecordColumns> {
     /// The columns of the connection each row is about.
     conn: <ConnRef<'static> as Record>::Columns,
@@ -149,11 +149,12 @@ impl<C: RecordColumns> Stream<C> {
     /// Appends a row: its connection, its `file` if the table has a column for it, the record.
     #[inline]
     fn row<R: Record<Columns = C>>(&mut self, r: ConnRef<'_>, file: &str, row: &R) -> io::Result<()> {
-        r.push(&mut self.conn);
+        let at = Row::new(self.n).expect("a batch is written when full");
+        r.push(&mut self.conn, at);
         if let Some(col) = &mut self.file {
-            col.push(file);
+            col.push(at, file);
         }
-        row.push(&mut self.rows);
+        row.push(&mut self.rows, at);
         self.n += 1;
         if self.n >= BATCH_ROWS {
             self.write()?;
@@ -169,7 +170,7 @@ impl<C: RecordColumns> Stream<C> {
         let arrays: Vec<ArrayRef> = cols
             .into_iter()
             .zip(self.schema.fields())
-            .map(|(c, f)| array(c, f.data_type()))
+            .map(|(c, f)| array(c, self.n, f.data_type()))
             .collect::<Result<_, _>>()?;
         self.n = 0;
         let batch = RecordBatch::try_new(self.schema.clone(), arrays).map_err(io::Error::other)?;
