@@ -13,7 +13,7 @@ use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::{FileSummary, Query, Trace};
 use tcpscope_core::screen::{MAX_EVIDENCE, OosEvent, Rules, ScreenSink};
 use tcpscope_core::stats::StatsSink;
-use tcpscope_core::table::{Col, Columns, Field, Kind, Record, RecordColumns, Row, Table, Texts};
+use tcpscope_core::table::{Col, Columns, Field, Kind, Put, Record, RecordColumns, Row, Table, Texts};
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
@@ -146,13 +146,23 @@ impl<C: RecordColumns> Stream<C> {
         Stream { conn: Default::default(), file, rows: C::default(), n: 0, schema: coded(&cols), dest }
     }
 
-    /// Appends a row: its connection, its `file` if the table has a column for it, the record.
+    /// Appends a row: its connection (connection `conn` of trace `input`), its `file` if the
+    /// table has a column for it, the record.
     #[inline]
-    fn row<R: Record<Columns = C>>(&mut self, r: ConnRef<'_>, file: &str, row: &R) -> io::Result<()> {
+    fn row<R: Record<Columns = C>>(
+        &mut self,
+        input: &Arc<str>,
+        conn: usize,
+        file: &Arc<str>,
+        row: &R,
+    ) -> io::Result<()> {
         let at = Row::new(self.n).expect("a batch is written when full");
-        r.push(&mut self.conn, at);
+        // A `ConnRef`'s columns (its fields are these two: a test holds them to it), its trace
+        // known again by its address (`ConnRef`'s `&str` would be compared by bytes each row).
+        self.conn.input.push_shared(at, input);
+        Put::push(&conn, &mut self.conn.conn, at);
         if let Some(col) = &mut self.file {
-            col.push(at, file);
+            col.push_shared(at, file);
         }
         row.push(&mut self.rows, at);
         self.n += 1;
@@ -184,8 +194,11 @@ impl<C: RecordColumns> Stream<C> {
 
 /// The sink of the per-packet tables (`segments`, `rtt`) of one trace.
 struct RowSink {
-    input: String,
-    names: Vec<String>,
+    input: Arc<str>,
+    /// Each file's name, by index.
+    names: Vec<Arc<str>>,
+    /// The name of a file not announced (none: every packet's file is).
+    unnamed: Arc<str>,
     verdict: Verdict,
     segments: Option<Stream<SegmentColumns<'static>>>,
     rtt: Option<Stream<RttColumns>>,
@@ -202,23 +215,23 @@ impl RowSink {
 
 impl Sink for RowSink {
     fn file(&mut self, file: usize, path: &Path) {
-        self.names.resize(self.names.len().max(file + 1), String::new());
-        self.names[file] = path.display().to_string();
+        self.names.resize(self.names.len().max(file + 1), self.unnamed.clone());
+        self.names[file] = path.display().to_string().into();
     }
     fn event(&mut self, at: &At, ev: &Event) {
         self.verdict.event(ev);
         if let (Some(rtt), Some(row)) = (&mut self.rtt, RttRow::of(at, ev)) {
-            let file = self.names.get(at.file as usize).map_or("", |n| n.as_str());
-            let r = rtt.row(ConnRef { input: &self.input, conn: at.conn + 1 }, file, &row);
+            let file = self.names.get(at.file as usize).unwrap_or(&self.unnamed);
+            let r = rtt.row(&self.input, at.conn + 1, file, &row);
             self.result(r);
         }
     }
     fn segment(&mut self, s: &SegmentInfo) {
         let Some(seg) = &mut self.segments else { return };
         // The packet's own file, as `print` names it (not its connection's first file).
-        let file = self.names.get(s.at.file as usize).map_or("", |n| n.as_str());
+        let file = self.names.get(s.at.file as usize).unwrap_or(&self.unnamed);
         let row = self.verdict.row(s, file);
-        let r = seg.row(ConnRef { input: &self.input, conn: s.at.conn + 1 }, "", &row);
+        let r = seg.row(&self.input, s.at.conn + 1, &self.unnamed, &row);
         self.result(r);
     }
     fn after_packet(&mut self) -> io::Result<bool> {
@@ -348,8 +361,9 @@ pub fn export(
     let mut report = Report::default();
     for (input, q) in query.per_trace() {
         let rows = RowSink {
-            input: input.clone(),
+            input: input.as_str().into(),
             names: Vec::new(),
+            unnamed: "".into(),
             verdict: Verdict::default(),
             segments: dest(TableName::Segments).map(|d| Stream::new(TableName::Segments, false, d)),
             rtt: dest(TableName::Rtt).map(|d| Stream::new(TableName::Rtt, true, d)),
@@ -403,4 +417,15 @@ pub fn export(
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Stream::row` stores a `ConnRef`'s fields itself: these.
+    #[test]
+    fn conn_ref_has_the_fields_a_stream_stores() {
+        assert_eq!(tcpscope_core::table::names(ConnRef::FIELDS), ["input", "conn"]);
+    }
 }

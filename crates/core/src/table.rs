@@ -256,6 +256,42 @@ impl Put for Name {
     }
 }
 
+/// Text shared by many rows (a trace's name, a capture file's): an `Arc`, which its column
+/// ([`Texts::push_shared`]) knows again by its address while it holds the last one given,
+/// rather than by comparing its bytes (a `memcmp` each for a `segments` row's `input` and
+/// `file`, ~45 instructions a row).
+#[derive(Clone, Copy, Debug)]
+pub struct Shared<'a>(pub &'a std::sync::Arc<str>);
+
+impl std::ops::Deref for Shared<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.0
+    }
+}
+
+impl serde::Serialize for Shared<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl KindOf for Shared<'_> {
+    const KIND: Kind = Kind::Text;
+}
+
+impl Put for Shared<'_> {
+    type Col = Texts;
+    #[inline]
+    fn put<C: Columns + ?Sized>(&self, c: &mut C) {
+        c.text(self.0)
+    }
+    #[inline(always)]
+    fn push(&self, col: &mut Texts, at: Row) {
+        col.push_shared(at, self.0)
+    }
+}
+
 /// Rows a record's columns hold before they are taken ([`Record::Columns`]; the exports' batch
 /// of per-packet rows). Each column has room for as many from the start: a row's value is
 /// stored at its index, where a vector's push checked its room and kept its length, column by
@@ -460,6 +496,12 @@ impl Texts {
         let code = self.vocab.code(v);
         self.codes.push(at, code)
     }
+    /// Stores row `at`'s value, shared ([`Vocab::code_shared`]).
+    #[inline(always)]
+    pub fn push_shared(&mut self, at: Row, v: &std::sync::Arc<str>) {
+        let code = self.vocab.code_shared(v);
+        self.codes.push(at, code)
+    }
     /// Stores row `at`'s value, of a fixed list ([`Vocab::code_static`]).
     #[inline(always)]
     pub fn push_static(&mut self, at: Row, v: &'static str) {
@@ -480,6 +522,8 @@ pub struct Vocab {
     last: usize,
     /// The last value given, if by [`Vocab::code_static`] (its code is `last - 1`).
     last_static: Option<&'static str>,
+    /// The last value given, if by [`Vocab::code_shared`] (its code is `last - 1`).
+    last_shared: Option<std::sync::Arc<str>>,
 }
 
 impl Vocab {
@@ -506,6 +550,25 @@ impl Vocab {
         code
     }
 
+    /// The code of a shared value ([`Shared`]): the last one given is known again by its
+    /// address (the vocabulary holds it: its bytes are neither freed nor changed meanwhile),
+    /// not its bytes.
+    #[inline(always)]
+    pub fn code_shared(&mut self, v: &std::sync::Arc<str>) -> i32 {
+        if let Some(last) = &self.last_shared
+            && std::sync::Arc::ptr_eq(last, v)
+        {
+            return (self.last - 1) as i32;
+        }
+        self.new_shared(v)
+    }
+    #[cold]
+    fn new_shared(&mut self, v: &std::sync::Arc<str>) -> i32 {
+        let code = self.code(v);
+        self.last_shared = Some(v.clone());
+        code
+    }
+
     /// The code of a value.
     #[inline(always)]
     pub fn code(&mut self, v: &str) -> i32 {
@@ -517,6 +580,7 @@ impl Vocab {
     #[cold]
     fn find(&mut self, v: &str) -> i32 {
         self.last_static = None;
+        self.last_shared = None;
         // A vocabulary of a few values (directions, flag letters, verdicts) is looked through
         // in order: ~250 instructions a look-up by hashing (SipHash) against a few comparisons
         // (a segment's `dir` and `flags` change from row to row: ~27,000 look-ups of 200,000
@@ -682,6 +746,25 @@ mod tests {
         assert_eq!(d.col.vocab.words().iter().map(|w| &**w).collect::<Vec<_>>(), order);
         Put::push(&seq[5], &mut d.col, row(0));
         assert_eq!((d.col.codes.take(1), d.valid.take(1)), (vec![want[5]], None));
+    }
+
+    /// Shared text is known again by its address, and by its bytes when another `Arc` holds
+    /// them; its codes are those of the same values given otherwise.
+    #[test]
+    fn shared_text_codes_by_address_or_bytes() {
+        use std::sync::Arc;
+        let (a, a2, b): (Arc<str>, Arc<str>, Arc<str>) = ("a".into(), "a".into(), "b".into());
+        let mut d = Texts::default();
+        Shared(&a).push(&mut d, row(0));
+        Shared(&a).push(&mut d, row(1));
+        Shared(&a2).push(&mut d, row(2));
+        Shared(&b).push(&mut d, row(3));
+        "a".push(&mut d, row(4));
+        Shared(&b).push(&mut d, row(5));
+        Shared(&a2).push(&mut d, row(6));
+        Name("b").push(&mut d, row(7));
+        Shared(&a).push(&mut d, row(8));
+        assert_eq!(d.codes.take(9), [0, 0, 0, 1, 0, 1, 0, 1, 0]);
     }
 
     /// A `u64` past `i64::MAX` is noted, not wrapped; nulls are kept apart from values; the
