@@ -13,7 +13,7 @@ use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::{FileSummary, Query, Trace};
 use tcpscope_core::screen::{MAX_EVIDENCE, OosEvent, Rules, ScreenSink};
 use tcpscope_core::stats::StatsSink;
-use tcpscope_core::table::{Col, Columns, Field, Kind, Record, RecordColumns, Table, Texts};
+use tcpscope_core::table::{Col, Columns, Field, Kind, Put, Record, RecordColumns, Row, Table, Texts};
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
@@ -26,8 +26,8 @@ use crate::out::Out;
 /// (~90 bytes a row in the builders) stays a few MB, and that the writer's work left when the
 /// rows end (up to three batches) is short: 16,384 rows took a `segments` export of the bulk
 /// trace from 0.256 s to 0.243 s and 126 MB to ~100 MB peak RSS against 65,536
-/// (docs/performance.md#exports-and-python).
-pub const BATCH_ROWS: usize = 16 * 1024;
+/// (docs/performance.md#exports-and-python). A record's columns have room for as many.
+pub const BATCH_ROWS: usize = tcpscope_core::table::BATCH_ROWS;
 
 /// A table of the export.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -121,9 +121,9 @@ fn write(dest: &Dest, t: &mut TableBuilder) -> io::Result<()> {
     dest.lock().map_err(|_| io::Error::other("a writer panicked"))?.write_coded(&batch)
 }
 
-/// A streamed table of per-packet records (`segments`, `rtt`): each row's values pushed onto
-/// their columns ([`Record::push`]: typed, no column looked up), written as a batch of the
-/// table's coded schema every [`BATCH_ROWS`] rows.
+/// A streamed table of per-packet records (`segments`, `rtt`): each row's values stored in
+/// their columns at the row's index ([`Record::push`]: typed, no column looked up), written as
+/// a batch of the table's coded schema every [`BATCH_ROWS`] rows.
 struct Stream<C: RecordColumns> {
     /// The columns of the connection each row is about.
     conn: <ConnRef<'static> as Record>::Columns,
@@ -146,14 +146,25 @@ impl<C: RecordColumns> Stream<C> {
         Stream { conn: Default::default(), file, rows: C::default(), n: 0, schema: coded(&cols), dest }
     }
 
-    /// Appends a row: its connection, its `file` if the table has a column for it, the record.
+    /// Appends a row: its connection (connection `conn` of trace `input`), its `file` if the
+    /// table has a column for it, the record.
     #[inline]
-    fn row<R: Record<Columns = C>>(&mut self, r: ConnRef<'_>, file: &str, row: &R) -> io::Result<()> {
-        r.push(&mut self.conn);
+    fn row<R: Record<Columns = C>>(
+        &mut self,
+        input: &Arc<str>,
+        conn: usize,
+        file: &Arc<str>,
+        row: &R,
+    ) -> io::Result<()> {
+        let at = Row::new(self.n).expect("a batch is written when full");
+        // A `ConnRef`'s columns (its fields are these two: a test holds them to it), its trace
+        // known again by its address (`ConnRef`'s `&str` would be compared by bytes each row).
+        self.conn.input.push_shared(at, input);
+        Put::push(&conn, &mut self.conn.conn, at);
         if let Some(col) = &mut self.file {
-            col.push(file);
+            col.push_shared(at, file);
         }
-        row.push(&mut self.rows);
+        row.push(&mut self.rows, at);
         self.n += 1;
         if self.n >= BATCH_ROWS {
             self.write()?;
@@ -169,7 +180,7 @@ impl<C: RecordColumns> Stream<C> {
         let arrays: Vec<ArrayRef> = cols
             .into_iter()
             .zip(self.schema.fields())
-            .map(|(c, f)| array(c, f.data_type()))
+            .map(|(c, f)| array(c, self.n, f.data_type()))
             .collect::<Result<_, _>>()?;
         self.n = 0;
         let batch = RecordBatch::try_new(self.schema.clone(), arrays).map_err(io::Error::other)?;
@@ -183,8 +194,11 @@ impl<C: RecordColumns> Stream<C> {
 
 /// The sink of the per-packet tables (`segments`, `rtt`) of one trace.
 struct RowSink {
-    input: String,
-    names: Vec<String>,
+    input: Arc<str>,
+    /// Each file's name, by index.
+    names: Vec<Arc<str>>,
+    /// The name of a file not announced (none: every packet's file is).
+    unnamed: Arc<str>,
     verdict: Verdict,
     segments: Option<Stream<SegmentColumns<'static>>>,
     rtt: Option<Stream<RttColumns>>,
@@ -201,23 +215,23 @@ impl RowSink {
 
 impl Sink for RowSink {
     fn file(&mut self, file: usize, path: &Path) {
-        self.names.resize(self.names.len().max(file + 1), String::new());
-        self.names[file] = path.display().to_string();
+        self.names.resize(self.names.len().max(file + 1), self.unnamed.clone());
+        self.names[file] = path.display().to_string().into();
     }
     fn event(&mut self, at: &At, ev: &Event) {
         self.verdict.event(ev);
         if let (Some(rtt), Some(row)) = (&mut self.rtt, RttRow::of(at, ev)) {
-            let file = self.names.get(at.file as usize).map_or("", |n| n.as_str());
-            let r = rtt.row(ConnRef { input: &self.input, conn: at.conn + 1 }, file, &row);
+            let file = self.names.get(at.file as usize).unwrap_or(&self.unnamed);
+            let r = rtt.row(&self.input, at.conn + 1, file, &row);
             self.result(r);
         }
     }
     fn segment(&mut self, s: &SegmentInfo) {
         let Some(seg) = &mut self.segments else { return };
         // The packet's own file, as `print` names it (not its connection's first file).
-        let file = self.names.get(s.at.file as usize).map_or("", |n| n.as_str());
+        let file = self.names.get(s.at.file as usize).unwrap_or(&self.unnamed);
         let row = self.verdict.row(s, file);
-        let r = seg.row(ConnRef { input: &self.input, conn: s.at.conn + 1 }, "", &row);
+        let r = seg.row(&self.input, s.at.conn + 1, &self.unnamed, &row);
         self.result(r);
     }
     fn after_packet(&mut self) -> io::Result<bool> {
@@ -347,8 +361,9 @@ pub fn export(
     let mut report = Report::default();
     for (input, q) in query.per_trace() {
         let rows = RowSink {
-            input: input.clone(),
+            input: input.as_str().into(),
             names: Vec::new(),
+            unnamed: "".into(),
             verdict: Verdict::default(),
             segments: dest(TableName::Segments).map(|d| Stream::new(TableName::Segments, false, d)),
             rtt: dest(TableName::Rtt).map(|d| Stream::new(TableName::Rtt, true, d)),
@@ -402,4 +417,15 @@ pub fn export(
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Stream::row` stores a `ConnRef`'s fields itself: these.
+    #[test]
+    fn conn_ref_has_the_fields_a_stream_stores() {
+        assert_eq!(tcpscope_core::table::names(ConnRef::FIELDS), ["input", "conn"]);
+    }
 }

@@ -209,7 +209,7 @@ fn columns_are_unique_and_documented() {
 fn typed_rows_equal_their_serialized_form() {
     use tcpscope_arrow::columns::{TableBuilder, array, columns};
     use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow};
-    use tcpscope_core::table::{Record, RecordColumns, Table};
+    use tcpscope_core::table::{Record, RecordColumns, Row, Table};
 
     let (segments, rtt) = tcpscope_core::testutil::packet_rows(&data("loss-snd.pcap"), "a file");
     assert!(segments.iter().any(|r| r.class.is_some() && r.rtt_ms.is_some() || r.ack.is_none()), "nulls and values");
@@ -231,19 +231,23 @@ fn typed_rows_equal_their_serialized_form() {
         let (typed, serde) = (typed.finish().unwrap(), serde.finish().unwrap());
         assert_eq!(typed.num_rows(), rows.len());
         assert_eq!(typed, serde);
-        // Pushed onto the record's own columns (`Record::push`, the exports' way), twice (a
+        // Stored in the record's own columns (`Record::push`, the exports' way), twice (a
         // second batch of the same columns: codes kept across batches).
         let mut conn = <ConnRef<'static> as Record>::Columns::default();
         let mut recs = R::Columns::default();
         for round in 0..2 {
             for (i, r) in rows.iter().enumerate() {
-                ConnRef { input: "in", conn: i % 3 + 1 }.push(&mut conn);
-                r.push(&mut recs);
+                let at = Row::new(i).unwrap();
+                ConnRef { input: "in", conn: i % 3 + 1 }.push(&mut conn, at);
+                r.push(&mut recs, at);
             }
             let mut cols = conn.columns();
             cols.extend(recs.columns());
-            let arrays: Vec<_> =
-                cols.into_iter().zip(typed.schema().fields()).map(|(c, f)| array(c, f.data_type()).unwrap()).collect();
+            let arrays: Vec<_> = cols
+                .into_iter()
+                .zip(typed.schema().fields())
+                .map(|(c, f)| array(c, rows.len(), f.data_type()).unwrap())
+                .collect();
             let pushed = arrow_array::RecordBatch::try_new(typed.schema(), arrays).unwrap();
             assert_eq!(pushed, typed, "batch {round}");
         }

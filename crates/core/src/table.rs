@@ -127,14 +127,14 @@ pub trait Columns {
 }
 
 /// A field's value as it goes into its column: one of the kinds a column has, given to the next
-/// column of a row ([`Columns`]) or pushed onto its own column ([`Put::Col`]).
+/// column of a row ([`Columns`]) or stored in its own column at the row's index ([`Put::Col`]).
 pub trait Put: KindOf {
     /// The column a record's values of this field are kept in ([`Record::Columns`]).
     type Col: Col;
     /// Gives the value to the next column of `c`.
     fn put<C: Columns + ?Sized>(&self, c: &mut C);
-    /// Pushes the value onto its column.
-    fn push(&self, col: &mut Self::Col);
+    /// Stores the value as row `at` of its column.
+    fn push(&self, col: &mut Self::Col, at: Row);
 }
 
 macro_rules! put {
@@ -147,8 +147,8 @@ macro_rules! put {
                 $e
             }
             #[inline(always)]
-            fn push(&self, col: &mut $col) {
-                col.$p((*self).into())
+            fn push(&self, col: &mut $col, at: Row) {
+                col.$p(at, (*self).into())
             }
         })*
     };
@@ -171,8 +171,8 @@ impl Put for usize {
         c.uint(*self as u64)
     }
     #[inline(always)]
-    fn push(&self, col: &mut Ints) {
-        col.uint(*self as u64)
+    fn push(&self, col: &mut Ints, at: Row) {
+        col.uint(at, *self as u64)
     }
 }
 
@@ -183,13 +183,13 @@ impl Put for String {
         c.text(self)
     }
     #[inline(always)]
-    fn push(&self, col: &mut Texts) {
-        col.push(self)
+    fn push(&self, col: &mut Texts, at: Row) {
+        col.push(at, self)
     }
 }
 
 impl<T: Put> Put for Option<T> {
-    type Col = T::Col;
+    type Col = Nullable<T::Col>;
     #[inline]
     fn put<C: Columns + ?Sized>(&self, c: &mut C) {
         match self {
@@ -198,10 +198,13 @@ impl<T: Put> Put for Option<T> {
         }
     }
     #[inline(always)]
-    fn push(&self, col: &mut T::Col) {
+    fn push(&self, col: &mut Nullable<T::Col>, at: Row) {
         match self {
-            Some(v) => v.push(col),
-            None => col.null(),
+            Some(v) => {
+                v.push(&mut col.col, at);
+                col.valid.set(at);
+            }
+            None => col.null(at),
         }
     }
 }
@@ -248,83 +251,183 @@ impl Put for Name {
         c.text(self.0)
     }
     #[inline(always)]
-    fn push(&self, col: &mut Texts) {
-        col.push_static(self.0)
+    fn push(&self, col: &mut Texts, at: Row) {
+        col.push_static(at, self.0)
     }
 }
 
-/// A record's column of one kind, its values kept as they come ([`Record::Columns`]): plain
-/// vectors, made into Arrow arrays without a copy (`tcpscope-arrow`).
-pub trait Col: Default + Send {
-    /// The next row has no value.
-    fn null(&mut self);
-    /// Rows so far.
-    fn len(&self) -> usize;
-    /// Whether it has no rows.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
+/// Text shared by many rows (a trace's name, a capture file's): an `Arc`, which its column
+/// ([`Texts::push_shared`]) knows again by its address while it holds the last one given,
+/// rather than by comparing its bytes (a `memcmp` each for a `segments` row's `input` and
+/// `file`, ~45 instructions a row).
+#[derive(Clone, Copy, Debug)]
+pub struct Shared<'a>(pub &'a std::sync::Arc<str>);
+
+impl std::ops::Deref for Shared<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.0
     }
+}
+
+impl serde::Serialize for Shared<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl KindOf for Shared<'_> {
+    const KIND: Kind = Kind::Text;
+}
+
+impl Put for Shared<'_> {
+    type Col = Texts;
+    #[inline]
+    fn put<C: Columns + ?Sized>(&self, c: &mut C) {
+        c.text(self.0)
+    }
+    #[inline(always)]
+    fn push(&self, col: &mut Texts, at: Row) {
+        col.push_shared(at, self.0)
+    }
+}
+
+/// Rows a record's columns hold before they are taken ([`Record::Columns`]; the exports' batch
+/// of per-packet rows). Each column has room for as many from the start: a row's value is
+/// stored at its index, where a vector's push checked its room and kept its length, column by
+/// column (~9 instructions a value, a third of the `segments` rows' thread).
+pub const BATCH_ROWS: usize = 16 * 1024;
+
+/// A row's index in its record's columns: below [`BATCH_ROWS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row(usize);
+
+impl Row {
+    /// Row `i`, if the columns have room for it.
+    #[inline(always)]
+    pub fn new(i: usize) -> Option<Row> {
+        (i < BATCH_ROWS).then_some(Row(i))
+    }
+}
+
+/// A record's column of one kind ([`Record::Columns`]), its rows stored at their index: plain
+/// buffers, a batch's rows copied out into Arrow arrays (`tcpscope-arrow`).
+pub trait Col: Default + Send {
+    /// Row `at` has no value: stores the default (zero) there.
+    fn null(&mut self, at: Row);
     /// The column, to be taken out ([`Record::columns`]).
     fn as_mut(&mut self) -> ColMut<'_>;
 }
 
-/// A column of any kind ([`Col::as_mut`]).
+/// A column of any kind ([`Col::as_mut`]), and which of its rows have a value if it may have
+/// nulls.
 pub enum ColMut<'c> {
     /// Whole numbers.
-    Int(&'c mut Ints),
+    Int(&'c mut Ints, Option<&'c mut Bits>),
     /// Floats.
-    Float(&'c mut Floats),
+    Float(&'c mut Floats, Option<&'c mut Bits>),
     /// Flags.
-    Bool(&'c mut Bools),
+    Bool(&'c mut Bools, Option<&'c mut Bits>),
     /// Text, as codes into the values seen.
-    Text(&'c mut Texts),
+    Text(&'c mut Texts, Option<&'c mut Bits>),
 }
 
-/// The validity of a column's first `n` rows (all have a value), with room for `room` rows.
-fn validity(n: usize, room: usize) -> Vec<bool> {
-    let mut v = Vec::with_capacity(room.max(n + 1));
-    v.resize(n, true);
-    v
-}
-
-/// A column of plain values: a vector, and which rows have a value once one has not (a
-/// validity bitmap kept as the rows come, and a value zeroed for each null, as arrow's builders
-/// do, took a seventh of the `segments` rows' thread: its floats are mostly null).
+/// A column's values, each row's at its index (a row without one holds the default: zero),
+/// with room for [`BATCH_ROWS`] rows.
 #[derive(Debug)]
-pub struct Plain<T> {
-    /// The values (a null's is the default).
-    pub values: Vec<T>,
-    /// Which rows have a value; `None` while every row has.
-    pub valid: Option<Vec<bool>>,
-}
+pub struct Values<T>(Box<[T; BATCH_ROWS]>);
 
-impl<T> Default for Plain<T> {
+impl<T: Copy + Default> Default for Values<T> {
     fn default() -> Self {
-        Plain { values: Vec::new(), valid: None }
+        Values(zeroed())
     }
 }
 
-impl<T: Default> Plain<T> {
-    /// Appends a value.
+/// `N` default values on the heap.
+fn zeroed<T: Copy + Default, const N: usize>() -> Box<[T; N]> {
+    vec![T::default(); N].into_boxed_slice().try_into().unwrap_or_else(|_| unreachable!("a vector of N values"))
+}
+
+impl<T: Copy + Default> Values<T> {
+    /// Stores row `at`'s value.
     #[inline(always)]
-    pub fn push(&mut self, v: T) {
-        self.values.push(v);
-        if let Some(valid) = &mut self.valid {
-            valid.push(true);
+    pub fn push(&mut self, at: Row, v: T) {
+        self.0[at.0] = v;
+    }
+    /// Stores the default as row `at`'s value.
+    #[inline(always)]
+    pub fn null(&mut self, at: Row) {
+        self.0[at.0] = T::default();
+    }
+    /// A copy of the first `rows` values; the column starts again, its rows to be stored over.
+    /// Copied: a batch's buffers handed over and zeroed ones made for the next (`vec![0; N]`)
+    /// took pages jemalloc had purged to zero them, ~500 page faults a batch of `segments`
+    /// (the export's system time doubled).
+    pub fn take(&mut self, rows: usize) -> Vec<T> {
+        self.0[..rows].to_vec()
+    }
+}
+
+/// Which rows of a nullable column have a value: a bit each, as Arrow's validity bitmap is
+/// (kept as a `Vec<bool>` and packed by arrow, once a batch, it cost ~23 instructions a
+/// `segments` row), and how many have not.
+#[derive(Debug)]
+pub struct Bits {
+    words: Box<[u64; BATCH_ROWS / 64]>,
+    /// Rows without a value.
+    pub nulls: usize,
+}
+
+impl Default for Bits {
+    fn default() -> Self {
+        Bits { words: zeroed(), nulls: 0 }
+    }
+}
+
+impl Bits {
+    /// Row `at` has a value.
+    #[inline(always)]
+    pub fn set(&mut self, at: Row) {
+        self.words[at.0 / 64] |= 1 << (at.0 % 64);
+    }
+    /// The validity of the first `rows` rows, 64 rows a word (row `i` is bit `i % 64` of word
+    /// `i / 64`, bits past `rows` clear), or `None` if every row had a value; the column starts
+    /// again.
+    pub fn take(&mut self, rows: usize) -> Option<Vec<u64>> {
+        let full: Box<[u64]> = std::mem::replace(&mut self.words, zeroed()) as Box<[u64]>;
+        let nulls = std::mem::take(&mut self.nulls);
+        (nulls > 0).then(|| {
+            let mut v = full.into_vec();
+            v.truncate(rows.div_ceil(64));
+            v
+        })
+    }
+}
+
+/// A column of a nullable field (`Option<T>`): its values, a null's the default, and which
+/// rows have one.
+#[derive(Debug, Default)]
+pub struct Nullable<C> {
+    /// The values.
+    pub col: C,
+    /// Which rows have a value.
+    pub valid: Bits,
+}
+
+impl<C: Col> Col for Nullable<C> {
+    #[inline(always)]
+    fn null(&mut self, at: Row) {
+        self.col.null(at);
+        self.valid.nulls += 1;
+    }
+    fn as_mut(&mut self) -> ColMut<'_> {
+        let v = Some(&mut self.valid);
+        match self.col.as_mut() {
+            ColMut::Int(c, _) => ColMut::Int(c, v),
+            ColMut::Float(c, _) => ColMut::Float(c, v),
+            ColMut::Bool(c, _) => ColMut::Bool(c, v),
+            ColMut::Text(c, _) => ColMut::Text(c, v),
         }
-    }
-    /// Appends a null.
-    #[inline]
-    pub fn null(&mut self) {
-        let (n, room) = (self.values.len(), self.values.capacity());
-        self.valid.get_or_insert_with(|| validity(n, room)).push(false);
-        self.values.push(T::default());
-    }
-    /// The values and validity so far; the column starts again with room for as many
-    /// (growing it by doubling would reallocate and copy it ~15 times a batch).
-    pub fn take(&mut self) -> (Vec<T>, Option<Vec<bool>>) {
-        let n = self.values.len();
-        (std::mem::replace(&mut self.values, Vec::with_capacity(n)), self.valid.take())
     }
 }
 
@@ -332,89 +435,127 @@ impl<T: Default> Plain<T> {
 #[derive(Debug, Default)]
 pub struct Ints {
     /// The values.
-    pub col: Plain<i64>,
+    pub values: Values<i64>,
     /// The first value given that did not fit an `i64`, if any (a bug: the tables' columns are
     /// `Int64`).
     pub overflow: Option<u64>,
 }
 
 impl Ints {
-    /// Appends a value.
+    /// Stores row `at`'s value.
     #[inline(always)]
-    pub fn push(&mut self, v: i64) {
-        self.col.push(v)
+    pub fn push(&mut self, at: Row, v: i64) {
+        self.values.push(at, v)
     }
-    /// Appends a value that may not fit an `i64`.
+    /// Stores row `at`'s value, which may not fit an `i64`.
     #[inline(always)]
-    pub fn uint(&mut self, v: u64) {
+    pub fn uint(&mut self, at: Row, v: u64) {
         match i64::try_from(v) {
-            Ok(v) => self.col.push(v),
-            Err(_) => self.too_large(v),
+            Ok(v) => self.values.push(at, v),
+            Err(_) => self.too_large(at, v),
         }
     }
     #[cold]
-    fn too_large(&mut self, v: u64) {
+    fn too_large(&mut self, at: Row, v: u64) {
         self.overflow.get_or_insert(v);
-        self.col.push(0);
+        self.values.null(at);
     }
 }
 
 /// Floats.
-pub type Floats = Plain<f64>;
+pub type Floats = Values<f64>;
 /// Flags.
-pub type Bools = Plain<bool>;
+pub type Bools = Values<bool>;
 
-macro_rules! col {
-    ($t:ty, $kind:ident, |$c:ident| $len:expr, $null:ident) => {
-        impl Col for $t {
-            #[inline]
-            fn null(&mut self) {
-                let $c = self;
-                $c.$null()
-            }
-            fn len(&self) -> usize {
-                let $c = self;
-                $len
-            }
-            fn as_mut(&mut self) -> ColMut<'_> {
-                ColMut::$kind(self)
-            }
-        }
-    };
+impl Col for Ints {
+    #[inline(always)]
+    fn null(&mut self, at: Row) {
+        self.values.null(at)
+    }
+    fn as_mut(&mut self) -> ColMut<'_> {
+        ColMut::Int(self, None)
+    }
 }
-col!(Ints, Int, |c| c.col.values.len(), null_int);
-col!(Floats, Float, |c| c.values.len(), null);
-col!(Bools, Bool, |c| c.values.len(), null);
-col!(Texts, Text, |c| c.codes.len(), null);
 
-impl Ints {
-    #[inline]
-    fn null_int(&mut self) {
-        self.col.null()
+impl Col for Floats {
+    #[inline(always)]
+    fn null(&mut self, at: Row) {
+        Values::null(self, at)
+    }
+    fn as_mut(&mut self) -> ColMut<'_> {
+        ColMut::Float(self, None)
+    }
+}
+
+impl Col for Bools {
+    #[inline(always)]
+    fn null(&mut self, at: Row) {
+        Values::null(self, at)
+    }
+    fn as_mut(&mut self) -> ColMut<'_> {
+        ColMut::Bool(self, None)
+    }
+}
+
+impl Col for Texts {
+    #[inline(always)]
+    fn null(&mut self, at: Row) {
+        self.codes.null(at)
+    }
+    fn as_mut(&mut self) -> ColMut<'_> {
+        ColMut::Text(self, None)
     }
 }
 
 /// A column of text of few values (a trace's name, a direction, flag letters, a verdict):
-/// each row a code into the values seen so far, which a row's value is looked up among rather
-/// than copied (docs/performance.md#exports-and-python).
+/// each row a code into the values seen so far ([`Vocab`]), which a row's value is looked up
+/// among rather than copied (docs/performance.md#exports-and-python).
 #[derive(Debug, Default)]
 pub struct Texts {
     /// Each row's code (a null's is 0: any code in range, the validity says it is none).
-    pub codes: Vec<i32>,
-    /// Which rows have a value; `None` while every row has.
-    pub valid: Option<Vec<bool>>,
-    /// The values, in the order first seen (kept across batches: a code means the same value
-    /// in every batch of the column), and their codes past [`Texts::SCAN`] values.
+    pub codes: Values<i32>,
+    /// The values the codes are of.
+    pub vocab: Vocab,
+}
+
+impl Texts {
+    /// Stores row `at`'s value.
+    #[inline(always)]
+    pub fn push(&mut self, at: Row, v: &str) {
+        let code = self.vocab.code(v);
+        self.codes.push(at, code)
+    }
+    /// Stores row `at`'s value, shared ([`Vocab::code_shared`]).
+    #[inline(always)]
+    pub fn push_shared(&mut self, at: Row, v: &std::sync::Arc<str>) {
+        let code = self.vocab.code_shared(v);
+        self.codes.push(at, code)
+    }
+    /// Stores row `at`'s value, of a fixed list ([`Vocab::code_static`]).
+    #[inline(always)]
+    pub fn push_static(&mut self, at: Row, v: &'static str) {
+        let code = self.vocab.code_static(v);
+        self.codes.push(at, code)
+    }
+}
+
+/// The values of a text column of few values, each with its code: the order it was first seen
+/// (kept across batches: a code means the same value in every batch of the column).
+#[derive(Debug, Default)]
+pub struct Vocab {
+    /// The values, in the order first seen, and their codes past [`Vocab::SCAN`] values.
     words: Vec<Box<str>>,
     lookup: std::collections::HashMap<Box<str>, i32>,
     /// The code of the last value given, plus one (0: none yet; a trace's rows all have the
     /// same `input` and `file`, most packets the same flags as the one before).
     last: usize,
-    /// The last value given, if by [`Texts::push_static`] (its code is `last - 1`).
+    /// The last value given, if by [`Vocab::code_static`] (its code is `last - 1`).
     last_static: Option<&'static str>,
+    /// The last value given, if by [`Vocab::code_shared`] (its code is `last - 1`).
+    last_shared: Option<std::sync::Arc<str>>,
 }
 
-impl Texts {
+impl Vocab {
     /// Vocabularies up to this many values are looked through rather than hashed.
     pub const SCAN: usize = 16;
 
@@ -423,43 +564,57 @@ impl Texts {
         &self.words
     }
 
-    /// Appends a value of a fixed list ([`Name`]): the last one given is known again by its
-    /// address (the bytes at a `'static` address never change nor are freed), not its bytes.
+    /// The code of a value of a fixed list ([`Name`]): the last one given is known again by
+    /// its address (the bytes at a `'static` address never change nor are freed), not its
+    /// bytes.
     #[inline(always)]
-    pub fn push_static(&mut self, v: &'static str) {
+    pub fn code_static(&mut self, v: &'static str) -> i32 {
         if let Some(last) = self.last_static
             && std::ptr::eq(last, v)
         {
-            self.codes.push((self.last - 1) as i32);
-            if let Some(b) = &mut self.valid {
-                b.push(true);
-            }
-            return;
+            return (self.last - 1) as i32;
         }
-        self.push(v);
+        let code = self.code(v);
         self.last_static = Some(v);
+        code
     }
 
-    /// Appends a value.
+    /// The code of a shared value ([`Shared`]): the last one given is known again by its
+    /// address (the vocabulary holds it: its bytes are neither freed nor changed meanwhile),
+    /// not its bytes.
     #[inline(always)]
-    pub fn push(&mut self, v: &str) {
-        let code = match self.words.get(self.last.wrapping_sub(1)) {
+    pub fn code_shared(&mut self, v: &std::sync::Arc<str>) -> i32 {
+        if let Some(last) = &self.last_shared
+            && std::sync::Arc::ptr_eq(last, v)
+        {
+            return (self.last - 1) as i32;
+        }
+        self.new_shared(v)
+    }
+    #[cold]
+    fn new_shared(&mut self, v: &std::sync::Arc<str>) -> i32 {
+        let code = self.code(v);
+        self.last_shared = Some(v.clone());
+        code
+    }
+
+    /// The code of a value.
+    #[inline(always)]
+    pub fn code(&mut self, v: &str) -> i32 {
+        match self.words.get(self.last.wrapping_sub(1)) {
             Some(w) if w.len() == v.len() && w.as_bytes() == v.as_bytes() => (self.last - 1) as i32,
             _ => self.find(v),
-        };
-        self.codes.push(code);
-        if let Some(b) = &mut self.valid {
-            b.push(true);
         }
     }
     #[cold]
     fn find(&mut self, v: &str) -> i32 {
         self.last_static = None;
+        self.last_shared = None;
         // A vocabulary of a few values (directions, flag letters, verdicts) is looked through
         // in order: ~250 instructions a look-up by hashing (SipHash) against a few comparisons
         // (a segment's `dir` and `flags` change from row to row: ~27,000 look-ups of 200,000
         // rows of the bulk trace's first packets).
-        let found = if self.words.len() <= Texts::SCAN {
+        let found = if self.words.len() <= Vocab::SCAN {
             self.words.iter().position(|w| w.len() == v.len() && w.as_bytes() == v.as_bytes()).map(|i| i as i32)
         } else {
             self.lookup.get(v).copied()
@@ -476,19 +631,6 @@ impl Texts {
         self.last = code as usize + 1;
         code
     }
-    /// Appends a null.
-    #[inline]
-    pub fn null(&mut self) {
-        let (n, room) = (self.codes.len(), self.codes.capacity());
-        self.valid.get_or_insert_with(|| validity(n, room)).push(false);
-        self.codes.push(0);
-    }
-    /// The codes and validity so far; the column starts again with room for as many rows and
-    /// keeps its values (later codes mean the same).
-    pub fn take(&mut self) -> (Vec<i32>, Option<Vec<bool>>) {
-        let n = self.codes.len();
-        (std::mem::replace(&mut self.codes, Vec::with_capacity(n)), self.valid.take())
-    }
 }
 
 /// A record whose values go into typed columns in the order of its `FIELDS`, a row at a time
@@ -499,10 +641,10 @@ pub trait Record: Table {
     type Columns: RecordColumns;
     /// Gives each field's value to `c`, in the order of `FIELDS`.
     fn put<C: Columns + ?Sized>(&self, c: &mut C);
-    /// Pushes each field's value onto its column: no look-up of the column nor of its kind, a
-    /// row after the other (a `segments` row's values given to the next column each, the
-    /// column's kind matched, cost ~480 instructions of the rows' thread's ~1,020 a row).
-    fn push(&self, cols: &mut Self::Columns);
+    /// Stores each field's value as row `at` of its column: no look-up of the column nor of
+    /// its kind (a `segments` row's values given to the next column each, the column's kind
+    /// matched, cost ~480 instructions of the rows' thread's ~1,020 a row).
+    fn push(&self, cols: &mut Self::Columns, at: Row);
 }
 
 /// A record's columns ([`Record::Columns`]).
@@ -565,8 +707,8 @@ macro_rules! record {
                 $($crate::table::Put::put(&self.$field, c);)*
             }
             #[inline]
-            fn push(&self, cols: &mut Self::Columns) {
-                $($crate::table::Put::push(&self.$field, &mut cols.$field);)*
+            fn push(&self, cols: &mut Self::Columns, at: $crate::table::Row) {
+                $($crate::table::Put::push(&self.$field, &mut cols.$field, at);)*
             }
         }
     };
@@ -603,42 +745,75 @@ pub fn names(fields: &[Field]) -> Vec<&'static str> {
 mod tests {
     use super::*;
 
+    fn row(i: usize) -> Row {
+        Row::new(i).unwrap()
+    }
+
     /// A value's code is the one it was first given, whether the vocabulary is looked through
-    /// (up to `Texts::SCAN` values) or hashed (past it): values given again after others; a
+    /// (up to `Vocab::SCAN` values) or hashed (past it): values given again after others; a
     /// null's code is 0, and the codes go on across batches.
     #[test]
     fn codes_are_those_first_given_looked_through_or_hashed() {
         let seq: Vec<String> = (0..120).map(|i| format!("w{}", (i * 7) % 23)).collect();
-        let mut d = Texts::default();
+        let mut d = Nullable::<Texts>::default();
         let (mut order, mut want): (Vec<&str>, Vec<i32>) = (Vec::new(), Vec::new());
-        for w in &seq {
-            d.push(w);
+        for (i, w) in seq.iter().enumerate() {
+            Some(w.as_str()).push(&mut d, row(i));
             let c = order.iter().position(|x| x == w).unwrap_or_else(|| {
                 order.push(w);
                 order.len() - 1
             });
             want.push(c as i32);
         }
-        assert!(order.len() > Texts::SCAN);
-        d.null();
+        assert!(order.len() > Vocab::SCAN);
+        None::<&str>.push(&mut d, row(want.len()));
         want.push(0);
-        let (codes, valid) = d.take();
-        assert_eq!(codes, want);
-        let valid = valid.unwrap();
-        assert!(valid[..want.len() - 1].iter().all(|&v| v) && !valid[want.len() - 1]);
-        assert_eq!(d.words().iter().map(|w| &**w).collect::<Vec<_>>(), order);
-        d.push(&seq[5]);
-        assert_eq!(d.take(), (vec![want[5]], None));
+        let n = want.len();
+        assert_eq!(d.col.codes.take(n), want);
+        let valid = d.valid.take(n).unwrap();
+        assert_eq!(valid, [u64::MAX, (1 << (n - 64 - 1)) - 1]);
+        assert_eq!(d.col.vocab.words().iter().map(|w| &**w).collect::<Vec<_>>(), order);
+        Put::push(&seq[5], &mut d.col, row(0));
+        assert_eq!((d.col.codes.take(1), d.valid.take(1)), (vec![want[5]], None));
     }
 
-    /// A `u64` past `i64::MAX` is noted, not wrapped; nulls are kept apart from values.
+    /// Shared text is known again by its address, and by its bytes when another `Arc` holds
+    /// them; its codes are those of the same values given otherwise.
+    #[test]
+    fn shared_text_codes_by_address_or_bytes() {
+        use std::sync::Arc;
+        let (a, a2, b): (Arc<str>, Arc<str>, Arc<str>) = ("a".into(), "a".into(), "b".into());
+        let mut d = Texts::default();
+        Shared(&a).push(&mut d, row(0));
+        Shared(&a).push(&mut d, row(1));
+        Shared(&a2).push(&mut d, row(2));
+        Shared(&b).push(&mut d, row(3));
+        "a".push(&mut d, row(4));
+        Shared(&b).push(&mut d, row(5));
+        Shared(&a2).push(&mut d, row(6));
+        Name("b").push(&mut d, row(7));
+        Shared(&a).push(&mut d, row(8));
+        assert_eq!(d.codes.take(9), [0, 0, 0, 1, 0, 1, 0, 1, 0]);
+    }
+
+    /// A `u64` past `i64::MAX` is noted, not wrapped; nulls are kept apart from values, and
+    /// zero where a value of an earlier batch was; a batch's validity is its own.
     #[test]
     fn ints_note_overflow_and_nulls() {
-        let mut c = Ints::default();
-        Put::push(&5u64, &mut c);
-        Put::push(&None::<u64>, &mut c);
-        Put::push(&u64::MAX, &mut c);
-        assert_eq!(c.overflow, Some(u64::MAX));
-        assert_eq!(c.col.take(), (vec![5, 0, 0], Some(vec![true, false, true])));
+        let mut c = Nullable::<Ints>::default();
+        for (i, v) in [1, 2, 3, 4].into_iter().enumerate() {
+            Some(v as u64).push(&mut c, row(i));
+        }
+        None::<u64>.push(&mut c, row(4));
+        assert_eq!((c.col.values.take(5), c.valid.take(5)), (vec![1, 2, 3, 4, 0], Some(vec![0b1111])));
+        Some(5u64).push(&mut c, row(0));
+        None::<u64>.push(&mut c, row(1));
+        Some(u64::MAX).push(&mut c, row(2));
+        assert_eq!(c.col.overflow, Some(u64::MAX));
+        assert_eq!(c.col.values.take(3), [5, 0, 0]);
+        assert_eq!(c.valid.take(3), Some(vec![0b101]));
+        Some(6u64).push(&mut c, row(0));
+        assert_eq!((c.col.values.take(1), c.valid.take(1)), (vec![6], None));
+        assert_eq!(Row::new(BATCH_ROWS), None);
     }
 }

@@ -134,8 +134,8 @@ impl crate::table::Put for FlagLetters {
         c.text(self.as_str())
     }
     #[inline(always)]
-    fn push(&self, col: &mut crate::table::Texts) {
-        col.push_static(self.as_str())
+    fn push(&self, col: &mut crate::table::Texts, at: crate::table::Row) {
+        col.push_static(at, self.as_str())
     }
 }
 

@@ -8,7 +8,9 @@ use serde::Serialize;
 
 use crate::event::{Event, RttKind, SegmentInfo};
 use crate::export::packet::FlagLetters;
-use crate::table::{Name, record};
+use std::sync::Arc;
+
+use crate::table::{Name, Shared, record};
 
 record! {
     /// Which connection a row is about: its trace and its index there ([`crate::conn::ConnId`]),
@@ -27,7 +29,7 @@ record! {
     #[derive(Clone, Debug, Serialize)]
     pub struct SegmentRow<'a> = "segments", SegmentColumns {
         /// The capture file holding it.
-        pub file: &'a str, "", "the capture file holding the packet";
+        pub file: Shared<'a>, "", "the capture file holding the packet";
         /// 1-based frame number in that file.
         pub frame: u64, "", "1-based frame number within that file (tshark's `frame.number`)";
         /// Capture time, ns since the epoch.
@@ -96,11 +98,14 @@ impl Verdict {
     }
 
     /// The row of `s` (the packet the events were about), and a fresh verdict for the next.
-    pub fn row<'a>(&mut self, s: &SegmentInfo, file: &'a str) -> SegmentRow<'a> {
+    /// Inlined into the sink that pushes the row onto its columns: the row's fields go
+    /// straight there rather than through a struct in memory.
+    #[inline]
+    pub fn row<'a>(&mut self, s: &SegmentInfo, file: &'a Arc<str>) -> SegmentRow<'a> {
         let v = std::mem::take(self);
         let occupies = s.len > 0 || s.flags.has(crate::decode::Flags::SYN) || s.flags.has(crate::decode::Flags::FIN);
         SegmentRow {
-            file,
+            file: Shared(file),
             frame: s.at.frame,
             ts_ns: s.at.ts_ns,
             dir: Name(s.at.dir.name()),
