@@ -183,8 +183,9 @@ impl DictChunk {
     /// when no row is null) mapped to the chunk's dictionary index through a table made as the
     /// batch's values are first met (in row order, so the chunk's dictionary is the one
     /// parquet's writer makes: only the values the rows use; a builder's vocabulary holds every
-    /// value it was given), straight into the page being made. (Checking the codes, then mapping the batch's dictionary,
-    /// then the rows into a scratch vector and from it into pages, cost three passes more.)
+    /// value it was given), straight into the page being made. (Checking the codes, then
+    /// mapping the batch's dictionary, then the rows into a scratch vector and from it into
+    /// pages, cost three passes more.)
     fn write_coded(&mut self, d: &arrow_array::DictionaryArray<Int32Type>) -> Result<(), String> {
         let words: &StringArray = d.values().as_string_opt::<i32>().ok_or("a dictionary of other than text")?;
         let keys = d.keys();
@@ -210,7 +211,8 @@ impl DictChunk {
 
     /// [`DictChunk::write_coded`] for rows that all have a value: run by run of one code, its
     /// index looked up once. (Each row's code mapped and its index pushed, then put into the
-    /// RLE encoder one by one, cost ~36 instructions a row of `dir`, `flags`, `verdict`.)
+    /// RLE encoder one by one, cost 95 M instructions more of the writer's 881 M on the bulk
+    /// trace.)
     fn write_codes(&mut self, words: &StringArray, codes: &[i32]) -> Result<(), String> {
         let mut i = 0;
         while i < codes.len() {
