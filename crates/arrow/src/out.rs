@@ -823,14 +823,15 @@ mod tests {
     fn a_builders_batches_decode_to_the_tables_schema() {
         use crate::columns::{TableBuilder, coded, columns, schema};
         use tcpscope_core::export::rows::{ConnRef, RttRow};
-        use tcpscope_core::table::{Name, Table};
+        use tcpscope_core::table::{Name, Shared, Table};
 
         let mut cols = columns(ConnRef::FIELDS);
         cols.extend(columns(RttRow::FIELDS));
         let mut t = TableBuilder::new(cols.clone());
         assert_eq!(t.coded_schema(), &coded(&cols));
+        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
         for (i, kind) in ["karn", "timestamp", "karn"].into_iter().enumerate() {
-            t.put(&ConnRef { input: if i == 2 { "b" } else { "a" }, conn: i + 1 });
+            t.put(&ConnRef { input: Shared(if i == 2 { &b } else { &a }), conn: i + 1 });
             let rtt = RttRow { dir: Name("a2b"), frame: 3, sent_frame: 1, ts_ns: 9, rtt_ms: 1.5, kind: Name(kind) };
             t.put(&rtt);
             t.end_row().unwrap();

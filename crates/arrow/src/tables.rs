@@ -13,7 +13,7 @@ use tcpscope_core::flow::ConnInfo;
 use tcpscope_core::pass::{FileSummary, Query, Trace};
 use tcpscope_core::screen::{MAX_EVIDENCE, OosEvent, Rules, ScreenSink};
 use tcpscope_core::stats::StatsSink;
-use tcpscope_core::table::{Col, Columns, Field, Kind, Put, Record, RecordColumns, Row, Table, Texts};
+use tcpscope_core::table::{Col, Columns, Field, Kind, Record, RecordColumns, Row, Shared, Table, Texts};
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
@@ -157,10 +157,7 @@ impl<C: RecordColumns> Stream<C> {
         row: &R,
     ) -> io::Result<()> {
         let at = Row::new(self.n).expect("a batch is written when full");
-        // A `ConnRef`'s columns (its fields are these two: a test holds them to it), its trace
-        // known again by its address (`ConnRef`'s `&str` would be compared by bytes each row).
-        self.conn.input.push_shared(at, input);
-        Put::push(&conn, &mut self.conn.conn, at);
+        ConnRef { input: Shared(input), conn }.push(&mut self.conn, at);
         if let Some(col) = &mut self.file {
             col.push_shared(at, file);
         }
@@ -397,7 +394,7 @@ pub fn export(
         if let (Some((t, d)), Some((screen, files))) = (&mut events, screen.0) {
             for (idx, s) in screen.finish().iter().enumerate() {
                 for (i, e) in s.events.iter().enumerate() {
-                    t.put(&ConnRef { input: &input, conn: idx + 1 });
+                    t.put(&ConnRef { input: Shared(&rows.input), conn: idx + 1 });
                     t.text(files.name(idx, i));
                     t.append(e, &[])?;
                     t.end_row()?;
@@ -417,15 +414,4 @@ pub fn export(
         }
     }
     Ok(report)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `Stream::row` stores a `ConnRef`'s fields itself: these.
-    #[test]
-    fn conn_ref_has_the_fields_a_stream_stores() {
-        assert_eq!(tcpscope_core::table::names(ConnRef::FIELDS), ["input", "conn"]);
-    }
 }

@@ -209,7 +209,7 @@ fn columns_are_unique_and_documented() {
 fn typed_rows_equal_their_serialized_form() {
     use tcpscope_arrow::columns::{TableBuilder, array, columns};
     use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow};
-    use tcpscope_core::table::{Record, RecordColumns, Row, Table};
+    use tcpscope_core::table::{Record, RecordColumns, Row, Shared, Table};
 
     let (segments, rtt) = tcpscope_core::testutil::packet_rows(&data("loss-snd.pcap"), "a file");
     assert!(segments.iter().any(|r| r.class.is_some() && r.rtt_ms.is_some() || r.ack.is_none()), "nulls and values");
@@ -219,8 +219,9 @@ fn typed_rows_equal_their_serialized_form() {
         let mut cols = columns(ConnRef::FIELDS);
         cols.extend(columns(fields));
         let (mut typed, mut serde) = (TableBuilder::new(cols.clone()), TableBuilder::new(cols));
+        let input: std::sync::Arc<str> = "in".into();
         for (i, r) in rows.iter().enumerate() {
-            let c = ConnRef { input: "in", conn: i % 3 + 1 };
+            let c = ConnRef { input: Shared(&input), conn: i % 3 + 1 };
             typed.put(&c);
             typed.put(r);
             typed.end_row().unwrap();
@@ -238,7 +239,7 @@ fn typed_rows_equal_their_serialized_form() {
         for round in 0..2 {
             for (i, r) in rows.iter().enumerate() {
                 let at = Row::new(i).unwrap();
-                ConnRef { input: "in", conn: i % 3 + 1 }.push(&mut conn, at);
+                ConnRef { input: Shared(&input), conn: i % 3 + 1 }.push(&mut conn, at);
                 r.push(&mut recs, at);
             }
             let mut cols = conn.columns();
@@ -261,17 +262,18 @@ fn typed_rows_equal_their_serialized_form() {
 fn typed_appends_check_their_columns() {
     use tcpscope_arrow::columns::{TableBuilder, columns};
     use tcpscope_core::export::rows::{ConnRef, RttRow};
-    use tcpscope_core::table::{Columns, Name, Table};
+    use tcpscope_core::table::{Columns, Name, Shared, Table};
 
+    let x: std::sync::Arc<str> = "x".into();
     let rtt = RttRow { dir: Name("a2b"), frame: 3, sent_frame: 1, ts_ns: 9, rtt_ms: 1.5, kind: Name("karn") };
     // The columns of RttRow, given a ConnRef then an RttRow: an integer where text goes.
     let mut t = TableBuilder::new(columns(RttRow::FIELDS));
-    t.put(&ConnRef { input: "x", conn: 1 });
+    t.put(&ConnRef { input: Shared(&x), conn: 1 });
     t.put(&rtt);
     let e = t.end_row().unwrap_err().to_string();
     assert!(e.contains("column sent_frame: text"), "{e}");
     let mut t = TableBuilder::new(columns(ConnRef::FIELDS));
-    t.put(&ConnRef { input: "x", conn: 1 });
+    t.put(&ConnRef { input: Shared(&x), conn: 1 });
     t.int(5);
     assert!(t.end_row().unwrap_err().to_string().contains("more values than the 2 columns"));
     let mut t = TableBuilder::new(columns(ConnRef::FIELDS));

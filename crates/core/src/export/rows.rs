@@ -18,7 +18,7 @@ record! {
     #[derive(Clone, Copy, Debug, Serialize)]
     pub struct ConnRef<'a> = "conn_ref", ConnRefColumns {
         /// The trace: the input as given, or the inputs joined by ` + ` with `--merge`.
-        pub input: &'a str, "", "the trace, as `input` in `stats --json`";
+        pub input: Shared<'a>, "", "the trace, as `input` in `stats --json`";
         /// 1-based index among the connections of `input`.
         pub conn: usize, "", "1-based index among the connections of `input`, as `conn` in `stats --json`";
     }
@@ -179,7 +179,7 @@ mod tests {
         let an = crate::pass::Query::new(vec![path.into()]).stats(&|_, _| {}).unwrap();
         assert_eq!(keys(&segs[0]), names(SegmentRow::FIELDS));
         assert_eq!(keys(&rtts[0]), names(RttRow::FIELDS));
-        assert_eq!(keys(&ConnRef { input: "x", conn: 1 }), names(ConnRef::FIELDS));
+        assert_eq!(keys(&ConnRef { input: Shared(&"x".into()), conn: 1 }), names(ConnRef::FIELDS));
         let d = &an.conns[0].dir(0);
         let count = |v: &str| segs.iter().filter(|r| r.dir == "a2b" && r.verdict == v).count() as u64;
         assert_eq!(count("retransmission"), d.rexmit_packets);
