@@ -27,7 +27,7 @@ use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
-use tcpscope_core::table::{Bits, ColMut, Columns, Field, Kind, Record, Vocab};
+use tcpscope_core::table::{Validity, ColMut, Columns, Field, Kind, Record, Vocab};
 
 /// One column: its name in the table and the field it holds.
 #[derive(Clone, Copy, Debug)]
@@ -161,7 +161,7 @@ pub fn array(col: ColMut<'_>, rows: usize, ty: &DataType) -> Result<ArrayRef, Ro
 
 /// The validity of a nullable column's first `rows` rows: its bits as they are, `None` if
 /// every row has a value.
-fn nulls(valid: Option<&mut Bits>, rows: usize) -> Option<NullBuffer> {
+fn nulls(valid: Option<&mut Validity>, rows: usize) -> Option<NullBuffer> {
     let words = valid?.take(rows)?;
     Some(NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(words), 0, rows)))
 }

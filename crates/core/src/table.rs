@@ -323,13 +323,13 @@ pub trait Col: Default + Send {
 /// nulls.
 pub enum ColMut<'c> {
     /// Whole numbers.
-    Int(&'c mut Ints, Option<&'c mut Bits>),
+    Int(&'c mut Ints, Option<&'c mut Validity>),
     /// Floats.
-    Float(&'c mut Floats, Option<&'c mut Bits>),
+    Float(&'c mut Floats, Option<&'c mut Validity>),
     /// Flags.
-    Bool(&'c mut Bools, Option<&'c mut Bits>),
+    Bool(&'c mut Bools, Option<&'c mut Validity>),
     /// Text, as codes into the values seen.
-    Text(&'c mut Texts, Option<&'c mut Bits>),
+    Text(&'c mut Texts, Option<&'c mut Validity>),
 }
 
 /// A column's values, each row's at its index (a row without one holds the default: zero),
@@ -372,19 +372,19 @@ impl<T: Copy + Default> Values<T> {
 /// (kept as a `Vec<bool>` and packed by arrow, once a batch, it cost ~23 instructions a
 /// `segments` row), and how many have not.
 #[derive(Debug)]
-pub struct Bits {
+pub struct Validity {
     words: Box<[u64; BATCH_ROWS / 64]>,
     /// Rows without a value.
     pub nulls: usize,
 }
 
-impl Default for Bits {
+impl Default for Validity {
     fn default() -> Self {
-        Bits { words: zeroed(), nulls: 0 }
+        Validity { words: zeroed(), nulls: 0 }
     }
 }
 
-impl Bits {
+impl Validity {
     /// Row `at` has a value.
     #[inline(always)]
     pub fn set(&mut self, at: Row) {
@@ -394,13 +394,11 @@ impl Bits {
     /// `i / 64`, bits past `rows` clear), or `None` if every row had a value; the column starts
     /// again.
     pub fn take(&mut self, rows: usize) -> Option<Vec<u64>> {
-        let full: Box<[u64]> = std::mem::replace(&mut self.words, zeroed()) as Box<[u64]>;
-        let nulls = std::mem::take(&mut self.nulls);
-        (nulls > 0).then(|| {
-            let mut v = full.into_vec();
-            v.truncate(rows.div_ceil(64));
-            v
-        })
+        // Copied out and cleared in place, as `Values::take` copies: the box is kept.
+        let used = &mut self.words[..rows.div_ceil(64)];
+        let words = (std::mem::take(&mut self.nulls) > 0).then(|| used.to_vec());
+        used.fill(0);
+        words
     }
 }
 
@@ -411,7 +409,7 @@ pub struct Nullable<C> {
     /// The values.
     pub col: C,
     /// Which rows have a value.
-    pub valid: Bits,
+    pub valid: Validity,
 }
 
 impl<C: Col> Col for Nullable<C> {
