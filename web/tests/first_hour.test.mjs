@@ -9,7 +9,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
@@ -115,6 +115,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   server?.kill();
+  rmSync(tmp, { recursive: true, force: true });
 });
 
 test("a connection opens in the direction with the most data, said in its title, until one is chosen", async () => {

@@ -14,7 +14,7 @@ mod util;
 use std::io::{BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -105,9 +105,9 @@ fn request_response(ns: &Netns, nodelay: bool, quickack: bool) {
 }
 
 /// Records one run and returns its connection's `stats` JSON.
-fn record(tag: &str, nodelay: bool, quickack: bool) -> Option<(Value, PathBuf)> {
+fn record(tag: &str, nodelay: bool, quickack: bool) -> Option<(Value, util::TempPath)> {
     let ns = Netns::with_prefix("a22b", tag)?;
-    let file = util::tempdir(&format!("acks-{tag}")).join("rr.pcap");
+    let file = util::tempfile(&format!("acks-{tag}"), "rr.pcap");
     let dump = Tcpdump::start(&ns, &file)?;
     request_response(&ns, nodelay, quickack);
     dump.stop();

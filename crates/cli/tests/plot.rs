@@ -256,7 +256,7 @@ fn script() -> Vec<u8> {
     pcap(&pk, false, false)
 }
 
-fn scripted_file(name: &str) -> (std::path::PathBuf, String) {
+fn scripted_file(name: &str) -> (util::TempDir, String) {
     let d = tempdir(name);
     let f = d.join("s.pcap");
     std::fs::write(&f, script()).unwrap();

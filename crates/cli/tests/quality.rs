@@ -5,7 +5,7 @@
 
 mod util;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use util::*;
@@ -24,8 +24,8 @@ fn records(path: &Path) -> (Vec<u8>, Vec<Vec<u8>>) {
     (b[..24].to_vec(), recs)
 }
 
-fn write(name: &str, head: &[u8], recs: &[Vec<u8>]) -> PathBuf {
-    let path = tempdir(&format!("quality-{name}")).join(format!("{name}.pcap"));
+fn write(name: &str, head: &[u8], recs: &[Vec<u8>]) -> TempPath {
+    let path = tempfile(&format!("quality-{name}"), &format!("{name}.pcap"));
     let mut out = head.to_vec();
     recs.iter().for_each(|r| out.extend_from_slice(r));
     std::fs::write(&path, out).unwrap();

@@ -58,12 +58,76 @@ pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
 }
 
-/// A fresh temporary directory for one test.
-pub fn tempdir(name: &str) -> PathBuf {
+/// A fresh temporary directory for one test, removed with everything in it when the value is
+/// dropped (a test run left ~60 directories in the temporary directory before).
+pub fn tempdir(name: &str) -> TempDir {
     let d = std::env::temp_dir().join(format!("tcpscope-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
+}
+
+/// File `file` in a fresh temporary directory `dir` ([`tempdir`]), removed with it when dropped.
+pub fn tempfile(dir: &str, file: &str) -> TempPath {
+    let dir = tempdir(dir);
+    TempPath { path: dir.join(file), _dir: dir }
+}
+
+/// A path in a [`TempDir`] it keeps; used as the path.
+#[derive(Debug)]
+pub struct TempPath {
+    path: PathBuf,
+    _dir: TempDir,
+}
+
+impl std::ops::Deref for TempPath {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempPath {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A directory [`tempdir`] made; used as its path.
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl TempDir {
+    /// Its path, the directory left for the caller to remove.
+    pub fn keep(self) -> PathBuf {
+        let me = std::mem::ManuallyDrop::new(self);
+        me.0.clone()
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Whether an external tool is installed. In CI (`CI` set) a missing oracle is a failure, not a

@@ -144,7 +144,8 @@ pub fn record_as(prefix: &str, name: &str, experiment: &str) -> Option<Recording
     }
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = super::tempdir(&format!("rec-{name}-{n}"));
+    // Removed by the `Recording` (unless KEEP_RECORDING is set).
+    let dir = super::tempdir(&format!("rec-{name}-{n}")).keep();
     let (done, _, failed) = tcpscope_lab::run::run_plan(&plan, &dir).unwrap();
     let run = dir.join(plan.points[0].dir_name()).join("t1");
     let result: serde_json::Value =
