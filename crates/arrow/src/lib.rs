@@ -6,6 +6,7 @@
 //! A crate of its own: arrow and parquet take minutes to compile, and only the export front
 //! ends need them.
 
+mod chunk;
 pub mod columns;
 mod delta;
 mod dict;
