@@ -1,8 +1,8 @@
 //! Parquet column chunks of numbers written from the column's values as they are, the way
 //! parquet's writer (60.1) writes them, for the numeric columns whose values its writer costs
-//! most on: integers as differences ([`crate::delta`]). What is common to all kinds of values
-//! is here ([`Chunk`]); what a kind brings (its encoding, its smallest and largest, how parquet
-//! orders them) is a [`Kind`].
+//! most on: integers as differences ([`crate::delta`]) and floating point numbers as they are
+//! ([`crate::plain`]). What is common to both is here ([`Chunk`]); what a kind of value brings
+//! (its encoding, its smallest and largest, how parquet orders them) is a [`Kind`].
 //!
 //! A chunk is cut into the same pages as parquet's writer cuts it, and made from parquet's own
 //! parts where they are not the cost: definition levels by its `LevelEncoder` (fed the same

@@ -9,7 +9,8 @@
 //! the cost; the values of a page are encoded at once by [`encode`] (see there why not by
 //! parquet's encoder), byte for byte as parquet's encoder encodes them, and their minimum and
 //! maximum taken four at a time where the CPU can ([`min_max`]): the file is the one parquet's
-//! writer writes.
+//! writer writes. The floating point columns are written the same way, as they are
+//! ([`crate::plain`]).
 
 use arrow_array::types::Int64Type;
 use parquet::basic::{Encoding, Type};
@@ -365,8 +366,8 @@ pub(crate) mod tests {
             }
             props.set_column_dictionary_enabled(ColumnPath::from("rtt"), false)
         };
-        // The integer columns written from their values (`rtt` by parquet's writer).
-        written_as_parquet_writes("delta", &schema, &batches, &settings, columns, 3);
+        // The integer columns and `rtt` written from their values.
+        written_as_parquet_writes("delta", &schema, &batches, &settings, columns, 4);
     }
 
     /// Writes `batches` of `schema` with [`Split`](crate::out) and with parquet's `ArrowWriter`

@@ -11,6 +11,7 @@ pub mod columns;
 mod delta;
 mod dict;
 pub mod out;
+mod plain;
 pub mod tables;
 
 pub use out::{Codec, Collect, FileOut, Format, OnThread, Out};
