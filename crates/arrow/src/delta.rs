@@ -1,310 +1,53 @@
 //! Parquet column chunks of integers as differences (`DELTA_BINARY_PACKED`), written from the
-//! column's values as they are.
+//! column's values as they are: the [`Kind`] of [`Chunk`] for `Int64` columns ([`DeltaChunk`]).
 //!
 //! The nine integer columns of `segments` cost parquet's writer (60.1) ~870 instructions a row
 //! (docs/performance.md#exports-and-python): its Arrow path gathers each mini-batch's values
 //! into a new vector by index, takes their minimum and maximum, and feeds them to its
-//! `DeltaBitPackEncoder` one value at a time. This module writes such a column chunk the way
+//! `DeltaBitPackEncoder` one value at a time. [`Chunk`] writes such a column chunk the way
 //! parquet's writer does, cut into the same pages, from parquet's own parts where they are not
-//! the cost: definition levels by its `LevelEncoder` (fed the same runs as its writer feeds
-//! it), pages compressed by its codec, headers written by its `SerializedPageWriter`, the
-//! chunk's metadata, statistics and page index handed with the pages to
-//! `SerializedRowGroupWriter::append_column`. The values of a page are encoded at once by
-//! [`encode`] (see there why not by parquet's encoder), byte for byte as parquet's encoder
-//! encodes them: the file is the one parquet's writer writes.
-//!
-//! Only the settings tcpscope writes with are taken ([`DeltaChunk::new`] says which); a column
-//! written otherwise goes to parquet's writer.
+//! the cost; the values of a page are encoded at once by [`encode`] (see there why not by
+//! parquet's encoder), byte for byte as parquet's encoder encodes them, and their minimum and
+//! maximum taken four at a time where the CPU can ([`min_max`]): the file is the one parquet's
+//! writer writes. The floating point columns are written the same way, as they are
+//! ([`crate::plain`]).
 
-use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Array, Int64Array};
-use arrow_buffer::NullBuffer;
-use bytes::Bytes;
-use parquet::basic::{Compression, Encoding, EncodingMask, PageType, Type};
-use parquet::column::page::{CompressedPage, Page, PageWriter};
-use parquet::column::writer::ColumnCloseResult;
-use parquet::compression::{Codec, CodecOptionsBuilder, create_codec};
-use parquet::encodings::levels::LevelEncoder;
-use parquet::file::metadata::{
-    ColumnChunkMetaData, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
-};
-use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+use parquet::basic::{Encoding, Type};
 use parquet::file::statistics::{Statistics, ValueStatistics};
-use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
-use parquet::schema::types::ColumnDescPtr;
 use parquet::util::bit_util::BitWriter;
 
-use crate::dict::{compress, finish_chunk};
+use crate::chunk::{Chunk, Kind};
 
-/// A finished data page and what the chunk's metadata needs of it.
-struct DataPage {
-    page: CompressedPage,
-    rows: usize,
-    nulls: usize,
-    /// Its smallest and largest value (`None`: only nulls, or no statistics kept).
-    min_max: Option<(i64, i64)>,
-}
+/// Integers as differences.
+pub(crate) struct Delta;
 
-/// One column chunk (a row group's values of one column) of 64-bit integers.
-pub(crate) struct DeltaChunk {
-    descr: ColumnDescPtr,
-    nullable: bool,
-    compression: Compression,
-    codec: Option<Box<dyn Codec>>,
-    stats: EnabledStatistics,
-    offset_index: bool,
-    /// Rows per data page (parquet's data page row count limit) and per mini-batch (its write
-    /// batch size): parquet's writer looks whether a page is full after each mini-batch.
-    page_rows: usize,
-    batch_rows: usize,
-    /// The page being made: its definition levels, its values (nulls left out), rows, nulls.
-    levels: LevelEncoder,
-    values: Vec<i64>,
-    rows: usize,
-    nulls: usize,
-    pages: Vec<DataPage>,
-    /// Scratch: a page's encoded bytes, and compressed.
-    buf: Vec<u8>,
-    zbuf: Vec<u8>,
-}
+/// A column chunk of 64-bit integers as differences.
+pub(crate) type DeltaChunk = Chunk<Delta>;
 
-impl DeltaChunk {
-    /// An empty chunk of the leaf column `descr`, with the settings `props` gives it; `None`
-    /// where these are not the settings this module writes as parquet's writer would (then
-    /// parquet's writer writes the column): `INT64` values, not repeated, written in data
-    /// pages v1 as `DELTA_BINARY_PACKED` without a dictionary, no bloom filter, no statistics
-    /// in page headers, no content-defined chunking, and pages that the row count limit cuts,
-    /// never the byte size limit.
-    pub(crate) fn new(descr: ColumnDescPtr, props: &WriterProperties) -> Option<DeltaChunk> {
-        let path = descr.path();
-        let page_rows = props.column_data_page_row_count_limit(path).max(1);
-        let batch_rows = props.write_batch_size().max(1);
-        // A page holds fewer than 2 × the row limit + a batch values (the limit is looked at
-        // after each mini-batch, of a batch or of the row limit), each ≤ 8 bytes and a little
-        // more with the blocks' headers (≤ 14 bytes a block of 256): far below parquet's 1 MB
-        // by default. Parquet's writer cuts a page on its size too, after a mini-batch (or
-        // within it, for values of 8 bytes a mini-batch of which could overshoot): not
-        // reproduced here, so left to it wherever it could happen.
-        let most = (2 * page_rows + batch_rows) as u64 * 9 + 64;
-        let fits = most < props.column_data_page_size_limit(path) as u64;
-        let taken = descr.physical_type() == Type::INT64
-            && descr.max_rep_level() == 0
-            && descr.max_def_level() <= 1
-            && props.writer_version() == WriterVersion::PARQUET_1_0
-            && props.encoding(path) == Some(Encoding::DELTA_BINARY_PACKED)
-            && !props.dictionary_enabled(path)
-            && props.bloom_filter_properties(path).is_none()
-            && !props.write_page_header_statistics(path)
-            && props.content_defined_chunking().is_none()
-            && fits;
-        if !taken {
-            return None;
-        }
-        let compression = props.compression(path);
-        let codec = create_codec(compression, &CodecOptionsBuilder::default().build()).ok()?;
-        let nullable = descr.max_def_level() > 0;
-        Some(DeltaChunk {
-            nullable,
-            compression,
-            codec,
-            stats: props.statistics_enabled(path),
-            offset_index: !props.offset_index_disabled(),
-            page_rows,
-            batch_rows,
-            levels: LevelEncoder::v1_streaming(descr.max_def_level()),
-            values: Vec::new(),
-            rows: 0,
-            nulls: 0,
-            pages: Vec::new(),
-            buf: Vec::new(),
-            zbuf: Vec::new(),
-            descr,
-        })
+impl Kind for Delta {
+    type Arrow = Int64Type;
+    const PHYSICAL: Type = Type::INT64;
+    const ENCODING: Encoding = Encoding::DELTA_BINARY_PACKED;
+    const NANS: bool = false;
+
+    fn encode(values: &[i64], out: &mut Vec<u8>) {
+        encode(values, out)
     }
-
-    /// Appends the rows of `array` (`Int64`).
-    pub(crate) fn write(&mut self, array: &dyn Array) -> Result<(), String> {
-        let a: &Int64Array = array
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| format!("a column of {} where Int64 was expected", array.data_type()))?;
-        let n = a.len();
-        let nulls = a.nulls().filter(|v| v.null_count() > 0);
-        if nulls.is_some() && !self.nullable {
-            return Err(format!("a null in {}, a column without nulls", self.descr.path()));
-        }
-        // Parquet's writer takes a batch in mini-batches of its write batch size, or of its
-        // page row limit when every row has a value or none has (its levels then one run),
-        // and ends the page after a mini-batch that filled it.
-        let step = match nulls {
-            Some(v) if v.null_count() < n => self.batch_rows,
-            _ if self.nullable => self.page_rows,
-            _ => self.batch_rows,
-        };
-        let values = a.values();
-        let mut at = 0;
-        while at < n {
-            let end = n.min(at + step);
-            match nulls {
-                None => {
-                    if self.nullable {
-                        self.levels.put_n_with_observer(1, end - at, |_, _| {});
-                    }
-                    self.values.extend_from_slice(&values[at..end]);
-                }
-                Some(v) => self.put_spaced(v, &values[..], at, end),
-            }
-            self.rows += end - at;
-            at = end;
-            if self.rows >= self.page_rows {
-                self.end_page()?;
-            }
-        }
-        Ok(())
+    fn min_max(values: &[i64]) -> Option<(i64, i64, u64)> {
+        min_max(values).map(|(lo, hi)| (lo, hi, 0))
     }
-
-    /// Rows `from..to` of a column with nulls: the levels a run at a time, as parquet's writer
-    /// gives them to its level encoder, and the values of the rows that have one.
-    fn put_spaced(&mut self, valid: &NullBuffer, values: &[i64], from: usize, to: usize) {
-        let mut at = from;
-        for (start, end) in valid.inner().slice(from, to - from).set_slices() {
-            let (start, end) = (from + start, from + end);
-            if start > at {
-                self.levels.put_n_with_observer(0, start - at, |_, _| {});
-                self.nulls += start - at;
-            }
-            self.levels.put_n_with_observer(1, end - start, |_, _| {});
-            self.values.extend_from_slice(&values[start..end]);
-            at = end;
-        }
-        if to > at {
-            self.levels.put_n_with_observer(0, to - at, |_, _| {});
-            self.nulls += to - at;
-        }
+    fn greater(a: i64, b: i64) -> bool {
+        a > b
     }
-
-    /// Ends the data page being made, as parquet's writer lays out a v1 page: the definition
-    /// levels (nullable columns: their length in 4 bytes, then RLE/bit-packed at 1 bit), then
-    /// the values as differences; all of it compressed.
-    fn end_page(&mut self) -> Result<(), String> {
-        if self.rows == 0 {
-            return Ok(());
-        }
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
-        if self.nullable {
-            self.levels.flush_to(|l| buf.extend_from_slice(l));
-        }
-        encode(&self.values, &mut buf);
-        let min_max = match self.stats {
-            EnabledStatistics::None => None,
-            _ => min_max(&self.values),
-        };
-        let uncompressed = buf.len();
-        // The page is kept until the row group ends: its bytes only, not the room made for
-        // them (as parquet's writer does; a row group's pages held the room of their
-        // uncompressed size, +35 MB of peak RSS on the bulk trace).
-        let data = compress(&mut self.codec, &buf, &mut self.zbuf)?;
-        self.buf = buf;
-        let page = Page::DataPage {
-            buf: data,
-            num_values: self.rows as u32,
-            encoding: Encoding::DELTA_BINARY_PACKED,
-            def_level_encoding: Encoding::RLE,
-            rep_level_encoding: Encoding::RLE,
-            statistics: None,
-        };
-        self.pages.push(DataPage {
-            page: CompressedPage::new(page, uncompressed),
-            rows: self.rows,
-            nulls: self.nulls,
-            min_max,
-        });
-        self.values.clear();
-        self.rows = 0;
-        self.nulls = 0;
-        Ok(())
+    fn is_nan(_: i64) -> bool {
+        false
     }
-
-    /// The chunk's bytes (its pages, from offset 0) and what `append_column` needs of them.
-    pub(crate) fn close(mut self) -> Result<(Bytes, ColumnCloseResult), String> {
-        let err = |e: parquet::errors::ParquetError| e.to_string();
-        self.end_page()?;
-        let mut sink = TrackedWrite::new(Vec::new());
-        let mut w = SerializedPageWriter::new(&mut sink);
-        let (mut compressed, mut total, mut values) = (0i64, 0i64, 0i64);
-        let mut data_offset = None;
-        let mut offsets = OffsetIndexBuilder::new();
-        let mut index = ColumnIndexBuilder::new(self.descr.physical_type());
-        if self.stats != EnabledStatistics::Page {
-            index.to_invalid();
-        }
-        let (mut ascending, mut descending) = (true, true);
-        let mut last: Option<(i64, i64)> = None;
-        let mut min_max: Option<(i64, i64)> = None;
-        let (mut nulls, mut rows) = (0usize, 0usize);
-        let n_pages = self.pages.len();
-        for p in std::mem::take(&mut self.pages) {
-            let spec = w.write_page(p.page).map_err(err)?;
-            data_offset.get_or_insert(spec.offset as i64);
-            compressed += spec.compressed_size as i64;
-            total += spec.uncompressed_size as i64;
-            values += spec.num_values as i64;
-            offsets.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
-            offsets.append_row_count(p.rows as i64);
-            nulls += p.nulls;
-            rows += p.rows;
-            if let Some((a, b)) = p.min_max {
-                min_max = Some(min_max.map_or((a, b), |(lo, hi)| (lo.min(a), hi.max(b))));
-            }
-            if p.nulls == p.rows {
-                index.append(true, Vec::new(), Vec::new(), p.nulls as i64, None);
-            } else if let Some((a, b)) = p.min_max {
-                if let Some((la, lb)) = last {
-                    ascending &= la <= a && lb <= b;
-                    descending &= la >= a && lb >= b;
-                }
-                last = Some((a, b));
-                index.append(false, a.to_le_bytes().to_vec(), b.to_le_bytes().to_vec(), p.nulls as i64, None);
-            } else {
-                index.to_invalid();
-            }
-            // The definition levels' histogram (nulls, values), as parquet's size statistics.
-            if self.nullable && self.stats != EnabledStatistics::None {
-                index.append_histograms(
-                    &None,
-                    &Some(LevelHistogram::from(vec![p.nulls as i64, (p.rows - p.nulls) as i64])),
-                );
-            }
-        }
-        w.close().map_err(err)?;
-        let bytes = Bytes::from(sink.into_inner().map_err(err)?);
-        let encodings = [Encoding::RLE, Encoding::DELTA_BINARY_PACKED];
-        let mut meta = ColumnChunkMetaData::builder(self.descr.clone())
-            .set_compression(self.compression)
-            .set_encodings_mask(EncodingMask::new_from_encodings(encodings.iter()))
-            .set_page_encoding_stats(if n_pages == 0 {
-                Vec::new()
-            } else {
-                vec![PageEncodingStats {
-                    page_type: PageType::DATA_PAGE,
-                    encoding: Encoding::DELTA_BINARY_PACKED,
-                    count: n_pages as i32,
-                }]
-            })
-            .set_total_compressed_size(compressed)
-            .set_total_uncompressed_size(total)
-            .set_num_values(values)
-            .set_data_page_offset(data_offset.unwrap_or(0));
-        if self.stats != EnabledStatistics::None {
-            let stats =
-                ValueStatistics::new(min_max.map(|m| m.0), min_max.map(|m| m.1), None, Some(nulls as u64), false)
-                    .with_backwards_compatible_min_max(true);
-            meta = meta.set_statistics(Statistics::Int64(stats));
-        }
-        let stats = self.stats != EnabledStatistics::None;
-        let index = (stats && index.valid()).then_some((index, ascending, descending));
-        finish_chunk(meta, bytes, (rows, nulls), stats && self.nullable, index, self.offset_index.then_some(offsets))
+    fn bytes(v: i64) -> Vec<u8> {
+        v.to_le_bytes().to_vec()
+    }
+    fn statistics(s: ValueStatistics<i64>) -> Statistics {
+        Statistics::Int64(s)
     }
 }
 
@@ -413,12 +156,28 @@ fn encode_with(values: &[i64], out: &mut Vec<u8>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::out::tests_support::split_file;
+    use arrow_array::{Int64Array, RecordBatch};
+    use arrow_schema::SchemaRef;
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder, WriterVersion};
     use std::fs::File;
     use std::path::Path;
 
     use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    /// A small generator of random numbers of its own (no dependency): xorshift from `x`.
+    pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
 
     /// The differences between two Parquet files, page by page (headers and decompressed
     /// bytes), then column chunk by column chunk (their metadata, offsets left out), then the
@@ -471,11 +230,13 @@ mod tests {
                         .build()
                         .unwrap()
                 };
-                if strip(ca) != strip(cb) {
+                // Compared as text: NaN statistics are not equal to themselves (the bytes of the
+                // files, compared too, tell one NaN from another).
+                if format!("{:?}", strip(ca)) != format!("{:?}", strip(cb)) {
                     out.push(format!("{at}: metadata\n{:?}\n{:?}", strip(ca), strip(cb)));
                 }
                 let (ia, ib) = (ma.page_index_for_row_group(g), mb.page_index_for_row_group(g));
-                if ia.column_index(c) != ib.column_index(c) {
+                if format!("{:?}", ia.column_index(c)) != format!("{:?}", ib.column_index(c)) {
                     out.push(format!("{at}: column index\n{:?}\n{:?}", ia.column_index(c), ib.column_index(c)));
                 }
                 let rows = |o: Option<&Vec<parquet::file::page_index::offset_index::PageLocation>>| {
@@ -501,14 +262,7 @@ mod tests {
             e.put(v).unwrap();
             e.flush_buffer().unwrap().to_vec()
         };
-        // A small generator of its own (no dependency): xorshift.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut cases: Vec<Vec<i64>> = vec![
             vec![],
             vec![7],
@@ -553,11 +307,8 @@ mod tests {
     /// statistics per page, per chunk and none, and the extremes of `i64`.
     #[test]
     fn integer_columns_are_written_as_parquets_writer_writes_them() {
-        use crate::out::tests_support::split_file;
-        use arrow_array::{ArrayRef, RecordBatch};
+        use arrow_array::ArrayRef;
         use arrow_schema::{DataType, Field, Schema};
-        use parquet::arrow::ArrowWriter;
-        use parquet::basic::ZstdLevel;
         use parquet::schema::types::ColumnPath;
         use std::sync::Arc;
 
@@ -567,13 +318,7 @@ mod tests {
             Field::new("odd", DataType::Int64, true),
             Field::new("rtt", DataType::Float64, true),
         ]));
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         // Batches of several sizes; `ack` with nulls now and then, none, or only nulls;
         // `odd` of wild values.
         let mut batches = Vec::new();
@@ -583,7 +328,7 @@ mod tests {
             frame += n as i64;
             let ack: Vec<Option<i64>> = (0..n)
                 .map(|k| match i % 3 {
-                    0 => (next() % 4 != 0).then_some(k as i64 * 1448 - 5000),
+                    0 => (!next().is_multiple_of(4)).then_some(k as i64 * 1448 - 5000),
                     1 => Some(k as i64),
                     _ => None,
                 })
@@ -613,30 +358,48 @@ mod tests {
             (1500, 256, 64, EnabledStatistics::None),
             (5000, 3, 2, EnabledStatistics::Page),
         ];
-        for (g, (group, page, batch, stats)) in settings.into_iter().enumerate() {
-            let mut props = WriterProperties::builder()
-                .set_max_row_group_row_count(Some(group.min(1 << 20)))
-                .set_data_page_row_count_limit(page)
-                .set_write_batch_size(batch)
-                .set_statistics_enabled(stats)
-                .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()));
+        let columns = |mut props: WriterPropertiesBuilder| {
             for c in ["frame", "ack", "odd"] {
                 props = props
                     .set_column_dictionary_enabled(ColumnPath::from(c), false)
                     .set_column_encoding(ColumnPath::from(c), Encoding::DELTA_BINARY_PACKED);
             }
-            props = props.set_column_dictionary_enabled(ColumnPath::from("rtt"), false);
-            let props = props.build();
+            props.set_column_dictionary_enabled(ColumnPath::from("rtt"), false)
+        };
+        // The integer columns and `rtt` written from their values.
+        written_as_parquet_writes("delta", &schema, &batches, &settings, columns, 4);
+    }
+
+    /// Writes `batches` of `schema` with [`Split`](crate::out) and with parquet's `ArrowWriter`
+    /// with each of `settings` (row group rows, page row limit, write batch size, statistics;
+    /// zstd; the columns' settings from `columns`), and asserts that `used` columns were
+    /// written from their values and that the files are the same, byte for byte.
+    pub(crate) fn written_as_parquet_writes(
+        name: &str,
+        schema: &SchemaRef,
+        batches: &[RecordBatch],
+        settings: &[(usize, usize, usize, EnabledStatistics)],
+        columns: impl Fn(WriterPropertiesBuilder) -> WriterPropertiesBuilder,
+        used: usize,
+    ) {
+        for (g, &(group, page, batch, stats)) in settings.iter().enumerate() {
+            let props = WriterProperties::builder()
+                .set_max_row_group_row_count(Some(group.min(1 << 20)))
+                .set_data_page_row_count_limit(page)
+                .set_write_batch_size(batch)
+                .set_statistics_enabled(stats)
+                .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()));
+            let props = columns(props).build();
             let dir = std::env::temp_dir();
             let id = format!("{}-{g}", std::process::id());
             let (ours, theirs) = (
-                dir.join(format!("tcpscope-delta-ours-{id}.parquet")),
-                dir.join(format!("tcpscope-delta-theirs-{id}.parquet")),
+                dir.join(format!("tcpscope-{name}-ours-{id}.parquet")),
+                dir.join(format!("tcpscope-{name}-theirs-{id}.parquet")),
             );
-            let used = split_file(&ours, &schema, props.clone(), &batches);
-            assert_eq!(used, 3, "settings {g}: the integer columns written from their values");
+            let n = split_file(&ours, schema, props.clone(), batches);
+            assert_eq!(n, used, "settings {g}: the columns written from their values");
             let mut w = ArrowWriter::try_new(File::create(&theirs).unwrap(), schema.clone(), Some(props)).unwrap();
-            for b in &batches {
+            for b in batches {
                 w.write(b).unwrap();
             }
             w.close().unwrap();

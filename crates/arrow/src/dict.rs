@@ -43,6 +43,8 @@ use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
+use crate::chunk::{DataPage, Written};
+
 /// Whether a column of this Arrow type can go to a [`DictChunk`]: text, plain or coded.
 pub(crate) fn takes(ty: &DataType) -> bool {
     match ty {
@@ -50,15 +52,6 @@ pub(crate) fn takes(ty: &DataType) -> bool {
         DataType::Dictionary(k, v) => **k == DataType::Int32 && **v == DataType::Utf8,
         _ => false,
     }
-}
-
-/// A finished data page and what the chunk's metadata needs of it.
-struct DataPage {
-    page: CompressedPage,
-    rows: usize,
-    nulls: usize,
-    /// The dictionary indexes of its smallest and largest value (`None`: only nulls).
-    min_max: Option<(u32, u32)>,
 }
 
 /// One column chunk (a row group's values of one column) of dictionary-encoded text.
@@ -85,7 +78,9 @@ pub(crate) struct DictChunk {
     runs: Vec<(u64, usize)>,
     rows: usize,
     nulls: usize,
-    pages: Vec<DataPage>,
+    /// The finished data pages, each with the dictionary indexes of its smallest and largest
+    /// value.
+    pages: Vec<DataPage<(u32, u32)>>,
     /// Scratch: the dictionary indexes of the current batch's dictionary (`u32::MAX`: not yet
     /// in the chunk's), and which indexes a page uses (for its minimum and maximum).
     remap: Vec<u32>,
@@ -314,20 +309,8 @@ impl DictChunk {
         let min_max = if self.stats == EnabledStatistics::None { None } else { self.page_min_max() };
         let uncompressed = buf.len();
         let buf = compress(&mut self.codec, &buf, &mut self.zbuf)?;
-        let page = Page::DataPage {
-            buf,
-            num_values: self.rows as u32,
-            encoding: Encoding::RLE_DICTIONARY,
-            def_level_encoding: Encoding::RLE,
-            rep_level_encoding: Encoding::RLE,
-            statistics: None,
-        };
-        self.pages.push(DataPage {
-            page: CompressedPage::new(page, uncompressed),
-            rows: self.rows,
-            nulls: self.nulls,
-            min_max,
-        });
+        let sizes = (self.rows, self.nulls);
+        self.pages.push(DataPage::new(buf, uncompressed, Encoding::RLE_DICTIONARY, sizes, min_max));
         self.levels.clear();
         self.runs.clear();
         self.rows = 0;
@@ -372,28 +355,16 @@ impl DictChunk {
         let mut sink = TrackedWrite::new(Vec::new());
         let mut w = SerializedPageWriter::new(&mut sink);
         let spec = w.write_page(CompressedPage::new(dict_page, uncompressed)).map_err(err)?;
-        let (mut compressed, mut total, mut values) =
-            (spec.compressed_size as i64, spec.uncompressed_size as i64, 0i64);
-        let mut data_offset = None;
-        let mut offsets = OffsetIndexBuilder::new();
+        let mut written = Written::first(spec);
         let mut index = ColumnIndexBuilder::new(self.descr.physical_type());
         let (mut ascending, mut descending) = (true, true);
         let mut last: Option<(u32, u32)> = None;
         let (mut lo, mut hi): (Option<u32>, Option<u32>) = (None, None);
-        let (mut nulls, mut rows) = (0usize, 0usize);
         let n_pages = self.pages.len();
         for p in std::mem::take(&mut self.pages) {
-            let spec = w.write_page(p.page).map_err(err)?;
-            data_offset.get_or_insert(spec.offset as i64);
-            compressed += spec.compressed_size as i64;
-            total += spec.uncompressed_size as i64;
-            values += spec.num_values as i64;
-            offsets.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
-            offsets.append_row_count(p.rows as i64);
-            nulls += p.nulls;
-            rows += p.rows;
+            let (rows, nulls, min_max) = written.write(&mut w, p, self.nullable.then_some(&mut index))?;
             let v = &self.values;
-            match p.min_max {
+            match min_max {
                 Some((a, b)) => {
                     if let Some((la, lb)) = last {
                         ascending &= v[la as usize] <= v[a as usize] && v[lb as usize] <= v[b as usize];
@@ -404,23 +375,16 @@ impl DictChunk {
                     hi = Some(hi.map_or(b, |h| if v[b as usize] > v[h as usize] { b } else { h }));
                     let (min, _) = truncate_min(v[a as usize].as_ref(), self.index_len);
                     let (max, _) = truncate_max(v[b as usize].as_ref(), self.index_len);
-                    index.append(false, min, max, p.nulls as i64, None);
+                    index.append(false, min, max, nulls as i64, None);
                 }
-                None if p.nulls == p.rows => index.append(true, Vec::new(), Vec::new(), p.nulls as i64, None),
+                None if nulls == rows => index.append(true, Vec::new(), Vec::new(), nulls as i64, None),
                 None => index.to_invalid(),
-            }
-            // The definition levels' histogram (nulls, values), as parquet's size statistics.
-            if self.nullable {
-                index.append_histograms(
-                    &None,
-                    &Some(LevelHistogram::from(vec![p.nulls as i64, (p.rows - p.nulls) as i64])),
-                );
             }
         }
         w.close().map_err(err)?;
         let bytes = Bytes::from(sink.into_inner().map_err(err)?);
         let encodings = [Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY];
-        let mut meta = ColumnChunkMetaData::builder(self.descr.clone())
+        let meta = ColumnChunkMetaData::builder(self.descr.clone())
             .set_compression(self.compression)
             .set_encodings_mask(EncodingMask::new_from_encodings(encodings.iter()))
             .set_page_encoding_stats(vec![
@@ -431,11 +395,8 @@ impl DictChunk {
                     count: n_pages as i32,
                 },
             ])
-            .set_total_compressed_size(compressed)
-            .set_total_uncompressed_size(total)
-            .set_num_values(values)
-            .set_data_page_offset(data_offset.unwrap_or(0))
             .set_dictionary_page_offset(Some(0));
+        let mut meta = written.sizes(meta);
         if self.stats != EnabledStatistics::None {
             let v = &self.values;
             let stats = match (lo, hi) {
@@ -446,19 +407,20 @@ impl DictChunk {
                         Some(ByteArray::from(min)),
                         Some(ByteArray::from(max)),
                         None,
-                        Some(nulls as u64),
+                        Some(written.nulls as u64),
                         false,
                     )
                     .with_min_is_exact(!min_cut)
                     .with_max_is_exact(!max_cut)
                 }
-                _ => ValueStatistics::new(None, None, None, Some(nulls as u64), false),
+                _ => ValueStatistics::new(None, None, None, Some(written.nulls as u64), false),
             };
             meta = meta.set_statistics(Statistics::ByteArray(stats));
         }
         let stats = self.stats != EnabledStatistics::None;
         let index = (stats && index.valid()).then_some((index, ascending, descending));
-        finish_chunk(meta, bytes, (rows, nulls), stats && self.nullable, index, self.offset_index.then_some(offsets))
+        let sizes = (written.rows, written.nulls);
+        finish_chunk(meta, bytes, sizes, stats && self.nullable, index, self.offset_index.then_some(written.offsets))
     }
 }
 
@@ -491,7 +453,7 @@ pub(crate) fn compress(codec: &mut Option<Box<dyn Codec>>, buf: &[u8], scratch: 
     }
 }
 
-/// The end of a column chunk written by hand (here and in `delta.rs`), as parquet's writer ends
+/// The end of a column chunk written by hand (here and in `chunk.rs`), as parquet's writer ends
 /// one: the definition levels' histogram (`histogram`: a nullable column with statistics), the
 /// page index with its boundary order (`index`, when written: the index, whether the pages'
 /// minimums and maximums ascend, descend), and what `append_column` takes.

@@ -6,10 +6,12 @@
 //! A crate of its own: arrow and parquet take minutes to compile, and only the export front
 //! ends need them.
 
+mod chunk;
 pub mod columns;
 mod delta;
 mod dict;
 pub mod out;
+mod plain;
 pub mod tables;
 
 pub use out::{Codec, Collect, FileOut, Format, OnThread, Out};

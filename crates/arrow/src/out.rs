@@ -14,6 +14,7 @@ use arrow_schema::SchemaRef;
 use crate::columns::decode;
 use crate::delta::DeltaChunk;
 use crate::dict::{self, DictChunk};
+use crate::plain::FloatChunk;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::{ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -216,7 +217,8 @@ impl Out for FileOut {
 /// is full. Encoding a `segments` file's pages is the longest thread of the export; shared out
 /// this way its two halves end within a column of each other
 /// (docs/performance.md#exports-and-python). The text columns of few values
-/// ([`crate::columns::FEW_VALUES`]) are written from their codes ([`DictChunk`]).
+/// ([`crate::columns::FEW_VALUES`]) are written from their codes ([`DictChunk`]), the
+/// integers and floating point numbers from their values ([`crate::chunk::Chunk`]).
 struct Split {
     file: SerializedFileWriter<File>,
     factory: ArrowRowGroupWriterFactory,
@@ -305,6 +307,23 @@ enum Column {
     Arrow(Box<ArrowColumnWriter>),
     Dict(Box<DictChunk>),
     Delta(Box<DeltaChunk>),
+    Float(Box<FloatChunk>),
+}
+
+impl Column {
+    /// The chunk of the numbers of a column of `data_type` written from their values, where
+    /// its settings are those [`crate::chunk::Chunk::new`] takes.
+    fn numbers(
+        data_type: &arrow_schema::DataType,
+        descr: parquet::schema::types::ColumnDescPtr,
+        props: &WriterProperties,
+    ) -> Option<Column> {
+        match data_type {
+            arrow_schema::DataType::Int64 => DeltaChunk::new(descr, props).map(|c| Column::Delta(Box::new(c))),
+            arrow_schema::DataType::Float64 => FloatChunk::new(descr, props).map(|c| Column::Float(Box::new(c))),
+            _ => None,
+        }
+    }
 }
 
 impl Split {
@@ -347,14 +366,10 @@ impl Split {
                     for (i, w) in w.into_iter().enumerate() {
                         let descr = self.file.schema_descr().column(i);
                         let props = self.file.properties();
-                        let delta = match self.schema.field(i).data_type() {
-                            arrow_schema::DataType::Int64 => DeltaChunk::new(descr.clone(), props),
-                            _ => None,
-                        };
                         cols.push(Mutex::new(if self.coded[i] {
                             Column::Dict(Box::new(DictChunk::new(descr, props)?))
-                        } else if let Some(d) = delta {
-                            Column::Delta(Box::new(d))
+                        } else if let Some(c) = Column::numbers(self.schema.field(i).data_type(), descr, props) {
+                            c
                         } else {
                             Column::Arrow(Box::new(w))
                         }));
@@ -392,19 +407,16 @@ impl Split {
         let writers = Arc::try_unwrap(writers).map_err(|_| "a row group's columns still shared".to_string())?;
         let mut rg = self.file.next_row_group().map_err(|e| e.to_string())?;
         for w in writers {
-            match w.into_inner().map_err(|_| "an encoding thread panicked".to_string())? {
+            let (bytes, close) = match w.into_inner().map_err(|_| "an encoding thread panicked".to_string())? {
                 Column::Arrow(w) => {
-                    w.close().and_then(|c| c.append_to_row_group(&mut rg)).map_err(|e| e.to_string())?
+                    w.close().and_then(|c| c.append_to_row_group(&mut rg)).map_err(|e| e.to_string())?;
+                    continue;
                 }
-                Column::Dict(d) => {
-                    let (bytes, close) = d.close()?;
-                    rg.append_column(&bytes, close).map_err(|e| e.to_string())?;
-                }
-                Column::Delta(d) => {
-                    let (bytes, close) = d.close()?;
-                    rg.append_column(&bytes, close).map_err(|e| e.to_string())?;
-                }
-            }
+                Column::Dict(d) => d.close()?,
+                Column::Delta(d) => d.close()?,
+                Column::Float(d) => d.close()?,
+            };
+            rg.append_column(&bytes, close).map_err(|e| e.to_string())?;
         }
         rg.close().map_err(|e| e.to_string())?;
         self.groups += 1;
@@ -431,6 +443,7 @@ fn encode(
         match &mut *w {
             Column::Dict(d) => d.write(part.column(i).as_ref())?,
             Column::Delta(d) => d.write(part.column(i).as_ref())?,
+            Column::Float(d) => d.write(part.column(i).as_ref())?,
             Column::Arrow(w) => {
                 let leaves = compute_leaves(schema.field(i), part.column(i)).map_err(|e| e.to_string())?;
                 for leaf in leaves {
@@ -518,7 +531,7 @@ pub(crate) mod tests_support {
     use super::*;
 
     /// Writes `batches` of `schema` to `path` as [`Split`] does with `props`; how many of its
-    /// columns were written by a [`DeltaChunk`].
+    /// columns were written from their values (a [`DeltaChunk`] or a [`FloatChunk`]).
     pub(crate) fn split_file(
         path: &Path,
         schema: &SchemaRef,
@@ -529,8 +542,8 @@ pub(crate) mod tests_support {
         let mut out = Box::new(Split::new(w, schema).unwrap());
         let used = (0..schema.fields().len())
             .filter(|&i| {
-                schema.field(i).data_type() == &arrow_schema::DataType::Int64
-                    && DeltaChunk::new(out.file.schema_descr().column(i), out.file.properties()).is_some()
+                Column::numbers(schema.field(i).data_type(), out.file.schema_descr().column(i), out.file.properties())
+                    .is_some()
             })
             .count();
         for b in batches {
