@@ -15,7 +15,7 @@
 //!
 //! Either way a value of the wrong kind is an error, not a silent conversion.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -23,11 +23,11 @@ use arrow_array::builder::{ArrayBuilder, BooleanBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use arrow_array::{ArrayRef, BooleanArray, DictionaryArray, Int32Array, PrimitiveArray, RecordBatch, StringArray};
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
-use tcpscope_core::table::{Validity, ColMut, Columns, Field, Kind, Record, Vocab};
+use tcpscope_core::table::{ColMut, Columns, Field, Kind, Record, Validity, Vocab};
 
 /// One column: its name in the table and the field it holds.
 #[derive(Clone, Copy, Debug)]
@@ -142,21 +142,65 @@ pub fn decode(batch: &RecordBatch) -> Result<RecordBatch, RowError> {
 
 /// The array of the first `rows` rows of a record's column ([`tcpscope_core::table::Col`]),
 /// as the coded schema has it: text as a dictionary array of its codes (`Utf8` if `ty` says
-/// so); the column starts again, empty.
-pub fn array(col: ColMut<'_>, rows: usize, ty: &DataType) -> Result<ArrayRef, RowError> {
+/// so); the column starts again, empty. Numbers and codes go into the array in the column's
+/// own buffer, which `lent` takes back for the column once the array is gone ([`Lent`]).
+pub fn array(col: ColMut<'_>, rows: usize, ty: &DataType, lent: &mut Lent) -> Result<ArrayRef, RowError> {
     Ok(match col {
         ColMut::Int(c, valid) => {
             if let Some(v) = c.overflow.take() {
                 return Err(RowError(format!("{v} does not fit a 64-bit signed integer")));
             }
-            Arc::new(PrimitiveArray::<Int64Type>::new(c.values.take(rows).into(), nulls(valid, rows)))
+            let back = lent.back();
+            let values = lent.lend(c.values.swap(rows, back));
+            Arc::new(PrimitiveArray::<Int64Type>::new(ScalarBuffer::new(values, 0, rows), nulls(valid, rows)))
         }
         ColMut::Float(c, valid) => {
-            Arc::new(PrimitiveArray::<Float64Type>::new(c.take(rows).into(), nulls(valid, rows)))
+            let back = lent.back();
+            let values = lent.lend(c.swap(rows, back));
+            Arc::new(PrimitiveArray::<Float64Type>::new(ScalarBuffer::new(values, 0, rows), nulls(valid, rows)))
         }
         ColMut::Bool(c, valid) => Arc::new(BooleanArray::new(BooleanBuffer::from(c.take(rows)), nulls(valid, rows))),
-        ColMut::Text(c, valid) => dict(c.codes.take(rows), nulls(valid, rows), &c.vocab, ty)?,
+        ColMut::Text(c, valid) => {
+            let back = lent.back();
+            let codes = lent.lend(c.codes.swap(rows, back));
+            dict(ScalarBuffer::new(codes, 0, rows), nulls(valid, rows), &c.vocab, ty)?
+        }
     })
+}
+
+/// The buffers one column of a stream of batches lent to their arrays ([`array`]), each taken
+/// back for the column's next rows once the arrays holding it are gone (written and dropped
+/// by the writer's thread): its pages stay in use, where a new buffer a batch was faulted in
+/// page by page (~1,800 page faults on the bulk trace's `segments`). Only the last
+/// [`Lent::KEPT`] are kept: an array kept by its reader (Python's `read`) is never given back.
+#[derive(Debug, Default)]
+pub struct Lent(VecDeque<Buffer>);
+
+impl Lent {
+    /// Buffers kept at most: the batches in flight to a writer (its queue, the one being
+    /// written) and some room.
+    const KEPT: usize = 8;
+
+    /// A buffer no array holds any more, if one is.
+    fn back<T: ArrowNativeType>(&mut self) -> Option<Vec<T>> {
+        for _ in 0..self.0.len() {
+            match self.0.pop_front()?.into_vec::<T>() {
+                Ok(v) => return Some(v),
+                Err(b) => self.0.push_back(b),
+            }
+        }
+        None
+    }
+
+    /// `v` as an array's buffer, kept to be taken back.
+    fn lend<T: ArrowNativeType>(&mut self, v: Vec<T>) -> Buffer {
+        let b = Buffer::from_vec(v);
+        if self.0.len() >= Lent::KEPT {
+            self.0.pop_front();
+        }
+        self.0.push_back(b.clone());
+        b
+    }
 }
 
 /// The validity of a nullable column's first `rows` rows: its bits as they are, `None` if
@@ -168,7 +212,12 @@ fn nulls(valid: Option<&mut Validity>, rows: usize) -> Option<NullBuffer> {
 
 /// The dictionary array of `codes` into `vocab`'s values (their `Utf8` values if `ty` is not a
 /// dictionary type).
-fn dict(codes: Vec<i32>, nulls: Option<NullBuffer>, vocab: &Vocab, ty: &DataType) -> Result<ArrayRef, RowError> {
+fn dict(
+    codes: ScalarBuffer<i32>,
+    nulls: Option<NullBuffer>,
+    vocab: &Vocab,
+    ty: &DataType,
+) -> Result<ArrayRef, RowError> {
     let words = vocab.words();
     // The value array always has one value: a column of nulls only has no words yet.
     let values: StringArray = if words.is_empty() {
@@ -176,7 +225,7 @@ fn dict(codes: Vec<i32>, nulls: Option<NullBuffer>, vocab: &Vocab, ty: &DataType
     } else {
         StringArray::from_iter_values(words.iter().map(|w| &**w))
     };
-    let keys = Int32Array::new(codes.into(), nulls);
+    let keys = Int32Array::new(codes, nulls);
     // SAFETY: every code is below the vocabulary's length: a row's code is that of a value in
     // `words` (`Vocab::code`: found there, or pushed onto it), a null's or a row not stored 0,
     // and `values` has one value at least; the vocabulary only grows. Checking the codes again
@@ -292,7 +341,7 @@ impl Builder {
             }
             Builder::Dict(b, vocab) => {
                 let (codes, valid) = b.take();
-                dict(codes, valid, vocab, &coded_type())?
+                dict(codes.into(), valid, vocab, &coded_type())?
             }
         })
     }
@@ -671,5 +720,52 @@ impl ser::SerializeStruct for &mut Appender<'_, '_> {
     fn end(self) -> Result<(), RowError> {
         self.depth -= 1;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+    use tcpscope_core::table::{Col, Ints, Row, Texts};
+
+    /// A column's buffer goes to its batch's array without a copy and comes back to the column
+    /// once no array holds it, its rows stored over: never while an array still reads it.
+    #[test]
+    fn a_columns_buffer_comes_back_once_its_array_is_gone() {
+        let (mut ints, mut texts, mut lent) = (Ints::default(), Texts::default(), [Lent::default(), Lent::default()]);
+        let coded = coded_type();
+        let batch = |rows: &[i64], ints: &mut Ints, texts: &mut Texts, lent: &mut [Lent; 2]| {
+            for (i, &v) in rows.iter().enumerate() {
+                ints.push(Row::new(i).unwrap(), v);
+                texts.push(Row::new(i).unwrap(), if v % 2 == 0 { "even" } else { "odd" });
+            }
+            let [a, b] = lent;
+            let n = rows.len();
+            (array(ints.as_mut(), n, &DataType::Int64, a).unwrap(), array(texts.as_mut(), n, &coded, b).unwrap())
+        };
+        let values = |a: &ArrayRef| a.as_primitive::<Int64Type>().values().to_vec();
+        let first = batch(&[1, 2, 3, 4], &mut ints, &mut texts, &mut lent);
+        let at = first.0.as_primitive::<Int64Type>().values().as_ptr();
+        // The first batch is still held: the second gets a buffer of its own.
+        let second = batch(&[5, 6], &mut ints, &mut texts, &mut lent);
+        assert_ne!(second.0.as_primitive::<Int64Type>().values().as_ptr(), at);
+        assert_eq!((values(&first.0), values(&second.0)), (vec![1, 2, 3, 4], vec![5, 6]));
+        // Both dropped: the next batch after them is stored in the first's buffer again.
+        drop((first, second));
+        let third = batch(&[7], &mut ints, &mut texts, &mut lent);
+        let fourth = batch(&[8, 9, 10], &mut ints, &mut texts, &mut lent);
+        assert_eq!(fourth.0.as_primitive::<Int64Type>().values().as_ptr(), at);
+        assert_eq!((values(&third.0), values(&fourth.0)), (vec![7], vec![8, 9, 10]));
+        let words = |a: &ArrayRef| {
+            let d = a.as_dictionary::<Int32Type>();
+            let v = d.values().as_string::<i32>();
+            d.keys().iter().map(|k| v.value(k.unwrap() as usize).to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            (words(&third.1), words(&fourth.1)),
+            (vec!["odd".to_string()], vec!["even".into(), "odd".into(), "even".into()])
+        );
+        assert_eq!(fourth.1.len(), 3);
     }
 }

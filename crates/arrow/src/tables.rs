@@ -18,7 +18,7 @@ use tcpscope_core::table::{Col, Columns, Field, Kind, Record, RecordColumns, Row
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 
-use crate::columns::{Column, TableBuilder, array, coded, columns, prefixed};
+use crate::columns::{Column, Lent, TableBuilder, array, coded, columns, prefixed};
 use crate::out::Out;
 
 /// Rows of a streamed table written as one record batch (and one Parquet row group's page
@@ -134,6 +134,8 @@ struct Stream<C: RecordColumns> {
     n: usize,
     /// The schema of the batches ([`coded`]).
     schema: SchemaRef,
+    /// Each column's buffers lent to the batches written.
+    lent: Vec<Lent>,
     dest: Dest,
 }
 
@@ -143,7 +145,8 @@ impl<C: RecordColumns> Stream<C> {
     fn new(t: TableName, file: bool, dest: Dest) -> Stream<C> {
         let cols = t.columns();
         let file = file.then(Texts::default);
-        Stream { conn: Default::default(), file, rows: C::default(), n: 0, schema: coded(&cols), dest }
+        let lent = cols.iter().map(|_| Lent::default()).collect();
+        Stream { conn: Default::default(), file, rows: C::default(), n: 0, schema: coded(&cols), lent, dest }
     }
 
     /// Appends a row: its connection (connection `conn` of trace `input`), its `file` if the
@@ -177,7 +180,8 @@ impl<C: RecordColumns> Stream<C> {
         let arrays: Vec<ArrayRef> = cols
             .into_iter()
             .zip(self.schema.fields())
-            .map(|(c, f)| array(c, self.n, f.data_type()))
+            .zip(&mut self.lent)
+            .map(|((c, f), lent)| array(c, self.n, f.data_type(), lent))
             .collect::<Result<_, _>>()?;
         self.n = 0;
         let batch = RecordBatch::try_new(self.schema.clone(), arrays).map_err(io::Error::other)?;

@@ -207,7 +207,7 @@ fn columns_are_unique_and_documented() {
 /// serde walk of the same rows does: same values, same nulls, same schema.
 #[test]
 fn typed_rows_equal_their_serialized_form() {
-    use tcpscope_arrow::columns::{TableBuilder, array, columns};
+    use tcpscope_arrow::columns::{Lent, TableBuilder, array, columns};
     use tcpscope_core::export::rows::{ConnRef, RttRow, SegmentRow};
     use tcpscope_core::table::{Record, RecordColumns, Row, Shared, Table};
 
@@ -236,6 +236,7 @@ fn typed_rows_equal_their_serialized_form() {
         // second batch of the same columns: codes kept across batches).
         let mut conn = <ConnRef<'static> as Record>::Columns::default();
         let mut recs = R::Columns::default();
+        let mut lent: Vec<Lent> = typed.schema().fields().iter().map(|_| Lent::default()).collect();
         for round in 0..2 {
             for (i, r) in rows.iter().enumerate() {
                 let at = Row::new(i).unwrap();
@@ -247,7 +248,8 @@ fn typed_rows_equal_their_serialized_form() {
             let arrays: Vec<_> = cols
                 .into_iter()
                 .zip(typed.schema().fields())
-                .map(|(c, f)| array(c, rows.len(), f.data_type()).unwrap())
+                .zip(&mut lent)
+                .map(|((c, f), lent)| array(c, rows.len(), f.data_type(), lent).unwrap())
                 .collect();
             let pushed = arrow_array::RecordBatch::try_new(typed.schema(), arrays).unwrap();
             assert_eq!(pushed, typed, "batch {round}");
