@@ -28,22 +28,19 @@ use arrow_array::{Array, StringArray};
 use arrow_buffer::NullBuffer;
 use arrow_schema::DataType;
 use bytes::Bytes;
-use parquet::basic::{BoundaryOrder, Compression, Encoding, EncodingMask, PageType};
+use parquet::basic::{Compression, Encoding, EncodingMask, PageType};
 use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::compression::{Codec, CodecOptionsBuilder, create_codec};
 use parquet::data_type::ByteArray;
 use parquet::encodings::rle::RleEncoder;
-use parquet::file::metadata::{
-    ColumnChunkMetaData, ColumnChunkMetaDataBuilder, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder,
-    PageEncodingStats,
-};
+use parquet::file::metadata::{ColumnChunkMetaData, ColumnIndexBuilder, PageEncodingStats};
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
-use crate::chunk::{DataPage, Written};
+use crate::chunk::{DataPage, Written, compress, finish_chunk};
 
 /// Whether a column of this Arrow type can go to a [`DictChunk`]: text, plain or coded.
 pub(crate) fn takes(ty: &DataType) -> bool {
@@ -435,61 +432,6 @@ fn put_run(enc: &mut RleEncoder, x: u64, n: usize) {
     if left > 0 {
         enc.extend_run(left);
     }
-}
-
-/// A page's bytes as they are written: compressed by `codec` (through `scratch`, kept for the
-/// next page) or as they are. The page holds exactly its bytes: a buffer made for the page
-/// and handed to the codec was grown by it to the codec's bound (a copy of the whole room, in
-/// jemalloc's `realloc`) and then shrunk again (~3 M instructions of the writer on the
-/// 200,000-packet cut).
-pub(crate) fn compress(codec: &mut Option<Box<dyn Codec>>, buf: &[u8], scratch: &mut Vec<u8>) -> Result<Bytes, String> {
-    match codec {
-        Some(c) => {
-            scratch.clear();
-            c.compress(buf, scratch).map_err(|e| e.to_string())?;
-            Ok(Bytes::copy_from_slice(scratch))
-        }
-        None => Ok(Bytes::copy_from_slice(buf)),
-    }
-}
-
-/// The end of a column chunk written by hand (here and in `chunk.rs`), as parquet's writer ends
-/// one: the definition levels' histogram (`histogram`: a nullable column with statistics), the
-/// page index with its boundary order (`index`, when written: the index, whether the pages'
-/// minimums and maximums ascend, descend), and what `append_column` takes.
-pub(crate) fn finish_chunk(
-    mut meta: ColumnChunkMetaDataBuilder,
-    bytes: Bytes,
-    (rows, nulls): (usize, usize),
-    histogram: bool,
-    index: Option<(ColumnIndexBuilder, bool, bool)>,
-    offsets: Option<OffsetIndexBuilder>,
-) -> Result<(Bytes, ColumnCloseResult), String> {
-    let err = |e: parquet::errors::ParquetError| e.to_string();
-    if histogram {
-        let h = LevelHistogram::from(vec![nulls as i64, (rows - nulls) as i64]);
-        meta = meta.set_definition_level_histogram(Some(h));
-    }
-    let column_index = match index {
-        Some((mut index, ascending, descending)) => {
-            index.set_boundary_order(match (ascending, descending) {
-                (true, _) => BoundaryOrder::ASCENDING,
-                (false, true) => BoundaryOrder::DESCENDING,
-                (false, false) => BoundaryOrder::UNORDERED,
-            });
-            Some(index.build().map_err(err)?)
-        }
-        None => None,
-    };
-    let close = ColumnCloseResult {
-        bytes_written: bytes.len() as u64,
-        rows_written: rows as u64,
-        metadata: meta.build().map_err(err)?,
-        bloom_filter: None,
-        column_index,
-        offset_index: offsets.map(OffsetIndexBuilder::build),
-    };
-    Ok((bytes, close))
 }
 
 /// A minimum cut to at most `len` bytes at a character boundary, as parquet truncates it
