@@ -3,7 +3,7 @@
 //! A table's Arrow schema is made from its records' `FIELDS` (name, kind, nullable, with the
 //! unit and meaning as field metadata). The per-packet rows of `segments` and `rtt` are pushed
 //! onto their records' own columns ([`tcpscope_core::table::Record::push`], made into arrays by
-//! [`array`]); a row goes into a [`TableBuilder`]'s column builders one of two ways:
+//! [`array()`]); a row goes into a [`TableBuilder`]'s column builders one of two ways:
 //! - a [`Record`] (declared with core's `record!`: the connection each row is about) by
 //!   [`TableBuilder::put`]: typed appends written from the same declaration as its `FIELDS`,
 //!   no serializer in between (the serde walk cost ~1,800 instructions a `segments` row,
@@ -168,11 +168,11 @@ pub fn array(col: ColMut<'_>, rows: usize, ty: &DataType, lent: &mut Lent) -> Re
     })
 }
 
-/// The buffers one column of a stream of batches lent to their arrays ([`array`]), each taken
+/// The buffers one column of a stream of batches lent to their arrays ([`array()`]), each taken
 /// back for the column's next rows once the arrays holding it are gone (written and dropped
 /// by the writer's thread): its pages stay in use, where a new buffer a batch was faulted in
 /// page by page (~1,800 page faults on the bulk trace's `segments`). Only the last
-/// [`Lent::KEPT`] are kept: an array kept by its reader (Python's `read`) is never given back.
+/// `Lent::KEPT` (8) are kept: an array kept by its reader (Python's `read`) is never given back.
 #[derive(Debug, Default)]
 pub struct Lent(VecDeque<Buffer>);
 
