@@ -170,9 +170,10 @@ pub fn array(col: ColMut<'_>, rows: usize, ty: &DataType, lent: &mut Lent) -> Re
 
 /// The buffers one column of a stream of batches lent to their arrays ([`array()`]), each taken
 /// back for the column's next rows once the arrays holding it are gone (written and dropped
-/// by the writer's thread): its pages stay in use, where a new buffer a batch was faulted in
-/// page by page (~1,800 page faults on the bulk trace's `segments`). Only the last
-/// `Lent::KEPT` (8) are kept: an array kept by its reader (Python's `read`) is never given back.
+/// by the writer's thread): a batch's values are not copied out, and the buffers in use stay
+/// the same few, already faulted in (a new one each batch was ~500 page faults a batch).
+/// Only the last `Lent::KEPT` (8) are kept: an array kept by its reader (Python's `read`) is
+/// never given back.
 #[derive(Debug, Default)]
 pub struct Lent(VecDeque<Buffer>);
 

@@ -369,8 +369,7 @@ impl<T: Copy + Default> Values<T> {
     /// The first `rows` values in the column's own buffer, as a vector (of capacity
     /// [`BATCH_ROWS`]), not copied; the column starts again in `next`, a buffer it handed out
     /// before and got back (its rows stored over), or a new one. Copying each batch out
-    /// ([`Values::take`]) was a sixth of a `segments` export's page faults and the most of its
-    /// rows thread's `memcpy`.
+    /// ([`Values::take`]) was most of a `segments` export's rows thread's `memcpy`.
     pub fn swap(&mut self, rows: usize, next: Option<Vec<T>>) -> Vec<T> {
         let next = match next {
             Some(mut v) => {
