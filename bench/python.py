@@ -55,9 +55,10 @@ def main():
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="tcpscope-bench-py-") as tmp:
         if os.path.exists(trace):
-            print(f"{trace}: 5 paired rounds")
+            rounds = int(os.environ.get("BENCH_PY_ROUNDS", "5"))
+            print(f"{trace}: {rounds} paired rounds")
             times = paired(
-                int(os.environ.get("BENCH_PY_ROUNDS", "5")),
+                rounds,
                 {
                     "stats": [bin_, "stats", "-q", trace],
                     "export parquet (all tables)": [bin_, "export", "-q", trace, "-o", f"{tmp}/all"],
