@@ -481,44 +481,28 @@ pub type Floats = Values<f64>;
 /// Flags.
 pub type Bools = Values<bool>;
 
-impl Col for Ints {
-    #[inline(always)]
-    fn null(&mut self, at: Row) {
-        self.values.null(at)
-    }
-    fn as_mut(&mut self) -> ColMut<'_> {
-        ColMut::Int(self, None)
-    }
+/// The [`Col`] of each kind of column: the values its nulls are stored in (`$values`, reached
+/// from the column `$c`) and its [`ColMut`] variant.
+macro_rules! col {
+    ($($t:ty => $variant:ident, |$c:ident| $values:expr;)*) => {$(
+        impl Col for $t {
+            #[inline(always)]
+            fn null(&mut self, at: Row) {
+                let $c = self;
+                Values::null(&mut $values, at)
+            }
+            fn as_mut(&mut self) -> ColMut<'_> {
+                ColMut::$variant(self, None)
+            }
+        }
+    )*};
 }
 
-impl Col for Floats {
-    #[inline(always)]
-    fn null(&mut self, at: Row) {
-        Values::null(self, at)
-    }
-    fn as_mut(&mut self) -> ColMut<'_> {
-        ColMut::Float(self, None)
-    }
-}
-
-impl Col for Bools {
-    #[inline(always)]
-    fn null(&mut self, at: Row) {
-        Values::null(self, at)
-    }
-    fn as_mut(&mut self) -> ColMut<'_> {
-        ColMut::Bool(self, None)
-    }
-}
-
-impl Col for Texts {
-    #[inline(always)]
-    fn null(&mut self, at: Row) {
-        self.codes.null(at)
-    }
-    fn as_mut(&mut self) -> ColMut<'_> {
-        ColMut::Text(self, None)
-    }
+col! {
+    Ints => Int, |c| c.values;
+    Floats => Float, |c| *c;
+    Bools => Bool, |c| *c;
+    Texts => Text, |c| c.codes;
 }
 
 /// A column of text of few values (a trace's name, a direction, flag letters, a verdict):
