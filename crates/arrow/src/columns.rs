@@ -27,7 +27,7 @@ use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuf
 use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
-use tcpscope_core::table::{ColMut, Columns, Field, Kind, Record, Validity, Vocab};
+use tcpscope_core::table::{ColMut, Columns, Field, Kind, Record, Validity, Values, Vocab};
 
 /// One column: its name in the table and the field it holds.
 #[derive(Clone, Copy, Debug)]
@@ -150,21 +150,11 @@ pub fn array(col: ColMut<'_>, rows: usize, ty: &DataType, lent: &mut Lent) -> Re
             if let Some(v) = c.overflow.take() {
                 return Err(RowError(format!("{v} does not fit a 64-bit signed integer")));
             }
-            let back = lent.back();
-            let values = lent.lend(c.values.swap(rows, back));
-            Arc::new(PrimitiveArray::<Int64Type>::new(ScalarBuffer::new(values, 0, rows), nulls(valid, rows)))
+            Arc::new(PrimitiveArray::<Int64Type>::new(lent.take(&mut c.values, rows), nulls(valid, rows)))
         }
-        ColMut::Float(c, valid) => {
-            let back = lent.back();
-            let values = lent.lend(c.swap(rows, back));
-            Arc::new(PrimitiveArray::<Float64Type>::new(ScalarBuffer::new(values, 0, rows), nulls(valid, rows)))
-        }
+        ColMut::Float(c, valid) => Arc::new(PrimitiveArray::<Float64Type>::new(lent.take(c, rows), nulls(valid, rows))),
         ColMut::Bool(c, valid) => Arc::new(BooleanArray::new(BooleanBuffer::from(c.take(rows)), nulls(valid, rows))),
-        ColMut::Text(c, valid) => {
-            let back = lent.back();
-            let codes = lent.lend(c.codes.swap(rows, back));
-            dict(ScalarBuffer::new(codes, 0, rows), nulls(valid, rows), &c.vocab, ty)?
-        }
+        ColMut::Text(c, valid) => dict(lent.take(&mut c.codes, rows), nulls(valid, rows), &c.vocab, ty)?,
     })
 }
 
@@ -181,6 +171,13 @@ impl Lent {
     /// Buffers kept at most: the batches in flight to a writer (its queue, the one being
     /// written) and some room.
     const KEPT: usize = 8;
+
+    /// The first `rows` values of `values`, in its own buffer, lent ([`Values::swap`]: the
+    /// column goes on in a buffer given back, if one is).
+    fn take<T: ArrowNativeType + Default>(&mut self, values: &mut Values<T>, rows: usize) -> ScalarBuffer<T> {
+        let back = self.back();
+        ScalarBuffer::new(self.lend(values.swap(rows, back)), 0, rows)
+    }
 
     /// A buffer no array holds any more, if one is.
     fn back<T: ArrowNativeType>(&mut self) -> Option<Vec<T>> {
