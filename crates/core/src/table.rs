@@ -311,7 +311,7 @@ impl Row {
 }
 
 /// A record's column of one kind ([`Record::Columns`]), its rows stored at their index: plain
-/// buffers, a batch's rows copied out into Arrow arrays (`tcpscope-arrow`).
+/// buffers, a batch's handed to its Arrow arrays (`tcpscope-arrow`, [`Values::swap`]).
 pub trait Col: Default + Send {
     /// Row `at` has no value: stores the default (zero) there.
     fn null(&mut self, at: Row);
@@ -360,9 +360,8 @@ impl<T: Copy + Default> Values<T> {
         self.0[at.0] = T::default();
     }
     /// A copy of the first `rows` values; the column starts again, its rows to be stored over.
-    /// Copied: a batch's buffers handed over and zeroed ones made for the next (`vec![0; N]`)
-    /// took pages jemalloc had purged to zero them, ~500 page faults a batch of `segments`
-    /// (the export's system time doubled).
+    /// For flags, which Arrow packs into bits (a copy either way); numbers and codes are handed
+    /// over in their buffer ([`Values::swap`]).
     pub fn take(&mut self, rows: usize) -> Vec<T> {
         self.0[..rows].to_vec()
     }
