@@ -4,12 +4,12 @@
 //! with its connection's name across runs ([`ConnRef`]). Plain data: the Arrow writer lives in
 //! the `tcpscope-arrow` crate and takes its columns from these field lists.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::event::{Event, RttKind, SegmentInfo};
 use crate::export::packet::FlagLetters;
-use std::sync::Arc;
-
 use crate::table::{Name, Shared, record};
 
 record! {
