@@ -2,80 +2,41 @@
 //! ([`crate::series::states`]); its fields are the `states` table of `docs/json.md`.
 
 use crate::series::states::{Side, States};
-use crate::table::{Field, Kind, Table};
-use Field as F;
+use crate::table::record;
 
-/// One step of one endpoint: its initial state (step 0) or a transition.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct StateRow {
-    /// Connection id.
-    pub conn: usize,
-    /// `a` or `b`.
-    pub side: &'static str,
-    /// 0 for the initial state, then 1, 2, … in the order the endpoint went through them.
-    pub step: usize,
-    /// State before (`null` at step 0).
-    pub from: Option<&'static str>,
-    /// State after.
-    pub to: &'static str,
-    /// The state is assumed, not seen (step 0).
-    pub assumed: bool,
-    /// The endpoint sent the causing segment (`false`: received it; `null` at step 0).
-    pub sent: Option<bool>,
-    /// The causing segment's flags.
-    pub flags: Option<String>,
-    /// Its frame.
-    pub frame: Option<u64>,
-    /// When the capture saw it, s since the epoch.
-    pub time: Option<f64>,
-    /// The same, s since the connection's first packet.
-    pub seen_s: Option<f64>,
-    /// When the endpoint changed state (estimated), s since the connection's first packet.
-    pub at_s: Option<f64>,
-    /// The RFC 9293 event in words.
-    pub why: Option<&'static str>,
-    /// The endpoint's estimated distance from the capture point, s.
-    pub distance_s: Option<f64>,
-}
-
-impl Table for StateRow {
-    const NAME: &'static str = "states";
-    const FIELDS: &'static [Field] = &[
-        F::new("conn", Kind::Int, "", "connection id (as `conns` numbers them)"),
-        F::new("side", Kind::Text, "", "the endpoint: `a` (the first SYN's sender, else the first packet's) or `b`"),
-        F::new(
-            "step",
-            Kind::Int,
-            "",
-            "0 for the state before the first transition, then 1, 2, … in the endpoint's order",
-        ),
-        F::nullable("from", Kind::Text, "", "state before (RFC 9293 names with `_`: `FIN_WAIT_1`); null at step 0"),
-        F::new("to", Kind::Text, "", "state after (at step 0: the initial state)"),
-        F::new("assumed", Kind::Bool, "", "the state is inferred without a segment showing it (the initial state)"),
-        F::nullable("sent", Kind::Bool, "", "the endpoint sent the causing segment (false: received it)"),
-        F::nullable("flags", Kind::Text, "", "the causing segment's flags, e.g. `FIN,ACK`"),
-        F::nullable("frame", Kind::Int, "", "1-based frame number of the causing segment"),
-        F::nullable("time", Kind::Float, "s since the epoch", "when the capture saw the causing segment"),
-        F::nullable("seen_s", Kind::Float, "s", "the same, since the connection's first packet"),
-        F::nullable(
-            "at_s",
-            Kind::Float,
-            "s",
-            "when the endpoint changed state, estimated: `seen_s` minus its distance for a segment it sent, plus it for one it received (docs/plots.md#tcp-states)",
-        ),
-        F::nullable(
-            "why",
-            Kind::Text,
-            "",
-            "the RFC 9293 event, e.g. `active open`, `simultaneous close: received FIN`",
-        ),
-        F::nullable(
-            "distance_s",
-            Kind::Float,
-            "s",
-            "the endpoint's distance from the capture point: half its smallest half-loop; null when not measurable (taken as 0)",
-        ),
-    ];
+record! {
+    /// One step of one endpoint: its initial state (step 0) or a transition.
+    #[derive(Clone, Debug, serde::Serialize)]
+    pub struct StateRow = "states", StateRowColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (as `conns` numbers them)";
+        /// `a` or `b`.
+        pub side: &'static str, "", "the endpoint: `a` (the first SYN's sender, else the first packet's) or `b`";
+        /// 0 for the initial state, then 1, 2, … in the order the endpoint went through them.
+        pub step: usize, "", "0 for the state before the first transition, then 1, 2, … in the endpoint's order";
+        /// State before (`null` at step 0).
+        pub from: Option<&'static str>, "", "state before (RFC 9293 names with `_`: `FIN_WAIT_1`); null at step 0";
+        /// State after.
+        pub to: &'static str, "", "state after (at step 0: the initial state)";
+        /// The state is assumed, not seen (step 0).
+        pub assumed: bool, "", "the state is inferred without a segment showing it (the initial state)";
+        /// The endpoint sent the causing segment (`false`: received it; `null` at step 0).
+        pub sent: Option<bool>, "", "the endpoint sent the causing segment (false: received it)";
+        /// The causing segment's flags.
+        pub flags: Option<String>, "", "the causing segment's flags, e.g. `FIN,ACK`";
+        /// Its frame.
+        pub frame: Option<u64>, "", "1-based frame number of the causing segment";
+        /// When the capture saw it, s since the epoch.
+        pub time: Option<f64>, "s since the epoch", "when the capture saw the causing segment";
+        /// The same, s since the connection's first packet.
+        pub seen_s: Option<f64>, "s", "the same, since the connection's first packet";
+        /// When the endpoint changed state (estimated), s since the connection's first packet.
+        pub at_s: Option<f64>, "s", "when the endpoint changed state, estimated: `seen_s` minus its distance for a segment it sent, plus it for one it received (docs/plots.md#tcp-states)";
+        /// The RFC 9293 event in words.
+        pub why: Option<&'static str>, "", "the RFC 9293 event, e.g. `active open`, `simultaneous close: received FIN`";
+        /// The endpoint's estimated distance from the capture point, s.
+        pub distance_s: Option<f64>, "s", "the endpoint's distance from the capture point: half its smallest half-loop; null when not measurable (taken as 0)";
+    }
 }
 
 /// The rows of connection id `conn`: each side's initial state, then its transitions.
@@ -140,7 +101,7 @@ mod tests {
         for r in rows {
             let v = serde_json::to_value(&r).unwrap();
             let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
-            assert_eq!(keys, crate::table::names(StateRow::FIELDS));
+            assert_eq!(keys, crate::table::names(<StateRow as crate::table::Table>::FIELDS));
         }
     }
 }
