@@ -12,6 +12,7 @@ mod delta;
 mod dict;
 pub mod out;
 mod plain;
+pub mod series;
 pub mod tables;
 
 pub use out::{Codec, Collect, FileOut, Format, OnThread, Out};

@@ -738,6 +738,60 @@ pub fn names(fields: &[Field]) -> Vec<&'static str> {
     fields.iter().map(|f| f.name).collect()
 }
 
+/// A table made whole before it is given out, of rows of one [`Record`] type (the series
+/// behind a plot, `plot::data`): its name among the others given with it, its fields and
+/// its rows, which a writer takes a row at a time into its [`Columns`] without knowing their
+/// type.
+pub struct Part {
+    /// Its name among the parts given together (`segments`, `acks`): a file's, a key's.
+    pub name: &'static str,
+    /// The table its rows are records of ([`Table::NAME`]: its fields' table in the docs).
+    pub table: &'static str,
+    /// Its fields, in column order.
+    pub fields: &'static [Field],
+    rows: Box<dyn Rows>,
+}
+
+/// The rows of a [`Part`], of a type the part no longer names.
+trait Rows: Send {
+    fn len(&self) -> usize;
+    fn put(&self, i: usize, c: &mut dyn Columns);
+}
+
+impl<R: Record + Send> Rows for Vec<R> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn put(&self, i: usize, c: &mut dyn Columns) {
+        self[i].put(c)
+    }
+}
+
+impl Part {
+    /// The part `name` of `rows`.
+    pub fn new<R: Record + Send + 'static>(name: &'static str, rows: Vec<R>) -> Part {
+        Part { name, table: R::NAME, fields: R::FIELDS, rows: Box::new(rows) }
+    }
+    /// How many rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+    /// Whether it has no row.
+    pub fn is_empty(&self) -> bool {
+        self.rows.len() == 0
+    }
+    /// Gives row `i`'s values to `c`, in the order of its fields.
+    pub fn put(&self, i: usize, c: &mut dyn Columns) {
+        self.rows.put(i, c)
+    }
+}
+
+impl std::fmt::Debug for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Part").field("name", &self.name).field("table", &self.table).field("rows", &self.len()).finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,6 +39,9 @@ fn sections() -> Vec<(&'static str, &'static [Field])> {
         (FileRow::NAME, FileRow::FIELDS),
         (ConnRow::NAME, ConnRow::FIELDS),
     ]
+    .into_iter()
+    .chain(tcpscope_core::plot::data::ALL.iter().copied())
+    .collect()
 }
 
 /// `text` with the section between `<!-- fields: NAME -->` and `<!-- /fields -->` replaced.

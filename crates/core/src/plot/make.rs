@@ -18,12 +18,13 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use super::{Figure, View, ladder::LadderView, rtt::RttView, tsg::TsgView};
+use super::{Figure, View, data, ladder::LadderView, rtt::RttView, tsg::TsgView};
 use crate::analysis::{Dir, Settings};
 use crate::capture::time::TimeSpec;
 use crate::pass::FileSummary;
 use crate::seq::{SeqNum, offset_from};
 use crate::series::{self, OneConnection, Origin, ack, burst, dupack, flight, ladder, rtt, ssize, states, tput, tsg};
+use crate::table::Part;
 
 /// What a plot of one connection draws (docs/plots.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -287,6 +288,43 @@ impl Request {
     pub fn svg(&self, files: &mut dyn FnMut(&FileSummary) -> io::Result<()>) -> Result<(String, Dir), PlotError> {
         let (fig, dir) = self.figure(files)?;
         Ok((super::svg::render_row(std::slice::from_ref(&fig), self.width, self.height), dir))
+    }
+
+    /// The series the plot is drawn from, as tables ([`super::data`]): every point of the
+    /// connection (the time and sequence limits, the size and the title are the drawing's, and
+    /// are not applied), and the direction they are of. The same pass as the figure's.
+    pub fn tables(&self, files: &mut dyn FnMut(&FileSummary) -> io::Result<()>) -> Result<(Vec<Part>, Dir), PlotError> {
+        self.check()?;
+        let w = self.window_s;
+        match self.kind {
+            Kind::Tsg => self.parts::<tsg::TsgSink>(files, data::tsg),
+            Kind::Rtt => self.parts::<rtt::RttSink>(files, data::rtt),
+            Kind::Tput => self.parts::<tput::TputSink>(files, |s| data::tput(s, w)),
+            Kind::Flight => self.parts::<flight::FlightSink>(files, data::flight),
+            Kind::Ssize => self.parts::<ssize::SsizeSink>(files, data::ssize),
+            Kind::Ack => self.parts::<ack::AckSink>(files, data::ack),
+            Kind::Burst | Kind::BurstCdf => self.parts::<burst::BurstSink>(files, data::burst),
+            Kind::Dupack => self.parts::<dupack::DupackSink>(files, |s| data::dupack(s, w)),
+            // Both directions: the sink ignores the direction.
+            Kind::Ladder => {
+                let (l, _, _) = self.series::<ladder::LadderSink>(Some(Dir::AtoB), files)?;
+                Ok((data::ladder(&l), Dir::AtoB))
+            }
+            Kind::States => {
+                let (s, _, _) = self.series::<states::StatesSink>(Some(Dir::AtoB), files)?;
+                Ok((data::states(&s), Dir::AtoB))
+            }
+        }
+    }
+
+    /// The tables `of` a series of one direction.
+    fn parts<M: OneConnection + Send>(
+        &self,
+        files: &mut dyn FnMut(&FileSummary) -> io::Result<()>,
+        of: impl Fn(&M::Series) -> Vec<Part>,
+    ) -> Result<(Vec<Part>, Dir), PlotError> {
+        let (s, _, dir) = self.series::<M>(self.dir, files)?;
+        Ok((of(&s), dir))
     }
 
     /// The limits of the time axis, as a [`View`].

@@ -9,7 +9,9 @@
 //! - [`svg::render`] writes SVG text; [`xplot::render`] writes tcptrace-compatible `.xpl`;
 //!   [`make::png`] (feature `png`) rasterises the SVG.
 //! - [`make::Request`] is one connection's plot from a trace, start to end (the pass, the
-//!   limits, the figure): what `tcpscope plot` and Python's `tcpscope.plot` call.
+//!   limits, the figure): what `tcpscope plot` and Python's `tcpscope.plot` call; or, by
+//!   [`make::Request::tables`], the series it is drawn from as tables ([`data`]: `plot --data`,
+//!   Python's `tcpscope.series`).
 //!
 //! Primitives carry the marks of xplot (tcptrace's viewer): lines, up and down arrowheads, up,
 //! down and horizontal ticks, diamonds, boxes and text placed above, below, left, right or
@@ -18,6 +20,7 @@
 pub mod ack;
 pub mod burst;
 pub mod chart;
+pub mod data;
 pub mod dupack;
 pub mod flight;
 pub mod ladder;

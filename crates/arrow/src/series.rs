@@ -1,0 +1,171 @@
+//! The series behind a plot as Arrow tables (core's `plot::data`: `tcpscope plot --data`,
+//! Python's `tcpscope.series`): each part one record batch of its fields' schema, or one file.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+use tcpscope_core::table::Part;
+
+use crate::columns::{RowError, TableBuilder, columns, decode};
+use crate::out::{Codec, FileOut, Format, Out};
+
+/// The rows of `part` in a table builder: its batch, text of a few values still coded.
+fn coded(part: &Part) -> Result<(TableBuilder, RecordBatch), RowError> {
+    let mut t = TableBuilder::new(columns(part.fields));
+    for i in 0..part.len() {
+        part.put(i, &mut t);
+        t.end_row()?;
+    }
+    let batch = t.finish()?;
+    Ok((t, batch))
+}
+
+/// `part` as one record batch of its fields' schema (every row: a series is held whole).
+pub fn batch(part: &Part) -> Result<RecordBatch, RowError> {
+    decode(&coded(part)?.1)
+}
+
+/// Writes each of `parts` to `dir` as `PREFIX-NAME.EXT` (`tsg-segments.parquet`); returns the
+/// files written, in order.
+pub fn write(parts: &[Part], dir: &Path, prefix: &str, format: Format, codec: Codec) -> io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).map_err(|e| io::Error::other(format!("{}: {e}", dir.display())))?;
+    let mut written = Vec::with_capacity(parts.len());
+    for part in parts {
+        let path = dir.join(format!("{prefix}-{}.{}", part.name, format.ext()));
+        let (t, batch) = coded(part)?;
+        let mut file = FileOut::with_codec(&path, format, codec, t.schema())?;
+        let at = |e: io::Error| io::Error::other(format!("{}: {e}", path.display()));
+        if batch.num_rows() > 0 {
+            file.write_coded(&batch).map_err(at)?;
+        }
+        file.finish().map_err(at)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type};
+    use tcpscope_core::analysis::Dir;
+    use tcpscope_core::plot::make::{Kind, Request};
+    use tcpscope_core::series::{self, tput::TputSink, tsg::TsgSink};
+
+    const TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap");
+
+    fn parts(kind: Kind) -> (Vec<Part>, Dir) {
+        Request::new(TRACE.into(), 1, kind).tables(&mut |_| Ok(())).unwrap()
+    }
+
+    /// The time-sequence tables hold the series' every point, field for field, in the schema
+    /// of their fields; the same series read back from each file format.
+    #[test]
+    fn tsg_tables_are_the_series_point_for_point() {
+        let (parts, dir) = parts(Kind::Tsg);
+        let (tsg, _) = series::from_file::<TsgSink>(TRACE.as_ref(), 0, dir, Default::default()).unwrap();
+        let tsg = tsg.unwrap();
+        let names: Vec<&str> = parts.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["segments", "acks", "sacks", "notes"]);
+        let lens = [tsg.segments.len(), tsg.acks.len(), tsg.sacks.len(), tsg.notes.len()];
+        assert_eq!(parts.iter().map(Part::len).collect::<Vec<_>>(), lens);
+        assert!(lens.iter().all(|&n| n > 0), "{lens:?}: loss-snd has each");
+        let segs = batch(&parts[0]).unwrap();
+        let col = |b: &RecordBatch, n: &str| b.column_by_name(n).unwrap().clone();
+        let seq = col(&segs, "seq");
+        let time = col(&segs, "time_s");
+        let kind = col(&segs, "kind");
+        let kind = kind.as_string::<i32>();
+        for (i, s) in tsg.segments.iter().enumerate() {
+            assert_eq!(seq.as_primitive::<Int64Type>().value(i), s.seq_off);
+            assert_eq!(time.as_primitive::<Float64Type>().value(i), s.t_ns as f64 / 1e9);
+            assert_eq!(kind.value(i), s.kind.name());
+        }
+        assert!(kind.iter().any(|k| k == Some("rexmit")));
+        let acks = batch(&parts[1]).unwrap();
+        let (ack, win, edge) = (col(&acks, "ack"), col(&acks, "win_bytes"), col(&acks, "edge"));
+        for i in 0..acks.num_rows() {
+            let [a, w, e] = [&ack, &win, &edge].map(|c| c.as_primitive::<Int64Type>().value(i));
+            assert_eq!((a, w), (tsg.acks[i].ack_off, tsg.acks[i].win_bytes as i64));
+            assert_eq!(e, a + w);
+        }
+        assert!(col(&segs, "dir").as_string::<i32>().iter().all(|d| d == Some(dir.name())));
+        assert!(col(&segs, "conn").as_primitive::<Int64Type>().iter().all(|c| c == Some(1)));
+
+        let out = std::env::temp_dir().join(format!("tcpscope-arrow-series-{}", std::process::id()));
+        for format in [Format::Parquet, Format::Arrow, Format::Csv] {
+            let files = write(&parts, &out, "tsg", format, Codec::default()).unwrap();
+            let want: Vec<_> = names.iter().map(|n| out.join(format!("tsg-{n}.{}", format.ext()))).collect();
+            assert_eq!(files, want);
+            if format == Format::Parquet {
+                let f = std::fs::File::open(&files[0]).unwrap();
+                let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
+                let back: Vec<RecordBatch> = r.build().unwrap().map(Result::unwrap).collect();
+                let back = arrow_select::concat::concat_batches(&back[0].schema(), &back).unwrap();
+                assert_eq!(back, segs);
+            }
+        }
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// The throughput rates are the series' own functions' points, the averages over the
+    /// window asked for (and the plot's own when not).
+    #[test]
+    fn tput_rates_are_the_series_lines() {
+        let req = Request { window_s: Some(0.25), ..Request::new(TRACE.into(), 1, Kind::Tput) };
+        let (parts, dir) = req.tables(&mut |_| Ok(())).unwrap();
+        let (t, _) = series::from_file::<TputSink>(TRACE.as_ref(), 0, dir, Default::default()).unwrap();
+        let t = t.unwrap();
+        let rates = batch(&parts[1]).unwrap();
+        let line = rates.column_by_name("line").unwrap().as_string::<i32>().clone();
+        let bps = rates.column_by_name("bps").unwrap().as_primitive::<Float64Type>().clone();
+        let window = rates.column_by_name("window_s").unwrap().as_primitive::<Float64Type>().clone();
+        let of = |name: &str| -> Vec<f64> {
+            (0..rates.num_rows()).filter(|&i| line.value(i) == name).map(|i| bps.value(i)).collect()
+        };
+        let want = |v: Vec<series::tput::RatePoint>| v.iter().map(|p| p.bps).collect::<Vec<_>>();
+        assert_eq!(of("instantaneous"), want(t.instantaneous(series::tput::Bytes::All)));
+        assert_eq!(of("average"), want(t.moving_average(series::tput::Bytes::All, 250_000_000)));
+        assert_eq!(of("goodput_average"), want(t.moving_average(series::tput::Bytes::New, 250_000_000)));
+        assert!(!of("average").is_empty());
+        for i in 0..rates.num_rows() {
+            let avg = line.value(i) != "instantaneous";
+            assert_eq!(window.is_valid(i), avg);
+            assert!(!avg || window.value(i) == 0.25);
+        }
+        assert_eq!(parts[0].len(), t.points.len());
+    }
+
+    /// Every kind gives its tables, each of its declared fields, with rows where loss-snd has
+    /// them; an unknown connection is the plot's error.
+    #[test]
+    fn every_kind_gives_its_tables() {
+        let want: &[(Kind, &[&str])] = &[
+            (Kind::Rtt, &["samples"]),
+            (Kind::Flight, &["points", "cwnd"]),
+            (Kind::Ssize, &["segments"]),
+            (Kind::Ack, &["delays"]),
+            (Kind::Burst, &["packets", "bins", "cdf"]),
+            (Kind::BurstCdf, &["packets", "bins", "cdf"]),
+            (Kind::Dupack, &["dupacks", "rexmits", "intervals"]),
+            (Kind::Ladder, &["segments"]),
+            (Kind::States, &["steps"]),
+        ];
+        for (kind, names) in want {
+            let (parts, _) = parts(*kind);
+            assert_eq!(parts.iter().map(|p| p.name).collect::<Vec<_>>(), *names, "{kind:?}");
+            for p in &parts {
+                let b = batch(p).unwrap();
+                assert_eq!(b.num_rows(), p.len());
+                let cols: Vec<String> = b.schema().fields().iter().map(|f| f.name().clone()).collect();
+                assert_eq!(cols, tcpscope_core::table::names(p.fields), "{kind:?} {}", p.name);
+                assert!(!p.is_empty(), "{kind:?} {}: no rows", p.name);
+            }
+        }
+        let err = Request::new(TRACE.into(), 99, Kind::Tsg).tables(&mut |_| Ok(())).unwrap_err();
+        assert!(err.to_string().contains("no connection 99"), "{err}");
+    }
+}

@@ -1,0 +1,684 @@
+//! The series behind each plot as tables (`tcpscope plot --data`, Python's `tcpscope.series`;
+//! docs/json.md#the-series-behind-the-plots-plot---data-tcpscopeseries): the points a plot is drawn from, every one (no
+//! pixel columns, no time or sequence limits), in the units of the other tables (seconds
+//! since the connection's first packet, relative sequence numbers, bytes, bits/s, ms).
+//!
+//! Each plot kind gives one or more [`Part`]s, each of rows of one record declared here, whose
+//! fields are their documentation (the field tables of docs/json.md are made from them). Every
+//! row starts with `conn` (1-based) and `dir`: the direction whose data the plot shows (the
+//! ladder's: each row's own). The state diagram's are `tcpscope states`' rows.
+
+use crate::analysis::{Dir, RttKind};
+use crate::export::packet::{FlagLetters, flag_letters};
+use crate::series::ack::AckSeries;
+use crate::series::burst::BurstSeries;
+use crate::series::dupack::DupackSeries;
+use crate::series::flight::{BytesPoint, FlightSeries};
+use crate::series::ladder::Ladder;
+use crate::series::rtt::RttSeries;
+use crate::series::ssize::SsizeSeries;
+use crate::series::states::States;
+use crate::series::tput::{Bytes, RatePoint, TputSeries};
+use crate::series::tsg::Tsg;
+use crate::table::{Name, Part, record};
+
+/// Seconds of `ns`.
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// Milliseconds of `ns`.
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+record! {
+    /// A packet of the plotted direction on the time-sequence plot.
+    #[derive(Clone, Debug)]
+    pub struct TsgSegment = "tsg_segments", TsgSegmentColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Frame.
+        pub frame: u64, "", "frame number (in its file)";
+        /// Relative sequence number.
+        pub seq: i64, "", "relative sequence number of its first sequence byte (a SYN's is -1)";
+        /// Payload.
+        pub len: u32, "bytes", "payload bytes";
+        /// Its class on the plot.
+        pub kind: Name, "", "`new`, `rexmit` (sequence bytes seen before), `ooo` (filled a hole) or `probe` (zero-window probe), as the plot colours it";
+        /// Flags.
+        pub flags: FlagLetters, "", "flag letters, as `print` writes them";
+        /// A keep-alive.
+        pub keep_alive: bool, "", "a keep-alive";
+    }
+}
+
+record! {
+    /// A packet with ACK of the returning direction: the ack and window lines.
+    #[derive(Clone, Debug)]
+    pub struct TsgAck = "tsg_acks", TsgAckColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted (the ACKs come from the other)";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Frame.
+        pub frame: u64, "", "frame number (in its file)";
+        /// Relative ack.
+        pub ack: i64, "", "relative acknowledgment number (the ack line)";
+        /// Window.
+        pub win_bytes: u64, "bytes", "advertised window, scaled when the scale is known";
+        /// Right edge.
+        pub edge: i64, "", "`ack` + `win_bytes`: the window line";
+        /// Steps up.
+        pub advances: bool, "", "the ack is above every earlier one (the ack line steps up)";
+        /// Repeats.
+        pub repeats: bool, "", "the ack does not advance (the plot's down tick; not only duplicate ACKs)";
+        /// Window edge repeats.
+        pub edge_repeats: bool, "", "the window's right edge is the previous ACK's (the plot's up tick)";
+        /// Flags.
+        pub flags: FlagLetters, "", "flag letters of the acknowledging packet";
+    }
+}
+
+record! {
+    /// A SACK block of the returning direction.
+    #[derive(Clone, Debug)]
+    pub struct TsgSack = "tsg_sacks", TsgSackColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted (the blocks come from the other)";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Frame.
+        pub frame: u64, "", "frame number of the packet carrying it";
+        /// Left edge.
+        pub left: i64, "", "relative sequence number of its left edge";
+        /// Right edge.
+        pub right: i64, "", "relative sequence number of its right edge (exclusive)";
+        /// D-SACK.
+        pub dsack: bool, "", "a D-SACK (RFC 2883): bytes received twice";
+    }
+}
+
+record! {
+    /// A note written on the time-sequence plot.
+    #[derive(Clone, Debug)]
+    pub struct TsgNote = "tsg_notes", TsgNoteColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Frame.
+        pub frame: u64, "", "frame number of the packet it is about";
+        /// Height.
+        pub seq: i64, "", "where on the sequence axis (relative)";
+        /// Text.
+        pub note: Name, "", "the text drawn: `SYN`, `R SYN`, `FIN`, `R FIN` (R: retransmitted), `RST_OUT`, `RST_IN`, `U` (URG), `ECE`, `CWR`, `Z` (zero window), `3` (third duplicate ACK)";
+    }
+}
+
+record! {
+    /// An RTT sample.
+    #[derive(Clone, Debug)]
+    pub struct RttSample = "rtt_samples", RttSampleColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction whose data was timed";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet: the acknowledging packet";
+        /// The sample.
+        pub rtt_ms: f64, "ms", "the sample";
+        /// Its kind.
+        pub kind: Name, "", "`karn` or `timestamp` (as the `rtt` table)";
+        /// Frame.
+        pub frame: u64, "", "frame number of the acknowledging packet";
+    }
+}
+
+record! {
+    /// A data packet, as the throughput plot counts it.
+    #[derive(Clone, Debug)]
+    pub struct TputPacket = "tput_packets", TputPacketColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Frame.
+        pub frame: u64, "", "frame number (in its file)";
+        /// Payload.
+        pub bytes: u32, "bytes", "payload bytes (throughput counts them)";
+        /// New payload.
+        pub new_bytes: u32, "bytes", "payload bytes not sent before (goodput counts them)";
+        /// A retransmission.
+        pub rexmit: bool, "", "it carried sequence bytes seen before";
+    }
+}
+
+record! {
+    /// A point of one of the throughput plot's lines.
+    #[derive(Clone, Debug)]
+    pub struct TputRate = "tput_rates", TputRateColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
+        /// Which line.
+        pub line: Name, "", "`instantaneous` (each data packet's bytes over the time since the previous one), `average` (bytes sent in the moving window before each packet entered or left it, over the window) or `goodput_average` (the same of new bytes)";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Rate.
+        pub bps: f64, "bit/s", "the rate (the plot rounds the averages to whole bits/s; not here)";
+        /// Frame.
+        pub frame: u64, "", "frame of the packet the value belongs to (for an average: the packet that entered or left the window)";
+        /// Window.
+        pub window_s: Option<f64>, "s", "the moving window (the plot's: `--window`, or chosen from the duration and the lowest RTT); null on `instantaneous`";
+    }
+}
+
+record! {
+    /// A point of the in-flight plot's bytes in flight or advertised window.
+    #[derive(Clone, Debug)]
+    pub struct FlightPoint = "flight_points", FlightPointColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
+        /// Which line.
+        pub line: Name, "", "`in_flight` (bytes in flight after each data packet, once the peer acknowledged something) or `window` (the window each ACK of the peer advertised)";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Frame.
+        pub frame: u64, "", "frame number of the packet it comes from";
+        /// Bytes.
+        pub bytes: u64, "bytes", "bytes in flight, or the advertised window";
+        /// Whether windows are scaled.
+        pub window_scaled: bool, "", "the peer's window scale was known: windows in bytes (false: the raw field, too small by an unknown factor if the connection scaled)";
+    }
+}
+
+record! {
+    /// A round trip in which the congestion window could be told.
+    #[derive(Clone, Debug)]
+    pub struct CwndRound = "flight_cwnd", CwndRoundColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
+        /// Start.
+        pub start_s: f64, "s", "since the connection's first packet: the round's first data packet, or the ACK that ended the round before";
+        /// End.
+        pub end_s: f64, "s", "the ACK that ended it";
+        /// Frame.
+        pub frame: u64, "", "frame number of that ACK";
+        /// Estimate.
+        pub bytes: u64, "bytes", "the largest flight in the round: the congestion-window estimate ([plots.md](plots.md#bytes-in-flight-flight))";
+        /// Packets.
+        pub packets: u32, "", "data packets sent in the round";
+    }
+}
+
+record! {
+    /// A data packet's size.
+    #[derive(Clone, Debug)]
+    pub struct SsizePoint = "ssize_segments", SsizePointColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Frame.
+        pub frame: u64, "", "frame number (in its file)";
+        /// Payload.
+        pub len: u32, "bytes", "payload bytes";
+        /// Its class.
+        pub kind: Name, "", "`new`, `rexmit`, `ooo` or `probe`, as on the time-sequence plot";
+        /// The receiver's MSS.
+        pub peer_mss: Option<u16>, "bytes", "the MSS option of the receiving side's SYN (the plot's line); null without one";
+    }
+}
+
+record! {
+    /// An acknowledgment whose delay was measured.
+    #[derive(Clone, Debug)]
+    pub struct AckDelay = "ack_delays", AckDelayColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction whose data was acknowledged";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet: the acknowledging packet";
+        /// Delay.
+        pub delay_ms: f64, "ms", "the receiver's delay: the capture point's half-loop taken off ([statistics.md](statistics.md#acknowledgment-strategy))";
+        /// Class.
+        pub kind: Name, "", "`quick`, `delayed`, `untimed`, `piggybacked`, `pair` or `stretch`";
+        /// Frame.
+        pub frame: u64, "", "frame number of the acknowledging packet";
+    }
+}
+
+record! {
+    /// A data packet after the direction's first, with its instantaneous rate.
+    #[derive(Clone, Debug)]
+    pub struct BurstPacket = "burst_packets", BurstPacketColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Frame.
+        pub frame: u64, "", "frame number (in its file)";
+        /// Payload.
+        pub bytes: u32, "bytes", "payload bytes";
+        /// Gap.
+        pub gap_ms: f64, "ms", "time since the previous data packet";
+        /// Rate.
+        pub rate_bps: f64, "bit/s", "its instantaneous rate: its bits over the gap (at least 1 µs)";
+    }
+}
+
+record! {
+    /// A bin of the burstiness plot's histogram.
+    #[derive(Clone, Debug)]
+    pub struct BurstBin = "burst_bins", BurstBinColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
+        /// Lower edge.
+        pub lo_bps: f64, "bit/s", "lower edge (10 bins a decade, as the plot)";
+        /// Upper edge.
+        pub hi_bps: f64, "bit/s", "upper edge";
+        /// Bytes.
+        pub bytes: u64, "bytes", "payload bytes of the packets with a rate in the bin";
+    }
+}
+
+record! {
+    /// A step of the burstiness CDF.
+    #[derive(Clone, Debug)]
+    pub struct BurstCdf = "burst_cdf", BurstCdfColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
+        /// Rate.
+        pub rate_bps: f64, "bit/s", "a rate some packet was sent at";
+        /// Bytes.
+        pub bytes: u64, "bytes", "payload bytes sent at that rate or below";
+    }
+}
+
+record! {
+    /// A duplicate ACK.
+    #[derive(Clone, Debug)]
+    pub struct DupAck = "dupack_dupacks", DupAckColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction of the data (the duplicate ACKs come from the other)";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Frame.
+        pub frame: u64, "", "frame number (in its file)";
+        /// The repeated ack.
+        pub ack: i64, "", "the repeated relative acknowledgment number";
+        /// Which duplicate.
+        pub n: u32, "", "which duplicate of that ack (1 the first, 3 the third)";
+    }
+}
+
+record! {
+    /// A retransmitted packet.
+    #[derive(Clone, Debug)]
+    pub struct DupackRexmit = "dupack_rexmits", DupackRexmitColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction of the data";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Frame.
+        pub frame: u64, "", "frame number (in its file)";
+        /// Sequence.
+        pub seq: i64, "", "relative sequence number of its first sequence byte";
+        /// Bytes.
+        pub bytes: u32, "bytes", "retransmitted payload bytes";
+    }
+}
+
+record! {
+    /// The counts of one interval of the duplicate-ACK plot.
+    #[derive(Clone, Debug)]
+    pub struct DupackInterval = "dupack_intervals", DupackIntervalColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Direction of the data.
+        pub dir: Name, "", "`a2b` or `b2a`: the direction of the data";
+        /// Start.
+        pub start_s: f64, "s", "since the connection's first packet";
+        /// Length.
+        pub interval_s: f64, "s", "the interval (the plot's: `--window`, or a round hundredth of the connection's duration)";
+        /// Duplicate ACKs.
+        pub dupacks: u32, "", "duplicate ACKs in it";
+        /// Retransmissions.
+        pub rexmits: u32, "", "retransmitted packets in it";
+    }
+}
+
+record! {
+    /// A segment of the ladder (timing chart), either direction.
+    #[derive(Clone, Debug)]
+    pub struct LadderRow = "ladder_segments", LadderRowColumns {
+        /// Connection id.
+        pub conn: usize, "", "connection id (1-based)";
+        /// Its direction.
+        pub dir: Name, "", "`a2b` or `b2a`: this segment's direction";
+        /// Time.
+        pub time_s: f64, "s", "since the connection's first packet";
+        /// Frame.
+        pub frame: u64, "", "frame number (in its file)";
+        /// Flags.
+        pub flags: FlagLetters, "", "flag letters, as `print` writes them";
+        /// Wire sequence number.
+        pub seq_raw: u32, "", "the sequence number on the wire";
+        /// Relative sequence number.
+        pub seq: i64, "", "relative sequence number of its first sequence byte (a SYN's is -1)";
+        /// Relative ack.
+        pub ack: Option<i64>, "", "relative acknowledgment number (the peer's space); null when the ACK flag is off";
+        /// Window.
+        pub win_bytes: u64, "bytes", "advertised window, scaled when the scale is known";
+        /// Payload.
+        pub len: u32, "bytes", "payload bytes";
+        /// Retransmission.
+        pub rexmit: bool, "", "it resent sequence space already seen";
+        /// The arrow's label.
+        pub label: String, "", "the arrow's label on the ladder (flags, range, ack, window, length, options)";
+    }
+}
+
+fn dir(d: Dir) -> Name {
+    Name(d.name())
+}
+
+/// The time-sequence plot's series: `segments`, `acks`, `sacks`, `notes`.
+pub fn tsg(s: &Tsg) -> Vec<Part> {
+    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let segments = s.segments.iter().map(|p| TsgSegment {
+        conn,
+        dir: d,
+        time_s: secs(p.t_ns),
+        frame: p.frame,
+        seq: p.seq_off,
+        len: p.len,
+        kind: Name(p.kind.name()),
+        flags: flag_letters(p.flags),
+        keep_alive: p.keepalive,
+    });
+    let acks = s.acks.iter().map(|a| TsgAck {
+        conn,
+        dir: d,
+        time_s: secs(a.t_ns),
+        frame: a.frame,
+        ack: a.ack_off,
+        win_bytes: a.win_bytes,
+        edge: a.ack_off.saturating_add_unsigned(a.win_bytes),
+        advances: a.advances,
+        repeats: a.repeats,
+        edge_repeats: a.edge_repeats,
+        flags: flag_letters(a.flags),
+    });
+    let sacks = s.sacks.iter().map(|b| TsgSack {
+        conn,
+        dir: d,
+        time_s: secs(b.t_ns),
+        frame: b.frame,
+        left: b.from,
+        right: b.to,
+        dsack: b.dsack,
+    });
+    let notes = s.notes.iter().map(|n| TsgNote {
+        conn,
+        dir: d,
+        time_s: secs(n.t_ns),
+        frame: n.frame,
+        seq: n.y,
+        note: Name(n.kind.label()),
+    });
+    vec![
+        Part::new("segments", segments.collect()),
+        Part::new("acks", acks.collect()),
+        Part::new("sacks", sacks.collect()),
+        Part::new("notes", notes.collect()),
+    ]
+}
+
+/// The RTT plot's series: `samples`.
+pub fn rtt(s: &RttSeries) -> Vec<Part> {
+    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let samples = s.points.iter().map(|p| RttSample {
+        conn,
+        dir: d,
+        time_s: secs(p.t_ns),
+        rtt_ms: ms(p.rtt_ns),
+        kind: Name(match p.kind {
+            RttKind::Karn => "karn",
+            RttKind::Timestamp => "timestamp",
+        }),
+        frame: p.frame,
+    });
+    vec![Part::new("samples", samples.collect())]
+}
+
+/// The throughput plot's series: `packets` and `rates`, the averages over `window_s` (the
+/// plot's window, [`super::tput::default_window_s`] when `None`).
+pub fn tput(s: &TputSeries, window_s: Option<f64>) -> Vec<Part> {
+    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let packets = s.points.iter().map(|p| TputPacket {
+        conn,
+        dir: d,
+        time_s: secs(p.t_ns),
+        frame: p.frame,
+        bytes: p.bytes,
+        new_bytes: p.new_bytes,
+        rexmit: p.rexmit,
+    });
+    let window_s = window_s
+        .filter(|w| *w > 0.0)
+        .unwrap_or_else(|| super::tput::default_window_s(secs(s.last_ns), s.rtt_min_ns.map(secs)));
+    let window_ns = (window_s * 1e9).round().max(1.0) as u64;
+    let line = |name: &'static str, points: Vec<RatePoint>, w: Option<f64>| {
+        points.into_iter().map(move |p| TputRate {
+            conn,
+            dir: d,
+            line: Name(name),
+            time_s: secs(p.t_ns),
+            bps: p.bps,
+            frame: p.frame,
+            window_s: w,
+        })
+    };
+    let rates = line("instantaneous", s.instantaneous(Bytes::All), None)
+        .chain(line("average", s.moving_average(Bytes::All, window_ns), Some(window_s)))
+        .chain(line("goodput_average", s.moving_average(Bytes::New, window_ns), Some(window_s)));
+    vec![Part::new("packets", packets.collect()), Part::new("rates", rates.collect())]
+}
+
+/// The in-flight plot's series: `points` (bytes in flight, advertised window) and `cwnd`.
+pub fn flight(s: &FlightSeries) -> Vec<Part> {
+    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let line = |name: &'static str, points: &[BytesPoint]| {
+        points
+            .iter()
+            .map(|p| FlightPoint {
+                conn,
+                dir: d,
+                line: Name(name),
+                time_s: secs(p.t_ns),
+                frame: p.frame,
+                bytes: p.bytes,
+                window_scaled: s.rwnd_scaled,
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut points = line("in_flight", &s.flight);
+    points.extend(line("window", &s.rwnd));
+    let cwnd = s.cwnd.iter().map(|r| CwndRound {
+        conn,
+        dir: d,
+        start_s: secs(r.start_ns),
+        end_s: secs(r.end_ns),
+        frame: r.frame,
+        bytes: r.bytes,
+        packets: r.packets,
+    });
+    vec![Part::new("points", points), Part::new("cwnd", cwnd.collect())]
+}
+
+/// The segment-size plot's series: `segments`.
+pub fn ssize(s: &SsizeSeries) -> Vec<Part> {
+    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let segments = s.points.iter().map(|p| SsizePoint {
+        conn,
+        dir: d,
+        time_s: secs(p.t_ns),
+        frame: p.frame,
+        len: p.len,
+        kind: Name(p.kind.name()),
+        peer_mss: s.peer_mss,
+    });
+    vec![Part::new("segments", segments.collect())]
+}
+
+/// The ACK-delay plot's series: `delays`.
+pub fn ack(s: &AckSeries) -> Vec<Part> {
+    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let delays = s.points.iter().map(|p| AckDelay {
+        conn,
+        dir: d,
+        time_s: secs(p.t_ns),
+        delay_ms: ms(p.delay_ns),
+        kind: Name(p.kind.name()),
+        frame: p.frame,
+    });
+    vec![Part::new("delays", delays.collect())]
+}
+
+/// The burstiness plots' series: `packets`, `bins` (the histogram's) and `cdf`.
+pub fn burst(s: &BurstSeries) -> Vec<Part> {
+    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let packets = s.points.iter().map(|p| BurstPacket {
+        conn,
+        dir: d,
+        time_s: secs(p.t_ns),
+        frame: p.frame,
+        bytes: p.bytes,
+        gap_ms: ms(p.gap_ns),
+        rate_bps: p.rate_bps,
+    });
+    let bins = s.histogram(super::burst::BINS_PER_DECADE).into_iter().map(|b| BurstBin {
+        conn,
+        dir: d,
+        lo_bps: b.lo_bps,
+        hi_bps: b.hi_bps,
+        bytes: b.bytes,
+    });
+    let cdf = s.cdf().into_iter().map(|(rate_bps, bytes)| BurstCdf { conn, dir: d, rate_bps, bytes });
+    vec![Part::new("packets", packets.collect()), Part::new("bins", bins.collect()), Part::new("cdf", cdf.collect())]
+}
+
+/// The duplicate-ACK plot's series: `dupacks`, `rexmits` and `intervals` (of `interval_s`,
+/// the plot's: [`super::dupack::default_interval`] of the duration when `None`).
+pub fn dupack(s: &DupackSeries, interval_s: Option<f64>) -> Vec<Part> {
+    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let dupacks =
+        s.dupacks.iter().map(|p| DupAck { conn, dir: d, time_s: secs(p.t_ns), frame: p.frame, ack: p.ack_off, n: p.n });
+    let rexmits = s.rexmits.iter().map(|p| DupackRexmit {
+        conn,
+        dir: d,
+        time_s: secs(p.t_ns),
+        frame: p.frame,
+        seq: p.seq_off,
+        bytes: p.bytes,
+    });
+    let span = secs(s.last_ns).max(1e-3);
+    let iv = interval_s.filter(|w| *w > 0.0).unwrap_or_else(|| super::dupack::default_interval(span));
+    let iv_ns = (iv * 1e9).round().max(1.0) as u64;
+    let intervals = s.per_interval(iv_ns).into_iter().enumerate().map(|(k, (dupacks, rexmits))| DupackInterval {
+        conn,
+        dir: d,
+        start_s: k as f64 * iv,
+        interval_s: iv,
+        dupacks,
+        rexmits,
+    });
+    vec![
+        Part::new("dupacks", dupacks.collect()),
+        Part::new("rexmits", rexmits.collect()),
+        Part::new("intervals", intervals.collect()),
+    ]
+}
+
+/// The ladder's series: `segments` (both directions).
+pub fn ladder(l: &Ladder) -> Vec<Part> {
+    let conn = l.conn + 1;
+    let segments = l.segs.iter().map(|s| LadderRow {
+        conn,
+        dir: dir(s.dir),
+        time_s: s.t,
+        frame: s.frame,
+        flags: flag_letters(s.flags),
+        seq_raw: s.seq,
+        seq: s.seq_off,
+        ack: s.ack_off,
+        win_bytes: s.win,
+        len: s.len,
+        rexmit: s.rexmit,
+        label: s.label(),
+    });
+    vec![Part::new("segments", segments.collect())]
+}
+
+/// The state diagram's series: `steps`, each endpoint's initial state and transitions (the
+/// rows of `tcpscope states`).
+pub fn states(s: &States) -> Vec<Part> {
+    vec![Part::new("steps", crate::export::states::rows(s, s.conn + 1))]
+}
+
+/// Every table of this module: `(table, fields)`, for the docs' field lists.
+pub const ALL: &[(&str, &[crate::table::Field])] = {
+    use crate::table::Table;
+    &[
+        (TsgSegment::NAME, TsgSegment::FIELDS),
+        (TsgAck::NAME, TsgAck::FIELDS),
+        (TsgSack::NAME, TsgSack::FIELDS),
+        (TsgNote::NAME, TsgNote::FIELDS),
+        (RttSample::NAME, RttSample::FIELDS),
+        (TputPacket::NAME, TputPacket::FIELDS),
+        (TputRate::NAME, TputRate::FIELDS),
+        (FlightPoint::NAME, FlightPoint::FIELDS),
+        (CwndRound::NAME, CwndRound::FIELDS),
+        (SsizePoint::NAME, SsizePoint::FIELDS),
+        (AckDelay::NAME, AckDelay::FIELDS),
+        (BurstPacket::NAME, BurstPacket::FIELDS),
+        (BurstBin::NAME, BurstBin::FIELDS),
+        (BurstCdf::NAME, BurstCdf::FIELDS),
+        (DupAck::NAME, DupAck::FIELDS),
+        (DupackRexmit::NAME, DupackRexmit::FIELDS),
+        (DupackInterval::NAME, DupackInterval::FIELDS),
+        (LadderRow::NAME, LadderRow::FIELDS),
+    ]
+};
