@@ -327,6 +327,15 @@ pub struct PlotArgs {
     /// With --with: one file per connection (FILE-1.svg, FILE-2.svg, ...) instead of one image.
     #[arg(long, requires = "with")]
     pub separate: bool,
+    /// Write the series the plot is drawn from into DIR instead of drawing it: one table per
+    /// part, `KIND-PART.FORMAT` (docs/json.md, "The series behind the plots"). Every point of
+    /// the connection: --from/--to, --seq-from/--seq-to and the size apply to drawings only.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "with", "xpl_aggregate"])]
+    pub data: Option<PathBuf>,
+    /// With --data: parquet, arrow (Arrow IPC file) or csv.
+    #[arg(long, value_name = "FORMAT", default_value = "parquet", requires = "data",
+          value_parser = crate::export::parse_format)]
+    pub data_format: tcpscope_arrow::Format,
     #[command(flatten)]
     pub zone: ZoneArgs,
     /// Do not list the damaged stretches of a capture on stderr (errors are still said).

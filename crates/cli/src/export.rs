@@ -37,7 +37,7 @@ pub struct ExportArgs {
     pub rules: Option<PathBuf>,
 }
 
-fn parse_format(s: &str) -> Result<Format, String> {
+pub(crate) fn parse_format(s: &str) -> Result<Format, String> {
     Format::parse(s).ok_or_else(|| format!("unknown format {s:?} (parquet, arrow, csv)"))
 }
 

@@ -81,12 +81,18 @@ fn kind_of(k: KindArg) -> io::Result<Kind> {
 
 pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
     if tcpscope_monitor::tsm::is_recording(&args.trace) {
+        if args.data.is_some() {
+            return Err(io::Error::other("--data writes the series of a capture's plots, not of a recording's"));
+        }
         return crate::monitor::plot(args);
     }
     let dir = args.dir.map(dir_of);
     let mut targets = vec![Target { trace: args.trace.clone(), conn: args.conn, dir }];
     // The flags, checked before any trace is read.
     request(args, &targets[0])?.check().map_err(error)?;
+    if let Some(dir) = &args.data {
+        return data(args, &targets[0], dir);
+    }
     for w in &args.with {
         targets.push(parse_with(w, dir)?);
     }
@@ -193,12 +199,26 @@ fn error(e: PlotError) -> io::Error {
     }
 }
 
+/// `--data DIR`: the series of one connection's plot as tables, a file each.
+fn data(args: &PlotArgs, t: &Target, dir: &Path) -> io::Result<ExitCode> {
+    let (parts, _) = request(args, t)?.tables(&mut said(args)).map_err(error)?;
+    let files = tcpscope_arrow::series::write(&parts, dir, kind_name(args.kind), args.data_format, Default::default())?;
+    for (f, p) in files.iter().zip(&parts) {
+        writeln!(io::stderr(), "tcpscope: wrote {} ({} rows)", f.display(), p.len())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Says the files' damage on stderr, as each is read.
+fn said(args: &PlotArgs) -> impl FnMut(&tcpscope_core::pass::FileSummary) -> io::Result<()> {
+    move |f| {
+        crate::run::say_files(std::slice::from_ref(f), args.quiet)?;
+        crate::quality::warn(std::slice::from_ref(f), &[], args.quiet)
+    }
+}
+
 /// Runs the pass for one connection and builds its figure (core's [`Request`]), saying the
 /// files' damage on stderr. Returns the direction drawn.
 fn figure(args: &PlotArgs, t: &Target, columns: Option<u32>) -> io::Result<(Figure, Dir)> {
-    let said = &mut |f: &tcpscope_core::pass::FileSummary| {
-        crate::run::say_files(std::slice::from_ref(f), args.quiet)?;
-        crate::quality::warn(std::slice::from_ref(f), &[], args.quiet)
-    };
-    request(args, t)?.figure_in(columns, said).map_err(error)
+    request(args, t)?.figure_in(columns, &mut said(args)).map_err(error)
 }
