@@ -268,16 +268,8 @@ fn plot(
     window: Option<f64>,
     format: &str,
 ) -> PyResult<(Py<PyBytes>, Vec<String>)> {
-    let kind = Kind::parse(kind).ok_or_else(|| {
-        let all: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
-        PyValueError::new_err(format!("unknown plot kind {kind:?} ({})", all.join(", ")))
-    })?;
-    let dir = match dir {
-        None => None,
-        Some("a2b") => Some(Dir::AtoB),
-        Some("b2a") => Some(Dir::BtoA),
-        Some(d) => return Err(PyValueError::new_err(format!("dir {d:?}: a2b or b2a"))),
-    };
+    let kind = kind_of(kind)?;
+    let dir = dir_of(dir)?;
     if !matches!(format, "svg" | "png") {
         return Err(PyValueError::new_err(format!("format {format:?}: svg or png")));
     }
@@ -308,16 +300,73 @@ fn plot(
         no_fonts = png.no_fonts;
         Ok(png.bytes)
     });
-    let bytes = made.map_err(|e| match e {
-        PlotError::Usage(m) => PyValueError::new_err(m),
-        PlotError::Input(m) => TcpscopeError::new_err(m),
-        PlotError::Io(e) => PyException::new_err(e.to_string()),
-    })?;
+    let bytes = made.map_err(plot_error)?;
     let mut warnings = outcome(&[], &files)?;
     if no_fonts {
         warnings.push("no fonts found on this system: the PNG has no text".to_string());
     }
     Ok((PyBytes::new(py, &bytes).unbind(), warnings))
+}
+
+/// The series one connection's plot is drawn from (core's [`Request::tables`], as `tcpscope
+/// plot --data` writes them): each part's name and table, the direction, and the warnings.
+#[pyfunction]
+#[pyo3(signature = (path, conn, kind, dir=None, wscale=None, window=None))]
+#[allow(clippy::type_complexity)]
+fn series(
+    py: Python<'_>,
+    path: PathBuf,
+    conn: usize,
+    kind: &str,
+    dir: Option<&str>,
+    wscale: Option<u8>,
+    window: Option<f64>,
+) -> PyResult<(Vec<(String, PyArrowType<Table>)>, String, Vec<String>)> {
+    let req = Request { dir: dir_of(dir)?, wscale, window_s: window, ..Request::new(path, conn, kind_of(kind)?) };
+    let mut files = Vec::new();
+    let made = py.detach(|| {
+        req.tables(&mut |f| {
+            files.push(f.clone());
+            Ok(())
+        })
+    });
+    let (parts, dir) = made.map_err(plot_error)?;
+    let mut out = Vec::with_capacity(parts.len());
+    for p in &parts {
+        let batch = tcpscope_arrow::series::batch(p).map_err(|e| PyException::new_err(e.to_string()))?;
+        let table = Table::try_new(vec![batch], schema(&tcpscope_arrow::columns::columns(p.fields)))
+            .map_err(|e| PyException::new_err(e.to_string()))?;
+        out.push((p.name.to_string(), PyArrowType(table)));
+    }
+    Ok((out, dir.name().to_string(), outcome(&[], &files)?))
+}
+
+/// The plot kind named `kind`.
+fn kind_of(kind: &str) -> PyResult<Kind> {
+    Kind::parse(kind).ok_or_else(|| {
+        let all: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        PyValueError::new_err(format!("unknown plot kind {kind:?} ({})", all.join(", ")))
+    })
+}
+
+/// The direction named `dir` (`None`: the plot chooses).
+fn dir_of(dir: Option<&str>) -> PyResult<Option<Dir>> {
+    match dir {
+        None => Ok(None),
+        Some("a2b") => Ok(Some(Dir::AtoB)),
+        Some("b2a") => Ok(Some(Dir::BtoA)),
+        Some(d) => Err(PyValueError::new_err(format!("dir {d:?}: a2b or b2a"))),
+    }
+}
+
+/// A plot's error as Python's: a bad request a `ValueError`, an unreadable trace a
+/// [`TcpscopeError`].
+fn plot_error(e: PlotError) -> PyErr {
+    match e {
+        PlotError::Usage(m) => PyValueError::new_err(m),
+        PlotError::Input(m) => TcpscopeError::new_err(m),
+        PlotError::Io(e) => PyException::new_err(e.to_string()),
+    }
 }
 
 /// The columns of each table, in order (the stable schema).
@@ -338,6 +387,7 @@ fn table_schema(table: &str) -> PyResult<PyArrowType<arrow_schema::Schema>> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(screen, m)?)?;
+    m.add_function(wrap_pyfunction!(series, m)?)?;
     m.add_function(wrap_pyfunction!(plot, m)?)?;
     m.add_function(wrap_pyfunction!(columns, m)?)?;
     m.add_function(wrap_pyfunction!(table_schema, m)?)?;

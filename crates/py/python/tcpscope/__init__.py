@@ -25,7 +25,19 @@ import pyarrow
 from . import _native
 from ._native import TcpscopeError
 
-__all__ = ["PLOT_KINDS", "TABLES", "Options", "Plot", "TcpscopeError", "columns", "plot", "read", "schema", "screen"]
+__all__ = [
+    "PLOT_KINDS",
+    "TABLES",
+    "Options",
+    "Plot",
+    "TcpscopeError",
+    "columns",
+    "plot",
+    "read",
+    "schema",
+    "screen",
+    "series",
+]
 
 #: Every table ``read`` can give, in order.
 TABLES: tuple = tuple(_native.TABLES)
@@ -216,6 +228,49 @@ def plot(
     )
     _warn(warns)
     return Plot(data, format)
+
+
+def series(
+    path: Union[str, "os.PathLike[str]"],
+    conn: int,
+    kind: str = "tsg",
+    *,
+    dir: Optional[str] = None,
+    wscale: Optional[int] = None,
+    window: Optional[float] = None,
+) -> dict:
+    """The series a plot of one connection is drawn from, as tables (``tcpscope plot --data``).
+
+    Every point of the connection, in the units of ``read``'s tables (seconds since the
+    connection's first packet, relative sequence numbers, bytes, bits/s, ms): to draw it
+    your own way, or to compute on it.
+
+    Args:
+        path: a capture file or a ring directory (read whole, as one trace).
+        conn: connection id, 1-based, as ``tcpscope conns`` numbers them.
+        kind: which plot's series (``tcpscope.PLOT_KINDS``). The tables of each:
+            ``tsg``: ``segments``, ``acks``, ``sacks``, ``notes``; ``rtt``: ``samples``;
+            ``tput``: ``packets``, ``rates``; ``flight``: ``points``, ``cwnd``; ``ssize``:
+            ``segments``; ``ack``: ``delays``; ``burst`` and ``burst-cdf``: ``packets``,
+            ``bins``, ``cdf``; ``dupack``: ``dupacks``, ``rexmits``, ``intervals``;
+            ``ladder``: ``segments``; ``states``: ``steps``. Columns:
+            docs/json.md, "The series behind the plots".
+        dir: ``"a2b"`` or ``"b2a"``: whose data (default: the direction that sent the most
+            payload bytes; every table's ``dir`` column says which).
+        wscale: window scale to assume when the handshake was not captured.
+        window: ``tput``'s moving-average window, ``dupack``'s counting interval (seconds;
+            default: the plot's choice, given in the tables' ``window_s``/``interval_s``).
+
+    Returns:
+        A dict of table name to ``pyarrow.Table``, in the order above.
+
+    Raises:
+        TcpscopeError: the trace could not be read.
+        ValueError: a bad option, or a connection the trace does not have.
+    """
+    got, _dir, warns = _native.series(os.fspath(path), conn, kind, dir=dir, wscale=wscale, window=window)
+    _warn(warns)
+    return dict(got)
 
 
 def columns(table: str) -> list:

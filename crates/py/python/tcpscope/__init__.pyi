@@ -65,5 +65,14 @@ def plot(
     window: Optional[float] = ...,
     format: str = ...,
 ) -> Plot: ...
+def series(
+    path: Union[str, os.PathLike],
+    conn: int,
+    kind: str = ...,
+    *,
+    dir: Optional[str] = ...,
+    wscale: Optional[int] = ...,
+    window: Optional[float] = ...,
+) -> Dict[str, pyarrow.Table]: ...
 def columns(table: str) -> List[str]: ...
 def schema(table: str) -> pyarrow.Schema: ...

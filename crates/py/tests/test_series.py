@@ -1,0 +1,76 @@
+"""tcpscope.series: the tables behind each plot, against the CLI's files and `read`'s tables."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tcpscope
+
+PARTS = {
+    "tsg": ["segments", "acks", "sacks", "notes"],
+    "rtt": ["samples"],
+    "tput": ["packets", "rates"],
+    "flight": ["points", "cwnd"],
+    "ssize": ["segments"],
+    "ack": ["delays"],
+    "burst": ["packets", "bins", "cdf"],
+    "burst-cdf": ["packets", "bins", "cdf"],
+    "dupack": ["dupacks", "rexmits", "intervals"],
+    "ladder": ["segments"],
+    "states": ["steps"],
+}
+
+
+def test_every_kind_has_its_tables():
+    assert set(PARTS) == set(tcpscope.PLOT_KINDS)
+
+
+@pytest.mark.parametrize("kind", sorted(PARTS))
+def test_tables_equal_the_clis_files(cli, loss_snd, tmp_path, kind):
+    cli("plot", loss_snd, "-c", "1", "-k", kind, "--data", str(tmp_path))
+    got = tcpscope.series(loss_snd, 1, kind)
+    assert list(got) == PARTS[kind]
+    for name, table in got.items():
+        assert table.num_rows > 0, name
+        assert table.equals(pq.read_table(tmp_path / f"{kind}-{name}.parquet")), name
+        for f in table.schema:
+            assert set(f.metadata) == {b"unit", b"doc"} and f.metadata[b"doc"], f.name
+
+
+def test_time_sequence_rows_are_the_directions_segments(loss_snd):
+    """The plotted direction's packets on the time-sequence plot are `read`'s segments of
+    that direction, frame for frame and sequence number for sequence number."""
+    tsg = tcpscope.series(loss_snd, 1, "tsg")
+    d = tsg["segments"]["dir"][0].as_py()
+    seg = tcpscope.read(loss_snd, "segments").to_pandas()
+    seg = seg[(seg.conn == 1) & (seg.dir == d)]
+    plotted = tsg["segments"].to_pandas()
+    assert list(plotted.frame) == list(seg.frame)
+    assert list(plotted.seq) == list(seg.seq)
+    assert list(plotted.len) == list(seg.len)
+    # Its retransmissions are the segments' verdicts.
+    assert (plotted.kind == "rexmit").sum() == (seg.verdict == "retransmission").sum() > 0
+    # The ACKs come from the other direction, with their windows.
+    back = tcpscope.read(loss_snd, "segments").to_pandas()
+    back = back[(back.conn == 1) & (back.dir != d) & back.ack.notna()]
+    acks = tsg["acks"].to_pandas()
+    assert list(acks.frame) == list(back.frame)
+    assert list(acks.ack) == list(back.ack.astype("int64"))
+    assert list(acks.win_bytes) == list(back.win_bytes)
+
+
+def test_options_and_errors(loss_snd):
+    t = tcpscope.series(loss_snd, 1, "tput", dir="b2a", window=0.5)
+    assert set(t["rates"]["dir"].to_pylist()) <= {"b2a"}
+    w = tcpscope.series(loss_snd, 1, "tput", window=0.5)["rates"].to_pandas()
+    assert set(w[w.line != "instantaneous"].window_s) == {0.5}
+    assert w[w.line == "instantaneous"].window_s.isna().all()
+    assert isinstance(tcpscope.series(loss_snd, 1, "rtt")["samples"], pa.Table)
+    with pytest.raises(ValueError, match="unknown plot kind"):
+        tcpscope.series(loss_snd, 1, "nope")
+    with pytest.raises(ValueError, match="no connection 9"):
+        tcpscope.series(loss_snd, 9, "tsg")
+    with pytest.raises(ValueError, match="a2b or b2a"):
+        tcpscope.series(loss_snd, 1, "tsg", dir="up")
+    with pytest.raises(tcpscope.TcpscopeError):
+        tcpscope.series(loss_snd + ".missing", 1, "tsg")
