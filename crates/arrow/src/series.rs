@@ -7,23 +7,36 @@ use std::path::{Path, PathBuf};
 use arrow_array::RecordBatch;
 use tcpscope_core::table::Part;
 
-use crate::columns::{RowError, TableBuilder, columns, decode};
+use crate::columns::{TableBuilder, columns, decode};
 use crate::out::{Codec, FileOut, Format, Out};
+use crate::tables::BATCH_ROWS;
 
-/// The rows of `part` in a table builder: its batch, text of a few values still coded.
-fn coded(part: &Part) -> Result<(TableBuilder, RecordBatch), RowError> {
+/// The rows of `part` in batches of [`BATCH_ROWS`] (the builder's columns stay that small
+/// however long the series: 4.2 M throughput points took 717 MB whole), each given to `each`
+/// as the builder made it, text of a few values still coded; returns the table's schema.
+fn batches(part: &Part, mut each: impl FnMut(RecordBatch) -> io::Result<()>) -> io::Result<arrow_schema::SchemaRef> {
     let mut t = TableBuilder::new(columns(part.fields));
     for i in 0..part.len() {
         part.put(i, &mut t);
         t.end_row()?;
+        if t.rows() == BATCH_ROWS {
+            each(t.finish()?)?;
+        }
     }
-    let batch = t.finish()?;
-    Ok((t, batch))
+    if t.rows() > 0 {
+        each(t.finish()?)?;
+    }
+    Ok(t.schema().clone())
 }
 
-/// `part` as one record batch of its fields' schema (every row: a series is held whole).
-pub fn batch(part: &Part) -> Result<RecordBatch, RowError> {
-    decode(&coded(part)?.1)
+/// `part` as record batches of its fields' schema, and that schema.
+pub fn batch(part: &Part) -> io::Result<(Vec<RecordBatch>, arrow_schema::SchemaRef)> {
+    let mut out = Vec::new();
+    let schema = batches(part, |b| {
+        out.push(decode(&b)?);
+        Ok(())
+    })?;
+    Ok((out, schema))
 }
 
 /// Writes each of `parts` to `dir` as `PREFIX-NAME.EXT` (`tsg-segments.parquet`); returns the
@@ -33,12 +46,10 @@ pub fn write(parts: &[Part], dir: &Path, prefix: &str, format: Format, codec: Co
     let mut written = Vec::with_capacity(parts.len());
     for part in parts {
         let path = dir.join(format!("{prefix}-{}.{}", part.name, format.ext()));
-        let (t, batch) = coded(part)?;
-        let mut file = FileOut::with_codec(&path, format, codec, t.schema())?;
         let at = |e: io::Error| io::Error::other(format!("{}: {e}", path.display()));
-        if batch.num_rows() > 0 {
-            file.write_coded(&batch).map_err(at)?;
-        }
+        let schema = crate::columns::schema(&columns(part.fields));
+        let mut file = FileOut::with_codec(&path, format, codec, &schema)?;
+        batches(part, |b| file.write_coded(&b)).map_err(at)?;
         file.finish().map_err(at)?;
         written.push(path);
     }
@@ -57,6 +68,12 @@ mod tests {
 
     const TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/loss-snd.pcap");
 
+    /// The part as one batch.
+    fn one(p: &Part) -> RecordBatch {
+        let (b, schema) = batch(p).unwrap();
+        arrow_select::concat::concat_batches(&schema, &b).unwrap()
+    }
+
     fn parts(kind: Kind) -> (Vec<Part>, Dir) {
         Request::new(TRACE.into(), 1, kind).tables(&mut |_| Ok(())).unwrap()
     }
@@ -73,7 +90,7 @@ mod tests {
         let lens = [tsg.segments.len(), tsg.acks.len(), tsg.sacks.len(), tsg.notes.len()];
         assert_eq!(parts.iter().map(Part::len).collect::<Vec<_>>(), lens);
         assert!(lens.iter().all(|&n| n > 0), "{lens:?}: loss-snd has each");
-        let segs = batch(&parts[0]).unwrap();
+        let segs = one(&parts[0]);
         let col = |b: &RecordBatch, n: &str| b.column_by_name(n).unwrap().clone();
         let seq = col(&segs, "seq");
         let time = col(&segs, "time_s");
@@ -85,7 +102,7 @@ mod tests {
             assert_eq!(kind.value(i), s.kind.name());
         }
         assert!(kind.iter().any(|k| k == Some("rexmit")));
-        let acks = batch(&parts[1]).unwrap();
+        let acks = one(&parts[1]);
         let (ack, win, edge) = (col(&acks, "ack"), col(&acks, "win_bytes"), col(&acks, "edge"));
         for i in 0..acks.num_rows() {
             let [a, w, e] = [&ack, &win, &edge].map(|c| c.as_primitive::<Int64Type>().value(i));
@@ -119,7 +136,7 @@ mod tests {
         let (parts, dir) = req.tables(&mut |_| Ok(())).unwrap();
         let (t, _) = series::from_file::<TputSink>(TRACE.as_ref(), 0, dir, Default::default()).unwrap();
         let t = t.unwrap();
-        let rates = batch(&parts[1]).unwrap();
+        let rates = one(&parts[1]);
         let line = rates.column_by_name("line").unwrap().as_string::<i32>().clone();
         let bps = rates.column_by_name("bps").unwrap().as_primitive::<Float64Type>().clone();
         let window = rates.column_by_name("window_s").unwrap().as_primitive::<Float64Type>().clone();
@@ -158,7 +175,7 @@ mod tests {
             let (parts, _) = parts(*kind);
             assert_eq!(parts.iter().map(|p| p.name).collect::<Vec<_>>(), *names, "{kind:?}");
             for p in &parts {
-                let b = batch(p).unwrap();
+                let b = one(p);
                 assert_eq!(b.num_rows(), p.len());
                 let cols: Vec<String> = b.schema().fields().iter().map(|f| f.name().clone()).collect();
                 assert_eq!(cols, tcpscope_core::table::names(p.fields), "{kind:?} {}", p.name);

@@ -333,9 +333,9 @@ fn series(
     let (parts, dir) = made.map_err(plot_error)?;
     let mut out = Vec::with_capacity(parts.len());
     for p in &parts {
-        let batch = tcpscope_arrow::series::batch(p).map_err(|e| PyException::new_err(e.to_string()))?;
-        let table = Table::try_new(vec![batch], schema(&tcpscope_arrow::columns::columns(p.fields)))
-            .map_err(|e| PyException::new_err(e.to_string()))?;
+        let err = |e: &dyn std::fmt::Display| PyException::new_err(e.to_string());
+        let (batches, schema) = tcpscope_arrow::series::batch(p).map_err(|e| err(&e))?;
+        let table = Table::try_new(batches, schema).map_err(|e| err(&e))?;
         out.push((p.name.to_string(), PyArrowType(table)));
     }
     Ok((out, dir.name().to_string(), outcome(&[], &files)?))
