@@ -42,11 +42,21 @@ struct Options {
     wscale: Option<u8>,
     /// Seconds of silence that split a 4-tuple into two connections (`--idle-split`).
     idle_split: f64,
+    /// Verify IPv4 header and TCP checksums (`--checksums`).
+    checksums: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { merge: false, start: None, duration: None, end: None, wscale: None, idle_split: 240.0 }
+        Options {
+            merge: false,
+            start: None,
+            duration: None,
+            end: None,
+            wscale: None,
+            idle_split: 240.0,
+            checksums: false,
+        }
     }
 }
 
@@ -66,9 +76,10 @@ impl Options {
                 "end" => o.end = v.extract().map_err(bad)?,
                 "wscale" => o.wscale = v.extract().map_err(bad)?,
                 "idle_split" => o.idle_split = v.extract().map_err(bad)?,
+                "checksums" => o.checksums = v.extract().map_err(bad)?,
                 _ => {
                     return Err(PyTypeError::new_err(format!(
-                        "unexpected option '{key}' (options: merge, start, duration, end, wscale, idle_split)"
+                        "unexpected option '{key}' (options: merge, start, duration, end, wscale, idle_split, checksums)"
                     )));
                 }
             }
@@ -102,6 +113,7 @@ impl Options {
         let settings = Settings {
             idle_split_ns: (self.idle_split * 1e9) as u64,
             assume_wscale: self.wscale,
+            checksums: self.checksums,
             ..Settings::default()
         };
         let mut q = Query::new(paths).merge(self.merge).window(window).settings(Rules::default().settings(settings));

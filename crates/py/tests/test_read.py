@@ -96,7 +96,17 @@ def test_read_and_screen_take_the_one_set_of_options(loss_snd):
             f(wscale=15)
         with pytest.raises(ValueError, match="duration"):
             f(duration="soon")
-        assert f(start=None, duration="100ms", wscale=7, idle_split=60.0, merge=False)
+        assert f(start=None, duration="100ms", wscale=7, idle_split=60.0, merge=False, checksums=True)
+
+
+def test_checksums_as_the_cli_counts_them(cli, loss_snd):
+    want = json.loads(cli("stats", "--json", "--checksums", loss_snd))["connections"]
+    got = tcpscope.read(loss_snd, "connections", checksums=True).to_pylist()
+    counted = [(c["a2b"]["checksum_errors"], c["a2b"]["checksum_offloaded"]) for c in want]
+    assert [(r["checksum_errors"], r["checksum_offloaded"]) for r in got[::2]] == counted
+    assert all(e is not None for e, _ in counted)
+    off = tcpscope.read(loss_snd, "connections").to_pylist()
+    assert all(r["checksum_errors"] is None for r in off)
 
 
 def test_a_damaged_capture_gives_what_was_read_with_a_warning(loss_snd, tmp_path):

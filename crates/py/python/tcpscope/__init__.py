@@ -72,6 +72,8 @@ class Options(TypedDict, total=False):
       (``--wscale``).
     - ``idle_split`` (``240.0``): seconds of silence that split a 4-tuple into two
       connections (``--idle-split``).
+    - ``checksums`` (``False``): verify IPv4 header and TCP checksums; a damaged segment is
+      counted (``checksum_errors``) and not analysed (``--checksums``).
     """
 
     merge: bool
@@ -80,6 +82,7 @@ class Options(TypedDict, total=False):
     end: Optional[str]
     wscale: Optional[int]
     idle_split: float
+    checksums: bool
 
 
 def read(
@@ -100,8 +103,8 @@ def read(
         shard: ``(k, n)``: analyse only the connections of shard ``k`` of ``n`` (by 4-tuple
             hash), every file still read in order; the ``n`` shards together hold every
             connection (``tcpscope.dask`` uses this).
-        **options: ``merge``, ``start``, ``duration``, ``end``, ``wscale``, ``idle_split``
-            (``tcpscope.Options``).
+        **options: ``merge``, ``start``, ``duration``, ``end``, ``wscale``, ``idle_split``,
+            ``checksums`` (``tcpscope.Options``).
 
     Returns:
         A ``pyarrow.Table``, or a dict of them.

@@ -19,6 +19,7 @@ class Options(TypedDict, total=False):
     end: Optional[str]
     wscale: Optional[int]
     idle_split: float
+    checksums: bool
 
 @overload
 def read(

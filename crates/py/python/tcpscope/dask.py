@@ -54,7 +54,7 @@ def analyze(
         table: the table to compute.
         shards: tasks per trace (by 4-tuple hash); default: twice the client's workers, or
             the CPU count.
-        **options: ``start``, ``duration``, ``end``, ``wscale``, ``idle_split``
+        **options: ``start``, ``duration``, ``end``, ``wscale``, ``idle_split``, ``checksums``
             (``tcpscope.Options``), as ``tcpscope.read`` takes them.
 
     A connection is named by (``input``, ``shard``, ``conn``) in the result; its values are
