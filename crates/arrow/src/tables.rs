@@ -204,6 +204,11 @@ struct RowSink {
     segments: Option<Stream<SegmentColumns<'static>>>,
     rtt: Option<Stream<RttColumns>>,
     failed: Option<io::Error>,
+    /// The connections asked for ([`Only`]), and how many the traces before this one had.
+    only: Option<Arc<Only>>,
+    first: usize,
+    /// Connections seen so far in this trace.
+    seen: usize,
 }
 
 impl RowSink {
@@ -212,6 +217,29 @@ impl RowSink {
             self.failed.get_or_insert(e);
         }
     }
+
+    /// Whether the rows of this trace's connection `conn` (1-based) are wanted.
+    #[inline]
+    fn wanted(&self, conn: usize) -> bool {
+        self.only.as_deref().is_none_or(|o| o.has(self.first + conn))
+    }
+}
+
+/// The run-wide connection ids whose rows are exported (`export -c`, Python's `conns`), as
+/// `stats -c` takes them: the `id` of `connections`, counting on across traces.
+#[derive(Debug)]
+struct Only(Vec<bool>);
+
+impl Only {
+    fn new(ids: &[usize]) -> Option<Arc<Only>> {
+        let top = ids.iter().copied().max()?;
+        let mut v = vec![false; top + 1];
+        ids.iter().for_each(|&i| v[i] = true);
+        Some(Arc::new(Only(v)))
+    }
+    fn has(&self, id: usize) -> bool {
+        self.0.get(id).copied().unwrap_or(false)
+    }
 }
 
 impl Sink for RowSink {
@@ -219,8 +247,14 @@ impl Sink for RowSink {
         self.names.resize(self.names.len().max(file + 1), self.unnamed.clone());
         self.names[file] = path.display().to_string().into();
     }
+    fn connection(&mut self, conn: ConnIdx, _: &ConnInfo) {
+        self.seen = self.seen.max(conn + 1);
+    }
     fn event(&mut self, at: &At, ev: &Event) {
         self.verdict.event(ev);
+        if !self.wanted(at.conn + 1) {
+            return;
+        }
         if let (Some(rtt), Some(row)) = (&mut self.rtt, RttRow::of(at, ev)) {
             let file = self.names.get(at.file as usize).unwrap_or(&self.unnamed);
             let r = rtt.row(&self.input, at.conn + 1, file, &row);
@@ -228,6 +262,10 @@ impl Sink for RowSink {
         }
     }
     fn segment(&mut self, s: &SegmentInfo) {
+        if !self.wanted(s.at.conn + 1) {
+            self.verdict = Verdict::default();
+            return;
+        }
         let Some(seg) = &mut self.segments else { return };
         // The packet's own file, as `print` names it (not its connection's first file).
         let file = self.names.get(s.at.file as usize).unwrap_or(&self.unnamed);
@@ -341,21 +379,33 @@ pub struct Report {
     pub files: Vec<FileSummary>,
     /// Each trace's record.
     pub traces: Vec<Trace<()>>,
-    /// Connections exported.
+    /// Connections in the run (whether exported or not).
     pub connections: usize,
+}
+
+impl Report {
+    /// The first of `ids` the run does not have (none is 0, none above [`Report::connections`]).
+    pub fn missing(&self, ids: &[usize]) -> Option<usize> {
+        ids.iter().copied().find(|&id| id == 0 || id > self.connections)
+    }
 }
 
 /// Runs `query` once per trace, writing the tables `dests` names (each table at most once)
 /// into their destinations as rows come; the caller finishes the destinations. `rules` are the
 /// screening rules of the `events` table (the query's settings should classify by them:
-/// [`Rules::settings`], as `screen` does). Errors reading a file are in its summary
-/// (what was read before stands); the error returned is a failed write.
+/// [`Rules::settings`], as `screen` does). Only the rows of connections `ids` are written
+/// (run-wide ids, as `stats -c` takes them: the `id` of `connections`) unless it is empty.
+/// An id the run does not have selects nothing ([`Report::missing`] says which). Errors reading
+/// a file are in its summary (what was read before stands); the error returned is a failed
+/// write.
 pub fn export(
     query: &Query,
     rules: &Rules,
     dests: &[(TableName, Dest)],
+    ids: &[usize],
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> io::Result<Report> {
+    let only = Only::new(ids);
     let dest = |t: TableName| dests.iter().find(|(n, _)| *n == t).map(|(_, d)| d.clone());
     let mut conns = dest(TableName::Connections).map(|d| (TableBuilder::new(TableName::Connections.columns()), d));
     let mut events = dest(TableName::Events).map(|d| (TableBuilder::new(TableName::Events.columns()), d));
@@ -369,6 +419,9 @@ pub fn export(
             segments: dest(TableName::Segments).map(|d| Stream::new(TableName::Segments, false, d)),
             rtt: dest(TableName::Rtt).map(|d| Stream::new(TableName::Rtt, true, d)),
             failed: None,
+            only: only.clone(),
+            first: report.connections,
+            seen: 0,
         };
         let stats = Maybe(conns.is_some().then(StatsSink::default));
         let screen = Maybe(events.is_some().then(|| (ScreenSink::new(rules.clone()), EventFiles::default())));
@@ -379,9 +432,9 @@ pub fn export(
         if let Some(s) = &mut rows.rtt {
             s.flush()?;
         }
-        let n = stats.0.as_ref().map_or(0, |s| s.conns.len());
+        let n = rows.seen;
         if let (Some((t, d)), Some(stats)) = (&mut conns, stats.0) {
-            for c in &stats.conns {
+            for c in stats.conns.iter().filter(|c| rows.wanted(c.idx + 1)) {
                 let file = files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
                 let j = ConnJson::new(c, report.connections + c.idx + 1, file, input.clone());
                 for (dir, d) in [("a2b", &j.a2b), ("b2a", &j.b2a)] {
@@ -396,7 +449,7 @@ pub fn export(
             }
         }
         if let (Some((t, d)), Some((screen, files))) = (&mut events, screen.0) {
-            for (idx, s) in screen.finish().iter().enumerate() {
+            for (idx, s) in screen.finish().iter().enumerate().filter(|(idx, _)| rows.wanted(idx + 1)) {
                 for (i, e) in s.events.iter().enumerate() {
                     t.put(&ConnRef { input: Shared(&rows.input), conn: idx + 1 });
                     t.text(files.name(idx, i));

@@ -24,7 +24,7 @@ fn tables(query: &Query) -> Vec<(TableName, Vec<RecordBatch>)> {
         TableName::ALL.iter().map(|&t| (t, Arc::new(Mutex::new(Collect::default())))).collect();
     let dests: Vec<(TableName, Dest)> = outs.iter().map(|(t, c)| (*t, c.clone() as Dest)).collect();
     let rules = Rules::default();
-    export(&query.clone().settings(rules.settings(Default::default())), &rules, &dests, &|_, _| {}).unwrap();
+    export(&query.clone().settings(rules.settings(Default::default())), &rules, &dests, &[], &|_, _| {}).unwrap();
     outs.into_iter().map(|(t, c)| (t, std::mem::take(&mut c.lock().unwrap().0))).collect()
 }
 

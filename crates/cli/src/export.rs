@@ -54,8 +54,8 @@ fn parse_table(s: &str) -> Result<TableName, String> {
 
 pub fn export(args: &ExportArgs) -> io::Result<ExitCode> {
     let c = &args.common;
-    if c.json || c.csv || !c.conn.is_empty() {
-        return Err(io::Error::other("export writes every connection to files: --json, --csv and -c do not apply"));
+    if c.json || c.csv {
+        return Err(io::Error::other("export writes its tables to files: --json and --csv do not apply"));
     }
     let rules = match &args.rules {
         Some(p) => Rules::load(p).map_err(io::Error::other)?,
@@ -74,7 +74,7 @@ pub fn export(args: &ExportArgs) -> io::Result<ExitCode> {
         files.push((t, Arc::new(Mutex::new(OnThread::new(file)?))));
     }
     let dests: Vec<(TableName, Dest)> = files.iter().map(|(t, f)| (*t, f.clone() as Dest)).collect();
-    let report = tcpscope_arrow::export(&query, &rules, &dests, &|_, _| {})?;
+    let report = tcpscope_arrow::export(&query, &rules, &dests, &c.conn, &|_, _| {})?;
     for (_, f) in &files {
         f.lock().map_err(|_| io::Error::other("a writer panicked"))?.finish()?;
     }
@@ -87,5 +87,8 @@ pub fn export(args: &ExportArgs) -> io::Result<ExitCode> {
         }
     }
     say_files(&report.files, c.quiet)?;
+    if let Some(id) = report.missing(&c.conn) {
+        return Err(io::Error::other(format!("no connection {id} (the input has {})", report.connections)));
+    }
     Ok(status(&Analysis { files: report.files, ..Analysis::default() }))
 }
