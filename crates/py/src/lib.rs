@@ -44,6 +44,8 @@ struct Options {
     idle_split: f64,
     /// Verify IPv4 header and TCP checksums (`--checksums`).
     checksums: bool,
+    /// Only these connection ids, run-wide (`-c`); empty: every one.
+    conns: Vec<usize>,
 }
 
 impl Default for Options {
@@ -56,6 +58,7 @@ impl Default for Options {
             wscale: None,
             idle_split: 240.0,
             checksums: false,
+            conns: Vec::new(),
         }
     }
 }
@@ -77,9 +80,10 @@ impl Options {
                 "wscale" => o.wscale = v.extract().map_err(bad)?,
                 "idle_split" => o.idle_split = v.extract().map_err(bad)?,
                 "checksums" => o.checksums = v.extract().map_err(bad)?,
+                "conns" => o.conns = v.extract().map_err(bad)?,
                 _ => {
                     return Err(PyTypeError::new_err(format!(
-                        "unexpected option '{key}' (options: merge, start, duration, end, wscale, idle_split, checksums)"
+                        "unexpected option '{key}' (options: merge, start, duration, end, wscale, idle_split, checksums, conns)"
                     )));
                 }
             }
@@ -92,6 +96,10 @@ impl Options {
     fn query(self, paths: Vec<PathBuf>, shard: Option<(usize, usize)>) -> PyResult<Query> {
         if paths.is_empty() {
             return Err(PyValueError::new_err("no trace given"));
+        }
+        if shard.is_some() && !self.conns.is_empty() {
+            // A shard numbers only its own connections (docs/scale.md).
+            return Err(PyValueError::new_err("conns and shard: connection ids are the whole run's, not a shard's"));
         }
         if self.idle_split.is_nan() || self.idle_split <= 0.0 {
             return Err(PyValueError::new_err("idle_split must be a positive number of seconds"));
@@ -179,7 +187,9 @@ fn read(
     shard: Option<(usize, usize)>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<(Vec<(String, PyArrowType<Table>)>, Vec<String>)> {
-    let q = Options::of(options)?.query(paths, shard)?;
+    let o = Options::of(options)?;
+    let ids = o.conns.clone();
+    let q = o.query(paths, shard)?;
     let mut names = Vec::new();
     for t in &tables {
         let n = TableName::parse(t).ok_or_else(|| {
@@ -201,7 +211,7 @@ fn read(
         .map_err(|e| TcpscopeError::new_err(e.to_string()))?;
     let dests: Vec<(TableName, Dest)> = threads.iter().map(|(t, c)| (*t, c.clone() as Dest)).collect();
     let report: std::io::Result<Report> = py.detach(|| {
-        let report = tcpscope_arrow::export(&q, &Rules::default(), &dests, &|_, _| {});
+        let report = tcpscope_arrow::export(&q, &Rules::default(), &dests, &ids, &|_, _| {});
         // The collecting threads end with their last batch; the pass's error comes first.
         let collected = threads
             .iter()
@@ -211,6 +221,9 @@ fn read(
     });
     let report = report.map_err(|e| TcpscopeError::new_err(e.to_string()))?;
     let warnings = outcome(&report.traces, &report.files)?;
+    if let Some(id) = report.missing(&ids) {
+        return Err(PyValueError::new_err(format!("conns: no connection {id} (the input has {})", report.connections)));
+    }
     let mut out = Vec::new();
     for (t, c) in outs {
         let batches = std::mem::take(&mut c.lock().map_err(|_| PyException::new_err("a pass panicked"))?.0);
@@ -237,7 +250,9 @@ impl Out for Shared {
 #[pyfunction]
 #[pyo3(signature = (paths, **options))]
 fn screen(py: Python<'_>, paths: Vec<PathBuf>, options: Option<&Bound<'_, PyDict>>) -> PyResult<(String, Vec<String>)> {
-    let q = Options::of(options)?.query(paths, None)?;
+    let o = Options::of(options)?;
+    let ids = o.conns.clone();
+    let q = o.query(paths, None)?;
     let rules = Rules::default();
     let run = py
         .detach(|| q.run(|| ScreenSink::new(rules.clone()), &|_, _| {}))
@@ -251,8 +266,14 @@ fn screen(py: Python<'_>, paths: Vec<PathBuf>, options: Option<&Bound<'_, PyDict
         traces.push(t);
     }
     let warnings = outcome(&traces, &files)?;
-    let rows: Vec<ScreenRow<'_>> =
-        rank(&screens).into_iter().map(|i| ScreenRow::new(i + 1, &screens[i], true)).collect();
+    if let Some(id) = ids.iter().find(|&&id| id == 0 || id > screens.len()) {
+        return Err(PyValueError::new_err(format!("conns: no connection {id} (the input has {})", screens.len())));
+    }
+    let rows: Vec<ScreenRow<'_>> = rank(&screens)
+        .into_iter()
+        .filter(|i| ids.is_empty() || ids.contains(&(i + 1)))
+        .map(|i| ScreenRow::new(i + 1, &screens[i], true))
+        .collect();
     let text = serde_json::to_string(&rows).map_err(|e| PyException::new_err(e.to_string()))?;
     Ok((text, warnings))
 }

@@ -145,3 +145,42 @@ def test_export_files_equal_read(cli, loss_snd, tmp_path):
     for name in tcpscope.TABLES:
         f = pq.read_table(tmp_path / f"{name}.parquet")
         assert f.equals(mem[name]), name
+
+
+def test_conns_keeps_the_rows_of_those_ids(cli, loss_snd, tmp_path):
+    """`conns` (`-c`): run-wide ids, as `stats -c` takes them; every table keeps exactly those
+    connections' rows, as the CLI's `export -c` writes them."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from conftest import made_connections, write_pcap
+
+    a = tmp_path / "a.pcap"
+    write_pcap(a, made_connections(n_conns=30))
+    paths = [str(a), loss_snd]
+    every = tcpscope.read(paths)
+    n_a = pc.sum(pc.equal(every["connections"]["input"], str(a))).as_py() // 2
+    assert n_a == 30
+    ids = [2, n_a + 1]  # a's second connection, loss-snd's only one
+    some = tcpscope.read(paths, conns=ids)
+    assert some["events"].num_rows > 0 and some["segments"].num_rows > 0
+    for name, t in some.items():
+        e = every[name]
+        keep = pc.or_(
+            pc.and_(pc.equal(e["input"], str(a)), pc.equal(e["conn"], 2)),
+            pc.and_(pc.equal(e["input"], loss_snd), pc.equal(e["conn"], 1)),
+        )
+        assert t.equals(e.filter(keep)), name
+    assert some["connections"]["id"].to_pylist() == [2, 2, 31, 31]
+    assert [r["id"] for r in tcpscope.screen(paths, conns=[31])] == [31]
+    out = tmp_path / "out"
+    cli("export", *paths, "-c", "2,31", "-o", str(out))
+    for name in ("segments", "connections"):
+        assert pq.read_table(out / f"{name}.parquet").equals(some[name]), name
+    for bad in ([0], [32]):
+        with pytest.raises(ValueError, match="no connection"):
+            tcpscope.read(paths, "connections", conns=bad)
+        with pytest.raises(ValueError, match="no connection"):
+            tcpscope.screen(paths, conns=bad)
+    with pytest.raises(ValueError, match="shard"):
+        tcpscope.read(paths, "connections", conns=[1], shard=(0, 2))

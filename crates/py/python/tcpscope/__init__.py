@@ -74,6 +74,10 @@ class Options(TypedDict, total=False):
       connections (``--idle-split``).
     - ``checksums`` (``False``): verify IPv4 header and TCP checksums; a damaged segment is
       counted (``checksum_errors``) and not analysed (``--checksums``).
+    - ``conns`` (``[]``: every one): only the rows of these connection ids (``-c``), as
+      ``tcpscope conns`` numbers them: across several paths the run's ids (the ``id`` of
+      ``connections``), not each trace's ``conn``. Not with ``shard`` (a shard numbers only
+      its own connections). An id the run does not have is a ``ValueError``.
     """
 
     merge: bool
@@ -83,6 +87,7 @@ class Options(TypedDict, total=False):
     wscale: Optional[int]
     idle_split: float
     checksums: bool
+    conns: Sequence[int]
 
 
 def read(
@@ -104,7 +109,7 @@ def read(
             hash), every file still read in order; the ``n`` shards together hold every
             connection (``tcpscope.dask`` uses this).
         **options: ``merge``, ``start``, ``duration``, ``end``, ``wscale``, ``idle_split``,
-            ``checksums`` (``tcpscope.Options``).
+            ``checksums``, ``conns`` (``tcpscope.Options``).
 
     Returns:
         A ``pyarrow.Table``, or a dict of them.

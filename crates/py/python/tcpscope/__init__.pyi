@@ -20,6 +20,7 @@ class Options(TypedDict, total=False):
     wscale: Optional[int]
     idle_split: float
     checksums: bool
+    conns: Sequence[int]
 
 @overload
 def read(
