@@ -15,7 +15,7 @@ use crate::tables::BATCH_ROWS;
 /// however long the series: 4.2 M throughput points took 717 MB whole), each given to `each`
 /// as the builder made it, text of a few values still coded; returns the table's schema.
 fn batches(part: &Part, mut each: impl FnMut(RecordBatch) -> io::Result<()>) -> io::Result<arrow_schema::SchemaRef> {
-    let mut t = TableBuilder::new(columns(part.fields));
+    let mut t = TableBuilder::new(columns(&part.fields()));
     for i in 0..part.len() {
         part.put(i, &mut t);
         t.end_row()?;
@@ -47,7 +47,7 @@ pub fn write(parts: &[Part], dir: &Path, prefix: &str, format: Format, codec: Co
     for part in parts {
         let path = dir.join(format!("{prefix}-{}.{}", part.name, format.ext()));
         let at = |e: io::Error| io::Error::other(format!("{}: {e}", path.display()));
-        let schema = crate::columns::schema(&columns(part.fields));
+        let schema = crate::columns::schema(&columns(&part.fields()));
         let mut file = FileOut::with_codec(&path, format, codec, &schema)?;
         batches(part, |b| file.write_coded(&b)).map_err(at)?;
         file.finish().map_err(at)?;
@@ -178,7 +178,7 @@ mod tests {
                 let b = one(p);
                 assert_eq!(b.num_rows(), p.len());
                 let cols: Vec<String> = b.schema().fields().iter().map(|f| f.name().clone()).collect();
-                assert_eq!(cols, tcpscope_core::table::names(p.fields), "{kind:?} {}", p.name);
+                assert_eq!(cols, tcpscope_core::table::names(&p.fields()), "{kind:?} {}", p.name);
                 assert!(!p.is_empty(), "{kind:?} {}: no rows", p.name);
             }
         }

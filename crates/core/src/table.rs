@@ -739,17 +739,19 @@ pub fn names(fields: &[Field]) -> Vec<&'static str> {
 }
 
 /// A table made whole before it is given out, of rows of one [`Record`] type (the series
-/// behind a plot, `plot::data`): its name among the others given with it, its fields and
-/// its rows, which a writer takes a row at a time into its [`Columns`] without knowing their
-/// type.
+/// behind a plot, `plot::data`): its name among the others given with it, its fields and its
+/// rows, which a writer takes a row at a time into its [`Columns`] without knowing their type;
+/// maybe after columns of one record the same in every row (its [`Part::with_prefix`]: the
+/// connection and direction a plot's series are of).
 pub struct Part {
     /// Its name among the parts given together (`segments`, `acks`): a file's, a key's.
     pub name: &'static str,
     /// The table its rows are records of ([`Table::NAME`]: its fields' table in the docs).
     pub table: &'static str,
-    /// Its fields, in column order.
-    pub fields: &'static [Field],
+    fields: &'static [Field],
     rows: Box<dyn Rows>,
+    /// The record before every row's, and its fields.
+    prefix: Option<(Box<dyn Rows>, &'static [Field])>,
 }
 
 /// The rows of a [`Part`], of a type the part no longer names.
@@ -770,7 +772,19 @@ impl<R: Record + Send> Rows for Vec<R> {
 impl Part {
     /// The part `name` of `rows`.
     pub fn new<R: Record + Send + 'static>(name: &'static str, rows: Vec<R>) -> Part {
-        Part { name, table: R::NAME, fields: R::FIELDS, rows: Box::new(rows) }
+        Part { name, table: R::NAME, fields: R::FIELDS, rows: Box::new(rows), prefix: None }
+    }
+    /// The part `name` of `rows`, each after `prefix`'s columns.
+    pub fn with_prefix<P: Record + Send + 'static, R: Record + Send + 'static>(
+        name: &'static str,
+        prefix: P,
+        rows: Vec<R>,
+    ) -> Part {
+        Part { prefix: Some((Box::new(vec![prefix]), P::FIELDS)), ..Part::new(name, rows) }
+    }
+    /// Its columns' fields, in order: the prefix's, then the rows'.
+    pub fn fields(&self) -> Vec<Field> {
+        self.prefix.iter().flat_map(|(_, f)| f.iter()).chain(self.fields).copied().collect()
     }
     /// How many rows.
     pub fn len(&self) -> usize {
@@ -780,8 +794,11 @@ impl Part {
     pub fn is_empty(&self) -> bool {
         self.rows.len() == 0
     }
-    /// Gives row `i`'s values to `c`, in the order of its fields.
+    /// Gives row `i`'s values to `c`, in the order of [`Part::fields`].
     pub fn put(&self, i: usize, c: &mut dyn Columns) {
+        if let Some((p, _)) = &self.prefix {
+            p.put(0, c);
+        }
         self.rows.put(i, c)
     }
 }

@@ -5,8 +5,9 @@
 //!
 //! Each plot kind gives one or more [`Part`]s, each of rows of one record declared here, whose
 //! fields are their documentation (the field tables of docs/json.md are made from them). Every
-//! row starts with `conn` (1-based) and `dir`: the direction whose data the plot shows (the
-//! ladder's: each row's own). The state diagram's are `tcpscope states`' rows.
+//! row starts with a [`SeriesRef`] (`conn`, `dir`: the direction whose data the plot shows),
+//! but the ladder's, whose rows have their own direction each, and the state diagram's,
+//! `tcpscope states`' rows.
 
 use crate::analysis::{Dir, RttKind};
 use crate::export::packet::{FlagLetters, flag_letters};
@@ -33,13 +34,21 @@ fn ms(ns: u64) -> f64 {
 }
 
 record! {
-    /// A packet of the plotted direction on the time-sequence plot.
-    #[derive(Clone, Debug)]
-    pub struct TsgSegment = "tsg_segments", TsgSegmentColumns {
+    /// The connection and direction a plot's series are of: the columns every table of them
+    /// but the ladder's and the states' begins with.
+    #[derive(Clone, Copy, Debug)]
+    pub struct SeriesRef = "series_ref", SeriesRefColumns {
         /// Connection id.
         pub conn: usize, "", "connection id (1-based)";
         /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
+        pub dir: Name, "", "`a2b` or `b2a`: the direction whose data the plot shows (the ACKs, SACK blocks and duplicate ACKs in its tables come from the other one)";
+    }
+}
+
+record! {
+    /// A packet of the plotted direction on the time-sequence plot.
+    #[derive(Clone, Debug)]
+    pub struct TsgSegment = "tsg_segments", TsgSegmentColumns {
         /// Time.
         pub time_s: f64, "s", "since the connection's first packet";
         /// Frame.
@@ -61,10 +70,6 @@ record! {
     /// A packet with ACK of the returning direction: the ack and window lines.
     #[derive(Clone, Debug)]
     pub struct TsgAck = "tsg_acks", TsgAckColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted (the ACKs come from the other)";
         /// Time.
         pub time_s: f64, "s", "since the connection's first packet";
         /// Frame.
@@ -90,10 +95,6 @@ record! {
     /// A SACK block of the returning direction.
     #[derive(Clone, Debug)]
     pub struct TsgSack = "tsg_sacks", TsgSackColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted (the blocks come from the other)";
         /// Time.
         pub time_s: f64, "s", "since the connection's first packet";
         /// Frame.
@@ -111,10 +112,6 @@ record! {
     /// A note written on the time-sequence plot.
     #[derive(Clone, Debug)]
     pub struct TsgNote = "tsg_notes", TsgNoteColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
         /// Time.
         pub time_s: f64, "s", "since the connection's first packet";
         /// Frame.
@@ -130,10 +127,6 @@ record! {
     /// An RTT sample.
     #[derive(Clone, Debug)]
     pub struct RttSample = "rtt_samples", RttSampleColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction whose data was timed";
         /// Time.
         pub time_s: f64, "s", "since the connection's first packet: the acknowledging packet";
         /// The sample.
@@ -149,10 +142,6 @@ record! {
     /// A data packet, as the throughput plot counts it.
     #[derive(Clone, Debug)]
     pub struct TputPacket = "tput_packets", TputPacketColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
         /// Time.
         pub time_s: f64, "s", "since the connection's first packet";
         /// Frame.
@@ -170,10 +159,6 @@ record! {
     /// A point of one of the throughput plot's lines.
     #[derive(Clone, Debug)]
     pub struct TputRate = "tput_rates", TputRateColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
         /// Which line.
         pub line: Name, "", "`instantaneous` (each data packet's bytes over the time since the previous one), `average` (bytes sent in the moving window before each packet entered or left it, over the window) or `goodput_average` (the same of new bytes)";
         /// Time.
@@ -191,10 +176,6 @@ record! {
     /// A point of the in-flight plot's bytes in flight or advertised window.
     #[derive(Clone, Debug)]
     pub struct FlightPoint = "flight_points", FlightPointColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
         /// Which line.
         pub line: Name, "", "`in_flight` (bytes in flight after each data packet, once the peer acknowledged something) or `window` (the window each ACK of the peer advertised)";
         /// Time.
@@ -212,10 +193,6 @@ record! {
     /// A round trip in which the congestion window could be told.
     #[derive(Clone, Debug)]
     pub struct CwndRound = "flight_cwnd", CwndRoundColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
         /// Start.
         pub start_s: f64, "s", "since the connection's first packet: the round's first data packet, or the ACK that ended the round before";
         /// End.
@@ -233,10 +210,6 @@ record! {
     /// A data packet's size.
     #[derive(Clone, Debug)]
     pub struct SsizePoint = "ssize_segments", SsizePointColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
         /// Time.
         pub time_s: f64, "s", "since the connection's first packet";
         /// Frame.
@@ -254,10 +227,6 @@ record! {
     /// An acknowledgment whose delay was measured.
     #[derive(Clone, Debug)]
     pub struct AckDelay = "ack_delays", AckDelayColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction whose data was acknowledged";
         /// Time.
         pub time_s: f64, "s", "since the connection's first packet: the acknowledging packet";
         /// Delay.
@@ -273,10 +242,6 @@ record! {
     /// A data packet after the direction's first, with its instantaneous rate.
     #[derive(Clone, Debug)]
     pub struct BurstPacket = "burst_packets", BurstPacketColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
         /// Time.
         pub time_s: f64, "s", "since the connection's first packet";
         /// Frame.
@@ -294,10 +259,6 @@ record! {
     /// A bin of the burstiness plot's histogram.
     #[derive(Clone, Debug)]
     pub struct BurstBin = "burst_bins", BurstBinColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
         /// Lower edge.
         pub lo_bps: f64, "bit/s", "lower edge (10 bins a decade, as the plot)";
         /// Upper edge.
@@ -311,10 +272,6 @@ record! {
     /// A step of the burstiness CDF.
     #[derive(Clone, Debug)]
     pub struct BurstCdf = "burst_cdf", BurstCdfColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction plotted";
         /// Rate.
         pub rate_bps: f64, "bit/s", "a rate some packet was sent at";
         /// Bytes.
@@ -326,10 +283,6 @@ record! {
     /// A duplicate ACK.
     #[derive(Clone, Debug)]
     pub struct DupAck = "dupack_dupacks", DupAckColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction of the data (the duplicate ACKs come from the other)";
         /// Time.
         pub time_s: f64, "s", "since the connection's first packet";
         /// Frame.
@@ -345,10 +298,6 @@ record! {
     /// A retransmitted packet.
     #[derive(Clone, Debug)]
     pub struct DupackRexmit = "dupack_rexmits", DupackRexmitColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction of the data";
         /// Time.
         pub time_s: f64, "s", "since the connection's first packet";
         /// Frame.
@@ -364,10 +313,6 @@ record! {
     /// The counts of one interval of the duplicate-ACK plot.
     #[derive(Clone, Debug)]
     pub struct DupackInterval = "dupack_intervals", DupackIntervalColumns {
-        /// Connection id.
-        pub conn: usize, "", "connection id (1-based)";
-        /// Direction of the data.
-        pub dir: Name, "", "`a2b` or `b2a`: the direction of the data";
         /// Start.
         pub start_s: f64, "s", "since the connection's first packet";
         /// Length.
@@ -416,10 +361,8 @@ fn dir(d: Dir) -> Name {
 
 /// The time-sequence plot's series: `segments`, `acks`, `sacks`, `notes`.
 pub fn tsg(s: &Tsg) -> Vec<Part> {
-    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
     let segments = s.segments.iter().map(|p| TsgSegment {
-        conn,
-        dir: d,
         time_s: secs(p.t_ns),
         frame: p.frame,
         seq: p.seq_off,
@@ -429,8 +372,6 @@ pub fn tsg(s: &Tsg) -> Vec<Part> {
         keep_alive: p.keepalive,
     });
     let acks = s.acks.iter().map(|a| TsgAck {
-        conn,
-        dir: d,
         time_s: secs(a.t_ns),
         frame: a.frame,
         ack: a.ack_off,
@@ -442,36 +383,26 @@ pub fn tsg(s: &Tsg) -> Vec<Part> {
         flags: flag_letters(a.flags),
     });
     let sacks = s.sacks.iter().map(|b| TsgSack {
-        conn,
-        dir: d,
         time_s: secs(b.t_ns),
         frame: b.frame,
         left: b.from,
         right: b.to,
         dsack: b.dsack,
     });
-    let notes = s.notes.iter().map(|n| TsgNote {
-        conn,
-        dir: d,
-        time_s: secs(n.t_ns),
-        frame: n.frame,
-        seq: n.y,
-        note: Name(n.kind.label()),
-    });
+    let notes =
+        s.notes.iter().map(|n| TsgNote { time_s: secs(n.t_ns), frame: n.frame, seq: n.y, note: Name(n.kind.label()) });
     vec![
-        Part::new("segments", segments.collect()),
-        Part::new("acks", acks.collect()),
-        Part::new("sacks", sacks.collect()),
-        Part::new("notes", notes.collect()),
+        Part::with_prefix("segments", r, segments.collect()),
+        Part::with_prefix("acks", r, acks.collect()),
+        Part::with_prefix("sacks", r, sacks.collect()),
+        Part::with_prefix("notes", r, notes.collect()),
     ]
 }
 
 /// The RTT plot's series: `samples`.
 pub fn rtt(s: &RttSeries) -> Vec<Part> {
-    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
     let samples = s.points.iter().map(|p| RttSample {
-        conn,
-        dir: d,
         time_s: secs(p.t_ns),
         rtt_ms: ms(p.rtt_ns),
         kind: Name(match p.kind {
@@ -480,16 +411,14 @@ pub fn rtt(s: &RttSeries) -> Vec<Part> {
         }),
         frame: p.frame,
     });
-    vec![Part::new("samples", samples.collect())]
+    vec![Part::with_prefix("samples", r, samples.collect())]
 }
 
 /// The throughput plot's series: `packets` and `rates`, the averages over `window_s` (the
 /// plot's window, [`super::tput::default_window_s`] when `None`).
 pub fn tput(s: &TputSeries, window_s: Option<f64>) -> Vec<Part> {
-    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
     let packets = s.points.iter().map(|p| TputPacket {
-        conn,
-        dir: d,
         time_s: secs(p.t_ns),
         frame: p.frame,
         bytes: p.bytes,
@@ -502,8 +431,6 @@ pub fn tput(s: &TputSeries, window_s: Option<f64>) -> Vec<Part> {
     let window_ns = (window_s * 1e9).round().max(1.0) as u64;
     let line = |name: &'static str, points: Vec<RatePoint>, w: Option<f64>| {
         points.into_iter().map(move |p| TputRate {
-            conn,
-            dir: d,
             line: Name(name),
             time_s: secs(p.t_ns),
             bps: p.bps,
@@ -514,18 +441,16 @@ pub fn tput(s: &TputSeries, window_s: Option<f64>) -> Vec<Part> {
     let rates = line("instantaneous", s.instantaneous(Bytes::All), None)
         .chain(line("average", s.moving_average(Bytes::All, window_ns), Some(window_s)))
         .chain(line("goodput_average", s.moving_average(Bytes::New, window_ns), Some(window_s)));
-    vec![Part::new("packets", packets.collect()), Part::new("rates", rates.collect())]
+    vec![Part::with_prefix("packets", r, packets.collect()), Part::with_prefix("rates", r, rates.collect())]
 }
 
 /// The in-flight plot's series: `points` (bytes in flight, advertised window) and `cwnd`.
 pub fn flight(s: &FlightSeries) -> Vec<Part> {
-    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
     let line = |name: &'static str, points: &[BytesPoint]| {
         points
             .iter()
             .map(|p| FlightPoint {
-                conn,
-                dir: d,
                 line: Name(name),
                 time_s: secs(p.t_ns),
                 frame: p.frame,
@@ -537,52 +462,44 @@ pub fn flight(s: &FlightSeries) -> Vec<Part> {
     let mut points = line("in_flight", &s.flight);
     points.extend(line("window", &s.rwnd));
     let cwnd = s.cwnd.iter().map(|r| CwndRound {
-        conn,
-        dir: d,
         start_s: secs(r.start_ns),
         end_s: secs(r.end_ns),
         frame: r.frame,
         bytes: r.bytes,
         packets: r.packets,
     });
-    vec![Part::new("points", points), Part::new("cwnd", cwnd.collect())]
+    vec![Part::with_prefix("points", r, points), Part::with_prefix("cwnd", r, cwnd.collect())]
 }
 
 /// The segment-size plot's series: `segments`.
 pub fn ssize(s: &SsizeSeries) -> Vec<Part> {
-    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
     let segments = s.points.iter().map(|p| SsizePoint {
-        conn,
-        dir: d,
         time_s: secs(p.t_ns),
         frame: p.frame,
         len: p.len,
         kind: Name(p.kind.name()),
         peer_mss: s.peer_mss,
     });
-    vec![Part::new("segments", segments.collect())]
+    vec![Part::with_prefix("segments", r, segments.collect())]
 }
 
 /// The ACK-delay plot's series: `delays`.
 pub fn ack(s: &AckSeries) -> Vec<Part> {
-    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
     let delays = s.points.iter().map(|p| AckDelay {
-        conn,
-        dir: d,
         time_s: secs(p.t_ns),
         delay_ms: ms(p.delay_ns),
         kind: Name(p.kind.name()),
         frame: p.frame,
     });
-    vec![Part::new("delays", delays.collect())]
+    vec![Part::with_prefix("delays", r, delays.collect())]
 }
 
 /// The burstiness plots' series: `packets`, `bins` (the histogram's) and `cdf`.
 pub fn burst(s: &BurstSeries) -> Vec<Part> {
-    let (conn, d) = (s.conn + 1, dir(s.dir));
+    let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
     let packets = s.points.iter().map(|p| BurstPacket {
-        conn,
-        dir: d,
         time_s: secs(p.t_ns),
         frame: p.frame,
         bytes: p.bytes,
@@ -590,45 +507,38 @@ pub fn burst(s: &BurstSeries) -> Vec<Part> {
         rate_bps: p.rate_bps,
     });
     let bins = s.histogram(super::burst::BINS_PER_DECADE).into_iter().map(|b| BurstBin {
-        conn,
-        dir: d,
         lo_bps: b.lo_bps,
         hi_bps: b.hi_bps,
         bytes: b.bytes,
     });
-    let cdf = s.cdf().into_iter().map(|(rate_bps, bytes)| BurstCdf { conn, dir: d, rate_bps, bytes });
-    vec![Part::new("packets", packets.collect()), Part::new("bins", bins.collect()), Part::new("cdf", cdf.collect())]
+    let cdf = s.cdf().into_iter().map(|(rate_bps, bytes)| BurstCdf { rate_bps, bytes });
+    vec![
+        Part::with_prefix("packets", r, packets.collect()),
+        Part::with_prefix("bins", r, bins.collect()),
+        Part::with_prefix("cdf", r, cdf.collect()),
+    ]
 }
 
 /// The duplicate-ACK plot's series: `dupacks`, `rexmits` and `intervals` (of `interval_s`,
 /// the plot's: [`super::dupack::default_interval`] of the duration when `None`).
 pub fn dupack(s: &DupackSeries, interval_s: Option<f64>) -> Vec<Part> {
-    let (conn, d) = (s.conn + 1, dir(s.dir));
-    let dupacks =
-        s.dupacks.iter().map(|p| DupAck { conn, dir: d, time_s: secs(p.t_ns), frame: p.frame, ack: p.ack_off, n: p.n });
-    let rexmits = s.rexmits.iter().map(|p| DupackRexmit {
-        conn,
-        dir: d,
-        time_s: secs(p.t_ns),
-        frame: p.frame,
-        seq: p.seq_off,
-        bytes: p.bytes,
-    });
+    let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
+    let dupacks = s.dupacks.iter().map(|p| DupAck { time_s: secs(p.t_ns), frame: p.frame, ack: p.ack_off, n: p.n });
+    let rexmits =
+        s.rexmits.iter().map(|p| DupackRexmit { time_s: secs(p.t_ns), frame: p.frame, seq: p.seq_off, bytes: p.bytes });
     let span = secs(s.last_ns).max(1e-3);
     let iv = interval_s.filter(|w| *w > 0.0).unwrap_or_else(|| super::dupack::default_interval(span));
     let iv_ns = (iv * 1e9).round().max(1.0) as u64;
     let intervals = s.per_interval(iv_ns).into_iter().enumerate().map(|(k, (dupacks, rexmits))| DupackInterval {
-        conn,
-        dir: d,
         start_s: k as f64 * iv,
         interval_s: iv,
         dupacks,
         rexmits,
     });
     vec![
-        Part::new("dupacks", dupacks.collect()),
-        Part::new("rexmits", rexmits.collect()),
-        Part::new("intervals", intervals.collect()),
+        Part::with_prefix("dupacks", r, dupacks.collect()),
+        Part::with_prefix("rexmits", r, rexmits.collect()),
+        Part::with_prefix("intervals", r, intervals.collect()),
     ]
 }
 
@@ -662,6 +572,7 @@ pub fn states(s: &States) -> Vec<Part> {
 pub const ALL: &[(&str, &[crate::table::Field])] = {
     use crate::table::Table;
     &[
+        (SeriesRef::NAME, SeriesRef::FIELDS),
         (TsgSegment::NAME, TsgSegment::FIELDS),
         (TsgAck::NAME, TsgAck::FIELDS),
         (TsgSack::NAME, TsgSack::FIELDS),
