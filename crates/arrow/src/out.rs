@@ -171,7 +171,14 @@ impl FileOut {
                 Writer::Split(Box::new(Split::new(w, schema).map_err(|e| err(&e))?))
             }
             Format::Arrow => Writer::Arrow(arrow_ipc::writer::FileWriter::try_new(file, schema).map_err(|e| err(&e))?),
-            Format::Csv => Writer::Csv(arrow_csv::WriterBuilder::new().with_header(true).build(file)),
+            Format::Csv => {
+                let mut w = arrow_csv::WriterBuilder::new().with_header(true).build(file);
+                // The header now, not with the first row: a table without rows (the events of
+                // a clean trace) is a file of its column names, which pandas and DuckDB read,
+                // not an empty file, which they refuse.
+                w.write(&RecordBatch::new_empty(schema.clone())).map_err(|e| err(&e))?;
+                Writer::Csv(w)
+            }
         };
         Ok(FileOut { path: path.to_path_buf(), w })
     }
@@ -626,6 +633,29 @@ mod tests {
 
     /// Columns encoded on two threads, row groups cut where the properties say (within a
     /// batch too): the file reads back as the batches written, in order, column by column.
+    /// A CSV file has its header whether rows came or not, once.
+    #[test]
+    fn a_csv_file_has_its_header_with_or_without_rows() {
+        let schema: SchemaRef = Arc::new(arrow_schema::Schema::new(vec![
+            arrow_schema::Field::new("a", arrow_schema::DataType::Int64, false),
+            arrow_schema::Field::new("b", arrow_schema::DataType::Utf8, true),
+        ]));
+        let path = std::env::temp_dir().join(format!("tcpscope-arrow-header-{}.csv", std::process::id()));
+        let mut f = FileOut::create(&path, Format::Csv, &schema).unwrap();
+        f.finish().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a,b\n");
+        let mut f = FileOut::create(&path, Format::Csv, &schema).unwrap();
+        let rows = |v: i64| {
+            let cols: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(vec![v])), Arc::new(StringArray::from(vec!["x"]))];
+            RecordBatch::try_new(schema.clone(), cols).unwrap()
+        };
+        f.write(&rows(1)).unwrap();
+        f.write(&rows(2)).unwrap();
+        f.finish().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a,b\n1,x\n2,x\n");
+        std::fs::remove_file(&path).unwrap();
+    }
+
     #[test]
     fn columns_encoded_on_two_threads_read_back_in_order() {
         let batch = |i: i64| {
