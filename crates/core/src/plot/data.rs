@@ -1,7 +1,8 @@
 //! The series behind each plot as tables (`tcpscope plot --data`, Python's `tcpscope.series`;
-//! docs/json.md#the-series-behind-the-plots-plot---data-tcpscopeseries): the points a plot is drawn from, every one (no
-//! pixel columns, no time or sequence limits), in the units of the other tables (seconds
-//! since the connection's first packet, relative sequence numbers, bytes, bits/s, ms).
+//! docs/json.md, "The series behind the plots"): the points a plot is drawn from, every one
+//! (no pixel columns, no time or sequence limits), in the units and words of the other tables
+//! (seconds since the connection's first packet, relative sequence numbers, bytes, bits/s, ms;
+//! a segment's class as the `segments` table's `verdict` names it).
 //!
 //! Each plot kind gives one or more [`Part`]s, each of rows of one record declared here, whose
 //! fields are their documentation (the field tables of docs/json.md are made from them). Every
@@ -20,7 +21,7 @@ use crate::series::rtt::RttSeries;
 use crate::series::ssize::SsizeSeries;
 use crate::series::states::States;
 use crate::series::tput::{Bytes, RatePoint, TputSeries};
-use crate::series::tsg::Tsg;
+use crate::series::tsg::{SegKind, Tsg};
 use crate::table::{Name, Part, record};
 
 /// Seconds of `ns`.
@@ -58,11 +59,9 @@ record! {
         /// Payload.
         pub len: u32, "bytes", "payload bytes";
         /// Its class on the plot.
-        pub kind: Name, "", "`new`, `rexmit` (sequence bytes seen before), `ooo` (filled a hole) or `probe` (zero-window probe), as the plot colours it";
+        pub kind: Name, "", "what the analysis made of it, as the `segments` table's `verdict` says: `new`, `retransmission`, `out_of_order` (a hole fill), `probe`, `keep_alive` or `no_data` (the plot colours the first four apart)";
         /// Flags.
         pub flags: FlagLetters, "", "flag letters, as `print` writes them";
-        /// A keep-alive.
-        pub keep_alive: bool, "", "a keep-alive";
     }
 }
 
@@ -217,7 +216,7 @@ record! {
         /// Payload.
         pub len: u32, "bytes", "payload bytes";
         /// Its class.
-        pub kind: Name, "", "`new`, `rexmit`, `ooo` or `probe`, as on the time-sequence plot";
+        pub kind: Name, "", "`new`, `retransmission`, `out_of_order` or `probe`, as on the time-sequence plot";
         /// The receiver's MSS.
         pub peer_mss: Option<u16>, "bytes", "the MSS option of the receiving side's SYN (the plot's line); null without one";
     }
@@ -355,6 +354,17 @@ record! {
     }
 }
 
+/// A segment's class in the words of the `segments` table's `verdict` (the plot's own, its SVG
+/// classes, are shorter: `rexmit`, `ooo`).
+fn verdict(k: SegKind) -> Name {
+    Name(match k {
+        SegKind::New => "new",
+        SegKind::Retransmission => "retransmission",
+        SegKind::OutOfOrder => "out_of_order",
+        SegKind::ZeroWindowProbe => "probe",
+    })
+}
+
 fn dir(d: Dir) -> Name {
     Name(d.name())
 }
@@ -367,9 +377,14 @@ pub fn tsg(s: &Tsg) -> Vec<Part> {
         frame: p.frame,
         seq: p.seq_off,
         len: p.len,
-        kind: Name(p.kind.name()),
+        kind: if p.keepalive {
+            Name("keep_alive")
+        } else if p.kind == SegKind::New && p.len == 0 && !p.flags.syn() && !p.flags.fin() {
+            Name("no_data")
+        } else {
+            verdict(p.kind)
+        },
         flags: flag_letters(p.flags),
-        keep_alive: p.keepalive,
     });
     let acks = s.acks.iter().map(|a| TsgAck {
         time_s: secs(a.t_ns),
@@ -478,7 +493,7 @@ pub fn ssize(s: &SsizeSeries) -> Vec<Part> {
         time_s: secs(p.t_ns),
         frame: p.frame,
         len: p.len,
-        kind: Name(p.kind.name()),
+        kind: verdict(p.kind),
         peer_mss: s.peer_mss,
     });
     vec![Part::with_prefix("segments", r, segments.collect())]
