@@ -75,3 +75,31 @@ def test_options_and_errors(loss_snd):
         tcpscope.series(loss_snd, 1, "tsg", dir="up")
     with pytest.raises(tcpscope.TcpscopeError):
         tcpscope.series(loss_snd + ".missing", 1, "tsg")
+
+
+def test_time_sequence_rows_match_segments_on_public_traces():
+    """On real captures (../shared, skipped without it): every direction's time-sequence rows
+    are its segments, frame, sequence number and verdict."""
+    from conftest import ROOT
+
+    public = ROOT.parent / "shared" / "traces" / "public"
+    traces = sorted(public.glob("*.pcap*"))
+    if not traces:
+        pytest.skip(f"skipping: no captures in {public}")
+    checked = 0
+    for p in traces:
+        try:
+            seg = tcpscope.read(str(p), "segments").to_pandas()
+        except tcpscope.TcpscopeError:
+            continue
+        for c in sorted(seg.conn.unique())[:3]:
+            for d in ("a2b", "b2a"):
+                s = seg[(seg.conn == c) & (seg.dir == d)]
+                if s.empty:
+                    continue
+                t = tcpscope.series(str(p), int(c), "tsg", dir=d)["segments"].to_pandas()
+                assert list(t.frame) == list(s.frame), (p.name, c, d)
+                assert list(t.seq) == list(s.seq), (p.name, c, d)
+                assert list(t.kind) == list(s.verdict), (p.name, c, d)
+                checked += 1
+    assert checked > 50
