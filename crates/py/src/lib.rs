@@ -135,6 +135,14 @@ impl Options {
     }
 }
 
+/// Every id of the `conns` option is one of the run's `n` connections.
+fn check_ids(ids: &[usize], n: usize) -> PyResult<()> {
+    match ids.iter().find(|&&id| id == 0 || id > n) {
+        Some(id) => Err(PyValueError::new_err(format!("conns: no connection {id} (the input has {n})"))),
+        None => Ok(()),
+    }
+}
+
 /// `file: message`, unless the message names the file already, with the byte offset where
 /// reading stopped unless the message says it.
 fn on_path(f: &FileSummary, msg: &str) -> String {
@@ -221,9 +229,7 @@ fn read(
     });
     let report = report.map_err(|e| TcpscopeError::new_err(e.to_string()))?;
     let warnings = outcome(&report.traces, &report.files)?;
-    if let Some(id) = report.missing(&ids) {
-        return Err(PyValueError::new_err(format!("conns: no connection {id} (the input has {})", report.connections)));
-    }
+    check_ids(&ids, report.connections)?;
     let mut out = Vec::new();
     for (t, c) in outs {
         let batches = std::mem::take(&mut c.lock().map_err(|_| PyException::new_err("a pass panicked"))?.0);
@@ -266,9 +272,7 @@ fn screen(py: Python<'_>, paths: Vec<PathBuf>, options: Option<&Bound<'_, PyDict
         traces.push(t);
     }
     let warnings = outcome(&traces, &files)?;
-    if let Some(id) = ids.iter().find(|&&id| id == 0 || id > screens.len()) {
-        return Err(PyValueError::new_err(format!("conns: no connection {id} (the input has {})", screens.len())));
-    }
+    check_ids(&ids, screens.len())?;
     let rows: Vec<ScreenRow<'_>> = rank(&screens)
         .into_iter()
         .filter(|i| ids.is_empty() || ids.contains(&(i + 1)))
