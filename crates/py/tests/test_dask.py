@@ -43,3 +43,8 @@ def _names(ring):
     import os
 
     return sorted(os.listdir(ring))
+
+
+def test_conns_is_refused_with_a_way_out(loss_snd):
+    with pytest.raises(ValueError, match=r"filter the result on \(input, shard, conn\)"):
+        tcpscope.dask.analyze(loss_snd, conns=[1])

@@ -55,7 +55,8 @@ def analyze(
         shards: tasks per trace (by 4-tuple hash); default: twice the client's workers, or
             the CPU count.
         **options: ``start``, ``duration``, ``end``, ``wscale``, ``idle_split``, ``checksums``
-            (``tcpscope.Options``), as ``tcpscope.read`` takes them.
+            (``tcpscope.Options``), as ``tcpscope.read`` takes them; not ``conns`` (a task
+            numbers only its shard's connections: filter the result instead).
 
     A connection is named by (``input``, ``shard``, ``conn``) in the result; its values are
     those of the one-machine result (a test holds them equal, connection by connection, on a
@@ -63,6 +64,9 @@ def analyze(
     """
     import dask.dataframe as dd
 
+    if options.get("conns"):
+        # A task numbers the connections of its shard only: no id names one run-wide here.
+        raise ValueError("conns: not with tcpscope.dask; filter the result on (input, shard, conn)")
     if isinstance(paths_or_ring_dirs, (str, os.PathLike)):
         paths = [os.fspath(paths_or_ring_dirs)]
     else:
