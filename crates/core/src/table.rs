@@ -738,11 +738,12 @@ pub fn names(fields: &[Field]) -> Vec<&'static str> {
     fields.iter().map(|f| f.name).collect()
 }
 
-/// A table made whole before it is given out, of rows of one [`Record`] type (the series
-/// behind a plot, `plot::data`): its name among the others given with it, its fields and its
-/// rows, which a writer takes a row at a time into its [`Columns`] without knowing their type;
-/// maybe after columns of one record the same in every row (its [`Part::with_prefix`]: the
-/// connection and direction a plot's series are of).
+/// A table given out whole (the series behind a plot, `plot::data`), of rows of one
+/// [`Record`] type: its name among the others given with it, its fields and its rows, which a
+/// writer takes a row at a time into its [`Columns`] without knowing their type; maybe after
+/// the columns of one record the same in every row ([`Part::prefixed`]: the connection and
+/// direction a plot's series are of). Its rows may be made as they are taken, from the items
+/// they are made of ([`Part::map`]): a part holds no second copy of a long series.
 pub struct Part {
     /// Its name among the parts given together (`segments`, `acks`): a file's, a key's.
     pub name: &'static str,
@@ -769,18 +770,37 @@ impl<R: Record + Send> Rows for Vec<R> {
     }
 }
 
+/// Rows made from items as they are taken ([`Part::map`]).
+struct Mapped<T, F> {
+    items: Vec<T>,
+    row: F,
+}
+
+impl<T: Send, R: Record, F: Fn(&T) -> R + Send> Rows for Mapped<T, F> {
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+    fn put(&self, i: usize, c: &mut dyn Columns) {
+        (self.row)(&self.items[i]).put(c)
+    }
+}
+
 impl Part {
     /// The part `name` of `rows`.
     pub fn new<R: Record + Send + 'static>(name: &'static str, rows: Vec<R>) -> Part {
         Part { name, table: R::NAME, fields: R::FIELDS, rows: Box::new(rows), prefix: None }
     }
-    /// The part `name` of `rows`, each after `prefix`'s columns.
-    pub fn with_prefix<P: Record + Send + 'static, R: Record + Send + 'static>(
+    /// The part `name` whose rows are `row` of each of `items`, made as they are taken.
+    pub fn map<T: Send + 'static, R: Record + 'static>(
         name: &'static str,
-        prefix: P,
-        rows: Vec<R>,
+        items: Vec<T>,
+        row: impl Fn(&T) -> R + Send + 'static,
     ) -> Part {
-        Part { prefix: Some((Box::new(vec![prefix]), P::FIELDS)), ..Part::new(name, rows) }
+        Part { name, table: R::NAME, fields: R::FIELDS, rows: Box::new(Mapped { items, row }), prefix: None }
+    }
+    /// The same part, each row after `prefix`'s columns.
+    pub fn prefixed<P: Record + Send + 'static>(self, prefix: P) -> Part {
+        Part { prefix: Some((Box::new(vec![prefix]), P::FIELDS)), ..self }
     }
     /// Its columns' fields, in order: the prefix's, then the rows'.
     pub fn fields(&self) -> Vec<Field> {

@@ -370,9 +370,9 @@ fn dir(d: Dir) -> Name {
 }
 
 /// The time-sequence plot's series: `segments`, `acks`, `sacks`, `notes`.
-pub fn tsg(s: &Tsg) -> Vec<Part> {
+pub fn tsg(s: Tsg) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
-    let segments = s.segments.iter().map(|p| TsgSegment {
+    let segments = Part::map("segments", s.segments, |p| TsgSegment {
         time_s: secs(p.t_ns),
         frame: p.frame,
         seq: p.seq_off,
@@ -386,7 +386,7 @@ pub fn tsg(s: &Tsg) -> Vec<Part> {
         },
         flags: flag_letters(p.flags),
     });
-    let acks = s.acks.iter().map(|a| TsgAck {
+    let acks = Part::map("acks", s.acks, |a| TsgAck {
         time_s: secs(a.t_ns),
         frame: a.frame,
         ack: a.ack_off,
@@ -397,27 +397,26 @@ pub fn tsg(s: &Tsg) -> Vec<Part> {
         edge_repeats: a.edge_repeats,
         flags: flag_letters(a.flags),
     });
-    let sacks = s.sacks.iter().map(|b| TsgSack {
+    let sacks = Part::map("sacks", s.sacks, |b| TsgSack {
         time_s: secs(b.t_ns),
         frame: b.frame,
         left: b.from,
         right: b.to,
         dsack: b.dsack,
     });
-    let notes =
-        s.notes.iter().map(|n| TsgNote { time_s: secs(n.t_ns), frame: n.frame, seq: n.y, note: Name(n.kind.label()) });
-    vec![
-        Part::with_prefix("segments", r, segments.collect()),
-        Part::with_prefix("acks", r, acks.collect()),
-        Part::with_prefix("sacks", r, sacks.collect()),
-        Part::with_prefix("notes", r, notes.collect()),
-    ]
+    let notes = Part::map("notes", s.notes, |n| TsgNote {
+        time_s: secs(n.t_ns),
+        frame: n.frame,
+        seq: n.y,
+        note: Name(n.kind.label()),
+    });
+    [segments, acks, sacks, notes].map(|p| p.prefixed(r)).into()
 }
 
 /// The RTT plot's series: `samples`.
-pub fn rtt(s: &RttSeries) -> Vec<Part> {
+pub fn rtt(s: RttSeries) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
-    let samples = s.points.iter().map(|p| RttSample {
+    let samples = Part::map("samples", s.points, |p| RttSample {
         time_s: secs(p.t_ns),
         rtt_ms: ms(p.rtt_ns),
         kind: Name(match p.kind {
@@ -426,141 +425,138 @@ pub fn rtt(s: &RttSeries) -> Vec<Part> {
         }),
         frame: p.frame,
     });
-    vec![Part::with_prefix("samples", r, samples.collect())]
+    vec![samples.prefixed(r)]
 }
+
+/// The throughput plot's three lines, as [`TputRate`]'s `line` names them.
+const LINES: [&str; 3] = ["instantaneous", "average", "goodput_average"];
 
 /// The throughput plot's series: `packets` and `rates`, the averages over `window_s` (the
 /// plot's window, [`super::tput::default_window_s`] when `None`).
-pub fn tput(s: &TputSeries, window_s: Option<f64>) -> Vec<Part> {
+pub fn tput(s: TputSeries, window_s: Option<f64>) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
-    let packets = s.points.iter().map(|p| TputPacket {
+    let window_s = window_s
+        .filter(|w| *w > 0.0)
+        .unwrap_or_else(|| super::tput::default_window_s(secs(s.last_ns), s.rtt_min_ns.map(secs)));
+    let window_ns = (window_s * 1e9).round().max(1.0) as u64;
+    // Each point with its line (an index of LINES): 32 bytes a point, not a row's 64.
+    let lines =
+        [s.instantaneous(Bytes::All), s.moving_average(Bytes::All, window_ns), s.moving_average(Bytes::New, window_ns)];
+    let points: Vec<(u8, RatePoint)> =
+        lines.into_iter().enumerate().flat_map(|(k, v)| v.into_iter().map(move |p| (k as u8, p))).collect();
+    let rates = Part::map("rates", points, move |&(k, p)| TputRate {
+        line: Name(LINES[k as usize]),
+        time_s: secs(p.t_ns),
+        bps: p.bps,
+        frame: p.frame,
+        window_s: (k > 0).then_some(window_s),
+    });
+    let packets = Part::map("packets", s.points, |p| TputPacket {
         time_s: secs(p.t_ns),
         frame: p.frame,
         bytes: p.bytes,
         new_bytes: p.new_bytes,
         rexmit: p.rexmit,
     });
-    let window_s = window_s
-        .filter(|w| *w > 0.0)
-        .unwrap_or_else(|| super::tput::default_window_s(secs(s.last_ns), s.rtt_min_ns.map(secs)));
-    let window_ns = (window_s * 1e9).round().max(1.0) as u64;
-    let line = |name: &'static str, points: Vec<RatePoint>, w: Option<f64>| {
-        points.into_iter().map(move |p| TputRate {
-            line: Name(name),
-            time_s: secs(p.t_ns),
-            bps: p.bps,
-            frame: p.frame,
-            window_s: w,
-        })
-    };
-    let rates = line("instantaneous", s.instantaneous(Bytes::All), None)
-        .chain(line("average", s.moving_average(Bytes::All, window_ns), Some(window_s)))
-        .chain(line("goodput_average", s.moving_average(Bytes::New, window_ns), Some(window_s)));
-    vec![Part::with_prefix("packets", r, packets.collect()), Part::with_prefix("rates", r, rates.collect())]
+    vec![packets.prefixed(r), rates.prefixed(r)]
 }
 
 /// The in-flight plot's series: `points` (bytes in flight, advertised window) and `cwnd`.
-pub fn flight(s: &FlightSeries) -> Vec<Part> {
+pub fn flight(s: FlightSeries) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
-    let line = |name: &'static str, points: &[BytesPoint]| {
-        points
-            .iter()
-            .map(|p| FlightPoint {
-                line: Name(name),
-                time_s: secs(p.t_ns),
-                frame: p.frame,
-                bytes: p.bytes,
-                window_scaled: s.rwnd_scaled,
-            })
-            .collect::<Vec<_>>()
-    };
-    let mut points = line("in_flight", &s.flight);
-    points.extend(line("window", &s.rwnd));
-    let cwnd = s.cwnd.iter().map(|r| CwndRound {
+    let scaled = s.rwnd_scaled;
+    let (n, mut all) = (s.flight.len(), s.flight);
+    all.extend(s.rwnd);
+    // The first `n` points are the bytes in flight, the others the windows.
+    let points: Vec<(bool, BytesPoint)> = all.into_iter().enumerate().map(|(i, p)| (i >= n, p)).collect();
+    let points = Part::map("points", points, move |&(window, p)| FlightPoint {
+        line: Name(if window { "window" } else { "in_flight" }),
+        time_s: secs(p.t_ns),
+        frame: p.frame,
+        bytes: p.bytes,
+        window_scaled: scaled,
+    });
+    let cwnd = Part::map("cwnd", s.cwnd, |r| CwndRound {
         start_s: secs(r.start_ns),
         end_s: secs(r.end_ns),
         frame: r.frame,
         bytes: r.bytes,
         packets: r.packets,
     });
-    vec![Part::with_prefix("points", r, points), Part::with_prefix("cwnd", r, cwnd.collect())]
+    vec![points.prefixed(r), cwnd.prefixed(r)]
 }
 
 /// The segment-size plot's series: `segments`.
-pub fn ssize(s: &SsizeSeries) -> Vec<Part> {
+pub fn ssize(s: SsizeSeries) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
-    let segments = s.points.iter().map(|p| SsizePoint {
+    let peer_mss = s.peer_mss;
+    let segments = Part::map("segments", s.points, move |p| SsizePoint {
         time_s: secs(p.t_ns),
         frame: p.frame,
         len: p.len,
         kind: verdict(p.kind),
-        peer_mss: s.peer_mss,
+        peer_mss,
     });
-    vec![Part::with_prefix("segments", r, segments.collect())]
+    vec![segments.prefixed(r)]
 }
 
 /// The ACK-delay plot's series: `delays`.
-pub fn ack(s: &AckSeries) -> Vec<Part> {
+pub fn ack(s: AckSeries) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
-    let delays = s.points.iter().map(|p| AckDelay {
+    let delays = Part::map("delays", s.points, |p| AckDelay {
         time_s: secs(p.t_ns),
         delay_ms: ms(p.delay_ns),
         kind: Name(p.kind.name()),
         frame: p.frame,
     });
-    vec![Part::with_prefix("delays", r, delays.collect())]
+    vec![delays.prefixed(r)]
 }
 
 /// The burstiness plots' series: `packets`, `bins` (the histogram's) and `cdf`.
-pub fn burst(s: &BurstSeries) -> Vec<Part> {
+pub fn burst(s: BurstSeries) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
-    let packets = s.points.iter().map(|p| BurstPacket {
+    let bins = s.histogram(super::burst::BINS_PER_DECADE);
+    let bins = Part::map("bins", bins, |b| BurstBin { lo_bps: b.lo_bps, hi_bps: b.hi_bps, bytes: b.bytes });
+    let cdf = Part::map("cdf", s.cdf(), |&(rate_bps, bytes)| BurstCdf { rate_bps, bytes });
+    let packets = Part::map("packets", s.points, |p| BurstPacket {
         time_s: secs(p.t_ns),
         frame: p.frame,
         bytes: p.bytes,
         gap_ms: ms(p.gap_ns),
         rate_bps: p.rate_bps,
     });
-    let bins = s.histogram(super::burst::BINS_PER_DECADE).into_iter().map(|b| BurstBin {
-        lo_bps: b.lo_bps,
-        hi_bps: b.hi_bps,
-        bytes: b.bytes,
-    });
-    let cdf = s.cdf().into_iter().map(|(rate_bps, bytes)| BurstCdf { rate_bps, bytes });
-    vec![
-        Part::with_prefix("packets", r, packets.collect()),
-        Part::with_prefix("bins", r, bins.collect()),
-        Part::with_prefix("cdf", r, cdf.collect()),
-    ]
+    [packets, bins, cdf].map(|p| p.prefixed(r)).into()
 }
 
 /// The duplicate-ACK plot's series: `dupacks`, `rexmits` and `intervals` (of `interval_s`,
 /// the plot's: [`super::dupack::default_interval`] of the duration when `None`).
-pub fn dupack(s: &DupackSeries, interval_s: Option<f64>) -> Vec<Part> {
+pub fn dupack(s: DupackSeries, interval_s: Option<f64>) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
-    let dupacks = s.dupacks.iter().map(|p| DupAck { time_s: secs(p.t_ns), frame: p.frame, ack: p.ack_off, n: p.n });
-    let rexmits =
-        s.rexmits.iter().map(|p| DupackRexmit { time_s: secs(p.t_ns), frame: p.frame, seq: p.seq_off, bytes: p.bytes });
     let span = secs(s.last_ns).max(1e-3);
     let iv = interval_s.filter(|w| *w > 0.0).unwrap_or_else(|| super::dupack::default_interval(span));
     let iv_ns = (iv * 1e9).round().max(1.0) as u64;
-    let intervals = s.per_interval(iv_ns).into_iter().enumerate().map(|(k, (dupacks, rexmits))| DupackInterval {
+    let counts: Vec<(usize, (u32, u32))> = s.per_interval(iv_ns).into_iter().enumerate().collect();
+    let intervals = Part::map("intervals", counts, move |&(k, (dupacks, rexmits))| DupackInterval {
         start_s: k as f64 * iv,
         interval_s: iv,
         dupacks,
         rexmits,
     });
-    vec![
-        Part::with_prefix("dupacks", r, dupacks.collect()),
-        Part::with_prefix("rexmits", r, rexmits.collect()),
-        Part::with_prefix("intervals", r, intervals.collect()),
-    ]
+    let dupacks =
+        Part::map("dupacks", s.dupacks, |p| DupAck { time_s: secs(p.t_ns), frame: p.frame, ack: p.ack_off, n: p.n });
+    let rexmits = Part::map("rexmits", s.rexmits, |p| DupackRexmit {
+        time_s: secs(p.t_ns),
+        frame: p.frame,
+        seq: p.seq_off,
+        bytes: p.bytes,
+    });
+    [dupacks, rexmits, intervals].map(|p| p.prefixed(r)).into()
 }
 
-/// The ladder's series: `segments` (both directions).
-pub fn ladder(l: &Ladder) -> Vec<Part> {
+/// The ladder's series: `segments` (both directions), each row's label made as it is taken.
+pub fn ladder(l: Ladder) -> Vec<Part> {
     let conn = l.conn + 1;
-    let segments = l.segs.iter().map(|s| LadderRow {
+    let segments = Part::map("segments", l.segs, move |s| LadderRow {
         conn,
         dir: dir(s.dir),
         time_s: s.t,
@@ -574,7 +570,7 @@ pub fn ladder(l: &Ladder) -> Vec<Part> {
         rexmit: s.rexmit,
         label: s.label(),
     });
-    vec![Part::new("segments", segments.collect())]
+    vec![segments]
 }
 
 /// The state diagram's series: `steps`, each endpoint's initial state and transitions (the

@@ -308,7 +308,7 @@ impl Request {
             // Both directions: the sink ignores the direction.
             Kind::Ladder => {
                 let (l, _, _) = self.series::<ladder::LadderSink>(Some(Dir::AtoB), files)?;
-                Ok((data::ladder(&l), Dir::AtoB))
+                Ok((data::ladder(l), Dir::AtoB))
             }
             Kind::States => {
                 let (s, _, _) = self.series::<states::StatesSink>(Some(Dir::AtoB), files)?;
@@ -321,10 +321,10 @@ impl Request {
     fn parts<M: OneConnection + Send>(
         &self,
         files: &mut dyn FnMut(&FileSummary) -> io::Result<()>,
-        of: impl Fn(&M::Series) -> Vec<Part>,
+        of: impl FnOnce(M::Series) -> Vec<Part>,
     ) -> Result<(Vec<Part>, Dir), PlotError> {
         let (s, _, dir) = self.series::<M>(self.dir, files)?;
-        Ok((of(&s), dir))
+        Ok((of(s), dir))
     }
 
     /// The limits of the time axis, as a [`View`].
