@@ -439,7 +439,7 @@ pub fn tput(s: TputSeries, window_s: Option<f64>) -> Vec<Part> {
         .filter(|w| *w > 0.0)
         .unwrap_or_else(|| super::tput::default_window_s(secs(s.last_ns), s.rtt_min_ns.map(secs)));
     let window_ns = (window_s * 1e9).round().max(1.0) as u64;
-    // Each point with its line (an index of LINES): 32 bytes a point, not a row's 64.
+    // Each point with its line (an index of LINES): 32 bytes a point, not a row's 56.
     let lines =
         [s.instantaneous(Bytes::All), s.moving_average(Bytes::All, window_ns), s.moving_average(Bytes::New, window_ns)];
     let points: Vec<(u8, RatePoint)> =
@@ -465,10 +465,9 @@ pub fn tput(s: TputSeries, window_s: Option<f64>) -> Vec<Part> {
 pub fn flight(s: FlightSeries) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
     let scaled = s.rwnd_scaled;
-    let (n, mut all) = (s.flight.len(), s.flight);
-    all.extend(s.rwnd);
-    // The first `n` points are the bytes in flight, the others the windows.
-    let points: Vec<(bool, BytesPoint)> = all.into_iter().enumerate().map(|(i, p)| (i >= n, p)).collect();
+    // Each point with whether it is a window (else bytes in flight).
+    let points: Vec<(bool, BytesPoint)> =
+        s.flight.into_iter().map(|p| (false, p)).chain(s.rwnd.into_iter().map(|p| (true, p))).collect();
     let points = Part::map("points", points, move |&(window, p)| FlightPoint {
         line: Name(if window { "window" } else { "in_flight" }),
         time_s: secs(p.t_ns),
