@@ -433,11 +433,23 @@ fn rate_bin_by_log(bps: f64) -> usize {
     (x as usize).min(RATE_BINS - 1)
 }
 
-/// Histogram bin of a rate in bits/s: a binary search in the bins' lower edges, each edge the
-/// smallest float that [`rate_bin_by_log`] puts in that bin (found once, by bisection on the
-/// bit pattern, which orders positive floats), so both give the same bin.
+/// Histogram bin of a rate in bits/s, looked up rather than searched: the bins' lower edges
+/// are each the smallest float that [`rate_bin_by_log`] puts in that bin (found once, by
+/// bisection on the bit pattern, which orders positive floats), so both give the same bin.
+/// A float's top 16 bits (its exponent and 4 bits of mantissa: a 16th of an octave, finer than
+/// a bin's 8th of a decade) index the bin of the lowest rate with those bits; at most one
+/// edge lies above it in the same 16th, one comparison. A binary search of the 72 edges was
+/// ~7 % of the CPU of an export of every table.
 fn rate_bin(bps: f64) -> usize {
-    static EDGES: LazyLock<[f64; RATE_BINS]> = LazyLock::new(|| {
+    /// Bits below the lookup's key.
+    const SHIFT: u32 = 48;
+    struct Lookup {
+        edges: [f64; RATE_BINS],
+        /// The key of `edges[1]`, and the bin of the lowest float of each key from it on.
+        k0: u64,
+        first: Vec<u8>,
+    }
+    static L: LazyLock<Lookup> = LazyLock::new(|| {
         let mut edges = [0.0; RATE_BINS];
         let (mut lo, hi) = (1e3f64.to_bits(), 1e13f64.to_bits());
         for (bin, edge) in edges.iter_mut().enumerate().skip(1) {
@@ -449,12 +461,28 @@ fn rate_bin(bps: f64) -> usize {
             }
             *edge = f64::from_bits(h);
         }
-        edges
+        let k0 = edges[1].to_bits() >> SHIFT;
+        let k1 = edges[RATE_BINS - 1].to_bits() >> SHIFT;
+        let first = (k0..=k1)
+            .map(|k| {
+                let x = f64::from_bits(k << SHIFT).max(edges[1]);
+                (edges.partition_point(|&e| e <= x) - 1) as u8
+            })
+            .collect();
+        Lookup { edges, k0, first }
     });
-    if bps.is_nan() || bps < EDGES[1] {
+    let l = &*L;
+    if bps.is_nan() || bps < l.edges[1] {
         return 0; // NaN too, as the definition does
     }
-    EDGES.partition_point(|&e| e <= bps) - 1
+    if bps >= l.edges[RATE_BINS - 1] {
+        return RATE_BINS - 1;
+    }
+    let mut bin = l.first[((bps.to_bits() >> SHIFT) - l.k0) as usize] as usize;
+    while l.edges[bin + 1] <= bps {
+        bin += 1;
+    }
+    bin
 }
 
 #[cfg(test)]
