@@ -10,6 +10,7 @@
 //! but the ladder's, whose rows have their own direction each, and the state diagram's,
 //! `tcpscope states`' rows.
 
+use super::chart::secs;
 use crate::analysis::{Dir, RttKind};
 use crate::export::packet::{FlagLetters, flag_letters};
 use crate::series::ack::AckSeries;
@@ -23,11 +24,6 @@ use crate::series::states::States;
 use crate::series::tput::{Bytes, RatePoint, TputSeries};
 use crate::series::tsg::{SegKind, Tsg};
 use crate::table::{Name, Part, record};
-
-/// Seconds of `ns`.
-fn secs(ns: u64) -> f64 {
-    ns as f64 / 1e9
-}
 
 /// Milliseconds of `ns`.
 fn ms(ns: u64) -> f64 {
