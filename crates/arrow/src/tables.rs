@@ -383,21 +383,14 @@ pub struct Report {
     pub connections: usize,
 }
 
-impl Report {
-    /// The first of `ids` the run does not have (none is 0, none above [`Report::connections`]).
-    pub fn missing(&self, ids: &[usize]) -> Option<usize> {
-        ids.iter().copied().find(|&id| id == 0 || id > self.connections)
-    }
-}
-
 /// Runs `query` once per trace, writing the tables `dests` names (each table at most once)
 /// into their destinations as rows come; the caller finishes the destinations. `rules` are the
 /// screening rules of the `events` table (the query's settings should classify by them:
 /// [`Rules::settings`], as `screen` does). Only the rows of connections `ids` are written
 /// (run-wide ids, as `stats -c` takes them: the `id` of `connections`) unless it is empty.
-/// An id the run does not have selects nothing ([`Report::missing`] says which). Errors reading
-/// a file are in its summary (what was read before stands); the error returned is a failed
-/// write.
+/// An id the run does not have selects nothing (the caller checks them against
+/// [`Report::connections`]). Errors reading a file are in its summary (what was read before
+/// stands); the error returned is a failed write.
 pub fn export(
     query: &Query,
     rules: &Rules,

@@ -87,8 +87,6 @@ pub fn export(args: &ExportArgs) -> io::Result<ExitCode> {
         }
     }
     say_files(&report.files, c.quiet)?;
-    if let Some(id) = report.missing(&c.conn) {
-        return Err(io::Error::other(format!("no connection {id} (the input has {})", report.connections)));
-    }
+    crate::output::check_ids(report.connections, c)?;
     Ok(status(&Analysis { files: report.files, ..Analysis::default() }))
 }
