@@ -103,7 +103,6 @@ impl Verdict {
     #[inline]
     pub fn row<'a>(&mut self, s: &SegmentInfo, file: &'a Arc<str>) -> SegmentRow<'a> {
         let v = std::mem::take(self);
-        let occupies = s.len > 0 || s.flags.has(crate::decode::Flags::SYN) || s.flags.has(crate::decode::Flags::FIN);
         SegmentRow {
             file: Shared(file),
             frame: s.at.frame,
@@ -116,12 +115,20 @@ impl Verdict {
             win_bytes: s.win_bytes,
             in_flight_bytes: s.in_flight,
             sack_blocks: s.sack_blocks,
-            verdict: Name(v.kind.unwrap_or(if occupies { "new" } else { "no_data" })),
+            verdict: Name(v.kind.unwrap_or_else(|| unclassified(s.len, s.flags))),
             class: v.class.map(Name),
             rtt_ms: v.rtt_ms,
             rtt_ts_ms: v.rtt_ts_ms,
         }
     }
+}
+
+/// The verdict of a segment no event classified: `new` when it occupies sequence space
+/// (payload, SYN or FIN), else `no_data` (a pure ACK, a bare RST). The time-sequence plot's
+/// table says it in the same words (`plot::data`).
+#[inline]
+pub fn unclassified(len: u32, flags: crate::decode::Flags) -> &'static str {
+    if len > 0 || flags.syn() || flags.fin() { "new" } else { "no_data" }
 }
 
 record! {

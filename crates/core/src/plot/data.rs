@@ -375,8 +375,8 @@ pub fn tsg(s: Tsg) -> Vec<Part> {
         len: p.len,
         kind: if p.keepalive {
             Name("keep_alive")
-        } else if p.kind == SegKind::New && p.len == 0 && !p.flags.syn() && !p.flags.fin() {
-            Name("no_data")
+        } else if p.kind == SegKind::New {
+            Name(crate::export::rows::unclassified(p.len, p.flags))
         } else {
             verdict(p.kind)
         },
