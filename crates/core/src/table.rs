@@ -747,8 +747,6 @@ pub fn names(fields: &[Field]) -> Vec<&'static str> {
 pub struct Part {
     /// Its name among the parts given together (`segments`, `acks`): a file's, a key's.
     pub name: &'static str,
-    /// The table its rows are records of ([`Table::NAME`]: its fields' table in the docs).
-    pub table: &'static str,
     fields: &'static [Field],
     rows: Box<dyn Rows>,
     /// The record before every row's, and its fields.
@@ -788,7 +786,7 @@ impl<T: Send, R: Record, F: Fn(&T) -> R + Send> Rows for Mapped<T, F> {
 impl Part {
     /// The part `name` of `rows`.
     pub fn new<R: Record + Send + 'static>(name: &'static str, rows: Vec<R>) -> Part {
-        Part { name, table: R::NAME, fields: R::FIELDS, rows: Box::new(rows), prefix: None }
+        Part { name, fields: R::FIELDS, rows: Box::new(rows), prefix: None }
     }
     /// The part `name` whose rows are `row` of each of `items`, made as they are taken.
     pub fn map<T: Send + 'static, R: Record + 'static>(
@@ -796,7 +794,7 @@ impl Part {
         items: Vec<T>,
         row: impl Fn(&T) -> R + Send + 'static,
     ) -> Part {
-        Part { name, table: R::NAME, fields: R::FIELDS, rows: Box::new(Mapped { items, row }), prefix: None }
+        Part { name, fields: R::FIELDS, rows: Box::new(Mapped { items, row }), prefix: None }
     }
     /// The same part, each row after `prefix`'s columns.
     pub fn prefixed<P: Record + Send + 'static>(self, prefix: P) -> Part {
@@ -825,7 +823,7 @@ impl Part {
 
 impl std::fmt::Debug for Part {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Part").field("name", &self.name).field("table", &self.table).field("rows", &self.len()).finish()
+        f.debug_struct("Part").field("name", &self.name).field("rows", &self.len()).finish()
     }
 }
 
