@@ -191,4 +191,84 @@ mod tests {
         let err = Request::new(TRACE.into(), 99, Kind::Tsg).tables(&mut |_| Ok(())).unwrap_err();
         assert!(err.to_string().contains("no connection 99"), "{err}");
     }
+
+    /// `--from`/`--to` keep what the plot shows: the rows with a time in the window (both ends
+    /// included: the window starts and ends at a segment's own time), the spans that overlap
+    /// it; the tables without a time axis whole. An absolute time is the same window; a window
+    /// past the connection's end is the plot's error.
+    #[test]
+    fn the_time_window_keeps_what_the_plot_shows() {
+        use arrow_select::filter::filter_record_batch;
+        let segs = one(&parts(Kind::Tsg).0[0]);
+        let time = segs.column_by_name("time_s").unwrap().as_primitive::<Float64Type>().clone();
+        let (from, to) = (time.value(100), time.value(400));
+        let windowed = |kind: Kind, iv: Option<f64>, from: String, to: String| {
+            let req = Request { from: Some(from), to: Some(to), window_s: iv, ..Request::new(TRACE.into(), 1, kind) };
+            req.tables(&mut |_| Ok(())).unwrap().0
+        };
+        let f64s = |b: &RecordBatch, n: &str| b.column_by_name(n).map(|c| c.as_primitive::<Float64Type>().clone());
+        let kinds = [
+            (Kind::Tsg, None),
+            (Kind::Rtt, None),
+            (Kind::Tput, None),
+            (Kind::Flight, None),
+            (Kind::Ssize, None),
+            (Kind::Ack, None),
+            (Kind::Dupack, Some(0.01)),
+            (Kind::Ladder, None),
+            (Kind::Burst, None),
+            (Kind::States, None),
+        ];
+        let mut cut = 0;
+        for (kind, iv) in kinds {
+            let whole =
+                Request { window_s: iv, ..Request::new(TRACE.into(), 1, kind) }.tables(&mut |_| Ok(())).unwrap().0;
+            let part = windowed(kind, iv, from.to_string(), to.to_string());
+            assert_eq!(part.len(), whole.len());
+            let mut narrowed = false;
+            for (w, p) in whole.iter().zip(&part) {
+                let (w, p) = (one(w), one(p));
+                let keep: arrow_array::BooleanArray = (0..w.num_rows())
+                    .map(|i| {
+                        let at = |n: &str| f64s(&w, n).map(|c| c.value(i));
+                        Some(match (at("time_s"), at("start_s"), at("end_s"), at("interval_s")) {
+                            _ if matches!(kind, Kind::Burst | Kind::States) => true,
+                            (Some(t), ..) => from <= t && t <= to,
+                            (None, Some(a), Some(b), _) => b >= from && a <= to,
+                            (None, Some(a), None, Some(iv)) => a + iv >= from && a <= to,
+                            _ => true,
+                        })
+                    })
+                    .collect();
+                let want = filter_record_batch(&w, &keep).unwrap();
+                assert_eq!(p, want, "{kind:?}");
+                cut += w.num_rows() - p.num_rows();
+                narrowed |= p.num_rows() > 0 && p.num_rows() < w.num_rows();
+            }
+            // Every kind with a time axis had rows on both sides of the window and in it.
+            assert_eq!(narrowed, !matches!(kind, Kind::Burst | Kind::States), "{kind:?}");
+        }
+        assert!(cut > 1000, "{cut}");
+        // The window's ends are segments' own times, and included.
+        let tsg = one(&windowed(Kind::Tsg, None, from.to_string(), to.to_string())[0]);
+        let t = f64s(&tsg, "time_s").unwrap();
+        assert_eq!((t.value(0), t.value(t.len() - 1)), (from, to));
+        // The dup-ACK interval by default is the plot's: of the time shown.
+        let iv = one(&windowed(Kind::Dupack, None, from.to_string(), to.to_string())[2]);
+        let want = tcpscope_core::plot::dupack::default_interval(to - from);
+        assert!(f64s(&iv, "interval_s").unwrap().iter().all(|v| v == Some(want)), "{want}");
+        // An absolute time is the same window.
+        // (The trace's first packet, from its pcap record header: little-endian, µs.)
+        let file = std::fs::read(TRACE).unwrap();
+        assert_eq!(file[..4], [0xd4, 0xc3, 0xb2, 0xa1]);
+        let word = |o: usize| u32::from_le_bytes(file[o..o + 4].try_into().unwrap()) as f64;
+        let start_s = word(24) + word(28) / 1e6;
+        let at = |s: f64| format!("@{:.6}", start_s + s);
+        let abs = one(&windowed(Kind::Rtt, None, at(from - 1e-4), at(to + 1e-4))[0]);
+        let rel = one(&windowed(Kind::Rtt, None, (from - 1e-4).to_string(), (to + 1e-4).to_string())[0]);
+        assert_eq!(abs, rel);
+        let req = Request { from: Some("100".into()), ..Request::new(TRACE.into(), 1, Kind::Rtt) };
+        let err = req.tables(&mut |_| Ok(())).unwrap_err();
+        assert!(err.to_string().contains("has no packets from 100 s"), "{err}");
+    }
 }

@@ -328,8 +328,9 @@ pub struct PlotArgs {
     #[arg(long, requires = "with")]
     pub separate: bool,
     /// Write the series the plot is drawn from into DIR instead of drawing it: one table per
-    /// part, `KIND-PART.FORMAT` (docs/json.md, "The series behind the plots"). Every point of
-    /// the connection: --from/--to, --seq-from/--seq-to and the size apply to drawings only.
+    /// part, `KIND-PART.FORMAT` (docs/json.md, "The series behind the plots"). Every point in
+    /// --from/--to (all of the connection without them); --seq-from/--seq-to and the size
+    /// apply to drawings only.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "with", "xpl_aggregate"])]
     pub data: Option<PathBuf>,
     /// With --data: parquet, arrow (Arrow IPC file) or csv.

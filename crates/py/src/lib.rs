@@ -348,18 +348,27 @@ fn plot(
 /// The series one connection's plot is drawn from (core's [`Request::tables`], as `tcpscope
 /// plot --data` writes them): each part's name and table, the direction, and the warnings.
 #[pyfunction]
-#[pyo3(signature = (path, conn, kind, dir=None, wscale=None, window=None))]
-#[allow(clippy::type_complexity)]
+#[pyo3(signature = (path, conn, kind, dir=None, start=None, end=None, wscale=None, window=None))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn series(
     py: Python<'_>,
     path: PathBuf,
     conn: usize,
     kind: &str,
     dir: Option<&str>,
+    start: Option<String>,
+    end: Option<String>,
     wscale: Option<u8>,
     window: Option<f64>,
 ) -> PyResult<(Vec<(String, PyArrowType<Table>)>, String, Vec<String>)> {
-    let req = Request { dir: dir_of(dir)?, wscale, window_s: window, ..Request::new(path, conn, kind_of(kind)?) };
+    let req = Request {
+        dir: dir_of(dir)?,
+        from: start,
+        to: end,
+        wscale,
+        window_s: window,
+        ..Request::new(path, conn, kind_of(kind)?)
+    };
     let mut files = Vec::new();
     let made = py.detach(|| {
         req.tables(&mut |f| {

@@ -60,6 +60,20 @@ def test_time_sequence_rows_are_the_directions_segments(loss_snd):
     assert list(acks.win_bytes) == list(back.win_bytes)
 
 
+@pytest.mark.parametrize("kind", ["tsg", "tput", "flight", "dupack"])
+def test_a_time_window_is_the_clis(cli, loss_snd, tmp_path, kind):
+    """`start`/`end` as `plot --data --from/--to`: the same files, a number or its text."""
+    cli("plot", loss_snd, "-c", "1", "-k", kind, "--from", "0.05", "--to", "0.1", "--data", str(tmp_path))
+    got = tcpscope.series(loss_snd, 1, kind, start=0.05, end="0.1")
+    whole = tcpscope.series(loss_snd, 1, kind)
+    for name, table in got.items():
+        assert table.equals(pq.read_table(tmp_path / f"{kind}-{name}.parquet")), name
+        if "time_s" in table.column_names:
+            t = whole[name].to_pandas()
+            assert table.to_pandas().equals(t[(t.time_s >= 0.05) & (t.time_s <= 0.1)].reset_index(drop=True)), name
+    assert 0 < got[PARTS[kind][0]].num_rows < whole[PARTS[kind][0]].num_rows
+
+
 def test_options_and_errors(loss_snd):
     t = tcpscope.series(loss_snd, 1, "tput", dir="b2a", window=0.5)
     assert set(t["rates"]["dir"].to_pylist()) <= {"b2a"}
@@ -75,6 +89,12 @@ def test_options_and_errors(loss_snd):
         tcpscope.series(loss_snd, 1, "tsg", dir="up")
     with pytest.raises(tcpscope.TcpscopeError):
         tcpscope.series(loss_snd + ".missing", 1, "tsg")
+    with pytest.raises(tcpscope.TcpscopeError, match="no packets from 100 s"):
+        tcpscope.series(loss_snd, 1, "rtt", start=100)
+    with pytest.raises(ValueError, match="--to must be after --from"):
+        tcpscope.series(loss_snd, 1, "rtt", start=0.2, end=0.1)
+    with pytest.raises(TypeError, match="seconds"):
+        tcpscope.series(loss_snd, 1, "rtt", start=[1])
 
 
 def test_time_sequence_rows_match_segments_on_public_traces():

@@ -1,6 +1,6 @@
 //! The series behind each plot as tables (`tcpscope plot --data`, Python's `tcpscope.series`;
 //! docs/json.md, "The series behind the plots"): the points a plot is drawn from, every one
-//! (no pixel columns, no time or sequence limits), in the units and words of the other tables
+//! (no pixel columns, no sequence limits; the time window's, [`Window`]), in the units and words of the other tables
 //! (seconds since the connection's first packet, relative sequence numbers, bytes, bits/s, ms;
 //! a segment's class as the `segments` table's `verdict` names it).
 //!
@@ -24,6 +24,34 @@ use crate::series::states::States;
 use crate::series::tput::{Bytes, RatePoint, TputSeries};
 use crate::series::tsg::{SegKind, Tsg};
 use crate::table::{Name, Part, record};
+
+/// The time a plot's tables are cut to (`plot --from/--to`, Python's `start`/`end`): seconds
+/// since the connection's first packet, both ends included, as the drawings show them. A row
+/// with a time is kept when it is in the window; a span (a cwnd round, a dup-ACK interval)
+/// when it overlaps it. The tables without a time axis (the burst histogram and its integral,
+/// the states) are the whole connection's, as their plots are.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Window {
+    /// Start (`None`: the connection's first packet).
+    pub from_s: Option<f64>,
+    /// End (`None`: its last packet).
+    pub to_s: Option<f64>,
+}
+
+impl Window {
+    /// Whether a time (s) is in the window.
+    fn has(&self, t_s: f64) -> bool {
+        self.from_s.is_none_or(|f| t_s >= f) && self.to_s.is_none_or(|t| t_s <= t)
+    }
+    /// Whether a time (ns since the connection's first packet) is in the window.
+    fn has_ns(&self, t_ns: u64) -> bool {
+        self.has(secs(t_ns))
+    }
+    /// Whether the span from `a_s` to `b_s` overlaps the window.
+    fn overlaps(&self, a_s: f64, b_s: f64) -> bool {
+        self.from_s.is_none_or(|f| b_s >= f) && self.to_s.is_none_or(|t| a_s <= t)
+    }
+}
 
 /// Milliseconds of `ns`.
 fn ms(ns: u64) -> f64 {
@@ -366,8 +394,12 @@ fn dir(d: Dir) -> Name {
 }
 
 /// The time-sequence plot's series: `segments`, `acks`, `sacks`, `notes`.
-pub fn tsg(s: Tsg) -> Vec<Part> {
+pub fn tsg(mut s: Tsg, w: Window) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
+    s.segments.retain(|p| w.has_ns(p.t_ns));
+    s.acks.retain(|a| w.has_ns(a.t_ns));
+    s.sacks.retain(|b| w.has_ns(b.t_ns));
+    s.notes.retain(|n| w.has_ns(n.t_ns));
     let segments = Part::map("segments", s.segments, |p| TsgSegment {
         time_s: secs(p.t_ns),
         frame: p.frame,
@@ -410,8 +442,9 @@ pub fn tsg(s: Tsg) -> Vec<Part> {
 }
 
 /// The RTT plot's series: `samples`.
-pub fn rtt(s: RttSeries) -> Vec<Part> {
+pub fn rtt(mut s: RttSeries, w: Window) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
+    s.points.retain(|p| w.has_ns(p.t_ns));
     let samples = Part::map("samples", s.points, |p| RttSample {
         time_s: secs(p.t_ns),
         rtt_ms: ms(p.rtt_ns),
@@ -428,8 +461,9 @@ pub fn rtt(s: RttSeries) -> Vec<Part> {
 const LINES: [&str; 3] = ["instantaneous", "average", "goodput_average"];
 
 /// The throughput plot's series: `packets` and `rates`, the averages over `window_s` (the
-/// plot's window, [`super::tput::default_window_s`] when `None`).
-pub fn tput(s: TputSeries, window_s: Option<f64>) -> Vec<Part> {
+/// plot's window, [`super::tput::default_window_s`] of the whole connection when `None`),
+/// taken over every packet and kept in `w`, as the plot draws them.
+pub fn tput(mut s: TputSeries, window_s: Option<f64>, w: Window) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
     let window_s = window_s
         .filter(|w| *w > 0.0)
@@ -438,8 +472,13 @@ pub fn tput(s: TputSeries, window_s: Option<f64>) -> Vec<Part> {
     // Each point with its line (an index of LINES): 32 bytes a point, not a row's 56.
     let lines =
         [s.instantaneous(Bytes::All), s.moving_average(Bytes::All, window_ns), s.moving_average(Bytes::New, window_ns)];
-    let points: Vec<(u8, RatePoint)> =
-        lines.into_iter().enumerate().flat_map(|(k, v)| v.into_iter().map(move |p| (k as u8, p))).collect();
+    let points: Vec<(u8, RatePoint)> = lines
+        .into_iter()
+        .enumerate()
+        .flat_map(|(k, v)| v.into_iter().map(move |p| (k as u8, p)))
+        .filter(|(_, p)| w.has_ns(p.t_ns))
+        .collect();
+    s.points.retain(|p| w.has_ns(p.t_ns));
     let rates = Part::map("rates", points, move |&(k, p)| TputRate {
         line: Name(LINES[k as usize]),
         time_s: secs(p.t_ns),
@@ -458,12 +497,18 @@ pub fn tput(s: TputSeries, window_s: Option<f64>) -> Vec<Part> {
 }
 
 /// The in-flight plot's series: `points` (bytes in flight, advertised window) and `cwnd`.
-pub fn flight(s: FlightSeries) -> Vec<Part> {
+pub fn flight(mut s: FlightSeries, w: Window) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
     let scaled = s.rwnd_scaled;
     // Each point with whether it is a window (else bytes in flight).
-    let points: Vec<(bool, BytesPoint)> =
-        s.flight.into_iter().map(|p| (false, p)).chain(s.rwnd.into_iter().map(|p| (true, p))).collect();
+    let points: Vec<(bool, BytesPoint)> = s
+        .flight
+        .into_iter()
+        .map(|p| (false, p))
+        .chain(s.rwnd.into_iter().map(|p| (true, p)))
+        .filter(|(_, p)| w.has_ns(p.t_ns))
+        .collect();
+    s.cwnd.retain(|r| w.overlaps(secs(r.start_ns), secs(r.end_ns)));
     let points = Part::map("points", points, move |&(window, p)| FlightPoint {
         line: Name(if window { "window" } else { "in_flight" }),
         time_s: secs(p.t_ns),
@@ -482,8 +527,9 @@ pub fn flight(s: FlightSeries) -> Vec<Part> {
 }
 
 /// The segment-size plot's series: `segments`.
-pub fn ssize(s: SsizeSeries) -> Vec<Part> {
+pub fn ssize(mut s: SsizeSeries, w: Window) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
+    s.points.retain(|p| w.has_ns(p.t_ns));
     let peer_mss = s.peer_mss;
     let segments = Part::map("segments", s.points, move |p| SsizePoint {
         time_s: secs(p.t_ns),
@@ -496,8 +542,9 @@ pub fn ssize(s: SsizeSeries) -> Vec<Part> {
 }
 
 /// The ACK-delay plot's series: `delays`.
-pub fn ack(s: AckSeries) -> Vec<Part> {
+pub fn ack(mut s: AckSeries, w: Window) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
+    s.points.retain(|p| w.has_ns(p.t_ns));
     let delays = Part::map("delays", s.points, |p| AckDelay {
         time_s: secs(p.t_ns),
         delay_ms: ms(p.delay_ns),
@@ -524,13 +571,21 @@ pub fn burst(s: BurstSeries) -> Vec<Part> {
 }
 
 /// The duplicate-ACK plot's series: `dupacks`, `rexmits` and `intervals` (of `interval_s`,
-/// the plot's: [`super::dupack::default_interval`] of the duration when `None`).
-pub fn dupack(s: DupackSeries, interval_s: Option<f64>) -> Vec<Part> {
+/// the plot's: [`super::dupack::default_interval`] of the time shown when `None`).
+pub fn dupack(mut s: DupackSeries, interval_s: Option<f64>, w: Window) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
-    let span = secs(s.last_ns).max(1e-3);
+    let x0 = w.from_s.unwrap_or(0.0);
+    let span = (w.to_s.unwrap_or(secs(s.last_ns)).max(x0) - x0).max(1e-3);
     let iv = interval_s.filter(|w| *w > 0.0).unwrap_or_else(|| super::dupack::default_interval(span));
     let iv_ns = (iv * 1e9).round().max(1.0) as u64;
-    let counts: Vec<(usize, (u32, u32))> = s.per_interval(iv_ns).into_iter().enumerate().collect();
+    let counts: Vec<(usize, (u32, u32))> = s
+        .per_interval(iv_ns)
+        .into_iter()
+        .enumerate()
+        .filter(|&(k, _)| w.overlaps(k as f64 * iv, (k + 1) as f64 * iv))
+        .collect();
+    s.dupacks.retain(|p| w.has_ns(p.t_ns));
+    s.rexmits.retain(|p| w.has_ns(p.t_ns));
     let intervals = Part::map("intervals", counts, move |&(k, (dupacks, rexmits))| DupackInterval {
         start_s: k as f64 * iv,
         interval_s: iv,
@@ -549,8 +604,9 @@ pub fn dupack(s: DupackSeries, interval_s: Option<f64>) -> Vec<Part> {
 }
 
 /// The ladder's series: `segments` (both directions), each row's label made as it is taken.
-pub fn ladder(l: Ladder) -> Vec<Part> {
+pub fn ladder(mut l: Ladder, w: Window) -> Vec<Part> {
     let conn = l.conn + 1;
+    l.segs.retain(|s| w.has(s.t));
     let segments = Part::map("segments", l.segs, move |s| LadderRow {
         conn,
         dir: dir(s.dir),

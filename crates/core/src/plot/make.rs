@@ -290,25 +290,26 @@ impl Request {
         Ok((super::svg::render_row(std::slice::from_ref(&fig), self.width, self.height), dir))
     }
 
-    /// The series the plot is drawn from, as tables ([`super::data`]): every point of the
-    /// connection (the time and sequence limits, the size and the title are the drawing's, and
-    /// are not applied), and the direction they are of. The same pass as the figure's.
+    /// The series the plot is drawn from, as tables ([`super::data`]): every point in the
+    /// time window (`from`/`to`, checked as the drawing's; the sequence limits, the size and
+    /// the title are the drawing's only), and the direction they are of. The same pass as the
+    /// figure's.
     pub fn tables(&self, files: &mut dyn FnMut(&FileSummary) -> io::Result<()>) -> Result<(Vec<Part>, Dir), PlotError> {
         self.check()?;
-        let w = self.window_s;
+        let iv = self.window_s;
         match self.kind {
             Kind::Tsg => self.parts::<tsg::TsgSink>(files, data::tsg),
             Kind::Rtt => self.parts::<rtt::RttSink>(files, data::rtt),
-            Kind::Tput => self.parts::<tput::TputSink>(files, |s| data::tput(s, w)),
+            Kind::Tput => self.parts::<tput::TputSink>(files, |s, w| data::tput(s, iv, w)),
             Kind::Flight => self.parts::<flight::FlightSink>(files, data::flight),
             Kind::Ssize => self.parts::<ssize::SsizeSink>(files, data::ssize),
             Kind::Ack => self.parts::<ack::AckSink>(files, data::ack),
-            Kind::Burst | Kind::BurstCdf => self.parts::<burst::BurstSink>(files, data::burst),
-            Kind::Dupack => self.parts::<dupack::DupackSink>(files, |s| data::dupack(s, w)),
+            Kind::Burst | Kind::BurstCdf => self.parts::<burst::BurstSink>(files, |s, _| data::burst(s)),
+            Kind::Dupack => self.parts::<dupack::DupackSink>(files, |s, w| data::dupack(s, iv, w)),
             // Both directions: the sink ignores the direction.
             Kind::Ladder => {
-                let (l, _, _) = self.series::<ladder::LadderSink>(Some(Dir::AtoB), files)?;
-                Ok((data::ladder(l), Dir::AtoB))
+                let (l, origin, _) = self.series::<ladder::LadderSink>(Some(Dir::AtoB), files)?;
+                Ok((data::ladder(l, self.window(&origin)?), Dir::AtoB))
             }
             Kind::States => {
                 let (s, _, _) = self.series::<states::StatesSink>(Some(Dir::AtoB), files)?;
@@ -317,14 +318,20 @@ impl Request {
         }
     }
 
-    /// The tables `of` a series of one direction.
+    /// The tables `of` a series of one direction, in the time window.
     fn parts<M: OneConnection + Send>(
         &self,
         files: &mut dyn FnMut(&FileSummary) -> io::Result<()>,
-        of: impl FnOnce(M::Series) -> Vec<Part>,
+        of: impl FnOnce(M::Series, data::Window) -> Vec<Part>,
     ) -> Result<(Vec<Part>, Dir), PlotError> {
-        let (s, _, dir) = self.series::<M>(self.dir, files)?;
-        Ok((of(s), dir))
+        let (s, origin, dir) = self.series::<M>(self.dir, files)?;
+        Ok((of(s, self.window(&origin)?), dir))
+    }
+
+    /// The time limits as the tables' [`data::Window`].
+    fn window(&self, origin: &Origin) -> Result<data::Window, PlotError> {
+        let (from_s, to_s) = self.limits(origin)?;
+        Ok(data::Window { from_s, to_s })
     }
 
     /// The limits of the time axis, as a [`View`].

@@ -175,8 +175,8 @@ def plot(
     kind: str = "tsg",
     *,
     dir: Optional[str] = None,
-    start: Optional[str] = None,
-    end: Optional[str] = None,
+    start: Union[str, float, None] = None,
+    end: Union[str, float, None] = None,
     seq_from: Optional[int] = None,
     seq_to: Optional[int] = None,
     abs_seq: bool = False,
@@ -199,7 +199,7 @@ def plot(
         dir: ``"a2b"`` or ``"b2a"``: whose data is drawn (default: the direction that sent
             the most payload bytes, said in the title).
         start, end: the time axis' limits, as ``plot --from``/``--to`` take them: seconds
-            since the connection's first packet (``1.5``), or an absolute time
+            since the connection's first packet (``1.5`` or ``"1.5"``), or an absolute time
             (``"12:06:05.2"``, ``"@1700000000"``; UTC).
         seq_from, seq_to: the sequence axis' limits (relative; absolute with ``abs_seq``).
         width, height: image size in pixels.
@@ -222,8 +222,8 @@ def plot(
         conn,
         kind,
         dir=dir,
-        start=start,
-        end=end,
+        start=_time(start),
+        end=_time(end),
         seq_from=seq_from,
         seq_to=seq_to,
         abs_seq=abs_seq,
@@ -238,20 +238,32 @@ def plot(
     return Plot(data, format)
 
 
+def _time(t: Union[str, float, None]) -> Optional[str]:
+    """A time limit as ``plot --from`` takes it: a number of seconds as its text (``repr``
+    keeps every digit of a float), an absolute time as given."""
+    if t is None or isinstance(t, str):
+        return t
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        raise TypeError(f"a time must be seconds (a number) or a str, not {type(t).__name__}")
+    return repr(float(t))
+
+
 def series(
     path: Union[str, "os.PathLike[str]"],
     conn: int,
     kind: str = "tsg",
     *,
     dir: Optional[str] = None,
+    start: Union[str, float, None] = None,
+    end: Union[str, float, None] = None,
     wscale: Optional[int] = None,
     window: Optional[float] = None,
 ) -> dict:
     """The series a plot of one connection is drawn from, as tables (``tcpscope plot --data``).
 
-    Every point of the connection, in the units of ``read``'s tables (seconds since the
-    connection's first packet, relative sequence numbers, bytes, bits/s, ms): to draw it
-    your own way, or to compute on it.
+    Every point of the connection (or of ``start``/``end``), in the units of ``read``'s
+    tables (seconds since the connection's first packet, relative sequence numbers, bytes,
+    bits/s, ms): to draw it your own way, or to compute on it.
 
     Args:
         path: a capture file or a ring directory (read whole, as one trace).
@@ -265,6 +277,10 @@ def series(
             docs/json.md, "The series behind the plots".
         dir: ``"a2b"`` or ``"b2a"``: whose data (default: the direction that sent the most
             payload bytes; every table's ``dir`` column says which).
+        start, end: the time window, as ``plot``'s (seconds since the connection's first
+            packet, ``0.2`` or ``"0.2"``, or an absolute time), both ends included: rows
+            with a time in it, cwnd rounds and dup-ACK intervals that overlap it. ``burst``'s
+            and ``states``' tables have no time axis and are the whole connection's.
         wscale: window scale to assume when the handshake was not captured.
         window: ``tput``'s moving-average window, ``dupack``'s counting interval (seconds;
             default: the plot's choice, given in the tables' ``window_s``/``interval_s``).
@@ -273,10 +289,13 @@ def series(
         A dict of table name to ``pyarrow.Table``, in the order above.
 
     Raises:
-        TcpscopeError: the trace could not be read.
+        TcpscopeError: the trace could not be read, or has no packets of the connection in
+            the window.
         ValueError: a bad option, or a connection the trace does not have.
     """
-    got, _dir, warns = _native.series(os.fspath(path), conn, kind, dir=dir, wscale=wscale, window=window)
+    got, _dir, warns = _native.series(
+        os.fspath(path), conn, kind, dir=dir, start=_time(start), end=_time(end), wscale=wscale, window=window
+    )
     _warn(warns)
     return dict(got)
 
