@@ -221,8 +221,15 @@ impl RowSink {
     /// Whether the rows of this trace's connection `conn` (1-based) are wanted.
     #[inline]
     fn wanted(&self, conn: usize) -> bool {
-        self.only.as_deref().is_none_or(|o| o.has(self.first + conn))
+        wanted(&self.only, self.first, conn)
     }
+}
+
+/// Whether the rows of a trace's connection `conn` (1-based) are wanted, the traces before it
+/// having had `first` connections.
+#[inline]
+fn wanted(only: &Option<Arc<Only>>, first: usize, conn: usize) -> bool {
+    only.as_deref().is_none_or(|o| o.has(first + conn))
 }
 
 /// The run-wide connection ids whose rows are exported (`export -c`, Python's `conns`), as
@@ -403,7 +410,23 @@ pub fn export(
     let mut conns = dest(TableName::Connections).map(|d| (TableBuilder::new(TableName::Connections.columns()), d));
     let mut events = dest(TableName::Events).map(|d| (TableBuilder::new(TableName::Events.columns()), d));
     let mut report = Report::default();
+    // Only `connections` wanted: the pass `stats` runs, without a sink of packets or events, so
+    // that a file is split over the analysing threads by 4-tuple as `stats` splits it.
+    let stats_only = conns.is_some() && events.is_none() && PER_PACKET.iter().all(|t| dest(*t).is_none());
     for (input, q) in query.per_trace() {
+        if stats_only {
+            let run = q.run(StatsSink::default, progress)?;
+            let (stats, trace) = run.traces.into_iter().next().expect("one trace").split();
+            let n = stats.conns.len();
+            if let Some((t, d)) = &mut conns {
+                let wanted = |c: usize| wanted(&only, report.connections, c);
+                connection_rows(t, d, &stats, &run.files, report.connections, &input, wanted)?;
+            }
+            report.connections += n;
+            report.files.extend(run.files);
+            report.traces.push(trace);
+            continue;
+        }
         let rows = RowSink {
             input: input.as_str().into(),
             names: Vec::new(),
@@ -427,19 +450,7 @@ pub fn export(
         }
         let n = rows.seen;
         if let (Some((t, d)), Some(stats)) = (&mut conns, stats.0) {
-            for c in stats.conns.iter().filter(|c| rows.wanted(c.idx + 1)) {
-                let file = files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
-                let j = ConnJson::new(c, report.connections + c.idx + 1, file, input.clone());
-                for (dir, d) in [("a2b", &j.a2b), ("b2a", &j.b2a)] {
-                    t.append(&j, &["a2b", "b2a"])?;
-                    t.append(dir, &[])?;
-                    t.append(d, &[])?;
-                    t.end_row()?;
-                }
-                if t.rows() >= BATCH_ROWS {
-                    write(d, t)?;
-                }
-            }
+            connection_rows(t, d, &stats, &files, report.connections, &input, |c| rows.wanted(c))?;
         }
         if let (Some((t, d)), Some((screen, files))) = (&mut events, screen.0) {
             for (idx, s) in screen.finish().iter().enumerate().filter(|(idx, _)| rows.wanted(idx + 1)) {
@@ -464,4 +475,35 @@ pub fn export(
         }
     }
     Ok(report)
+}
+
+/// The per-packet tables.
+const PER_PACKET: [TableName; 2] = [TableName::Segments, TableName::Rtt];
+
+/// Appends the `connections` rows of a trace's statistics (two a connection, one a direction)
+/// whose ids (1-based in the trace) are `wanted`, writing a batch each [`BATCH_ROWS`]. `first`:
+/// the connections of the traces before.
+fn connection_rows(
+    t: &mut TableBuilder,
+    d: &Dest,
+    stats: &StatsSink,
+    files: &[FileSummary],
+    first: usize,
+    input: &str,
+    wanted: impl Fn(usize) -> bool,
+) -> io::Result<()> {
+    for c in stats.conns.iter().filter(|c| wanted(c.idx + 1)) {
+        let file = files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
+        let j = ConnJson::new(c, first + c.idx + 1, file, input.to_string());
+        for (dir, d) in [("a2b", &j.a2b), ("b2a", &j.b2a)] {
+            t.append(&j, &["a2b", "b2a"])?;
+            t.append(dir, &[])?;
+            t.append(d, &[])?;
+            t.end_row()?;
+        }
+        if t.rows() >= BATCH_ROWS {
+            write(d, t)?;
+        }
+    }
+    Ok(())
 }
