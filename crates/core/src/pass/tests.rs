@@ -124,6 +124,18 @@ fn sharding_gives_the_same_answer() {
             assert_eq!(answer(&run.files[0], &joined), want, "{}, {shards} shards", path.display());
         }
     }
+    // The screening results too (a sink of its own thread when pipelined).
+    for path in &paths {
+        let screen = |threads| {
+            let q = Query::new(vec![path.clone()]).threads(threads);
+            let run = q.run(|| ScreenSink::new(Rules::default()), &|_, _| {}).unwrap();
+            format!("{:?}", run.traces.into_iter().next().unwrap().sink.finish())
+        };
+        let want = screen(1);
+        for shards in [2, MAX_SHARDS] {
+            assert_eq!(screen(shards), want, "{}, {shards} shards", path.display());
+        }
+    }
     // The made trace exercises what the join has to get right.
     let (sum, one) = single(&made);
     assert_eq!(sum.bad_timestamps, 0, "the packets ahead are taken as they are");

@@ -681,6 +681,20 @@ impl Sink for ScreenSink {
     }
 
     const CLASSIFY: bool = true;
+
+    // Each connection's screening sees only its own packets and events: the shards' results,
+    // put in the order of first appearance, are one thread's.
+    const JOINS: bool = true;
+    fn join(parts: Vec<Self>, order: &[u8]) -> Self {
+        let mut parts = parts.into_iter();
+        let ScreenSink { rules, conns, proof } = parts.next().expect("a pass has a shard");
+        let mut shards: Vec<_> = std::iter::once(conns).chain(parts.map(|p| p.conns)).map(Vec::into_iter).collect();
+        let conns = order
+            .iter()
+            .map(|&s| shards[s as usize].next().expect("the order counts each shard's connections"))
+            .collect();
+        ScreenSink { rules, conns, proof }
+    }
 }
 
 /// A retransmission other captures judged: spurious ones become [`OosClass::Spurious`]; a
