@@ -332,6 +332,21 @@ impl Sink for EventFiles {
             self.files[conn].push(s.at.file);
         }
     }
+    const JOINS: bool = true;
+    fn join(mut parts: Vec<Self>, order: &[u8]) -> Self {
+        let names = parts.first().map(|p| p.names.clone()).unwrap_or_default();
+        let mut next = vec![0; parts.len()];
+        let files = order
+            .iter()
+            .map(|&s| {
+                let (p, k) = (&mut parts[s as usize], &mut next[s as usize]);
+                *k += 1;
+                // A shard's list ends at its last connection with an event.
+                p.files.get_mut(*k - 1).map(std::mem::take).unwrap_or_default()
+            })
+            .collect();
+        EventFiles { names, files, pending: false }
+    }
 }
 
 /// A sink or nothing: the parts of the export pass that the tables asked for.
@@ -376,6 +391,12 @@ impl<S: Sink> Sink for Maybe<S> {
         self.0.as_ref().is_some_and(|s| s.own_thread())
     }
     const CLASSIFY: bool = S::CLASSIFY;
+    const JOINS: bool = S::JOINS;
+    fn join(parts: Vec<Self>, order: &[u8]) -> Self {
+        // The shards are made alike: all something or all nothing.
+        let parts: Option<Vec<S>> = parts.into_iter().map(|p| p.0).collect();
+        Maybe(parts.map(|p| S::join(p, order)))
+    }
 }
 
 /// What the pass read: the files' summaries and each trace's record (its errors, warnings,
@@ -410,53 +431,61 @@ pub fn export(
     let mut conns = dest(TableName::Connections).map(|d| (TableBuilder::new(TableName::Connections.columns()), d));
     let mut events = dest(TableName::Events).map(|d| (TableBuilder::new(TableName::Events.columns()), d));
     let mut report = Report::default();
-    // Only `connections` wanted: the pass `stats` runs, without a sink of packets or events, so
-    // that a file is split over the analysing threads by 4-tuple as `stats` splits it.
-    let stats_only = conns.is_some() && events.is_none() && PER_PACKET.iter().all(|t| dest(*t).is_none());
+    let per_packet = PER_PACKET.iter().any(|t| dest(*t).is_some());
     for (input, q) in query.per_trace() {
-        if stats_only {
+        let first = report.connections;
+        let wanted = |c: usize| wanted(&only, first, c);
+        // Without a per-packet table the pass is the one `stats` or `screen` runs: a file is
+        // split over the analysing threads by 4-tuple, and the out-of-sequence segments are
+        // classified only for `events` (`connections` does not read their classes).
+        let (stats, screen, n, files, trace) = if per_packet {
+            let rows = RowSink {
+                input: input.as_str().into(),
+                names: Vec::new(),
+                unnamed: "".into(),
+                verdict: Verdict::default(),
+                segments: dest(TableName::Segments).map(|d| Stream::new(TableName::Segments, false, d)),
+                rtt: dest(TableName::Rtt).map(|d| Stream::new(TableName::Rtt, true, d)),
+                failed: None,
+                only: only.clone(),
+                first,
+                seen: 0,
+            };
+            let stats = Maybe(conns.is_some().then(StatsSink::default));
+            let screen = Maybe(events.is_some().then(|| (ScreenSink::new(rules.clone()), EventFiles::default())));
+            let ((mut rows, (stats, screen)), files, trace) = q.run_one((rows, (stats, screen)), progress)?;
+            if let Some(s) = &mut rows.segments {
+                s.flush()?;
+            }
+            if let Some(s) = &mut rows.rtt {
+                s.flush()?;
+            }
+            (stats.0, screen.0.map(|(s, names)| (s.finish(), names)), rows.seen, files, trace)
+        } else if events.is_none() {
             let run = q.run(StatsSink::default, progress)?;
             let (stats, trace) = run.traces.into_iter().next().expect("one trace").split();
             let n = stats.conns.len();
-            if let Some((t, d)) = &mut conns {
-                let wanted = |c: usize| wanted(&only, report.connections, c);
-                connection_rows(t, d, &stats, &run.files, report.connections, &input, wanted)?;
-            }
-            report.connections += n;
-            report.files.extend(run.files);
-            report.traces.push(trace);
-            continue;
-        }
-        let rows = RowSink {
-            input: input.as_str().into(),
-            names: Vec::new(),
-            unnamed: "".into(),
-            verdict: Verdict::default(),
-            segments: dest(TableName::Segments).map(|d| Stream::new(TableName::Segments, false, d)),
-            rtt: dest(TableName::Rtt).map(|d| Stream::new(TableName::Rtt, true, d)),
-            failed: None,
-            only: only.clone(),
-            first: report.connections,
-            seen: 0,
+            (Some(stats), None, n, run.files, trace)
+        } else {
+            let make = || {
+                let stats = Maybe(conns.is_some().then(StatsSink::default));
+                (stats, (ScreenSink::new(rules.clone()), EventFiles::default()))
+            };
+            let run = q.run(make, progress)?;
+            let ((stats, (screen, names)), trace) = run.traces.into_iter().next().expect("one trace").split();
+            let results = screen.finish();
+            let n = results.len();
+            (stats.0, Some((results, names)), n, run.files, trace)
         };
-        let stats = Maybe(conns.is_some().then(StatsSink::default));
-        let screen = Maybe(events.is_some().then(|| (ScreenSink::new(rules.clone()), EventFiles::default())));
-        let ((mut rows, (stats, screen)), files, trace) = q.run_one((rows, (stats, screen)), progress)?;
-        if let Some(s) = &mut rows.segments {
-            s.flush()?;
+        if let (Some((t, d)), Some(stats)) = (&mut conns, &stats) {
+            connection_rows(t, d, stats, &files, first, &input, wanted)?;
         }
-        if let Some(s) = &mut rows.rtt {
-            s.flush()?;
-        }
-        let n = rows.seen;
-        if let (Some((t, d)), Some(stats)) = (&mut conns, stats.0) {
-            connection_rows(t, d, &stats, &files, report.connections, &input, |c| rows.wanted(c))?;
-        }
-        if let (Some((t, d)), Some((screen, files))) = (&mut events, screen.0) {
-            for (idx, s) in screen.finish().iter().enumerate().filter(|(idx, _)| rows.wanted(idx + 1)) {
+        if let (Some((t, d)), Some((results, names))) = (&mut events, screen) {
+            let input: Arc<str> = input.as_str().into();
+            for (idx, s) in results.iter().enumerate().filter(|(idx, _)| wanted(idx + 1)) {
                 for (i, e) in s.events.iter().enumerate() {
-                    t.put(&ConnRef { input: Shared(&rows.input), conn: idx + 1 });
-                    t.text(files.name(idx, i));
+                    t.put(&ConnRef { input: Shared(&input), conn: idx + 1 });
+                    t.text(names.name(idx, i));
                     t.append(e, &[])?;
                     t.end_row()?;
                 }

@@ -147,9 +147,10 @@ def test_export_files_equal_read(cli, loss_snd, tmp_path):
         assert f.equals(mem[name]), name
 
 
-def test_connections_alone_are_those_of_every_table(loss_snd, tmp_path):
-    """Asked for alone, `connections` comes from the pass `stats` runs (no per-packet sink,
-    the analysis split over threads by 4-tuple), not the pass of every table: the same rows."""
+def test_connection_tables_alone_are_those_of_every_table(loss_snd, tmp_path):
+    """Without a per-packet table, `connections` and `events` come from the pass `stats` and
+    `screen` run (no per-packet sink, a file split over the analysing threads by 4-tuple),
+    not the pass of every table: the same rows."""
     import pyarrow.compute as pc
 
     from conftest import made_connections, write_pcap
@@ -159,10 +160,14 @@ def test_connections_alone_are_those_of_every_table(loss_snd, tmp_path):
     paths = [str(a), loss_snd, str(tcpscope_data("reorder-rcv.pcap"))]
     every = tcpscope.read(paths)["connections"]
     assert every.num_rows == 2 * 32
-    assert pc.sum(every["rexmit_packets"]).as_py() > 0
     assert tcpscope.read(paths, "connections").equals(every)
     some = tcpscope.read(paths, "connections", conns=[2, 31])
     assert some.equals(every.filter(pc.is_in(every["id"], pa.array([2, 31]))))
+    events = tcpscope.read(paths)["events"]
+    assert len(set(zip(events["input"].to_pylist(), events["conn"].to_pylist()))) > 10
+    both = tcpscope.read(paths, ["connections", "events"])
+    assert both["connections"].equals(every) and both["events"].equals(events)
+    assert tcpscope.read(paths, "events").equals(events)
 
 
 def test_conns_keeps_the_rows_of_those_ids(cli, loss_snd, tmp_path):
