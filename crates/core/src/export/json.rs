@@ -87,6 +87,20 @@ pub enum Cell {
     Null,
 }
 
+impl Cell {
+    /// Gives the value to the next column of `c` (a table's row: the `connections` table of
+    /// `export`).
+    #[inline]
+    pub fn put<C: crate::table::Columns + ?Sized>(self, c: &mut C) {
+        match self {
+            Cell::Int(v) => c.uint(v),
+            Cell::Float(v) => c.float(v),
+            Cell::Bool(v) => c.bool(v),
+            Cell::Null => c.null(),
+        }
+    }
+}
+
 impl From<u64> for Cell {
     fn from(v: u64) -> Cell {
         Cell::Int(v)
