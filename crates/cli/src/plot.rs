@@ -204,7 +204,8 @@ fn data(args: &PlotArgs, t: &Target, dir: &Path) -> io::Result<ExitCode> {
     let (parts, _) = request(args, t)?.tables(&mut said(args)).map_err(error)?;
     let files = tcpscope_arrow::series::write(&parts, dir, kind_name(args.kind), args.data_format, Default::default())?;
     for (f, p) in files.iter().zip(&parts) {
-        writeln!(io::stderr(), "tcpscope: wrote {} ({} rows)", f.display(), p.len())?;
+        let n = p.len();
+        writeln!(io::stderr(), "tcpscope: wrote {} ({n} row{})", f.display(), if n == 1 { "" } else { "s" })?;
     }
     Ok(ExitCode::SUCCESS)
 }
