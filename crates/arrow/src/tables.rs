@@ -460,7 +460,7 @@ pub fn export(
             if let Some(s) = &mut rows.rtt {
                 s.flush()?;
             }
-            (stats.0, screen.0.map(|(s, names)| (s.finish(), names)), rows.seen, files, trace)
+            (stats.0, screen.0.map(|(s, names)| (s.into_events(), names)), rows.seen, files, trace)
         } else if events.is_none() {
             let run = q.run(StatsSink::default, progress)?;
             let (stats, trace) = run.traces.into_iter().next().expect("one trace").split();
@@ -473,17 +473,17 @@ pub fn export(
             };
             let run = q.run(make, progress)?;
             let ((stats, (screen, names)), trace) = run.traces.into_iter().next().expect("one trace").split();
-            let results = screen.finish();
-            let n = results.len();
-            (stats.0, Some((results, names)), n, run.files, trace)
+            let events = screen.into_events();
+            let n = events.len();
+            (stats.0, Some((events, names)), n, run.files, trace)
         };
         if let (Some((t, d)), Some(stats)) = (&mut conns, &stats) {
             connection_rows(t, d, stats, &files, first, &input, wanted)?;
         }
-        if let (Some((t, d)), Some((results, names))) = (&mut events, screen) {
+        if let (Some((t, d)), Some((per_conn, names))) = (&mut events, screen) {
             let input: Arc<str> = input.as_str().into();
-            for (idx, s) in results.iter().enumerate().filter(|(idx, _)| wanted(idx + 1)) {
-                for (i, e) in s.events.iter().enumerate() {
+            for (idx, evs) in per_conn.iter().enumerate().filter(|(idx, _)| wanted(idx + 1)) {
+                for (i, e) in evs.iter().enumerate() {
                     t.put(&ConnRef { input: Shared(&input), conn: idx + 1 });
                     t.text(names.name(idx, i));
                     t.append(e, &[])?;

@@ -571,6 +571,14 @@ impl ScreenSink {
         self
     }
 
+    /// Each connection's classified segments, in connection order ([`ConnScreen::events`]),
+    /// without the rest of its screening: for a table of the events alone (`export`), which
+    /// with many connections would otherwise conclude each (its verdict, its directions'
+    /// results) to drop it.
+    pub fn into_events(self) -> Vec<Vec<OosEvent>> {
+        self.conns.into_iter().map(|c| c.events).collect()
+    }
+
     /// The results, in connection order.
     pub fn finish(self) -> Vec<ConnScreen> {
         let rules = self.rules;
