@@ -330,3 +330,25 @@ fn losses_are_located_and_retransmissions_proved_necessary() {
     assert!(alone.vantage.is_none() && proofs(&alone).is_empty());
     assert!(!alone.verdict.contains("prove"));
 }
+
+/// `into_events` (the `events` table's source) hands over what `finish` puts in each result:
+/// every recorded scenario of tests/data and the public traces (when ../shared is there).
+#[test]
+fn into_events_are_the_results_events() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let public = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/public");
+    let mut paths: Vec<_> = std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.extend(std::fs::read_dir(&public).into_iter().flatten().map(|e| e.unwrap().path()));
+    paths.retain(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"));
+    let mut events = 0;
+    for p in &paths {
+        let run = |f: &dyn Fn(ScreenSink) -> String| {
+            let q = crate::pass::Query::new(vec![p.clone()]);
+            f(q.run(|| ScreenSink::new(Rules::default()), &|_, _| {}).unwrap().traces.remove(0).sink)
+        };
+        let want = run(&|s| format!("{:?}", s.finish().into_iter().map(|c| c.events).collect::<Vec<_>>()));
+        assert_eq!(run(&|s| format!("{:?}", s.into_events())), want, "{}", p.display());
+        events += want.matches("OosEvent").count();
+    }
+    assert!(events > 100, "{events} events");
+}
