@@ -1,8 +1,8 @@
 //! The series behind each plot as tables (`tcpscope plot --data`, Python's `tcpscope.series`;
-//! docs/json.md, "The series behind the plots"): the points a plot is drawn from, every one
-//! (no pixel columns, no sequence limits; the time window's, [`Window`]), in the units and words of the other tables
-//! (seconds since the connection's first packet, relative sequence numbers, bytes, bits/s, ms;
-//! a segment's class as the `segments` table's `verdict` names it).
+//! docs/json.md, "The series behind the plots"): the points a plot is drawn from, every one in
+//! its time window ([`Window`]; no pixel columns, no sequence limits), in the units and words of
+//! the other tables (seconds since the connection's first packet, relative sequence numbers,
+//! bytes, bits/s, ms; a segment's class as the `segments` table's `verdict` names it).
 //!
 //! Each plot kind gives one or more [`Part`]s, each of rows of one record declared here, whose
 //! fields are their documentation (the field tables of docs/json.md are made from them). Every
