@@ -50,6 +50,9 @@ def test_options_reach_the_figure_as_the_cli_flags_do(cli_bin, loss_snd, tmp_pat
     got = tcpscope.plot(loss_snd, 1, "tput", dir="a2b", start="0.2", end="1.5", width=800, height=400, title="T",
                         window=0.25)
     assert got.data == out.read_bytes()
+    # The times as numbers are the same limits.
+    assert tcpscope.plot(loss_snd, 1, "tput", dir="a2b", start=0.2, end=1.5, width=800, height=400, title="T",
+                         window=0.25).data == got.data
     # And the options change the figure (the test can fail).
     assert got.data != tcpscope.plot(loss_snd, 1, "tput", dir="a2b").data
 
