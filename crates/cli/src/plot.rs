@@ -89,7 +89,11 @@ pub fn plot(args: &PlotArgs) -> io::Result<ExitCode> {
     let dir = args.dir.map(dir_of);
     let mut targets = vec![Target { trace: args.trace.clone(), conn: args.conn, dir }];
     // The flags, checked before any trace is read.
-    request(args, &targets[0])?.check().map_err(error)?;
+    let req = request(args, &targets[0])?;
+    req.check().map_err(error)?;
+    for note in req.unused() {
+        writeln!(io::stderr(), "tcpscope: note: {note}")?;
+    }
     if let Some(dir) = &args.data {
         return data(args, &targets[0], dir);
     }

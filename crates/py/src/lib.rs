@@ -324,6 +324,7 @@ fn plot(
         window_s: window,
         ..Request::new(path, conn, kind)
     };
+    let req_notes = req.unused();
     let (mut files, mut no_fonts) = (Vec::new(), false);
     let made = py.detach(|| {
         let (svg, _) = req.svg(&mut |f| {
@@ -339,6 +340,7 @@ fn plot(
     });
     let bytes = made.map_err(plot_error)?;
     let mut warnings = outcome(&[], &files)?;
+    warnings.extend(req_notes);
     if no_fonts {
         warnings.push("no fonts found on this system: the PNG has no text".to_string());
     }
@@ -369,6 +371,7 @@ fn series(
         window_s: window,
         ..Request::new(path, conn, kind_of(kind)?)
     };
+    let notes = req.unused();
     let mut files = Vec::new();
     let made = py.detach(|| {
         req.tables(&mut |f| {
@@ -384,7 +387,9 @@ fn series(
         let table = Table::try_new(batches, schema).map_err(|e| err(&e))?;
         out.push((p.name.to_string(), PyArrowType(table)));
     }
-    Ok((out, dir.name().to_string(), outcome(&[], &files)?))
+    let mut warnings = outcome(&[], &files)?;
+    warnings.extend(notes);
+    Ok((out, dir.name().to_string(), warnings))
 }
 
 /// The plot kind named `kind`.

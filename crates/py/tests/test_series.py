@@ -95,6 +95,10 @@ def test_options_and_errors(loss_snd):
         tcpscope.series(loss_snd, 1, "rtt", start=0.2, end=0.1)
     with pytest.raises(TypeError, match="seconds"):
         tcpscope.series(loss_snd, 1, "rtt", start=[1])
+    # The burst plots have no time axis: their tables are whole, and the user is told.
+    with pytest.warns(RuntimeWarning, match="burst has no time axis"):
+        b = tcpscope.series(loss_snd, 1, "burst", start=0.05, end=0.1)
+    assert b["packets"].equals(tcpscope.series(loss_snd, 1, "burst")["packets"])
 
 
 def test_time_sequence_rows_match_segments_on_public_traces():

@@ -179,6 +179,24 @@ impl Request {
         }
     }
 
+    /// The limits given that this kind does not use (named by `tcpscope plot`'s flags), each a
+    /// sentence for the user: every kind accepts every flag, so that one command line can be
+    /// tried with several kinds, but none should be ignored silently.
+    pub fn unused(&self) -> Vec<String> {
+        let k = self.kind;
+        let mut notes = Vec::new();
+        if (self.from.is_some() || self.to.is_some()) && matches!(k, Kind::Burst | Kind::BurstCdf | Kind::States) {
+            notes.push(format!("{} has no time axis: --from/--to do not apply (the whole connection)", k.name()));
+        }
+        if (self.seq_from.is_some() || self.seq_to.is_some()) && k != Kind::Tsg {
+            notes.push(format!("--seq-from/--seq-to apply to tsg only, not to {}", k.name()));
+        }
+        if self.window_s.is_some() && !matches!(k, Kind::Tput | Kind::Dupack) {
+            notes.push(format!("--window applies to tput and dupack only, not to {}", k.name()));
+        }
+        notes
+    }
+
     /// Checks what can be checked before reading the trace (named by `tcpscope plot`'s
     /// flags).
     pub fn check(&self) -> Result<(), PlotError> {
@@ -480,4 +498,30 @@ pub fn png(svg: &str) -> Result<Png, String> {
     resvg::render(&tree, tiny_skia::Transform::identity(), &mut pixmap.as_mut());
     let bytes = pixmap.encode_png().map_err(|e| format!("encoding PNG: {e}"))?;
     Ok(Png { bytes, no_fonts })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flag the kind does not use is said, once each; those it uses are not.
+    #[test]
+    fn unused_limits_are_said() {
+        let req = |kind, from: bool, seq: bool, window: bool| Request {
+            from: from.then(|| "0.1".to_string()),
+            seq_from: seq.then_some(5),
+            window_s: window.then_some(1.0),
+            ..Request::new("t.pcap".into(), 1, kind)
+        };
+        assert!(req(Kind::Tsg, true, true, false).unused().is_empty());
+        assert!(req(Kind::Tput, true, false, true).unused().is_empty());
+        assert!(req(Kind::Dupack, true, false, true).unused().is_empty());
+        assert!(req(Kind::Ladder, true, false, false).unused().is_empty());
+        let notes = req(Kind::Burst, true, true, true).unused();
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].starts_with("burst has no time axis"), "{notes:?}");
+        assert_eq!(req(Kind::States, true, false, false).unused().len(), 1);
+        assert_eq!(req(Kind::Rtt, false, true, true).unused().len(), 2);
+        assert!(req(Kind::BurstCdf, false, false, false).unused().is_empty());
+    }
 }
