@@ -136,8 +136,14 @@ pub fn line(pts: Vec<(f64, f64)>, color: Color, class: &'static str, count: u32)
 
 /// Default range of a time axis: the view's, or the whole connection.
 pub fn time_range(view: &super::View, last_ns: u64) -> (f64, f64) {
-    let x0 = view.from_s.unwrap_or(0.0);
-    let x1 = view.to_s.unwrap_or(secs(last_ns)).max(x0);
+    limits_range(view.from_s, view.to_s, last_ns)
+}
+
+/// The range of a time axis with these limits (seconds; `None`: from the connection's first
+/// packet, to its last at `last_ns`), never empty.
+pub fn limits_range(from_s: Option<f64>, to_s: Option<f64>, last_ns: u64) -> (f64, f64) {
+    let x0 = from_s.unwrap_or(0.0);
+    let x1 = to_s.unwrap_or(secs(last_ns)).max(x0);
     (x0, if x1 > x0 { x1 } else { x0 + 1e-3 })
 }
 

@@ -574,9 +574,8 @@ pub fn burst(s: BurstSeries) -> Vec<Part> {
 /// the plot's: [`super::dupack::default_interval`] of the time shown when `None`).
 pub fn dupack(mut s: DupackSeries, interval_s: Option<f64>, w: Window) -> Vec<Part> {
     let r = SeriesRef { conn: s.conn + 1, dir: dir(s.dir) };
-    let x0 = w.from_s.unwrap_or(0.0);
-    let span = (w.to_s.unwrap_or(secs(s.last_ns)).max(x0) - x0).max(1e-3);
-    let iv = interval_s.filter(|w| *w > 0.0).unwrap_or_else(|| super::dupack::default_interval(span));
+    let (x0, x1) = super::chart::limits_range(w.from_s, w.to_s, s.last_ns);
+    let iv = interval_s.filter(|w| *w > 0.0).unwrap_or_else(|| super::dupack::default_interval(x1 - x0));
     let iv_ns = (iv * 1e9).round().max(1.0) as u64;
     let counts: Vec<(usize, (u32, u32))> = s
         .per_interval(iv_ns)
