@@ -333,19 +333,14 @@ impl Sink for EventFiles {
         }
     }
     const JOINS: bool = true;
-    fn join(mut parts: Vec<Self>, order: &[u8]) -> Self {
+    fn join(parts: Vec<Self>, order: &[u8]) -> Self {
         let names = parts.first().map(|p| p.names.clone()).unwrap_or_default();
-        let mut next = vec![0; parts.len()];
-        let files = order
-            .iter()
-            .map(|&s| {
-                let (p, k) = (&mut parts[s as usize], &mut next[s as usize]);
-                *k += 1;
-                // A shard's list ends at its last connection with an event.
-                p.files.get_mut(*k - 1).map(std::mem::take).unwrap_or_default()
-            })
-            .collect();
-        EventFiles { names, files, pending: false }
+        // A shard's list ends at its last connection with an event: the rest have none.
+        let files = parts.into_iter().enumerate().map(|(k, mut p)| {
+            p.files.resize_with(order.iter().filter(|&&s| s as usize == k).count(), Vec::new);
+            p.files
+        });
+        EventFiles { names, files: tcpscope_core::sink::in_order(files, order), pending: false }
     }
 }
 

@@ -76,6 +76,14 @@ pub trait Sink {
     }
 }
 
+/// The shards' per-connection items in one list, in the order [`Sink::join`] is given: for
+/// each connection in order of first appearance, the shard it was in, whose items are in that
+/// order too. Each shard must have an item for each of its connections.
+pub fn in_order<T>(shards: impl IntoIterator<Item = Vec<T>>, order: &[u8]) -> Vec<T> {
+    let mut shards: Vec<_> = shards.into_iter().map(Vec::into_iter).collect();
+    order.iter().map(|&s| shards[s as usize].next().expect("the order counts each shard's connections")).collect()
+}
+
 /// Two sinks fed from one pass (nest tuples for more).
 impl<A: Sink, B: Sink> Sink for (A, B) {
     fn file(&mut self, file: usize, path: &Path) {

@@ -696,11 +696,7 @@ impl Sink for ScreenSink {
     fn join(parts: Vec<Self>, order: &[u8]) -> Self {
         let mut parts = parts.into_iter();
         let ScreenSink { rules, conns, proof } = parts.next().expect("a pass has a shard");
-        let mut shards: Vec<_> = std::iter::once(conns).chain(parts.map(|p| p.conns)).map(Vec::into_iter).collect();
-        let conns = order
-            .iter()
-            .map(|&s| shards[s as usize].next().expect("the order counts each shard's connections"))
-            .collect();
+        let conns = crate::sink::in_order(std::iter::once(conns).chain(parts.map(|p| p.conns)), order);
         ScreenSink { rules, conns, proof }
     }
 }

@@ -432,16 +432,8 @@ pub struct StatsSink {
 impl Sink for StatsSink {
     const JOINS: bool = true;
     fn join(parts: Vec<Self>, order: &[u8]) -> Self {
-        let mut parts: Vec<_> = parts.into_iter().map(|p| p.conns.into_iter()).collect();
-        let conns = order
-            .iter()
-            .enumerate()
-            .map(|(idx, &s)| {
-                let mut c = parts[s as usize].next().expect("the order counts each shard's connections");
-                c.idx = idx;
-                c
-            })
-            .collect();
+        let mut conns = crate::sink::in_order(parts.into_iter().map(|p| p.conns), order);
+        conns.iter_mut().enumerate().for_each(|(idx, c)| c.idx = idx);
         StatsSink { conns }
     }
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
