@@ -22,6 +22,13 @@ pub(super) fn on_segment(me: &mut Half, peer: &mut Half, seg: &Segment<'_>, sett
             let base = SeqNum(seg.seq.0.wrapping_add(1));
             if me.unwrap.is_some_and(|u| u.base() != base) {
                 // Offsets taken before the SYN (e.g. from an injected RST) used another base.
+                if me.has(Bits::FIN_AT_TOP) {
+                    // A FIN's offset read from snd_max stays what it was.
+                    me.bits.set(Bits::FIN_AT_TOP, false);
+                    if let Some(m) = me.snd_max.get() {
+                        me.rare().fin_off.set(m - 1);
+                    }
+                }
                 me.snd_max = OptOff::NONE;
                 me.out = None;
             }

@@ -204,12 +204,9 @@ struct Half {
     /// (ack + window).
     edge_ack: OptOff,
     edge: SeqOff,
-    /// End of the last zero-window probe's payload (a probe does not move `snd_max`).
-    probe_end: OptOff,
-    /// Offset (in this space) of the FIN, once seen.
-    fin_off: OptOff,
-    /// Window scale inference of this endpoint's windows, while its scale is unknown.
-    infer: Option<Box<wscale::Infer>>,
+    /// The last zero-window probe's end, the window scale inference, a FIN's offset below
+    /// `snd_max`: allocated with the first of them.
+    rare: Option<Box<HalfRare>>,
     /// What the out-of-sequence classifier remembers of this sender: allocated by its first
     /// segment when the pass classifies ([`Sink::CLASSIFY`]), never otherwise.
     memory: Option<Box<classify::Memory>>,
@@ -218,6 +215,31 @@ struct Half {
     acks: acks::AckState,
     /// Flags, and which of `isn` and `last_*` hold a value.
     bits: Bits,
+}
+
+/// What few senders set: three words of every [`Half`] before, and without them a
+/// connection's analysis state is 224 bytes, an allocator size class of its own, not 256
+/// (`docs/performance.md`, *concurrent*). Allocated with a zero-window probe, a window scale to
+/// infer (a connection seen without its handshake), or a FIN below the highest byte sent; a FIN
+/// that ends what its side sent, as nearly every one does, is a bit ([`Bits::FIN_AT_TOP`]), or
+/// closed connections, held for two minutes after, would each allocate it.
+#[derive(Default, Debug)]
+struct HalfRare {
+    /// End of the last zero-window probe's payload (a probe does not move `snd_max`).
+    probe_end: OptOff,
+    /// Offset (in this space) of the FIN when it is not `snd_max - 1` ([`HalfRare::fin_off`]).
+    fin_off: OptOff,
+    /// Window scale inference of this endpoint's windows, while its scale is unknown.
+    infer: Option<Box<wscale::Infer>>,
+}
+
+impl HalfRare {
+    /// Offset of a [`Half`]'s FIN, once seen, from its fields (not a method of `Half`: callers
+    /// hold its outstanding state meanwhile).
+    #[inline]
+    fn fin_off(bits: Bits, snd_max: OptOff, rare: Option<&HalfRare>) -> Option<SeqOff> {
+        if bits.has(Bits::FIN_AT_TOP) { snd_max.get().map(|m| m - 1) } else { rare.and_then(|r| r.fin_off.get()) }
+    }
 }
 
 /// A [`Half`]'s flags, a bit each: as `bool`s and `Option`s they took `Half` to 152 bytes and
@@ -249,6 +271,9 @@ impl Bits {
     const PARTIAL_SACK: u16 = 1 << 10;
     /// A frame number past [`Sent::MAX_FRAME`] was kept as it.
     const PARTIAL_FRAMES: u16 = 1 << 11;
+    /// The last FIN seen is the highest byte sent: its offset is `snd_max - 1`
+    /// ([`HalfRare::fin_off`]).
+    const FIN_AT_TOP: u16 = 1 << 12;
 
     #[inline]
     fn has(self, bit: u16) -> bool {
@@ -337,6 +362,11 @@ impl Half {
     #[inline]
     fn has(&self, bit: u16) -> bool {
         self.bits.has(bit)
+    }
+
+    /// What few senders set, allocated on first use.
+    fn rare(&mut self) -> &mut HalfRare {
+        self.rare.get_or_insert_default()
     }
 
     /// The outstanding state, allocated on first use.

@@ -5,7 +5,7 @@
 use super::{At, Bits, Classify, Event, Half, MAX_UNACKED, Outstanding, Sent, Sink, classify, partial, push_compact};
 use crate::analysis::ranges::RangeSet;
 use crate::decode::Segment;
-use crate::seq::SeqOff;
+use crate::seq::{OptOff, SeqOff};
 
 /// What the sender view found about a segment.
 pub(super) struct Found {
@@ -43,7 +43,7 @@ pub(super) fn on_data<S: Sink>(
         // counted as probe bytes), so the real transmission that follows is new data. If the
         // receiver accepted the probe, the next segment starts right after it: no hole.
         if len > 0 {
-            me.probe_end.set(end);
+            me.rare().probe_end.set(end);
         }
     } else if end > start {
         // Bytes seen before = below snd_max and not in a hole (tcptrace's rule).
@@ -70,7 +70,8 @@ pub(super) fn on_data<S: Sink>(
             }
         }
         let out = me.out.get_or_insert_default();
-        let accepted_probe = me.probe_end.take().is_some_and(|p| p >= start && snd_max < start);
+        let accepted_probe =
+            me.rare.as_deref_mut().and_then(|r| r.probe_end.take()).is_some_and(|p| p >= start && snd_max < start);
         if start > snd_max && !accepted_probe {
             sink.event(at, &Event::Hole { from: snd_max, to: start });
             if S::CLASSIFY {
@@ -86,9 +87,22 @@ pub(super) fn on_data<S: Sink>(
         if let Some(r) = out.ranges.as_deref_mut() {
             r.holes.remove(start, end);
         }
-        me.snd_max.set(snd_max.max(end));
+        let max = snd_max.max(end);
+        if max > snd_max && me.bits.has(Bits::FIN_AT_TOP) {
+            // Bytes past the FIN (not TCP, but seen on the wire): its offset is kept apart.
+            me.bits.set(Bits::FIN_AT_TOP, false);
+            me.rare.get_or_insert_default().fin_off.set(snd_max - 1);
+        }
+        me.snd_max.set(max);
         if fin {
-            me.fin_off.set(end - 1);
+            // Most FINs end what their side sends: the offset is then snd_max's, a bit.
+            let top = end == max;
+            me.bits.set(Bits::FIN_AT_TOP, top);
+            if !top {
+                me.rare.get_or_insert_default().fin_off.set(end - 1);
+            } else if let Some(r) = me.rare.as_deref_mut() {
+                r.fin_off = OptOff::NONE;
+            }
         }
         // Remember the transmission for RTT sampling.
         if frame > Sent::MAX_FRAME {

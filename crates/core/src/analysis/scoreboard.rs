@@ -2,7 +2,7 @@
 //! advance, RFC 9293 §3.4), SACK and D-SACK blocks (RFC 2018, RFC 2883 §4) kept as a scoreboard
 //! (RFC 6675), and the bytes in flight it implies.
 
-use super::{At, Bits, Event, Half, Sink, partial};
+use super::{At, Bits, Event, Half, HalfRare, Sink, partial};
 use crate::decode::Segment;
 use crate::seq::SeqOff;
 
@@ -32,7 +32,7 @@ pub(super) fn on_ack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &A
         // Credit payload only: not the SYN (offset -1) nor the FIN.
         let lo = if h.bits.has(Bits::ISN) { SeqOff(0) } else { SeqOff::MIN };
         // A FIN below the first byte (garbage on the wire) must not make an empty range panic.
-        let hi = h.fin_off.get().unwrap_or(SeqOff::MAX).max(lo);
+        let hi = HalfRare::fin_off(h.bits, h.snd_max, h.rare.as_deref()).unwrap_or(SeqOff::MAX).max(lo);
         bytes = a.clamp(lo, hi).0.saturating_sub(old.clamp(lo, hi).0) as u64;
     }
     h.snd_una.set(a);

@@ -250,6 +250,27 @@ fn zero_window_probes_are_neither_new_nor_retransmitted() {
     conserved(&a);
 }
 
+/// The payload an ACK acknowledges stops at the FIN, whether its offset is read from
+/// `snd_max` (a FIN that ends what its side sent) or kept apart (bytes seen past it, or a FIN
+/// sent again below the highest byte).
+#[test]
+fn the_payload_acknowledged_stops_at_the_fin() {
+    let acked = |c: &mut Conv| {
+        let r = c.b(100.0, ACK, 0, 151, 0, 2000).run();
+        dir(&r, 0, Dir::BtoA).acks.payload_bytes
+    };
+    // 100 bytes and the FIN (offset 100): the ACK of 151 covers 100 bytes of payload.
+    let mut at_top = Conv::default();
+    at_top.handshake().a(30.0, FIN | ACK, 0, 0, 100, 1000);
+    // 50 bytes past the FIN (not TCP, but on the wire) move snd_max to 151, not the FIN.
+    let mut past = Conv::default();
+    past.handshake().a(30.0, FIN | ACK, 0, 0, 100, 1000).a(31.0, ACK, 101, 0, 50, 1000);
+    // 150 bytes, then a FIN at 100 below them.
+    let mut below = Conv::default();
+    below.handshake().a(30.0, ACK, 0, 0, 150, 1000).a(31.0, FIN | ACK, 100, 0, 0, 1000);
+    assert_eq!([acked(&mut at_top), acked(&mut past), acked(&mut below)], [100; 3]);
+}
+
 #[test]
 fn a_new_isn_on_a_used_four_tuple_is_a_new_connection() {
     let mut c = Conv::default();
@@ -590,7 +611,7 @@ fn per_connection_state_sizes_are_pinned() {
     use std::mem::size_of;
     // The classifier's memory is boxed, allocated only by a pass that classifies; optional
     // offsets are `OptOff`s of 8 bytes.
-    assert_eq!([size_of::<Half>(), size_of::<Connection>(), size_of::<classify::Memory>()], [120, 256, 184]);
+    assert_eq!([size_of::<Half>(), size_of::<Connection>(), size_of::<classify::Memory>()], [104, 224, 184]);
     // The statistics as a pass keeps them (`stats/kept.rs`: two 280-byte directions): a
     // mimalloc size class of 640 bytes.
     assert_eq!(size_of::<crate::stats::ConnStats>(), 640);

@@ -123,25 +123,25 @@ pub(super) fn on_segment<S: Sink>(
     }
     if seg.payload_len > 0
         && peer.wscale.is_none()
-        && let Some(i) = &mut peer.infer
+        && let Some(i) = peer.rare.as_deref_mut().and_then(|r| r.infer.as_deref_mut())
     {
         i.data(start + seg.payload_len as i64);
         if let Some(shift) = i.result() {
             // Decided by a data segment: raised in the advertiser's direction.
             sink.event(&At { dir: at.dir.rev(), ..*at }, &Event::WscaleInferred { shift });
             peer.wscale = Some(shift);
-            peer.infer = None;
+            peer.rare().infer = None;
         }
     }
     if me.wscale.is_none()
         && let Some(a) = ack_off
     {
-        let i = me.infer.get_or_insert_default();
+        let i = me.rare().infer.get_or_insert_default();
         i.advert(a, seg.win_raw);
         if let Some(shift) = i.result() {
             sink.event(at, &Event::WscaleInferred { shift });
             me.wscale = Some(shift);
-            me.infer = None;
+            me.rare().infer = None;
         }
     }
 }
