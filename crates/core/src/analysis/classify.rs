@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use serde::Deserialize;
 
-use super::{At, Bits, Event, Half, Sink};
+use super::{At, Bits, Event, Half, HalfRare, Sink};
 use crate::decode::Segment;
 use crate::event::{Evidence, OosClass};
 use crate::seq::SeqOff;
@@ -247,7 +247,7 @@ fn evidence(me: &Half, peer: &Half, seq: SeqOff, cl: &Classify) -> Evidence {
 
 /// Whether the peer SACKed any of `me`'s data above `seq`.
 fn sack_above(me: &Half, seq: SeqOff) -> bool {
-    me.out.as_ref().and_then(|o| o.sacked().ranges().last()).is_some_and(|&(_, to)| to > seq)
+    HalfRare::sacked(me.rare.as_deref()).ranges().last().is_some_and(|&(_, to)| to > seq)
 }
 
 /// Loss evidence from the receiver: enough duplicate ACKs, or a SACK block above the segment

@@ -31,6 +31,9 @@ pub(super) fn on_segment(me: &mut Half, peer: &mut Half, seg: &Segment<'_>, sett
                 }
                 me.snd_max = OptOff::NONE;
                 me.out = None;
+                if let Some(r) = me.rare.as_deref_mut() {
+                    r.ranges = None;
+                }
             }
             me.unwrap = Some(Unwrapper::new(base));
         }

@@ -218,11 +218,13 @@ struct Half {
 }
 
 /// What few senders set: three words of every [`Half`] before, and without them a
-/// connection's analysis state is 224 bytes, an allocator size class of its own, not 256
-/// (`docs/performance.md`, *concurrent*). Allocated with a zero-window probe, a window scale to
-/// infer (a connection seen without its handshake), or a FIN below the highest byte sent; a FIN
-/// that ends what its side sent, as nearly every one does, is a bit ([`Bits::FIN_AT_TOP`]), or
-/// closed connections, held for two minutes after, would each allocate it.
+/// connection's analysis state is 224 bytes, an allocator size class of its own, not 256; and
+/// the range sets' pointer, a word of every [`Outstanding`] before (`docs/performance.md`,
+/// *concurrent*). Allocated with a zero-window probe, a window scale to infer (a connection
+/// seen without its handshake), a hole or SACK block, or a FIN below the highest byte sent; a
+/// FIN that ends what its side sent, as nearly every one does, is a bit ([`Bits::FIN_AT_TOP`]),
+/// or closed connections, held for two minutes after, would each allocate it. Freed by
+/// [`Connection::release`] once it holds nothing.
 #[derive(Default, Debug)]
 struct HalfRare {
     /// End of the last zero-window probe's payload (a probe does not move `snd_max`).
@@ -231,6 +233,10 @@ struct HalfRare {
     fin_off: OptOff,
     /// Window scale inference of this endpoint's windows, while its scale is unknown.
     infer: Option<Box<wscale::Infer>>,
+    /// Holes and SACKed ranges, allocated with the first of either: most directions have
+    /// neither, and with many connections open at once two empty sets in every direction with
+    /// data in flight were 48 bytes each.
+    ranges: Option<Box<Ranges>>,
 }
 
 impl HalfRare {
@@ -274,6 +280,8 @@ impl Bits {
     /// The last FIN seen is the highest byte sent: its offset is `snd_max - 1`
     /// ([`HalfRare::fin_off`]).
     const FIN_AT_TOP: u16 = 1 << 12;
+    /// Pending TSvals dropped: their frames were more than 2^32 apart ([`Outstanding::ts_push`]).
+    const PARTIAL_TSVALS: u16 = 1 << 13;
 
     #[inline]
     fn has(self, bit: u16) -> bool {
@@ -292,26 +300,34 @@ impl Bits {
     }
 }
 
-/// The parts of a [`Half`] that grow with unacknowledged data.
+/// The parts of a [`Half`] that grow with unacknowledged data: 80 bytes, an allocator size
+/// class (`docs/performance.md`, *concurrent*).
 #[derive(Default, Debug)]
 struct Outstanding {
-    /// Holes and SACKed ranges, allocated with the first of either: most directions have
-    /// neither, and with many connections open at once two empty sets in every direction with
-    /// data in flight were 48 bytes each.
-    ranges: Option<Box<Ranges>>,
     /// Ranges sent and not yet cumulatively acknowledged, sorted by sequence and disjoint: new
     /// data is pushed at the back, a retransmission marks the ranges it repeats. On the heap: with
     /// two inline, 43 % of the outstanding states on 20,000 concurrent connections still had
     /// more, and the inline room cost more bytes than it saved (`docs/performance.md`).
     unacked: VecDeque<Sent>,
-    /// TSvals sent, first occurrence each, awaiting the peer's echo: (TSval, time, frame). The
-    /// first two inline: every packet with timestamps reads its peer's and appends to its own,
-    /// and 97 % of the outstanding states held at most two at the peak on 20,000 concurrent
-    /// connections.
-    ts_pending: Queue<(u32, u64, u64), 2>,
+    /// TSvals sent, first occurrence each, awaiting the peer's echo. The first two inline:
+    /// every packet with timestamps reads its peer's and appends to its own, and 97 % of the
+    /// outstanding states held at most two at the peak on 20,000 concurrent connections.
+    ts_pending: Queue<Pending, 2>,
+    /// The frame the pending TSvals' frames count from ([`Pending::frame_off`]).
+    frame_base: u64,
 }
 
-/// The range sets of an [`Outstanding`].
+/// A TSval awaiting its echo, in 16 bytes, not 24: the frame it was first sent in is an offset
+/// from its queue's [`Outstanding::frame_base`].
+#[derive(Clone, Copy, Default, Debug)]
+struct Pending {
+    tsval: u32,
+    frame_off: u32,
+    /// When it was first sent: the start of the RTT sample its echo gives.
+    ts_ns: u64,
+}
+
+/// The range sets of a [`Half`] ([`HalfRare`]).
 #[derive(Default, Debug)]
 struct Ranges {
     /// Bytes below `snd_max` never seen in the capture (and not yet acknowledged).
@@ -320,29 +336,109 @@ struct Ranges {
     sacked: RangeSet,
 }
 
-/// What an [`Outstanding`] without range sets reads as.
+impl Ranges {
+    fn is_empty(&self) -> bool {
+        self.holes.is_empty() && self.sacked.is_empty()
+    }
+}
+
+/// What a [`Half`] without range sets reads as.
 static NO_RANGES: Ranges = Ranges { holes: RangeSet::new(), sacked: RangeSet::new() };
 
 impl Outstanding {
     fn is_empty(&self) -> bool {
-        self.ranges.as_deref().is_none_or(|r| r.holes.is_empty() && r.sacked.is_empty())
-            && self.unacked.is_empty()
-            && self.ts_pending.is_empty()
+        self.unacked.is_empty() && self.ts_pending.is_empty()
     }
 
-    /// The holes (empty when none was ever recorded).
-    fn holes(&self) -> &RangeSet {
-        &self.ranges.as_deref().unwrap_or(&NO_RANGES).holes
+    /// The pending TSval at the front: (TSval, time, frame).
+    #[inline]
+    fn ts_front(&self) -> Option<(u32, u64, u64)> {
+        self.ts_pending.front().map(|p| (p.tsval, p.ts_ns, self.frame_base + p.frame_off as u64))
+    }
+
+    /// Takes the pending TSval at the front: (TSval, time, frame).
+    fn ts_pop(&mut self) -> Option<(u32, u64, u64)> {
+        let front = self.ts_front();
+        self.ts_pending.pop_front();
+        front
+    }
+
+    /// The last TSval pending.
+    #[inline]
+    fn ts_back(&self) -> Option<u32> {
+        self.ts_pending.back().map(|p| p.tsval)
+    }
+
+    /// Appends a TSval first sent in `frame` at `ts_ns`. False when some pending TSvals were
+    /// dropped for it: their frames and this one were more than 2^32 frames apart, past any
+    /// echo's wait (the caller warns, [`Bits::PARTIAL_TSVALS`]).
+    #[inline]
+    fn ts_push(&mut self, tsval: u32, ts_ns: u64, frame: u64) -> bool {
+        if self.ts_pending.is_empty() {
+            self.frame_base = frame;
+        }
+        let Some(off) = frame.checked_sub(self.frame_base).and_then(|d| u32::try_from(d).ok()) else {
+            return self.ts_rebase(tsval, ts_ns, frame);
+        };
+        self.ts_pending.push_back(Pending { tsval, frame_off: off, ts_ns });
+        true
+    }
+
+    /// [`Outstanding::ts_push`] for a frame below the base (inputs merged by time number their
+    /// frames apart) or 2^32 past it: the base moves to the smallest frame, the oldest TSvals
+    /// dropped while the frames span more than 2^32.
+    #[cold]
+    #[inline(never)]
+    fn ts_rebase(&mut self, tsval: u32, ts_ns: u64, frame: u64) -> bool {
+        let mut all: VecDeque<(u32, u64, u64)> = std::iter::from_fn(|| self.ts_pop()).collect();
+        all.push_back((tsval, ts_ns, frame));
+        let span = |all: &VecDeque<(u32, u64, u64)>| {
+            let (lo, hi) = all.iter().fold((u64::MAX, 0), |(lo, hi), &(_, _, f)| (lo.min(f), hi.max(f)));
+            (lo, hi - lo)
+        };
+        let mut kept = true;
+        while span(&all).1 > u32::MAX as u64 {
+            all.pop_front();
+            kept = false;
+        }
+        self.frame_base = span(&all).0;
+        for (v, t, f) in all {
+            self.ts_pending.push_back(Pending { tsval: v, frame_off: (f - self.frame_base) as u32, ts_ns: t });
+        }
+        kept
+    }
+}
+
+impl HalfRare {
+    /// The holes of `rare`'s half (empty when none was ever recorded).
+    #[inline]
+    fn holes(rare: Option<&HalfRare>) -> &RangeSet {
+        &rare.and_then(|r| r.ranges.as_deref()).unwrap_or(&NO_RANGES).holes
     }
 
     /// The SACKed ranges (empty when none was ever recorded).
-    fn sacked(&self) -> &RangeSet {
-        &self.ranges.as_deref().unwrap_or(&NO_RANGES).sacked
+    #[inline]
+    fn sacked(rare: Option<&HalfRare>) -> &RangeSet {
+        &rare.and_then(|r| r.ranges.as_deref()).unwrap_or(&NO_RANGES).sacked
     }
 
     /// The range sets, allocated on first use: for an insertion (a removal needs none).
-    fn ranges(&mut self) -> &mut Ranges {
-        self.ranges.get_or_insert_default()
+    fn ranges(rare: &mut Option<Box<HalfRare>>) -> &mut Ranges {
+        rare.get_or_insert_default().ranges.get_or_insert_default()
+    }
+
+    /// The range sets, if any was allocated.
+    #[inline]
+    fn ranges_mut(rare: &mut Option<Box<HalfRare>>) -> Option<&mut Ranges> {
+        rare.as_deref_mut().and_then(|r| r.ranges.as_deref_mut())
+    }
+
+    /// Whether it holds nothing (it may be freed).
+    fn is_empty(&self) -> bool {
+        self.probe_end.get().is_none()
+            && self.fin_off.get().is_none()
+            && self.infer.is_none()
+            && self.ranges.as_deref().is_none_or(Ranges::is_empty)
     }
 }
 
@@ -367,11 +463,6 @@ impl Half {
     /// What few senders set, allocated on first use.
     fn rare(&mut self) -> &mut HalfRare {
         self.rare.get_or_insert_default()
-    }
-
-    /// The outstanding state, allocated on first use.
-    fn out(&mut self) -> &mut Outstanding {
-        self.out.get_or_insert_default()
     }
 
     /// The classifier's memory of this sender (empty until it sent, when classifying).
@@ -424,7 +515,8 @@ impl Connection {
         }
     }
 
-    /// Frees the outstanding state that holds nothing (an idle connection then carries none).
+    /// Frees the outstanding state, range sets and rare box that hold nothing (an idle
+    /// connection then carries none).
     /// Once both sides have closed, TSvals still awaiting an echo will never get one. Called
     /// when the connection closes and by the engine's periodic sweep, not per packet: a bulk
     /// transfer empties and refills its TSval queue on every ACK.
@@ -437,6 +529,14 @@ impl Connection {
                 }
                 if o.is_empty() {
                     h.out = None;
+                }
+            }
+            if let Some(r) = h.rare.as_deref_mut() {
+                if r.ranges.as_deref().is_some_and(Ranges::is_empty) {
+                    r.ranges = None;
+                }
+                if r.is_empty() {
+                    h.rare = None;
                 }
             }
         }

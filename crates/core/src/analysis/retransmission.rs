@@ -2,7 +2,9 @@
 //! seen before: tcptrace's rule), a hole fill (out of order), or a jump past a hole (bytes not
 //! captured); and the transmissions remembered for RTT sampling (RFC 6298 §3).
 
-use super::{At, Bits, Classify, Event, Half, MAX_UNACKED, Outstanding, Sent, Sink, classify, partial, push_compact};
+use super::{
+    At, Bits, Classify, Event, Half, HalfRare, MAX_UNACKED, Outstanding, Sent, Sink, classify, partial, push_compact,
+};
 use crate::analysis::ranges::RangeSet;
 use crate::decode::Segment;
 use crate::seq::{OptOff, SeqOff};
@@ -55,8 +57,9 @@ pub(super) fn on_data<S: Sink>(
         let pay_end = pay_start + len as i64;
         // One lookup of the outstanding state for the whole block (it is in every packet's path).
         let out = me.out.get_or_insert_default();
-        let seen_all = seen(start, end, out.holes());
-        let seen_pay = seen(pay_start, pay_end, out.holes()) as u32;
+        let holes = HalfRare::holes(me.rare.as_deref());
+        let seen_all = seen(start, end, holes);
+        let seen_pay = seen(pay_start, pay_end, holes) as u32;
         let hole_fill = start < snd_max && (end - start) as u64 > seen_all;
         // Conservation: each payload byte is new or seen before (or part of a probe).
         rexmit_bytes = seen_pay;
@@ -65,7 +68,8 @@ pub(super) fn on_data<S: Sink>(
             is_rexmit = seen_all > 0;
             let fill = hole_fill && end < snd_max;
             if is_rexmit || fill {
-                let resent = is_rexmit.then(|| rexmit_evidence(out, me.snd_una.get(), start, end));
+                let sacked = HalfRare::sacked(me.rare.as_deref());
+                let resent = is_rexmit.then(|| rexmit_evidence(out, sacked, me.snd_una.get(), start, end));
                 classified(me, peer, seg, (start, snd_max), (resent, seen_pay, fill), at, cl, sink);
             }
         }
@@ -80,11 +84,11 @@ pub(super) fn on_data<S: Sink>(
             // Bytes the peer acknowledged before they were seen were counted as acknowledged
             // but unseen when that ACK came: they are no hole to count again.
             let from = me.snd_una.get().map_or(snd_max, |u| u.max(snd_max));
-            if from < start && !out.ranges().holes.insert(from, start) {
+            if from < start && !HalfRare::ranges(&mut me.rare).holes.insert(from, start) {
                 partial(&mut me.bits, Bits::PARTIAL_HOLES, "holes", at, sink);
             }
         }
-        if let Some(r) = out.ranges.as_deref_mut() {
+        if let Some(r) = HalfRare::ranges_mut(&mut me.rare) {
             r.holes.remove(start, end);
         }
         let max = snd_max.max(end);
@@ -189,11 +193,11 @@ struct Repeat {
 /// What the sender's state says about a retransmission of `[start, end)`: when the first
 /// repeated range was last sent (time, frame), and whether the receiver already had every byte
 /// (below the cumulative ACK or SACKed). Only called for retransmissions, off the common path.
-fn rexmit_evidence(o: &Outstanding, snd_una: Option<SeqOff>, start: SeqOff, end: SeqOff) -> Repeat {
+fn rexmit_evidence(o: &Outstanding, sacked: &RangeSet, snd_una: Option<SeqOff>, start: SeqOff, end: SeqOff) -> Repeat {
     let una = snd_una.unwrap_or(SeqOff::MIN);
     let i = o.unacked.partition_point(|s| s.end() <= start);
     let prev_sent = o.unacked.get(i).filter(|s| s.start < end).map(|s| (s.ts_ns, s.frame()));
     let above = start.max(una);
-    let acked = end <= una || o.sacked().overlap(above, end) == (end - above) as u64;
+    let acked = end <= una || sacked.overlap(above, end) == (end - above) as u64;
     Repeat { prev_sent, acked }
 }

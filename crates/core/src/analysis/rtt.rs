@@ -2,7 +2,7 @@
 //! rule) and timestamp echoes (RFC 7323 §4.3, as pping does).
 
 use super::classify::Memory;
-use super::{At, Event, Half, MAX_TS_PENDING, Outstanding, RttKind, Sent, Sink};
+use super::{At, Bits, Event, Half, MAX_TS_PENDING, Outstanding, RttKind, Sent, Sink, partial};
 use crate::decode::Segment;
 use crate::seq::{SeqNum, SeqOff};
 
@@ -76,13 +76,13 @@ pub(super) fn on_timestamps<S: Sink>(me: &mut Half, peer: &mut Half, seg: &Segme
     if let Some((tsval, tsecr)) = seg.options.timestamps {
         if flags.ack() && tsecr != 0 {
             // The fields, not `peer.out()`: the samples go to `peer.memory` meanwhile.
-            let pending = &mut peer.out.get_or_insert_default().ts_pending;
-            while let Some(&(v, t, f)) = pending.front() {
+            let pending = peer.out.get_or_insert_default();
+            while let Some((v, t, f)) = pending.ts_front() {
                 let d = SeqNum(v).diff(SeqNum(tsecr));
                 if d > 0 {
                     break;
                 }
-                pending.pop_front();
+                pending.ts_pending.pop_front();
                 if d == 0 {
                     let rat = At { dir: dir.rev(), ..*at };
                     let rtt_ns = ts_ns.saturating_sub(t);
@@ -93,12 +93,14 @@ pub(super) fn on_timestamps<S: Sink>(me: &mut Half, peer: &mut Half, seg: &Segme
                 }
             }
         }
-        let pending = &mut me.out().ts_pending;
-        if pending.back().is_none_or(|&(v, _, _)| SeqNum(tsval).diff(SeqNum(v)) > 0) {
-            if pending.len() >= MAX_TS_PENDING {
-                pending.pop_front();
+        let out = me.out.get_or_insert_default();
+        if out.ts_back().is_none_or(|v| SeqNum(tsval).diff(SeqNum(v)) > 0) {
+            if out.ts_pending.len() >= MAX_TS_PENDING {
+                out.ts_pending.pop_front();
             }
-            pending.push_back((tsval, ts_ns, frame));
+            if !out.ts_push(tsval, ts_ns, frame) {
+                partial(&mut me.bits, Bits::PARTIAL_TSVALS, "TSvals awaiting an echo 2^32 frames apart", at, sink);
+            }
         }
     }
 }

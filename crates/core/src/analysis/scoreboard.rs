@@ -16,7 +16,7 @@ pub(super) fn on_ack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &A
     let data_dir = At { dir: at.dir.rev(), ..*at };
     // Acknowledged but never captured: holes below a, and anything above the highest byte seen.
     let out = h.out.get_or_insert_default();
-    let mut unseen = out.ranges.as_deref_mut().map_or(0, |r| r.holes.remove_below(a));
+    let mut unseen = HalfRare::ranges_mut(&mut h.rare).map_or(0, |r| r.holes.remove_below(a));
     if let Some(max) = h.snd_max.get() {
         let from = h.snd_una.get().unwrap_or(max).max(max);
         if a > from {
@@ -36,7 +36,7 @@ pub(super) fn on_ack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &A
         bytes = a.clamp(lo, hi).0.saturating_sub(old.clamp(lo, hi).0) as u64;
     }
     h.snd_una.set(a);
-    if let Some(r) = out.ranges.as_deref_mut() {
+    if let Some(r) = HalfRare::ranges_mut(&mut h.rare) {
         r.sacked.remove_below(a);
     }
     let oldest = super::rtt::karn(out, &mut h.memory, a, at, &data_dir, sink);
@@ -67,7 +67,7 @@ pub(super) fn on_sack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &
             continue;
         }
         sink.event(at, &Event::Sack { from: l, to: r });
-        if r > a && !peer.out().ranges().sacked.insert(l.max(a), r) {
+        if r > a && !HalfRare::ranges(&mut peer.rare).sacked.insert(l.max(a), r) {
             partial(&mut peer.bits, Bits::PARTIAL_SACK, "SACK scoreboard", at, sink);
         }
     }
@@ -78,7 +78,9 @@ pub(super) fn on_sack<S: Sink>(h: &mut Half, seg: &Segment<'_>, a: SeqOff, at: &
 #[inline(always)] // once per packet, from one place: as if written in its caller
 pub(super) fn in_flight(me: &mut Half, len: u32) -> Option<u64> {
     match (len > 0, me.snd_una.get(), me.snd_max.get()) {
-        (true, Some(una), Some(max)) if max > una => Some((max - una) as u64 - me.out().sacked().overlap(una, max)),
+        (true, Some(una), Some(max)) if max > una => {
+            Some((max - una) as u64 - HalfRare::sacked(me.rare.as_deref()).overlap(una, max))
+        }
         (true, Some(_), Some(_)) => Some(0),
         _ => None,
     }

@@ -575,11 +575,32 @@ fn outstanding_queues_grow_from_one() {
 
 #[test]
 fn outstanding_state_without_ranges_is_small() {
-    // Held by every direction with data in flight, its first two TSvals inline (a 96-byte
-    // size class); the range sets only when used.
-    assert_eq!(std::mem::size_of::<Outstanding>(), 96);
-    let o = Outstanding::default();
-    assert!(o.is_empty() && o.holes().is_empty() && o.sacked().is_empty() && o.ranges.is_none());
+    use std::mem::size_of;
+    // Held by every direction with data in flight, its first two TSvals inline (an 80-byte
+    // size class); the range sets in the rare box, only when used.
+    assert_eq!([size_of::<Outstanding>(), size_of::<Pending>(), size_of::<HalfRare>()], [80, 16, 32]);
+    assert!(Outstanding::default().is_empty());
+    assert!(HalfRare::holes(None).is_empty() && HalfRare::sacked(None).is_empty());
+    let mut rare = None;
+    HalfRare::ranges(&mut rare).holes.insert(SeqOff(0), SeqOff(10));
+    assert_eq!(HalfRare::holes(rare.as_deref()).ranges().to_vec(), [(SeqOff(0), SeqOff(10))]);
+    assert!(!rare.as_deref().expect("allocated").is_empty());
+}
+
+/// A pending TSval's frame is an offset from its queue's base: frames below the base (inputs
+/// merged by time) move the base; frames more than 2^32 apart drop the oldest, told.
+#[test]
+fn pending_tsvals_keep_their_frames() {
+    let drain = |o: &mut Outstanding| std::iter::from_fn(|| o.ts_pop()).collect::<Vec<_>>();
+    let mut o = Outstanding::default();
+    let big = 1u64 << 45;
+    assert!(o.ts_push(1, 10, big) && o.ts_push(2, 20, big + 7) && o.ts_push(3, 30, big - 5));
+    assert!(o.ts_push(4, 40, big + u32::MAX as u64 - 5));
+    assert_eq!(drain(&mut o), [(1, 10, big), (2, 20, big + 7), (3, 30, big - 5), (4, 40, big + u32::MAX as u64 - 5)]);
+    // 2^32 + 10 past the first: the first two go, each more than 2^32 frames below it.
+    assert!(o.ts_push(1, 10, big) && o.ts_push(2, 20, big + 7) && o.ts_push(3, 30, big + 100));
+    assert!(!o.ts_push(4, 40, big + (1 << 32) + 10));
+    assert_eq!(drain(&mut o), [(3, 30, big + 100), (4, 40, big + (1 << 32) + 10)]);
 }
 
 /// A direction with one or two TSvals awaiting their echo keeps them in its outstanding
