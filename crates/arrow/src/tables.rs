@@ -516,9 +516,9 @@ fn connection_rows(
     input: &str,
     wanted: impl Fn(usize) -> bool,
 ) -> io::Result<()> {
-    for c in stats.conns.iter().filter(|c| wanted(c.idx + 1)) {
-        let file = files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
-        let j = ConnJson::new(c, first + c.idx + 1, file, input.to_string());
+    for c in stats.conns.iter().filter(|c| wanted(c.idx() + 1)) {
+        let file = files.get(c.info().file).map(|f| f.path.display().to_string()).unwrap_or_default();
+        let j = ConnJson::new(c, first + c.idx() + 1, file, input.to_string());
         for (dir, d) in [("a2b", &j.a2b), ("b2a", &j.b2a)] {
             t.append(&j, &["a2b", "b2a"])?;
             t.append(dir, &[])?;

@@ -121,8 +121,13 @@ pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
         let ids: Vec<usize> = (1..=an.conns.len()).filter(|&id| (doc.selected)(id)).collect();
         return conns_csv(out, an, &ids, Rows::Brief);
     }
-    let w_ep =
-        an.conns.iter().map(|c| c.info.a.to_string().len().max(c.info.b.to_string().len())).max().unwrap_or(10).max(10);
+    let w_ep = an
+        .conns
+        .iter()
+        .map(|c| c.info().a.to_string().len().max(c.info().b.to_string().len()))
+        .max()
+        .unwrap_or(10)
+        .max(10);
     writeln!(
         out,
         "{:>5}  {:<w$}  {:<w$}  {:<13} {:>9} {:>12} {:>9} {:>12} {:>11}",
@@ -138,7 +143,7 @@ pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
         w = w_ep
     )?;
     for c in doc.connections() {
-        let info = &an.conns[c.id - 1].info;
+        let info = &an.conns[c.id - 1].info();
         writeln!(
             out,
             "{:>5}  {:<w$}  {:<w$}  {:<13} {:>9} {:>12} {:>9} {:>12} {:>9.3} s",
@@ -198,7 +203,11 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs, tz: &TimeZ
     in_parallel_blocks(out, &ids, TEXT_BLOCK, |ids| {
         let mut buf = Vec::with_capacity(ids.len() * CONN_TEXT);
         let mut cell = Vec::with_capacity(32);
-        for &id in ids {
+        for (i, &id) in ids.iter().enumerate() {
+            // The next one's identity, a box of its own, meanwhile.
+            if let Some(&next) = ids.get(i + 1) {
+                an.conns[next - 1].prefetch();
+            }
             table.connection(&mut buf, &an.conns[id - 1], id, &mut cell);
         }
         Ok(buf)
@@ -220,7 +229,7 @@ pub fn stats_proved<W: Write>(
     let sel = selected(args);
     let ids: Vec<usize> = (1..=an.conns.len()).filter(|&id| sel(id)).collect();
     let proved: Vec<ConnVantage> =
-        ids.iter().map(|&id| proof.conn(an.conns[id - 1].info.a, an.conns[id - 1].info.b)).collect();
+        ids.iter().map(|&id| proof.conn(an.conns[id - 1].info().a, an.conns[id - 1].info().b)).collect();
     if args.json {
         #[derive(Serialize)]
         struct Doc<'a, D: Serialize> {
@@ -246,10 +255,10 @@ pub fn stats_proved<W: Write>(
     for (&id, v) in ids.iter().zip(&proved) {
         let c = &an.conns[id - 1];
         let Some(n) = v.conn else {
-            writeln!(out, "conn {id}  {} <-> {}: not in the other captures", c.info.a, c.info.b)?;
+            writeln!(out, "conn {id}  {} <-> {}: not in the other captures", c.info().a, c.info().b)?;
             continue;
         };
-        writeln!(out, "conn {id}  {} <-> {}  (correlate conn {n})", c.info.a, c.info.b)?;
+        writeln!(out, "conn {id}  {} <-> {}  (correlate conn {n})", c.info().a, c.info().b)?;
         for (name, d) in ["a2b", "b2a"].iter().zip(&v.dir) {
             let Some(d) = d else { continue };
             let rate = d.loss_rate.map_or("-".into(), |r| format!("{:.2} %", r * 100.0));
@@ -355,8 +364,8 @@ fn conns_csv<W: Write>(out: &mut W, an: &Analysis, ids: &[usize], rows: Rows) ->
         let mut w = csv::Writer::from_writer(Vec::with_capacity(ids.len() * 1024));
         for &id in ids {
             let c = &an.conns[id - 1];
-            let file = files.get(c.info.file).map_or("", String::as_str);
-            conn_csv_row(&mut w, c, id, [file, an.inputs.get(c.trace).map_or("", String::as_str)], rows)?;
+            let file = files.get(c.info().file).map_or("", String::as_str);
+            conn_csv_row(&mut w, c, id, [file, an.inputs.get(c.trace()).map_or("", String::as_str)], rows)?;
         }
         w.into_inner().map_err(|e| e.into_error())
     })
@@ -377,9 +386,9 @@ fn conn_csv_row(
     let [file, input] = names;
     w.write_field(file)?;
     w.write_field(input)?;
-    w.write_field(ib.format(c.idx + 1))?;
+    w.write_field(ib.format(c.idx() + 1))?;
     let mut addr = Vec::with_capacity(40);
-    for e in [c.info.a, c.info.b] {
+    for e in [c.info().a, c.info().b] {
         addr.clear();
         json::push_ip(&mut addr, e.addr);
         w.write_field(&addr)?;
@@ -387,7 +396,7 @@ fn conn_csv_row(
     }
     w.write_field(c.state().name())?;
     csv_cell(w, Cell::Bool(c.handshake()))?;
-    w.write_field(c.info.reuse.map_or("", json::reuse_name))?;
+    w.write_field(c.info().reuse.map_or("", json::reuse_name))?;
     let [first, last, duration, max_idle] = json::conn_times(c);
     for t in [first, last, duration] {
         csv_cell(w, Cell::Float(t))?;
@@ -591,12 +600,12 @@ fn conn_head(buf: &mut Vec<u8>, c: &ConnStats, id: usize, tz: &TimeZone) {
     buf.extend_from_slice(b"\nconnection ");
     buf.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
     buf.extend_from_slice(b": ");
-    push_endpoint(buf, c.info.a);
+    push_endpoint(buf, c.info().a);
     buf.extend_from_slice(b" -> ");
-    push_endpoint(buf, c.info.b);
+    push_endpoint(buf, c.info().b);
     buf.extend_from_slice(b"  (");
     push_words(buf, c.state().name());
-    if let Some(r) = c.info.reuse {
+    if let Some(r) = c.info().reuse {
         buf.extend_from_slice(b", 4-tuple reused: ");
         push_words(buf, json::reuse_name(r));
     }
@@ -768,10 +777,10 @@ mod tests {
         for id in 1..=12 {
             for (v6, huge) in [(false, false), (true, false), (false, true), (true, true)] {
                 let mut c = sample(id, v6, huge);
-                c.info.file = id % 2;
+                c.info_mut().file = id % 2;
                 let [a, mut b] = c.dirs();
                 b.rtt.add(u64::MAX); // a mean of 1.8e13 ms, and rates in the exponent form
-                c = ConnStats::with_dirs(c.idx, c.info, c.trace, c.max_idle_ns, &[a, b]);
+                c = ConnStats::with_dirs(c.idx(), *c.info(), c.trace(), c.max_idle_ns, &[a, b]);
                 let conn = || json::ConnJson::new(&c, id, files[id % 2].to_string(), files[1 - id % 2].to_string());
                 for (rows, value, columns) in [
                     (Rows::Stats, to_value(&conn()).unwrap(), json::stats_csv_columns()),

@@ -101,7 +101,7 @@ fn text<W: Write>(out: &mut W, files: &[FileRow], rows: &[&ConnRow], conns: &[Co
     }
     for r in rows {
         let c = &conns[r.id - 1];
-        writeln!(out, "\nconnection {}: {} -> {}", r.id, c.info.a, c.info.b)?;
+        writeln!(out, "\nconnection {}: {} -> {}", r.id, c.info().a, c.info().b)?;
         let place = match r.position {
             Some(p) => p.replace('_', " "),
             None => "unknown".to_string(),

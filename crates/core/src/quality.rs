@@ -224,7 +224,7 @@ impl ConnRow {
             (q.ack_events + q.gap_events > 0).then(|| q.gap_events as f64 / q.ack_events.max(q.gap_events) as f64);
         let mut row = ConnRow {
             id,
-            file: c.info.file,
+            file: c.info().file,
             acked_unseen_bytes: unseen,
             ack_events: q.ack_events,
             gap_events: q.gap_events,

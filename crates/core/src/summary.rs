@@ -26,6 +26,13 @@ pub struct Mean {
     pub max: u64,
 }
 
+/// `x - first` as the sums add it: exact in `u64`, then one rounding to `f64`. Every narrow
+/// copy of these summaries (`stats::kept`) adds with it, so their sums are the same bits.
+#[inline(always)]
+pub(crate) fn shifted(x: u64, first: u64) -> f64 {
+    if x >= first { (x - first) as f64 } else { -((first - x) as f64) }
+}
+
 impl Mean {
     /// No samples (the [`Default`], usable in constants).
     pub const NONE: Mean = Mean { n: 0, first: 0, sum: 0.0, min: 0, max: 0 };
@@ -45,7 +52,7 @@ impl Mean {
         self.n += 1;
         self.min = self.min.min(x);
         self.max = self.max.max(x);
-        let d = if x >= self.first { (x - self.first) as f64 } else { -((self.first - x) as f64) };
+        let d = shifted(x, self.first);
         self.sum += d;
         d
     }
@@ -89,6 +96,14 @@ impl Summary {
     pub fn add(&mut self, x: u64) {
         let d = self.base.add_shifted(x);
         self.sum_sq += d * d;
+    }
+    /// Its parts: the [`Mean::parts`] and the sum of squares.
+    pub(crate) fn parts(&self) -> ((u64, u64, f64, u64, u64), f64) {
+        (self.base.parts(), self.sum_sq)
+    }
+    /// The summary of these [`Summary::parts`].
+    pub(crate) fn from_parts(base: (u64, u64, f64, u64, u64), sum_sq: f64) -> Summary {
+        Summary { base: Mean::from_parts(base), sum_sq }
     }
     /// Sample standard deviation (n - 1), `None` with fewer than 2 samples.
     pub fn stdev(&self) -> Option<f64> {

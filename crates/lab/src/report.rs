@@ -447,7 +447,7 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
     let mut main: BTreeMap<u32, ((u64, u64), usize, Dir)> = BTreeMap::new();
     for c in &an.conns {
         for d in 0..2 {
-            let src = if d == 0 { &c.info.a } else { &c.info.b };
+            let src = if d == 0 { &c.info().a } else { &c.info().b };
             let Some(i) = sender_of(&src.addr) else { continue };
             let s = &c.dir(d);
             if s.data_packets == 0 {
@@ -457,7 +457,7 @@ fn analyse_run(dir: &Path, point_dir: String, info: &RunInfo, result: Option<&Ru
             let key = (s.acked_bytes, s.last_ack_advance_ts_ns.saturating_sub(s.first_data_ts_ns));
             let dir = if d == 0 { Dir::AtoB } else { Dir::BtoA };
             if main.get(&i).is_none_or(|m| key > m.0) {
-                main.insert(i, (key, c.idx, dir));
+                main.insert(i, (key, c.idx(), dir));
             }
         }
     }

@@ -177,7 +177,7 @@ fn sweep_measures_the_path_it_built() {
         let c = an.conns.iter().max_by_key(|c| c.dir(0).acked_bytes).unwrap();
         let fig = report::time_sequence(
             &dir.join(&r.point_dir).join("t1/snd.pcap"),
-            c.idx,
+            c.idx(),
             tcpscope_core::conn::Dir::AtoB,
             "t",
         )
@@ -186,7 +186,7 @@ fn sweep_measures_the_path_it_built() {
         // what it stands for), and those with data are the data segments the analysis found.
         let (series, _) = tcpscope_core::series::from_file::<tcpscope_core::series::tsg::TsgSink>(
             &dir.join(&r.point_dir).join("t1/snd.pcap"),
-            c.idx,
+            c.idx(),
             tcpscope_core::conn::Dir::AtoB,
             tcpscope_core::analysis::Settings::default(),
         )

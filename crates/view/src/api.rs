@@ -42,11 +42,11 @@ pub struct ConnRow {
 /// Row `i` (id − 1) of the connection list.
 pub fn conn_row(t: &Traces, i: usize) -> ConnRow {
     let c = &t.an.conns[i];
-    let file = t.an.files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
+    let file = t.an.files.get(c.info().file).map(|f| f.path.display().to_string()).unwrap_or_default();
     let s = t.screens.get(i);
     ConnRow {
-        trace: c.info.file,
-        conn: ConnJson::new(c, i + 1, file, t.an.inputs.get(c.trace).cloned().unwrap_or_default()),
+        trace: c.info().file,
+        conn: ConnJson::new(c, i + 1, file, t.an.inputs.get(c.trace()).cloned().unwrap_or_default()),
         verdict: s.map(|s| s.verdict.clone()),
         boring: s.map(|s| s.boring),
         severity: s.map(|s| s.severity),

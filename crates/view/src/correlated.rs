@@ -64,7 +64,10 @@ impl Correlated {
             v.reverse();
         }
         let links =
-            t.an.conns.iter().map(|s| at.get_mut(&(s.info.file, s.info.a, s.info.b)).and_then(Vec::pop)).collect();
+            t.an.conns
+                .iter()
+                .map(|s| at.get_mut(&(s.info().file, s.info().a, s.info().b)).and_then(Vec::pop))
+                .collect();
         Ok(Correlated { c, links })
     }
 
@@ -91,7 +94,7 @@ impl Correlated {
         t0_ns: u64,
         v: &Viewport,
     ) -> Result<Figure, String> {
-        let file = conn.info.file;
+        let file = conn.info().file;
         let l = self.link(id).ok_or_else(|| format!("connection {id} was not matched across the captures"))?;
         let d = u8::from(matches!(dir, Dir::BtoA) != l.swapped);
         let view = LifelineView {

@@ -289,8 +289,8 @@ impl Traces {
             let mut screen = screen.finish();
             // One entry per TRACE, a ring included: the details pass reads the same part again.
             for c in &mut stats.conns {
-                c.info.file = i;
-                c.trace = i;
+                c.info_mut().file = i;
+                c.set_trace(i);
             }
             for s in &mut screen {
                 s.info.file = i;
@@ -348,8 +348,8 @@ impl Traces {
     /// analysed is the number of earlier connections of the file on the same 4-tuple.
     fn read_alone(&self, file: usize, id: usize, packets: [usize; 2]) -> Result<(DetailSink, Option<String>), String> {
         let key = |c: &ConnInfo| FlowKey::between(c.a, c.b);
-        let own = key(&self.an.conns[id - 1].info);
-        let earlier = self.an.conns[self.base[file]..id - 1].iter().filter(|c| key(&c.info) == own).count();
+        let own = key(self.an.conns[id - 1].info());
+        let earlier = self.an.conns[self.base[file]..id - 1].iter().filter(|c| key(c.info()) == own).count();
         let path = &self.paths[file];
         let query = Query::new(vec![path.clone()]).settings(self.settings).only(own);
         let (sink, sum, _, _) = pass_over(query, path, DetailSink::new(earlier, packets));
@@ -388,7 +388,7 @@ impl Traces {
     /// Connection `id`'s (1-based) file, and its index within the file.
     fn local(&self, id: usize) -> Result<(usize, ConnIdx), String> {
         let c = self.an.conns.get(id.wrapping_sub(1)).ok_or_else(|| format!("no connection {id}"))?;
-        Ok((c.info.file, id - 1 - self.base[c.info.file]))
+        Ok((c.info().file, id - 1 - self.base[c.info().file]))
     }
 
     /// Connection `id`'s packets a→b and b→a, as the statistics pass counted them: what its

@@ -99,13 +99,13 @@ enum Column {
 }
 
 fn endpoints(t: &Traces, i: usize) -> String {
-    let c = &t.an.conns[i].info;
+    let c = &t.an.conns[i].info();
     let (a, b) = (EndpointJson::from(c.a), EndpointJson::from(c.b));
     format!("{}:{} → {}:{}", a.addr, a.port, b.addr, b.port)
 }
 
 fn file(t: &Traces, i: usize) -> String {
-    t.an.files.get(t.an.conns[i].info.file).map(|f| f.path.display().to_string()).unwrap_or_default()
+    t.an.files.get(t.an.conns[i].info().file).map(|f| f.path.display().to_string()).unwrap_or_default()
 }
 
 fn column(t: &Traces, key: &str) -> Result<Column, String> {
@@ -119,7 +119,7 @@ fn column(t: &Traces, key: &str) -> Result<Column, String> {
         "verdict" => text(&|i| t.screens.get(i).map(|s| s.verdict.clone())),
         "file" => text(&|i| Some(file(t, i))),
         "id" => num(&|i| Some((i + 1) as f64)),
-        "trace" => num(&|i| Some(conns[i].info.file as f64)),
+        "trace" => num(&|i| Some(conns[i].info().file as f64)),
         "severity" => num(&|i| t.screens.get(i).map(|s| s.severity)),
         _ => {
             if let Some(k) = CONN_KEYS.iter().position(|&k| k == key) {

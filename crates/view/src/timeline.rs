@@ -321,7 +321,7 @@ fn limits_json(iv: &[(u64, u64, [f64; 3])], t0: f64, t1: f64, w: u32) -> Value {
 fn capture_of(t: &Traces, s: &ConnSummary) -> Option<(usize, f64, &'static str)> {
     let (src, dst) = (s.src.parse::<std::net::IpAddr>().ok()?, s.dst.parse::<std::net::IpAddr>().ok()?);
     t.an.conns.iter().enumerate().find_map(|(i, c)| {
-        let (a, b) = (&c.info.a, &c.info.b);
+        let (a, b) = (&c.info().a, &c.info().b);
         let fwd = a.addr == src && a.port == s.sport && b.addr == dst && b.port == s.dport;
         let rev = b.addr == src && b.port == s.sport && a.addr == dst && a.port == s.dport;
         let dir = if fwd { "a2b" } else { "b2a" };

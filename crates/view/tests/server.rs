@@ -193,7 +193,7 @@ fn a_ring_directory_is_one_trace() {
     assert_eq!(ring.an.files[1].path, dir);
     assert_eq!(ring.an.files[1].packets, files.an.files[1].packets);
     assert_eq!(ring.an.conns.len(), 2);
-    assert_eq!(ring.an.conns[1].info.file, 1);
+    assert_eq!(ring.an.conns[1].info().file, 1);
     assert_eq!(ring.an.conns[1].dir(0).rexmit_packets, files.an.conns[1].dir(0).rexmit_packets);
     assert_eq!(ring.screens[1].verdict, files.screens[1].verdict);
     let (a, b) = (ring.detail(2).unwrap(), files.detail(2).unwrap());

@@ -540,12 +540,12 @@ impl ConnJson {
             id,
             file,
             input,
-            conn: c.idx + 1,
-            a: c.info.a.into(),
-            b: c.info.b.into(),
+            conn: c.idx() + 1,
+            a: c.info().a.into(),
+            b: c.info().b.into(),
             state: c.state().name(),
             handshake: c.handshake(),
-            reuse: c.info.reuse.map(reuse_name),
+            reuse: c.info().reuse.map(reuse_name),
             first_time,
             last_time,
             duration_s,
@@ -588,8 +588,8 @@ impl<F: Fn(usize) -> bool> Document<'_, F> {
     /// The JSON view of connection `id` (1-based, at most the number of connections).
     pub fn connection(&self, id: usize) -> ConnJson {
         let c = &self.an.conns[id - 1];
-        let file = self.an.files.get(c.info.file).map(|f| f.path.display().to_string()).unwrap_or_default();
-        ConnJson::new(c, id, file, self.an.inputs.get(c.trace).cloned().unwrap_or_default())
+        let file = self.an.files.get(c.info().file).map(|f| f.path.display().to_string()).unwrap_or_default();
+        ConnJson::new(c, id, file, self.an.inputs.get(c.trace()).cloned().unwrap_or_default())
     }
 }
 

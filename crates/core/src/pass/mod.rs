@@ -125,7 +125,7 @@ impl Run<StatsSink> {
         for (i, t) in self.traces.into_iter().enumerate() {
             an.inputs.push(t.input);
             an.conns.extend(t.sink.conns.into_iter().map(|mut c| {
-                c.trace = i;
+                c.set_trace(i);
                 c
             }));
         }

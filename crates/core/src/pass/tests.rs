@@ -139,7 +139,7 @@ fn sharding_gives_the_same_answer() {
     // The made trace exercises what the join has to get right.
     let (sum, one) = single(&made);
     assert_eq!(sum.bad_timestamps, 0, "the packets ahead are taken as they are");
-    let reused = one.conns.iter().filter(|c| c.info.reuse.is_some()).count();
+    let reused = one.conns.iter().filter(|c| c.info().reuse.is_some()).count();
     assert!(one.conns.len() > 300 && reused > 50, "{} connections, {reused} reusing a 4-tuple", one.conns.len());
     std::fs::remove_file(made).unwrap();
 }
@@ -197,10 +197,10 @@ fn expiry_does_not_wait_for_a_sweep() {
             let (data, orig) = p.ipv4();
             an.record(&Record { frame: 0, offset: 0, ts_ns: p.ts_ns, link_type: 101, data: &data, orig_len: orig });
         }
-        let on_1000: Vec<_> = an.sink.conns.iter().filter(|c| c.info.a.port == 1000).collect();
+        let on_1000: Vec<_> = an.sink.conns.iter().filter(|c| c.info().a.port == 1000).collect();
         assert_eq!(on_1000.len(), 2, "{name}");
         // The same ISN again: only the expiry separates them, so no reuse reason.
-        assert_eq!(on_1000[1].info.reuse, None, "{name}");
+        assert_eq!(on_1000[1].info().reuse, None, "{name}");
     }
 }
 
@@ -268,12 +268,12 @@ fn a_connection_is_named_by_its_trace_whatever_else_is_read() {
     let alone = Query::new(vec![paths[1].clone()]).stats(&|_, _| {}).unwrap();
     let both = Query::new(paths.clone()).stats(&|_, _| {}).unwrap();
     assert_eq!(both.inputs, paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>());
-    let first = both.conns.iter().filter(|c| c.trace == 0).count();
+    let first = both.conns.iter().filter(|c| c.trace() == 0).count();
     assert!(first > 0 && alone.conns.len() == both.conns.len() - first);
     for (a, b) in alone.conns.iter().zip(&both.conns[first..]) {
         assert_eq!(a.conn_id().index, b.conn_id().index);
         assert_eq!((a.conn_id().trace, b.conn_id().trace), (0, 1));
-        assert_eq!(alone.inputs[a.trace], both.inputs[b.trace]);
+        assert_eq!(alone.inputs[a.trace()], both.inputs[b.trace()]);
         assert_eq!(format!("{:?}", a.dirs()), format!("{:?}", b.dirs()));
     }
     let merged = Query::new(paths.clone()).merge(true).stats(&|_, _| {}).unwrap();
@@ -410,7 +410,7 @@ fn checksum_errors_are_counted_and_not_analysed() {
 fn shard_queries_together_give_the_full_pass() {
     let made = interleaved_connections("shard-queries");
     // Each connection by what names it on every machine: its endpoints and first packet.
-    let key = |c: &crate::stats::ConnStats| format!("{} {} {}", c.info.a, c.info.b, c.first_ts_ns());
+    let key = |c: &crate::stats::ConnStats| format!("{} {} {}", c.info().a, c.info().b, c.first_ts_ns());
     let rows = |an: &Analysis| -> Vec<(String, String)> {
         let mut v: Vec<_> = an.conns.iter().map(|c| (key(c), format!("{:?}", c.dirs()))).collect();
         v.sort();

@@ -8,9 +8,13 @@
 //! [`Kept::view`], the wide [`DirStats`] every reader (JSON, the tables, the viewer, the lab)
 //! takes. Nothing is rounded: every number reads back as the wide form would hold it.
 //!
-//! - Counters are `u32` (`syn` and `fin` `u8`); a sum that would carry out of them carries into a
-//!   `u64` of high bits in the [`Spill`] box (allocated with the first carry: never, in
-//!   practice), so `lo + (high << bits)` is the exact count.
+//! - Packet counters are `u16`, byte and sample counters `u32` (`syn` and `fin` `u8`); a sum
+//!   that would carry out of them carries into a `u64` of high bits in the [`Spill`] box
+//!   (allocated with the first carry: a connection's 65,536th packet, never for most), so
+//!   `lo + (high << bits)` is the exact count.
+//! - The RTT summaries keep their counts among the counters ([`Sums`]); the half-loop is a
+//!   `u32` of nanoseconds, a larger one in the spill box (none of the 400,000 directions of the
+//!   `concurrent` trace, whose RTTs are seconds, has one).
 //! - The advertised window keeps its samples as `u32` ([`Mean32`]: a scaled window is below
 //!   2^30); the first sample above `u32::MAX` (or the 2^32 - 1th) moves the summary, as it
 //!   stands, into its wide [`Mean`] in the spill box, where it goes on. The sums are the same
@@ -25,30 +29,38 @@
 use super::{AckStats, DelayHist, DirRare, DirStats, Mean, Summary};
 use crate::event::{AckFacts, AckKind, SegmentInfo};
 use crate::seq::SeqNum;
+use crate::summary::shifted;
 
-/// A `u32` counter of [`Kept::n`].
+/// A counter of a [`Kept`]: the packet counts are `u16`s ([`Kept::n16`]), the byte and sample
+/// counts `u32`s ([`Kept::n32`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) enum C {
     Packets,
     DataPackets,
-    PayloadBytes,
-    UniqueBytes,
     PureAcks,
     TimestampPackets,
     TruncatedPackets,
-    TruncatedBytes,
-    AckedBytes,
     Acking,
     Piggybacked,
     Quick,
     Delayed,
     QuickEpisodes,
     Stretch,
+    // The `u32`s from here.
+    PayloadBytes,
+    UniqueBytes,
+    TruncatedBytes,
+    AckedBytes,
     AckPayloadBytes,
     AckWireBytes,
+    /// The samples of the RTT summaries ([`Sums`]).
+    RttSamples,
+    RttTsSamples,
 }
+/// How many [`C`]s are `u16`s.
+const N16: usize = C::Stretch as usize + 1;
 /// How many [`C`]s.
-const N: usize = C::AckWireBytes as usize + 1;
+const N: usize = C::RttTsSamples as usize + 1;
 
 /// The `u8` counters of [`Kept::n8`].
 const SYN: usize = 0;
@@ -95,7 +107,7 @@ impl Mean32 {
         self.n += 1;
         self.min = self.min.min(x);
         self.max = self.max.max(x);
-        let d = if x >= self.first { (x - self.first) as f64 } else { -((self.first - x) as f64) };
+        let d = shifted(x as u64, self.first as u64);
         self.sum += d;
         Some(d)
     }
@@ -134,7 +146,7 @@ pub(super) struct Rare {
 /// The high bits and wide forms of what outgrew the narrow fields (see the module's doc).
 #[derive(Clone, Debug, Default)]
 struct Spill {
-    /// Bits above the 32 of each [`C`] counter (wrapping, as a `u64` sum would).
+    /// Bits above the 16 or 32 of each [`C`] counter (wrapping, as a `u64` sum would).
     high: [u64; N],
     /// Bits above the 8 of `syn` and `fin`.
     high8: [u64; 2],
@@ -142,6 +154,44 @@ struct Spill {
     max_in_flight: u64,
     /// The advertised window's summary, once a window or the count outgrew [`Mean32`].
     window: Option<Mean>,
+    /// The smallest half-loop of at least `u32::MAX` ns (0: none).
+    loop_ns: u64,
+}
+
+/// A [`Summary`] whose count is one of the counters ([`C::RttSamples`], [`C::RttTsSamples`]):
+/// 40 bytes, not 48. The sums are [`Summary`]'s, the same operations on the same values.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sums {
+    first: u64,
+    sum: f64,
+    min: u64,
+    max: u64,
+    sum_sq: f64,
+}
+
+impl Sums {
+    /// Adds `x` as [`Summary::add`] does to a summary of `n` samples.
+    #[inline]
+    fn add(&mut self, n: u64, x: u64) {
+        if n == 0 {
+            self.first = x;
+            self.min = x;
+        }
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+        let d = shifted(x, self.first);
+        self.sum += d;
+        self.sum_sq += d * d;
+    }
+    /// The summary of these sums and `n` samples.
+    fn wide(&self, n: u64) -> Summary {
+        Summary::from_parts((n, self.first, self.sum, self.min, self.max), self.sum_sq)
+    }
+    /// The count and sums of `s`.
+    fn narrow(s: &Summary) -> (u64, Sums) {
+        let ((n, first, sum, min, max), sum_sq) = s.parts();
+        (n, Sums { first, sum, min, max, sum_sq })
+    }
 }
 
 /// The ACK delays of a side that sent quick or delayed ACKs (a quarter of the directions on
@@ -161,7 +211,7 @@ pub(super) enum S {
     RttTs,
 }
 
-/// One direction's statistics (see the module's doc); 280 bytes, not [`DirStats`]' 472.
+/// One direction's statistics (see the module's doc); 248 bytes, not [`DirStats`]' 472.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Kept {
     pub(super) last_ts_ns: u64,
@@ -170,15 +220,17 @@ pub(super) struct Kept {
     first_data_ts_ns: u64,
     last_data_ts_ns: u64,
     last_ack_advance_ts_ns: u64,
-    /// As [`AckStats`]' `loop_ns`: `u64::MAX` until measured.
-    loop_ns: u64,
+    /// As [`AckStats`]' `loop_ns` while below `u32::MAX`, which stands for none here; a larger
+    /// one is in the spill box.
+    loop_ns: u32,
     window: Mean32,
-    /// As [`DirStats`]' `rtt` and `rtt_ts`: samples of seconds are common (a capture far from
-    /// a slow peer; every connection of the round-robin `concurrent` trace), so they are kept
-    /// as wide as they are written.
-    rtt: Summary,
-    rtt_ts: Summary,
-    n: [u32; N],
+    /// As [`DirStats`]' `rtt` and `rtt_ts`, their counts among the counters. Samples of seconds
+    /// are common (a capture far from a slow peer; every connection of the round-robin
+    /// `concurrent` trace), so the samples are kept as wide as they are written.
+    rtt: Sums,
+    rtt_ts: Sums,
+    n16: [u16; N16],
+    n32: [u32; N - N16],
     max_in_flight: u32,
     isn: u32,
     seq_base: u32,
@@ -194,7 +246,7 @@ pub(super) struct Kept {
 impl Kept {
     /// Nothing seen.
     pub(super) fn new() -> Kept {
-        Kept { loop_ns: u64::MAX, ..Default::default() }
+        Kept { loop_ns: u32::MAX, ..Default::default() }
     }
 
     /// Whether a packet was seen in this direction.
@@ -232,21 +284,34 @@ impl Kept {
         self.rare_kept().spill.get_or_insert_default()
     }
 
-    /// Adds `v` to counter `c`, carrying into the spill box.
+    /// Adds `v` to counter `c`, carrying into the spill box. (`c` is a constant where it is
+    /// called: the width's branch folds away.)
     #[inline(always)]
     pub(super) fn add(&mut self, c: C, v: u64) {
-        let (lo, o) = self.n[c as usize].overflowing_add(v as u32);
-        self.n[c as usize] = lo;
-        let carry = (v >> 32) + o as u64;
+        let i = c as usize;
+        let carry = if i < N16 {
+            let (lo, o) = self.n16[i].overflowing_add(v as u16);
+            self.n16[i] = lo;
+            (v >> 16) + o as u64
+        } else {
+            let (lo, o) = self.n32[i - N16].overflowing_add(v as u32);
+            self.n32[i - N16] = lo;
+            (v >> 32) + o as u64
+        };
         if carry != 0 {
-            let h = &mut self.spill_mut().high[c as usize];
+            let h = &mut self.spill_mut().high[i];
             *h = h.wrapping_add(carry);
         }
     }
     /// Counter `c`.
     pub(super) fn get(&self, c: C) -> u64 {
-        let high = self.spill().map_or(0, |s| s.high[c as usize]);
-        (self.n[c as usize] as u64).wrapping_add(high << 32)
+        let i = c as usize;
+        let high = self.spill().map_or(0, |s| s.high[i]);
+        if i < N16 {
+            (self.n16[i] as u64).wrapping_add(high << 16)
+        } else {
+            (self.n32[i - N16] as u64).wrapping_add(high << 32)
+        }
     }
     #[inline(always)]
     fn add8(&mut self, i: usize, v: u64) {
@@ -293,14 +358,42 @@ impl Kept {
     /// Adds an RTT sample of kind `k`.
     #[inline]
     pub(super) fn rtt_add(&mut self, k: S, x: u64) {
+        let c = match k {
+            S::Rtt => C::RttSamples,
+            S::RttTs => C::RttTsSamples,
+        };
+        let n = self.get(c);
         match k {
-            S::Rtt => self.rtt.add(x),
-            S::RttTs => self.rtt_ts.add(x),
+            S::Rtt => self.rtt.add(n, x),
+            S::RttTs => self.rtt_ts.add(n, x),
         }
+        self.add(c, 1);
     }
     /// The smallest Karn RTT sample, if any (without building the whole [`Summary`]).
     pub(super) fn rtt_min(&self) -> Option<u64> {
-        (self.rtt.n > 0).then_some(self.rtt.min)
+        (self.get(C::RttSamples) > 0).then_some(self.rtt.min)
+    }
+
+    /// The smallest half-loop measured, `u64::MAX` for none (as [`AckStats`] keeps it).
+    fn loop_ns(&self) -> u64 {
+        let narrow = if self.loop_ns == u32::MAX { u64::MAX } else { self.loop_ns as u64 };
+        let wide = self.spill().map_or(0, |s| s.loop_ns);
+        narrow.min(if wide == 0 { u64::MAX } else { wide })
+    }
+    /// Keeps `ns` if it is the smallest half-loop yet (`u64::MAX`: none measured).
+    #[inline]
+    fn loop_min(&mut self, ns: u64) {
+        match u32::try_from(ns) {
+            Ok(v) if v < u32::MAX => self.loop_ns = self.loop_ns.min(v),
+            _ if ns != u64::MAX => self.loop_spilled(ns),
+            _ => {}
+        }
+    }
+    #[cold]
+    #[inline(never)]
+    fn loop_spilled(&mut self, ns: u64) {
+        let w = &mut self.spill_mut().loop_ns;
+        *w = if *w == 0 { ns } else { (*w).min(ns) };
     }
 
     /// A packet sent in this direction (as [`super::StatsSink::segment`] documents).
@@ -404,8 +497,7 @@ impl Kept {
     pub(super) fn ack_add(&mut self, bytes: u64, a: AckFacts) {
         self.add(C::Acking, 1);
         self.add(C::AckPayloadBytes, bytes);
-        // The smallest, `u64::MAX` (none) being larger than any.
-        self.loop_ns = self.loop_ns.min(a.loop_ns);
+        self.loop_min(a.loop_ns);
         self.add(C::Piggybacked, a.carried as u64);
         self.add(C::QuickEpisodes, a.episode as u64);
         match a.kind {
@@ -459,8 +551,8 @@ impl Kept {
             sack_permitted: flag(SACK_PERMITTED),
             truncated_packets: self.get(C::TruncatedPackets),
             truncated_bytes: self.get(C::TruncatedBytes),
-            rtt: self.rtt,
-            rtt_ts: self.rtt_ts,
+            rtt: self.rtt.wide(self.get(C::RttSamples)),
+            rtt_ts: self.rtt_ts.wide(self.get(C::RttTsSamples)),
             acked_bytes: self.get(C::AckedBytes),
             last_ack_advance_ts_ns: self.last_ack_advance_ts_ns,
             isn: flag(HAS_ISN).then_some(SeqNum(self.isn)),
@@ -476,7 +568,7 @@ impl Kept {
                 payload_bytes: self.get(C::AckPayloadBytes),
                 wire_bytes: self.get(C::AckWireBytes),
                 delay: self.timed.as_ref().map_or(Mean::NONE, |t| t.delay),
-                loop_ns: self.loop_ns,
+                loop_ns: self.loop_ns(),
                 hist: self.timed.as_ref().filter(|t| !t.hist.bins.is_empty()).map(|t| Box::new(t.hist.clone())),
             },
             rare: rare.map(|r| Box::new(r.r.clone())),
@@ -493,7 +585,7 @@ impl Kept {
         k.last_data_ts_ns = d.last_data_ts_ns;
         k.last_ack_advance_ts_ns = d.last_ack_advance_ts_ns;
         let a = &d.acks;
-        k.loop_ns = a.loop_ns;
+        k.loop_min(a.loop_ns);
         for (c, v) in [
             (C::Packets, d.packets),
             (C::DataPackets, d.data_packets),
@@ -525,7 +617,10 @@ impl Kept {
             k.spill_mut().window = Some(d.window);
             Mean32 { n: SPILLED, ..Default::default() }
         });
-        (k.rtt, k.rtt_ts) = (d.rtt, d.rtt_ts);
+        let ((n, rtt), (n_ts, rtt_ts)) = (Sums::narrow(&d.rtt), Sums::narrow(&d.rtt_ts));
+        (k.rtt, k.rtt_ts) = (rtt, rtt_ts);
+        k.add(C::RttSamples, n);
+        k.add(C::RttTsSamples, n_ts);
         if a.delay.n > 0 || a.hist.is_some() {
             k.timed = Some(Box::new(Timed { delay: a.delay, hist: a.hist.as_deref().cloned().unwrap_or_default() }));
         }
@@ -575,16 +670,18 @@ mod tests {
     #[test]
     fn kept_sizes_are_pinned() {
         use std::mem::size_of;
-        assert_eq!([size_of::<Kept>(), size_of::<Mean32>()], [280, 24]);
+        assert_eq!([size_of::<Kept>(), size_of::<Mean32>(), size_of::<Sums>()], [248, 24, 40]);
     }
 
-    /// A counter that carries out of its 32 (or 8) bits reads as the `u64` sum would.
+    /// A counter that carries out of its 16, 32 (or 8) bits reads as the `u64` sum would.
     #[test]
     fn counters_carry_exactly() {
         let mut k = Kept::new();
-        k.add(C::Packets, u32::MAX as u64 - 1);
+        k.add(C::Packets, u16::MAX as u64 - 1);
+        k.add(C::AckedBytes, u32::MAX as u64 - 1);
         assert!(k.spill().is_none());
         k.add(C::Packets, 5);
+        k.add(C::Packets, 1 << 40);
         k.add(C::AckedBytes, 3 << 40);
         k.add(C::AckedBytes, u32::MAX as u64);
         for _ in 0..300 {
@@ -592,10 +689,38 @@ mod tests {
         }
         k.add8(FIN, 1 << 20);
         let d = k.view();
-        assert_eq!((d.packets, d.acked_bytes), (u32::MAX as u64 + 4, (3 << 40) + u32::MAX as u64));
+        assert_eq!(d.packets, u16::MAX as u64 + 4 + (1 << 40));
+        assert_eq!(d.acked_bytes, (3 << 40) + 2 * u32::MAX as u64 - 1);
         assert_eq!((d.syn, d.fin), (300, 1 << 20));
         assert_eq!(d.data_packets, 0);
         assert!(k.spill().is_some());
+        // Wrapping as the u64 sum does.
+        k.add(C::Stretch, u64::MAX);
+        k.add(C::Stretch, 2);
+        k.add(C::UniqueBytes, u64::MAX);
+        k.add(C::UniqueBytes, 2);
+        assert_eq!((k.get(C::Stretch), k.get(C::UniqueBytes)), (1, 1));
+    }
+
+    /// The RTT summaries, their counts among the counters, and the half-loop, narrow or not,
+    /// read as the wide forms would hold them.
+    #[test]
+    fn summaries_and_the_half_loop_read_as_the_wide_forms() {
+        let samples = [8_181_818_000u64, 3, u64::MAX, 2_551_800_000, 17];
+        let (mut k, mut rtt) = (Kept::new(), Summary::default());
+        for &x in &samples {
+            k.rtt_add(S::RttTs, x);
+            rtt.add(x);
+        }
+        assert_eq!(format!("{:?}", k.view().rtt_ts), format!("{rtt:?}"));
+        assert_eq!((k.view().rtt.n, k.rtt_min(), k.view().acks.loop_ns()), (0, None, None));
+        for (ns, least) in [(u64::MAX, None), (5 << 32, Some(5 << 32)), (u32::MAX as u64, Some(u32::MAX as u64))] {
+            k.loop_min(ns);
+            assert_eq!(k.view().acks.loop_ns(), least);
+        }
+        k.loop_min(40);
+        k.loop_min(u32::MAX as u64 + 1);
+        assert_eq!(k.view().acks.loop_ns(), Some(40));
     }
 
     /// The window's summary keeps the wide form's sums bit for bit, before and after a sample

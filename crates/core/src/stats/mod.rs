@@ -334,30 +334,67 @@ impl ConnState {
 }
 
 /// Statistics of one connection: its directions kept narrow (`stats/kept.rs`), read as
-/// [`DirStats`] through [`ConnStats::dir`].
+/// [`DirStats`] through [`ConnStats::dir`]. 512 bytes, an allocator size class: what the pass
+/// adds to it on every packet; who it is, read when it is written, in a 64-byte box of its own
+/// (`docs/performance.md`, *concurrent*).
 #[derive(Clone, Debug)]
 pub struct ConnStats {
     /// Longest time with no packet in either direction (ns).
     pub max_idle_ns: u64,
     /// Per direction: `[a2b, b2a]`.
     kept: [Kept; 2],
-    /// Index in its trace, in order of first appearance.
-    pub idx: ConnIdx,
-    /// Endpoints, file, reuse reason.
-    pub info: ConnInfo,
-    /// Index of its trace among the run's ([`crate::pass::Analysis::inputs`]).
-    pub trace: usize,
+    id: Box<Identity>,
+}
+
+/// Who a [`ConnStats`] is.
+#[derive(Clone, Debug)]
+struct Identity {
+    info: ConnInfo,
+    /// As [`ConnStats::idx`]: below 2^32, as the flow table's index keeps it.
+    idx: u32,
+    trace: u32,
 }
 
 impl ConnStats {
     /// A connection with nothing counted yet.
     pub fn new(idx: ConnIdx, info: ConnInfo, trace: usize) -> ConnStats {
-        ConnStats { max_idle_ns: 0, kept: [Kept::new(), Kept::new()], idx, info, trace }
+        let (idx, trace) = (narrow(idx), narrow(trace));
+        ConnStats { max_idle_ns: 0, kept: [Kept::new(), Kept::new()], id: Box::new(Identity { info, idx, trace }) }
     }
     /// A connection whose directions read as `dir` (`[a2b, b2a]`): statistics made otherwise
     /// than by a pass (tests).
     pub fn with_dirs(idx: ConnIdx, info: ConnInfo, trace: usize, max_idle_ns: u64, dir: &[DirStats; 2]) -> ConnStats {
-        ConnStats { max_idle_ns, kept: dir.each_ref().map(Kept::of), idx, info, trace }
+        ConnStats { max_idle_ns, kept: dir.each_ref().map(Kept::of), ..ConnStats::new(idx, info, trace) }
+    }
+    /// Index in its trace, in order of first appearance.
+    pub fn idx(&self) -> ConnIdx {
+        self.id.idx as ConnIdx
+    }
+    /// Renumbers it (the shards' lists joined).
+    pub fn set_idx(&mut self, idx: ConnIdx) {
+        self.id.idx = narrow(idx);
+    }
+    /// Index of its trace among the run's ([`crate::pass::Analysis::inputs`]).
+    pub fn trace(&self) -> usize {
+        self.id.trace as usize
+    }
+    /// Sets the index of its trace (several traces' statistics put together).
+    pub fn set_trace(&mut self, trace: usize) {
+        self.id.trace = narrow(trace);
+    }
+    /// Endpoints, file, reuse reason.
+    pub fn info(&self) -> &ConnInfo {
+        &self.id.info
+    }
+    /// Asks for its identity's memory (in a box of its own) to be loaded: a hint for a reader
+    /// about to write it ([`crate::hint`]).
+    #[inline]
+    pub fn prefetch(&self) {
+        crate::hint::prefetch(&*self.id);
+    }
+    /// Endpoints, file, reuse reason, to change (several traces' statistics put together).
+    pub fn info_mut(&mut self) -> &mut ConnInfo {
+        &mut self.id.info
     }
     /// Direction `i` (0 `a2b`, 1 `b2a`), every number as wide as it is written.
     pub fn dir(&self, i: usize) -> DirStats {
@@ -382,7 +419,7 @@ impl ConnStats {
     }
     /// Its name whatever else was read in the same run: its trace and its index there.
     pub fn conn_id(&self) -> ConnId {
-        ConnId { trace: self.trace, index: self.idx }
+        ConnId { trace: self.trace(), index: self.idx() }
     }
     /// First packet (ns).
     pub fn first_ts_ns(&self) -> u64 {
@@ -422,6 +459,12 @@ impl ConnStats {
     }
 }
 
+/// `i` as a [`ConnStats`] keeps it: the flow table numbers fewer than 2^32 connections, and a run
+/// reads fewer than 2^32 traces.
+fn narrow(i: usize) -> u32 {
+    u32::try_from(i).expect("fewer than 2^32 connections and traces")
+}
+
 /// The [`Sink`] that builds [`ConnStats`] for every connection.
 #[derive(Default)]
 pub struct StatsSink {
@@ -433,7 +476,7 @@ impl Sink for StatsSink {
     const JOINS: bool = true;
     fn join(parts: Vec<Self>, order: &[u8]) -> Self {
         let mut conns = crate::sink::in_order(parts.into_iter().map(|p| p.conns), order);
-        conns.iter_mut().enumerate().for_each(|(idx, c)| c.idx = idx);
+        conns.iter_mut().enumerate().for_each(|(idx, c)| c.set_idx(idx));
         StatsSink { conns }
     }
     fn connection(&mut self, conn: ConnIdx, info: &ConnInfo) {
