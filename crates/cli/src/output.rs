@@ -206,7 +206,7 @@ pub fn stats<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs, tz: &TimeZ
         for (i, &id) in ids.iter().enumerate() {
             // The next one's identity, a box of its own, meanwhile.
             if let Some(&next) = ids.get(i + 1) {
-                an.conns[next - 1].prefetch();
+                an.conns[next - 1].prefetch_identity();
             }
             table.connection(&mut buf, &an.conns[id - 1], id, &mut cell);
         }

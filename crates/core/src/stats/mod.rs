@@ -389,7 +389,7 @@ impl ConnStats {
     /// Asks for its identity's memory (in a box of its own) to be loaded: a hint for a reader
     /// about to write it ([`crate::hint`]).
     #[inline]
-    pub fn prefetch(&self) {
+    pub fn prefetch_identity(&self) {
         crate::hint::prefetch(&*self.id);
     }
     /// Endpoints, file, reuse reason, to change (several traces' statistics put together).
