@@ -204,8 +204,8 @@ struct Half {
     /// (ack + window).
     edge_ack: OptOff,
     edge: SeqOff,
-    /// The last zero-window probe's end, the window scale inference, a FIN's offset below
-    /// `snd_max`: allocated with the first of them.
+    /// The last zero-window probe's end, the window scale inference, the range sets, a FIN's
+    /// offset below `snd_max`: allocated with the first of them.
     rare: Option<Box<HalfRare>>,
     /// What the out-of-sequence classifier remembers of this sender: allocated by its first
     /// segment when the pass classifies ([`Sink::CLASSIFY`]), never otherwise.
@@ -249,8 +249,9 @@ impl HalfRare {
 }
 
 /// A [`Half`]'s flags, a bit each: as `bool`s and `Option`s they took `Half` to 152 bytes and
-/// a connection's analysis state to 320; with these (and the 12-byte [`Unwrapper`]) it is 120
-/// and 256, allocator size classes of their own (`docs/performance.md`, *concurrent*).
+/// a connection's analysis state to 320; with these (and the 12-byte [`Unwrapper`]) they were
+/// 120 and 256, allocator size classes of their own, and with [`HalfRare`] 104 and 224
+/// (`docs/performance.md`, *concurrent*).
 #[derive(Clone, Copy, Default, Debug)]
 struct Bits(u16);
 
