@@ -664,7 +664,7 @@ impl Kept {
 mod tests {
     use super::*;
 
-    /// Two of these and a connection's identity fit the 640-byte size class
+    /// Two of these, the longest idle time and the identity's pointer fill the 512-byte size class
     /// (`analysis::tests::per_connection_state_sizes_are_pinned`); the narrow window's summary
     /// is 24 bytes, not 40.
     #[test]

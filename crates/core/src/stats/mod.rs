@@ -468,7 +468,7 @@ fn narrow(i: usize) -> u32 {
 /// The [`Sink`] that builds [`ConnStats`] for every connection.
 #[derive(Default)]
 pub struct StatsSink {
-    /// Connections, by index (boxed: growing the list moves pointers, not 640-byte records).
+    /// Connections, by index (boxed: growing the list moves pointers, not 512-byte records).
     pub conns: Vec<Box<ConnStats>>,
 }
 
