@@ -75,7 +75,7 @@ pub(super) fn on_timestamps<S: Sink>(me: &mut Half, peer: &mut Half, seg: &Segme
     let (flags, dir, ts_ns, frame) = (seg.flags, at.dir, at.ts_ns, at.frame);
     if let Some((tsval, tsecr)) = seg.options.timestamps {
         if flags.ack() && tsecr != 0 {
-            // The fields, not `peer.out()`: the samples go to `peer.memory` meanwhile.
+            // The field, not a method of `peer`: the samples go to `peer.memory` meanwhile.
             let pending = peer.out.get_or_insert_default();
             while let Some((v, t, f)) = pending.ts_front() {
                 let d = SeqNum(v).diff(SeqNum(tsecr));
