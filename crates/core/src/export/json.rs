@@ -235,7 +235,7 @@ dir_json! {
     last_time: Option<f64>, "s since the epoch", "last segment of this direction";
     data_time_s: f64, "s", "first to last data segment";
     max_idle_s: f64, "s", "longest gap between two segments of this direction";
-    analysis_partial: bool, "", "a fixed-capacity structure overflowed, or a frame number passed 2^40: numbers after it may be approximate (`docs/statistics.md`)";
+    analysis_partial: bool, "", "a fixed-capacity structure overflowed, a frame number passed 2^40, or TSvals awaiting their echo were 2^32 frames apart: numbers after it may be approximate (`docs/statistics.md`)";
     isn: Option<u32>, "", "initial sequence number: this side's SYN's sequence number as on the wire; null when its SYN was not seen";
     seq_base: Option<u32>, "", "the wire sequence number that relative offsets (plots, events, `--seq-from`) count from: `isn` + 1 after a SYN, else this direction's first sequence number; null without a segment";
     acking_segments: u64, "", "segments of this side that newly acknowledged the peer's payload (pure or carrying data): its ACK strategy as a receiver, [statistics.md](statistics.md#acknowledgment-strategy)";
