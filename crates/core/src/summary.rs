@@ -26,11 +26,26 @@ pub struct Mean {
     pub max: u64,
 }
 
-/// `x - first` as the sums add it: exact in `u64`, then one rounding to `f64`. Every narrow
-/// copy of these summaries (`stats::kept`) adds with it, so their sums are the same bits.
+/// Adds sample `x` to the parts of a summary that held `n` samples: the first sample (the
+/// shift), min, max and the sum of differences from the first; returns `x`'s difference (exact
+/// in `u64`, then one rounding to `f64`). [`Mean`] and the statistics' narrow copies
+/// (`stats::kept`, with `u32` or `u64` samples) all add with it, so their sums are the same bits.
 #[inline(always)]
-pub(crate) fn shifted(x: u64, first: u64) -> f64 {
-    if x >= first { (x - first) as f64 } else { -((first - x) as f64) }
+pub(crate) fn add_sample<T: Copy + Ord + Into<u64>>(
+    n: u64,
+    (first, min, max, sum): (&mut T, &mut T, &mut T, &mut f64),
+    x: T,
+) -> f64 {
+    if n == 0 {
+        *first = x;
+        *min = x;
+    }
+    *min = (*min).min(x);
+    *max = (*max).max(x);
+    let (x, f): (u64, u64) = (x.into(), (*first).into());
+    let d = if x >= f { (x - f) as f64 } else { -((f - x) as f64) };
+    *sum += d;
+    d
 }
 
 impl Mean {
@@ -45,15 +60,8 @@ impl Mean {
     /// Adds a sample; returns its difference from the first sample.
     #[inline]
     fn add_shifted(&mut self, x: u64) -> f64 {
-        if self.n == 0 {
-            self.first = x;
-            self.min = x;
-        }
+        let d = add_sample(self.n, (&mut self.first, &mut self.min, &mut self.max, &mut self.sum), x);
         self.n += 1;
-        self.min = self.min.min(x);
-        self.max = self.max.max(x);
-        let d = shifted(x, self.first);
-        self.sum += d;
         d
     }
     /// Mean, `None` without samples.

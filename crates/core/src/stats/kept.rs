@@ -29,7 +29,7 @@
 use super::{AckStats, DelayHist, DirRare, DirStats, Mean, Summary};
 use crate::event::{AckFacts, AckKind, SegmentInfo};
 use crate::seq::SeqNum;
-use crate::summary::shifted;
+use crate::summary::add_sample;
 
 /// A counter of a [`Kept`]: the packet counts are `u16`s ([`Kept::n16`]), the byte and sample
 /// counts `u32`s ([`Kept::n32`]).
@@ -99,16 +99,9 @@ impl Mean32 {
         if x > u32::MAX as u64 || self.n >= SPILLED - 1 {
             return None;
         }
-        let x = x as u32;
-        if self.n == 0 {
-            self.first = x;
-            self.min = x;
-        }
+        let parts = (&mut self.first, &mut self.min, &mut self.max, &mut self.sum);
+        let d = add_sample(self.n as u64, parts, x as u32);
         self.n += 1;
-        self.min = self.min.min(x);
-        self.max = self.max.max(x);
-        let d = shifted(x as u64, self.first as u64);
-        self.sum += d;
         Some(d)
     }
     /// The wide form of a mean that was not moved.
@@ -173,14 +166,7 @@ impl Sums {
     /// Adds `x` as [`Summary::add`] does to a summary of `n` samples.
     #[inline]
     fn add(&mut self, n: u64, x: u64) {
-        if n == 0 {
-            self.first = x;
-            self.min = x;
-        }
-        self.min = self.min.min(x);
-        self.max = self.max.max(x);
-        let d = shifted(x, self.first);
-        self.sum += d;
+        let d = add_sample(n, (&mut self.first, &mut self.min, &mut self.max, &mut self.sum), x);
         self.sum_sq += d * d;
     }
     /// The summary of these sums and `n` samples.
