@@ -1,7 +1,7 @@
 //! The handshake: each side's ISN and SYN options, and whether windows are scaled (RFC 9293
 //! §3.5, RFC 7323 §2.2).
 
-use super::{Bits, Half, Settings};
+use super::{Bits, Half, HalfRare, Settings};
 use crate::decode::Segment;
 use crate::seq::{OptOff, SeqNum, Unwrapper};
 
@@ -22,13 +22,7 @@ pub(super) fn on_segment(me: &mut Half, peer: &mut Half, seg: &Segment<'_>, sett
             let base = SeqNum(seg.seq.0.wrapping_add(1));
             if me.unwrap.is_some_and(|u| u.base() != base) {
                 // Offsets taken before the SYN (e.g. from an injected RST) used another base.
-                if me.has(Bits::FIN_AT_TOP) {
-                    // A FIN's offset read from snd_max stays what it was.
-                    me.bits.set(Bits::FIN_AT_TOP, false);
-                    if let Some(m) = me.snd_max.get() {
-                        me.rare().fin_off.set(m - 1);
-                    }
-                }
+                HalfRare::keep_fin_apart(&mut me.bits, me.snd_max, &mut me.rare);
                 me.snd_max = OptOff::NONE;
                 me.out = None;
                 if let Some(r) = me.rare.as_deref_mut() {

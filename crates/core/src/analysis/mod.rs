@@ -240,6 +240,18 @@ struct HalfRare {
 }
 
 impl HalfRare {
+    /// Before a [`Half`]'s `snd_max` changes (bytes past its FIN, a new base): a FIN's offset
+    /// read from it ([`Bits::FIN_AT_TOP`]) moves into the box. From its fields, as
+    /// [`HalfRare::fin_off`].
+    fn keep_fin_apart(bits: &mut Bits, snd_max: OptOff, rare: &mut Option<Box<HalfRare>>) {
+        if bits.has(Bits::FIN_AT_TOP) {
+            bits.set(Bits::FIN_AT_TOP, false);
+            if let Some(m) = snd_max.get() {
+                rare.get_or_insert_default().fin_off.set(m - 1);
+            }
+        }
+    }
+
     /// Offset of a [`Half`]'s FIN, once seen, from its fields (not a method of `Half`: callers
     /// hold its outstanding state meanwhile).
     #[inline]

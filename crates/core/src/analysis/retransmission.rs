@@ -92,10 +92,9 @@ pub(super) fn on_data<S: Sink>(
             r.holes.remove(start, end);
         }
         let max = snd_max.max(end);
-        if max > snd_max && me.bits.has(Bits::FIN_AT_TOP) {
-            // Bytes past the FIN (not TCP, but seen on the wire): its offset is kept apart.
-            me.bits.set(Bits::FIN_AT_TOP, false);
-            me.rare.get_or_insert_default().fin_off.set(snd_max - 1);
+        if max > snd_max {
+            // Bytes past a FIN (not TCP, but seen on the wire).
+            HalfRare::keep_fin_apart(&mut me.bits, me.snd_max, &mut me.rare);
         }
         me.snd_max.set(max);
         if fin {
