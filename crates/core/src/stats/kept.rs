@@ -147,8 +147,8 @@ struct Spill {
     max_in_flight: u64,
     /// The advertised window's summary, once a window or the count outgrew [`Mean32`].
     window: Option<Mean>,
-    /// The smallest half-loop of at least `u32::MAX` ns (0: none).
-    loop_ns: u64,
+    /// The smallest half-loop of at least `u32::MAX` ns.
+    loop_ns: Option<u64>,
 }
 
 /// A [`Summary`] whose count is one of the counters ([`C::RttSamples`], [`C::RttTsSamples`]):
@@ -363,8 +363,8 @@ impl Kept {
     /// The smallest half-loop measured, `u64::MAX` for none (as [`AckStats`] keeps it).
     fn loop_ns(&self) -> u64 {
         let narrow = if self.loop_ns == u32::MAX { u64::MAX } else { self.loop_ns as u64 };
-        let wide = self.spill().map_or(0, |s| s.loop_ns);
-        narrow.min(if wide == 0 { u64::MAX } else { wide })
+        let wide = self.spill().and_then(|s| s.loop_ns).unwrap_or(u64::MAX);
+        narrow.min(wide)
     }
     /// Keeps `ns` if it is the smallest half-loop yet (`u64::MAX`: none measured).
     #[inline]
@@ -379,7 +379,7 @@ impl Kept {
     #[inline(never)]
     fn loop_spilled(&mut self, ns: u64) {
         let w = &mut self.spill_mut().loop_ns;
-        *w = if *w == 0 { ns } else { (*w).min(ns) };
+        *w = Some(w.map_or(ns, |w| w.min(ns)));
     }
 
     /// A packet sent in this direction (as [`super::StatsSink::segment`] documents).
