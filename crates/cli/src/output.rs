@@ -143,7 +143,7 @@ pub fn conns<W: Write>(out: &mut W, an: &Analysis, args: &CommonArgs) -> io::Res
         w = w_ep
     )?;
     for c in doc.connections() {
-        let info = &an.conns[c.id - 1].info();
+        let info = an.conns[c.id - 1].info();
         writeln!(
             out,
             "{:>5}  {:<w$}  {:<w$}  {:<13} {:>9} {:>12} {:>9} {:>12} {:>9.3} s",
