@@ -414,7 +414,11 @@ fn matches_every_byte(rec: &Recording, how: &str) -> serde_json::Value {
     // Every data row reached the receiver, or was lost at the router: none seen at one side only.
     for r in rows.iter().filter(|r| r["len"].as_u64() > Some(0)) {
         let seen: Vec<bool> = (0..3).map(|k| !r["at_s"][k].is_null()).collect();
-        assert!(seen == [true, true, true] || (seen == [true, true, false] && r["fate"] != "delivered"), "{how}: {r}");
+        assert!(
+            seen == [true, true, true] || (seen == [true, true, false] && r["fate"] != "delivered"),
+            "{how}: {r}; {}",
+            rec.conditions()
+        );
     }
     // The receiver's capture with its clock LATE behind: its packets enter the window after
     // those of the other two for the same moments (all of a TSO recording's, about 600 of a

@@ -81,6 +81,12 @@ pub struct RunResult {
     /// and queues.
     #[serde(default)]
     pub link_drops: Vec<LinkDrops>,
+    /// The hosts' TCP sockets still open (`ss` lines, `host: ...`; none in TIME-WAIT or
+    /// listening) when the lab stopped waiting for them and stopped the captures: empty when
+    /// every connection had ended. Not empty, the captures' ends may cut packets still being
+    /// sent (a FIN or ACK resent late, on a loaded machine or after several losses in a row).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub open_at_stop: Vec<String>,
 }
 
 /// Packets dropped on the path between the hosts, by no rule of the router: the packets one
@@ -287,6 +293,7 @@ pub fn run_plan(plan: &Plan, out: &Path) -> Result<(usize, usize, usize), String
                         senders: Vec::new(),
                         flows: Vec::new(),
                         link_drops: Vec::new(),
+                        open_at_stop: Vec::new(),
                     }
                 }
             };
@@ -681,15 +688,20 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool, prefix: &str) -
     // counted by the filter but not written, and failed the run as an incomplete capture
     // (one recording of 50, two recording processes at once at load average 7.5).
     let quiet_by = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < quiet_by {
-        let mut busy = false;
-        for ns in snds.iter().chain([&rcv]) {
-            busy |= !in_ns(ns, &["ss", "-Htan", "exclude", "time-wait", "exclude", "listening"])?.trim().is_empty();
+    let mut open_at_stop = Vec::new();
+    loop {
+        open_at_stop.clear();
+        for (ns, host) in snds.iter().zip(sender_roles(n)).chain([(&rcv, "rcv".to_string())]) {
+            let ss = in_ns(ns, &["ss", "-Htan", "exclude", "time-wait", "exclude", "listening"])?;
+            open_at_stop.extend(ss.lines().filter(|l| !l.trim().is_empty()).map(|l| format!("{host}: {}", l.trim())));
         }
-        if !busy {
+        if open_at_stop.is_empty() || Instant::now() >= quiet_by {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+    if !open_at_stop.is_empty() {
+        eprintln!("lab: captures stopped with TCP still open ({})", open_at_stop.join("; "));
     }
     std::thread::sleep(Duration::from_millis(20));
     sampler.stop()?;
@@ -799,6 +811,7 @@ fn run_one(p: &Point, trial: u32, dir: &Path, stop: &AtomicBool, prefix: &str) -
         senders: if n > 1 || !flows.is_empty() { senders } else { Vec::new() },
         flows,
         link_drops,
+        open_at_stop,
     })
 }
 

@@ -97,6 +97,13 @@ impl Recording {
         all.iter().filter(|l| l["hop"] == hop).map(|l| l["dropped"].as_u64().unwrap()).sum()
     }
 
+    /// What the run recorded of its own conditions, for a failure's message: tcpdump's
+    /// closing counts, the links' drops and the sockets still open when the captures stopped.
+    pub fn conditions(&self) -> String {
+        let r = &self.result;
+        format!("capture {}, link_drops {}, open_at_stop {}", r["capture"], r["link_drops"], r["open_at_stop"])
+    }
+
     /// How long the forwarder held each frame sender → router (µs), in the order they left,
     /// with the frame's size: the `T - SIZE HELD` lines of `delay-a2b.log`.
     pub fn held_a2b(&self) -> Vec<(u32, u64)> {
@@ -230,7 +237,12 @@ pub fn drops_located(rec: &Recording, rows: &serde_json::Value, how: &str) -> [L
                 out[k].sender_side += 1;
                 continue;
             }
-            assert_eq!(seen, at_router, "{how} {dir}: a row {fate} elsewhere than on the path's stretches: {r}");
+            assert_eq!(
+                seen,
+                at_router,
+                "{how} {dir}: a row {fate} elsewhere than on the path's stretches: {r}; {}",
+                rec.conditions()
+            );
             let f = r["frames"][up].as_u64().unwrap() as usize;
             located.push(frames[up][f - 1].clone().unwrap());
             if fate == "lost" { out[k].router += 1 } else { out[k].outside += 1 }
@@ -246,9 +258,15 @@ pub fn drops_located(rec: &Recording, rows: &serde_json::Value, how: &str) -> [L
         assert_eq!(
             rest.len() as u64,
             rec.link_drops(router_links),
-            "{how} {dir}: rows lost after the router that it did not drop: {rest:?}"
+            "{how} {dir}: rows lost after the router that it did not drop: {rest:?}; {}",
+            rec.conditions()
         );
-        assert_eq!(out[k].sender_side, rec.link_drops(sender_links), "{how} {dir}: rows lost before the router");
+        assert_eq!(
+            out[k].sender_side,
+            rec.link_drops(sender_links),
+            "{how} {dir}: rows lost before the router; {}",
+            rec.conditions()
+        );
         // The same in the captures alone: each drop upstream of the router's loss rule, not
         // downstream. A resend has another IP ID, but not a SYN-ACK's (always 0): a packet seen
         // k times upstream, dropped d times, is seen k − d times downstream.
