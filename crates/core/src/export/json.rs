@@ -231,10 +231,10 @@ dir_json! {
     truncated_bytes: u64, "bytes", "payload bytes cut by the snaplen";
     checksum_errors: Option<u64>, "", "segments whose IPv4 header or TCP checksum failed, not as checksum offload leaves it: not analysed (`--checksums`); null when no segment of this direction was verified";
     checksum_offloaded: Option<u64>, "", "segments whose checksums failed as checksum offload on the capturing host leaves them (TCP: the pseudo-header sum, with or without the length, or 0; IPv4 header: 0): analysed; null when no segment of this direction was verified";
-    first_time: Option<f64>, "s since the epoch", "first segment of this direction";
-    last_time: Option<f64>, "s since the epoch", "last segment of this direction";
+    first_time: Option<f64>, "s since the epoch", "first segment of this direction (the earliest, when time goes back)";
+    last_time: Option<f64>, "s since the epoch", "last segment of this direction (the latest, when time goes back)";
     data_time_s: f64, "s", "first to last data segment";
-    max_idle_s: f64, "s", "longest gap between two segments of this direction";
+    max_idle_s: f64, "s", "longest gap between a segment of this direction and the latest before it";
     analysis_partial: bool, "", "a fixed-capacity structure overflowed, a frame number passed 2^40, or TSvals awaiting their echo were 2^32 frames apart: numbers after it may be approximate (`docs/statistics.md`)";
     isn: Option<u32>, "", "initial sequence number: this side's SYN's sequence number as on the wire; null when its SYN was not seen";
     seq_base: Option<u32>, "", "the wire sequence number that relative offsets (plots, events, `--seq-from`) count from: `isn` + 1 after a SYN, else this direction's first sequence number; null without a segment";
@@ -491,10 +491,10 @@ impl Table for ConnJson {
             "",
             "`new_isn` or `idle_gap`: why this is a new connection on a 4-tuple whose earlier connection had not expired ([statistics.md](statistics.md#connections))",
         ),
-        Field::new("first_time", Kind::Float, "s since the epoch", "first packet"),
-        Field::new("last_time", Kind::Float, "s since the epoch", "last packet"),
+        Field::new("first_time", Kind::Float, "s since the epoch", "first packet (the earliest, when time goes back)"),
+        Field::new("last_time", Kind::Float, "s since the epoch", "last packet (the latest, when time goes back)"),
         Field::new("duration_s", Kind::Float, "s", "first to last packet"),
-        Field::new("max_idle_s", Kind::Float, "s", "longest gap between two packets"),
+        Field::new("max_idle_s", Kind::Float, "s", "longest gap between a packet and the latest before it"),
         Field::new(
             "a2b",
             Kind::Object,
@@ -559,7 +559,8 @@ impl ConnJson {
 /// A connection's `first_time`, `last_time`, `duration_s` and `max_idle_s`, for printers that
 /// do without the whole view (the text table).
 pub fn conn_times(c: &ConnStats) -> [f64; 4] {
-    [secs(c.first_ts_ns()), secs(c.last_ts_ns()), secs(c.last_ts_ns() - c.first_ts_ns()), secs(c.max_idle_ns)]
+    let (first, last) = (c.first_ts_ns(), c.last_ts_ns());
+    [secs(first), secs(last), secs(last.saturating_sub(first)), secs(c.max_idle_ns)]
 }
 
 /// The `reuse` value of a connection split from an earlier one.

@@ -542,6 +542,7 @@ struct Conn {
     info: ConnInfo,
     side: Option<Box<[Side; 2]>>,
     done: Option<Box<[DirScreen; 2]>>,
+    /// The earliest packet's time (`u64::MAX` before the first), and the latest's.
     first_ns: u64,
     last_ns: u64,
     events: Vec<OosEvent>,
@@ -593,7 +594,7 @@ impl Sink for ScreenSink {
             info: *info,
             side: Some(Box::default()),
             done: None,
-            first_ns: 0,
+            first_ns: u64::MAX,
             last_ns: 0,
             events: Vec::new(),
             events_dropped: 0,
@@ -647,10 +648,12 @@ impl Sink for ScreenSink {
     fn segment(&mut self, s: &SegmentInfo) {
         let Some(c) = self.conns.get_mut(s.at.conn) else { return };
         let t = s.at.ts_ns;
-        if c.first_ns == 0 {
-            c.first_ns = t;
+        if c.first_ns == u64::MAX {
+            // The first packet: no time before it to charge.
             c.last_ns = t;
         }
+        // The earliest packet so far, as the statistics' first time (time may go back).
+        c.first_ns = c.first_ns.min(t);
         let t0 = c.last_ns;
         c.last_ns = c.last_ns.max(t);
         let Some(side) = c.side.as_deref_mut() else { return };

@@ -386,23 +386,27 @@ impl Kept {
     #[inline]
     pub(super) fn segment(&mut self, s: &SegmentInfo) {
         let t = s.at.ts_ns;
+        // The earliest and the latest times, not the first and the last in file order: with
+        // time going back (merged captures, a clock stepped) those would give a negative
+        // duration (docs/statistics.md, *Times*).
         if !self.seen() {
             self.first_ts_ns = t;
             self.seq_base = s.seq_base().0;
             self.flags |= SEEN | HAS_SEQ_BASE;
         } else {
+            self.first_ts_ns = self.first_ts_ns.min(t);
             self.max_idle_ns = self.max_idle_ns.max(t.saturating_sub(self.last_ts_ns));
         }
-        self.last_ts_ns = t;
+        self.last_ts_ns = self.last_ts_ns.max(t);
         self.add(C::Packets, 1);
         let f = s.flags;
         if s.len > 0 {
             self.add(C::DataPackets, 1);
             self.add(C::PayloadBytes, s.len as u64);
-            if self.first_data_ts_ns == 0 {
+            if self.first_data_ts_ns == 0 || t < self.first_data_ts_ns {
                 self.first_data_ts_ns = t;
             }
-            self.last_data_ts_ns = t;
+            self.last_data_ts_ns = self.last_data_ts_ns.max(t);
         } else if f.ack() && !f.syn() && !f.fin() && !f.rst() {
             self.add(C::PureAcks, 1);
             self.add(C::AckWireBytes, s.hdr_len as u64);

@@ -585,6 +585,33 @@ mod tests {
         assert_eq!(got, [(None, Some(1001)), (None, Some(5001))]);
     }
 
+    /// With time going back, the times are the earliest and the latest, not the first and last
+    /// in file order (docs/statistics.md, *Times*): never a negative duration (it overflowed).
+    #[test]
+    fn times_are_the_earliest_and_the_latest() {
+        use crate::testutil::{flag::*, scripted};
+        let pkts = [
+            scripted(true, 100.0, SYN, 0, 0, 0, 65535, vec![]),
+            scripted(false, 110.0, SYN | ACK, 0, 0, 0, 65535, vec![]),
+            scripted(true, 120.0, ACK, 0, 0, 100, 65535, vec![]),
+            // 70 ms before the SYN, then back to 130 and down to 90.
+            scripted(true, 30.0, ACK, 100, 0, 100, 65535, vec![]),
+            scripted(true, 130.0, ACK, 200, 0, 100, 65535, vec![]),
+            scripted(false, 90.0, ACK, 0, 300, 0, 65535, vec![]),
+        ];
+        let c = &crate::series::run_pkts(&pkts, Default::default(), super::StatsSink::default()).conns[0];
+        let ms = |ns: u64| (ns - 1_000_000_000_000) as f64 / 1e6;
+        assert_eq!((ms(c.first_ts_ns()), ms(c.last_ts_ns())), (30.0, 130.0));
+        let [a, b] = c.dirs();
+        assert_eq!((ms(a.first_ts_ns), ms(a.last_ts_ns)), (30.0, 130.0));
+        assert_eq!((ms(b.first_ts_ns), ms(b.last_ts_ns)), (90.0, 110.0));
+        assert_eq!(a.data_time_ns(), 100_000_000, "first to last data segment, earliest to latest");
+        // 30 → 130 is 100 ms after the latest before it (120), not after the one just before.
+        assert_eq!(a.max_idle_ns, 20_000_000);
+        let [first, last, duration, _] = crate::export::json::conn_times(c);
+        assert!((last - first - 0.1).abs() < 1e-6 && (duration - 0.1).abs() < 1e-9, "{duration}");
+    }
+
     /// Each kind of acknowledgment counted where the receiver sent it (b2a for a's data).
     #[test]
     fn ack_strategy_counts_each_kind() {
