@@ -182,7 +182,7 @@ FUZZ_SECONDS ?= 600
 
 fuzz:
 	fuzz/seed.sh
-	cd fuzz && for t in capture_reader decode pipeline; do \
+	cd fuzz && for t in capture_reader decode pipeline export; do \
 	  RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -timeout=10 || exit 1; \
 	done
 

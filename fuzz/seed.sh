@@ -2,7 +2,7 @@
 # Seeds the fuzz corpora from real captures:
 #   - the project's tests/data/*.pcap* (if any) and ../shared/traces/public/* (next to the repo);
 #   - files over 64 KiB are cut to their first 64 KiB (a cut-off last record is a case too);
-#   - capture_reader and pipeline get the files as they are, plus gzip and zstd copies of the
+#   - capture_reader, pipeline and export get the files as they are, plus gzip and zstd copies of the
 #     small ones (the compressed readers are part of the input space);
 #   - decode gets single frames pulled out of the same files: link type (u32 LE), wire length
 #     (u32 LE), then the captured bytes, as fuzz_targets/decode.rs expects.
@@ -13,7 +13,7 @@ root=$(dirname "$here")
 max=65536
 frames_per_file=${FRAMES_PER_FILE:-40}
 
-mkdir -p "$here/corpus/capture_reader" "$here/corpus/pipeline" "$here/corpus/decode"
+mkdir -p "$here/corpus/capture_reader" "$here/corpus/pipeline" "$here/corpus/decode" "$here/corpus/export"
 shopt -s nullglob
 files=("$root"/tests/data/*.pcap "$root"/tests/data/*.pcapng "$root"/tests/data/*.pcap.gz \
        "$root"/tests/data/*.pcap.zst "$root"/../shared/traces/public/*.pcap \
@@ -28,11 +28,11 @@ trap 'rm -rf "$tmp"' EXIT
 for f in "${files[@]}"; do
     name=$(basename "$f")
     head -c "$max" "$f" > "$tmp/$name"
-    for t in capture_reader pipeline; do
+    for t in capture_reader pipeline export; do
         cp "$tmp/$name" "$here/corpus/$t/$name"
     done
     if [ "$(stat -c %s "$tmp/$name")" -le 16384 ]; then
-        for t in capture_reader pipeline; do
+        for t in capture_reader pipeline export; do
             gzip -9 -n -c "$tmp/$name" > "$here/corpus/$t/$name.gz"
             if command -v zstd > /dev/null; then
                 zstd -q -19 -c "$tmp/$name" > "$here/corpus/$t/$name.zst"
