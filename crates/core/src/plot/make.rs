@@ -504,6 +504,31 @@ pub fn png(svg: &str) -> Result<Png, String> {
 mod tests {
     use super::*;
 
+    /// A connection whose last packet is earlier than its first (time going back): every kind
+    /// draws, with the connection's span from its first packet to its latest (the span was
+    /// last − first in u64, and overflowed).
+    #[test]
+    fn time_going_back_draws_every_kind() {
+        use crate::testutil::{flag::*, pcap, scripted};
+        let pkts = [
+            scripted(true, 100.0, SYN, 0, 0, 0, 65535, vec![]),
+            scripted(false, 110.0, SYN | ACK, 0, 0, 0, 65535, vec![]),
+            scripted(true, 120.0, ACK, 0, 0, 100, 65535, vec![]),
+            scripted(false, 130.0, ACK, 0, 100, 0, 65535, vec![]),
+            scripted(true, 40.0, ACK, 100, 0, 100, 65535, vec![]),
+        ];
+        let path = std::env::temp_dir().join(format!("tcpscope-back-{}.pcap", std::process::id()));
+        std::fs::write(&path, pcap(&pkts, false, false)).unwrap();
+        for kind in Kind::ALL {
+            let got = Request::new(path.clone(), 1, kind).svg(&mut |_| Ok(()));
+            assert!(got.is_ok(), "{}: {:?}", kind.name(), got.err());
+        }
+        // A window starting inside that span draws too.
+        let req = Request { from: Some("0.01".into()), ..Request::new(path.clone(), 1, Kind::Tsg) };
+        assert!(req.svg(&mut |_| Ok(())).is_ok());
+        std::fs::remove_file(&path).unwrap();
+    }
+
     /// A flag the kind does not use is said, once each; those it uses are not.
     #[test]
     fn unused_limits_are_said() {

@@ -97,7 +97,8 @@ pub struct Origin {
     conn: ConnIdx,
     /// Time of the connection's first packet (either direction), ns since the epoch.
     pub t0: Option<u64>,
-    /// Time of its last packet (either direction), ns since the epoch.
+    /// Time of its latest packet (either direction), ns since the epoch: the last, unless time
+    /// goes back (never before `t0`).
     pub t_last: Option<u64>,
     /// The wire sequence number of offset 0 in each direction (by [`Dir`] index), once a
     /// segment of it was seen.
@@ -134,7 +135,7 @@ impl Sink for Origin {
             return;
         }
         self.t0.get_or_insert(s.at.ts_ns);
-        self.t_last = Some(s.at.ts_ns);
+        self.t_last = Some(self.t_last.map_or(s.at.ts_ns, |t| t.max(s.at.ts_ns)));
         let d = s.at.dir as usize;
         self.payload_bytes[d] += u64::from(s.len);
         self.bases[d].get_or_insert(s.seq_base());
