@@ -38,8 +38,9 @@ pub fn figure(rec: &Recording, conn: u32, kind: Kind, columns: u32) -> Result<Fi
         return Err(format!("{}: connection {conn} has no samples", rec.path.display()));
     };
     let t0 = first.t_ns;
-    let x = |s: &Sample| chart::secs(s.t_ns - t0);
-    let x1 = samples.last().map_or(0.0, |s| x(s)).max(1e-3);
+    // Wall-clock times: a clock stepped back puts a sample before the first, drawn at 0.
+    let x = |s: &Sample| chart::secs(s.t_ns.saturating_sub(t0));
+    let x1 = samples.iter().map(|s| x(s)).fold(0.0, f64::max).max(1e-3);
     let what = match kind {
         Kind::Cwnd => "congestion window",
         Kind::Rtt => "RTT",
@@ -134,7 +135,7 @@ fn limits(samples: &[&Sample], t0: u64, x1: f64, columns: u32, marks: &mut Vec<M
     let mut bars: Vec<(f64, f64, [f64; 3])> = Vec::new();
     for ((_, sh), w) in triage::intervals(samples).into_iter().zip(samples.windows(2)) {
         let Some(sh) = sh else { continue };
-        let (a, b) = (chart::secs(w[0].t_ns - t0), chart::secs(w[1].t_ns - t0));
+        let (a, b) = (chart::secs(w[0].t_ns.saturating_sub(t0)), chart::secs(w[1].t_ns.saturating_sub(t0)));
         let d = b - a;
         bars.push((a, b, [sh.network * d, sh.receiver * d, sh.sender * d]));
     }
@@ -190,7 +191,8 @@ pub fn timeline(rec: &Recording, conn: u32, columns: u32) -> Result<Figure, Stri
     let (Some(first), Some(last)) = (samples.first().copied(), samples.last().copied()) else {
         return Err(format!("{}: connection {conn} has no samples", rec.path.display()));
     };
-    let (t0, t1) = (first.t_ns, last.t_ns);
+    // The latest sample, not the last: the wall clock may have been stepped back.
+    let (t0, t1) = (first.t_ns, samples.iter().map(|s| s.t_ns).max().unwrap_or(last.t_ns));
     let x1 = chart::secs(t1 - t0).max(1e-3);
     let xs = |t: u64| (t as f64 - t0 as f64) / 1e9;
     let inside = |t: u64| (t0..=t1).contains(&t);
@@ -438,5 +440,36 @@ mod tests {
         assert_eq!(count("retrans"), 3);
         assert_eq!(count("limit"), 2 * 9, "network and receiver halves of each interval");
         assert!(figure(&rec, 9, Kind::Timeline, 500).is_err());
+    }
+
+    /// Samples are stamped with the wall clock, which can be stepped back while recording: a
+    /// sample before the first is drawn at 0, by every kind, and the triage's duration is not
+    /// negative (these subtracted in u64 and overflowed).
+    #[test]
+    fn a_clock_stepped_back_draws_every_kind() {
+        let mut rec = Recording::default();
+        rec.conns.push(ConnStart { src: "a".into(), dst: "b".into(), info_len: 280, ..ConnStart::sample(1) });
+        for (k, t_ms) in [1000u64, 1100, 1200, 300, 400].into_iter().enumerate() {
+            let k = k as u64;
+            let mut s = Sample::empty(t_ms * 1_000_000, 1);
+            for (n, v) in [
+                ("bytes_sent", k * 10_000),
+                ("busy_time", k * 100_000),
+                ("rwnd_limited", k * 50_000),
+                ("sndbuf_limited", 0),
+                ("rtt", 1000),
+                ("snd_cwnd", 10),
+                ("snd_mss", 1000),
+            ] {
+                s.raw.set(index(n), Some(v));
+            }
+            rec.samples.push(s);
+        }
+        for kind in [Kind::Cwnd, Kind::Rtt, Kind::Bw, Kind::Limits, Kind::Timeline] {
+            let f = figure(&rec, 1, kind, 500).unwrap();
+            assert!(f.x.min >= 0.0 && f.x.max < 1.0, "{kind:?}: x from {} to {}", f.x.min, f.x.max);
+        }
+        let t = triage::summarize(&rec.conns[0], None, &rec.samples.iter().collect::<Vec<_>>());
+        assert!(t.duration_s >= 0.0 && t.duration_s < 1.0, "{}", t.duration_s);
     }
 }

@@ -68,7 +68,7 @@ pub struct ConnSummary {
 
 fn shares(c: &Ctx, from: &Sample) -> Option<Shares> {
     let (network, receiver, sender) = limit_shares(c, Some(from))?;
-    let dt_us = (c.cur.t_ns - from.t_ns) as f64 / 1e3;
+    let dt_us = c.cur.t_ns.saturating_sub(from.t_ns) as f64 / 1e3;
     let sndbuf = (c.cur.get("sndbuf_limited")?.saturating_sub(from.get("sndbuf_limited")?) as f64 / dt_us).min(sender);
     Some(Shares { network, receiver, sender, send_buffer: sndbuf, idle: sender - sndbuf })
 }
@@ -159,7 +159,7 @@ pub fn summarize(c: &ConnStart, end: Option<&ConnEnd>, samples: &[&Sample]) -> C
         s.diagnosis = "no samples".into();
         return s;
     };
-    s.duration_s = (last.t_ns - first.t_ns) as f64 / 1e9;
+    s.duration_s = last.t_ns.saturating_sub(first.t_ns) as f64 / 1e9;
     // The counters and the triage from the samples with `tcp_info` (has_info).
     let info: Vec<&Sample> = samples.iter().copied().filter(|x| has_info(x)).collect();
     let (first, last) = (info.first().copied().unwrap_or(first), info.last().copied().unwrap_or(last));

@@ -240,12 +240,14 @@ impl Monitor {
 impl ConnSeries {
     fn new(rec: &Recording, id: u32, cpu: &[Vec<(u64, f64)>; 2]) -> ConnSeries {
         let samples = rec.samples_of(id);
-        let (t0_ns, last_ns) = match (samples.first(), samples.last()) {
-            (Some(a), Some(b)) => (a.t_ns, b.t_ns - a.t_ns),
+        // The latest sample, not the last: the wall clock may have been stepped back.
+        let (t0_ns, last_ns) = match (samples.first(), samples.iter().map(|s| s.t_ns).max()) {
+            (Some(a), Some(latest)) => (a.t_ns, latest - a.t_ns),
             _ => (0, 0),
         };
         let first = samples.first().copied();
-        let at = |s: &Sample| s.t_ns - t0_ns;
+        // Wall-clock times: a clock stepped back puts a sample before the first, at 0.
+        let at = |s: &Sample| s.t_ns.saturating_sub(t0_ns);
         let mut lines = Vec::new();
         for &(name, field, scale) in SERIES {
             let i = index(field);
@@ -352,5 +354,23 @@ mod tests {
         }
         assert_eq!(lanes(&events), ["read.start", "write.start", "write.end", "read.end", "disk.stall"]);
         assert!(lanes(&[]).is_empty());
+    }
+
+    /// The wall clock stepped back while recording: the connection's span runs from its first
+    /// sample to its latest, and a sample before the first sits at 0 (this overflowed).
+    #[test]
+    fn a_clock_stepped_back_keeps_the_span() {
+        let mut rec = Recording::default();
+        for (k, t_ms) in [1000u64, 1100, 1200, 300, 400].into_iter().enumerate() {
+            let mut s = Sample::empty(t_ms * 1_000_000, 1);
+            s.raw.set(index("bytes_sent"), Some(k as u64 * 10_000));
+            s.raw.set(index("rtt"), Some(1000));
+            rec.samples.push(s);
+        }
+        let c = ConnSeries::new(&rec, 1, &[Vec::new(), Vec::new()]);
+        assert_eq!((c.t0_ns, c.last_ns), (1_000_000_000, 200_000_000));
+        for (name, line) in &c.lines {
+            assert!(line.pts.iter().all(|p| p.0 <= c.last_ns), "{name}: {:?}", line.pts);
+        }
     }
 }
