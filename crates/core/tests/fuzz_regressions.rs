@@ -1,12 +1,13 @@
 //! Every input the fuzzers found a bug with (`fuzz/regressions/<target>/`) goes through the whole
-//! pipeline again: no panic, byte conservation holds, and split over analysing threads by
-//! 4-tuple it gives the same statistics.
+//! pipeline again: no panic, byte conservation holds, split over analysing threads by 4-tuple
+//! it gives the same statistics, and the times `stats` and `screen` show run forward.
 
 use std::path::Path;
 
 use tcpscope_core::analysis::Settings;
 use tcpscope_core::capture::CaptureReader;
 use tcpscope_core::pass::{Analyzer, Query};
+use tcpscope_core::screen::{Rules, ScreenSink};
 use tcpscope_core::stats::StatsSink;
 
 #[test]
@@ -47,6 +48,22 @@ fn fuzz_regressions_stay_fixed() {
             let sharded = Query::new(vec![path.clone()]).threads(3).stats(&|_, _| {}).unwrap();
             let text = |conns: &[Box<_>]| conns.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>();
             assert_eq!(text(&sharded.conns), text(&an.sink.conns), "{}: sharded", path.display());
+            // The times each output shows run forward (time going back overflowed them).
+            for c in &an.sink.conns {
+                let [first, last, duration, _] = tcpscope_core::export::json::conn_times(c);
+                assert!(first <= last && duration >= 0.0, "{}: {first} to {last}", path.display());
+            }
+            let rules = Rules::default();
+            let run = Query::new(vec![path.clone()])
+                .settings(rules.settings(Settings::default()))
+                .run(|| ScreenSink::new(rules.clone()), &|_, _| {})
+                .unwrap();
+            for t in run.traces {
+                for c in t.sink.finish() {
+                    assert!(c.duration_s >= 0.0, "{}: screen duration {}", path.display(), c.duration_s);
+                    assert!(c.events.iter().all(|e| e.time_s >= 0.0), "{}: screen event times", path.display());
+                }
+            }
             n += 1;
         }
     }
