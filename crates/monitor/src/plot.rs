@@ -470,6 +470,7 @@ mod tests {
             assert!(f.x.min >= 0.0 && f.x.max < 1.0, "{kind:?}: x from {} to {}", f.x.min, f.x.max);
         }
         let t = triage::summarize(&rec.conns[0], None, &rec.samples.iter().collect::<Vec<_>>());
-        assert!(t.duration_s >= 0.0 && t.duration_s < 1.0, "{}", t.duration_s);
+        assert_eq!((t.first_ns, t.last_ns), (1_000_000_000, 1_200_000_000));
+        assert!((t.duration_s - 0.2).abs() < 1e-12, "{}", t.duration_s);
     }
 }

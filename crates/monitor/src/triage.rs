@@ -138,7 +138,8 @@ pub fn summarize(c: &ConnStart, end: Option<&ConnEnd>, samples: &[&Sample]) -> C
         dport: c.dport,
         cong: c.cong.clone(),
         first_ns: first.map_or(c.t_ns, |s| s.t_ns),
-        last_ns: last.map_or(c.t_ns, |s| s.t_ns),
+        // The latest sample, not the last: the wall clock may have been stepped back.
+        last_ns: samples.iter().map(|s| s.t_ns).max().unwrap_or(c.t_ns),
         ended: end.is_some_and(|e| !e.recorder_stopped),
         samples: samples.len(),
         duration_s: 0.0,
@@ -159,7 +160,7 @@ pub fn summarize(c: &ConnStart, end: Option<&ConnEnd>, samples: &[&Sample]) -> C
         s.diagnosis = "no samples".into();
         return s;
     };
-    s.duration_s = last.t_ns.saturating_sub(first.t_ns) as f64 / 1e9;
+    s.duration_s = s.last_ns.saturating_sub(first.t_ns) as f64 / 1e9;
     // The counters and the triage from the samples with `tcp_info` (has_info).
     let info: Vec<&Sample> = samples.iter().copied().filter(|x| has_info(x)).collect();
     let (first, last) = (info.first().copied().unwrap_or(first), info.last().copied().unwrap_or(last));
