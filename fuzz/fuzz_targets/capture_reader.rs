@@ -76,7 +76,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(after <= data.len() as u64, "damage past the end");
     }
     if !capped {
-        assert_eq!(damage.iter().map(|d| d.records_after).sum::<u64>() + first_damage_frame(&damage, &recs), recs.len() as u64);
+        assert_eq!(
+            damage.iter().map(|d| d.records_after).sum::<u64>() + first_damage_frame(&damage, &recs),
+            recs.len() as u64
+        );
     }
     if capped || recs.len() > 10_000 {
         return;
