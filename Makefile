@@ -67,13 +67,14 @@ test: deps build-deps web lint
 	@tools/test-skips.sh
 
 # The house style (rustfmt.toml) and clippy's warnings as errors: a red lint is a red CI. The
-# fuzz targets are a crate of their own (cargo fuzz builds them with nightly flags): checked
-# here on stable, so that a change of core's API cannot break them unseen.
+# fuzz targets are a crate of their own (cargo fuzz builds them with nightly flags): formatted
+# and checked here on stable, so that a change of core's API cannot break them unseen.
 lint: build-deps web
 	@$(CARGO) fmt --version >/dev/null 2>&1 && $(CARGO) clippy --version >/dev/null 2>&1 || \
 	  rustup component add rustfmt clippy
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
 	$(CARGO) check --manifest-path fuzz/Cargo.toml --bins --locked
 
 # --- The browser viewer (web/, docs/viewer.md): built with npm, embedded by crates/view ---
