@@ -34,13 +34,13 @@ pub fn figure(rec: &Recording, conn: u32, kind: Kind, columns: u32) -> Result<Fi
         format!("{}: no connection {conn} (it has {})", rec.path.display(), ids.join(", "))
     })?;
     let samples = rec.samples_of(conn);
-    let Some(first) = samples.first().copied() else {
+    let Some((t0, t1)) = triage::span(&samples) else {
         return Err(format!("{}: connection {conn} has no samples", rec.path.display()));
     };
-    let t0 = first.t_ns;
-    // Wall-clock times: a clock stepped back puts a sample before the first, drawn at 0.
+    let first = samples[0];
+    // A sample before the first (a clock stepped back) is drawn at 0.
     let x = |s: &Sample| chart::secs(s.t_ns.saturating_sub(t0));
-    let x1 = samples.iter().map(|s| x(s)).fold(0.0, f64::max).max(1e-3);
+    let x1 = chart::secs(t1 - t0).max(1e-3);
     let what = match kind {
         Kind::Cwnd => "congestion window",
         Kind::Rtt => "RTT",
@@ -188,11 +188,10 @@ pub fn timeline(rec: &Recording, conn: u32, columns: u32) -> Result<Figure, Stri
         .find(|c| c.id == conn)
         .ok_or_else(|| format!("{}: no connection {conn}", rec.path.display()))?;
     let samples = rec.samples_of(conn);
-    let (Some(first), Some(last)) = (samples.first().copied(), samples.last().copied()) else {
+    let Some((t0, t1)) = triage::span(&samples) else {
         return Err(format!("{}: connection {conn} has no samples", rec.path.display()));
     };
-    // The latest sample, not the last: the wall clock may have been stepped back.
-    let (t0, t1) = (first.t_ns, samples.iter().map(|s| s.t_ns).max().unwrap_or(last.t_ns));
+    let first = samples[0];
     let x1 = chart::secs(t1 - t0).max(1e-3);
     let xs = |t: u64| (t as f64 - t0 as f64) / 1e9;
     let inside = |t: u64| (t0..=t1).contains(&t);

@@ -127,6 +127,15 @@ pub fn growth(samples: &[&Sample], name: &str) -> Option<u64> {
     samples.iter().rev().find_map(|s| s.get(name))?.checked_sub(first)
 }
 
+/// A connection's span: its first sample's time and its latest's (ns since the epoch), `None`
+/// without samples. The latest, not the last: samples carry the wall clock, which may have been
+/// stepped back while recording (docs/monitor.md); the plots, the viewer and the summary all
+/// take their span from here.
+pub fn span(samples: &[&Sample]) -> Option<(u64, u64)> {
+    let first = samples.first()?.t_ns;
+    Some((first, samples.iter().map(|s| s.t_ns).fold(first, u64::max)))
+}
+
 /// Summarises connection `c` from its samples (time order).
 pub fn summarize(c: &ConnStart, end: Option<&ConnEnd>, samples: &[&Sample]) -> ConnSummary {
     let (first, last) = (samples.first().copied(), samples.last().copied());
@@ -137,9 +146,8 @@ pub fn summarize(c: &ConnStart, end: Option<&ConnEnd>, samples: &[&Sample]) -> C
         dst: c.dst.clone(),
         dport: c.dport,
         cong: c.cong.clone(),
-        first_ns: first.map_or(c.t_ns, |s| s.t_ns),
-        // The latest sample, not the last: the wall clock may have been stepped back.
-        last_ns: samples.iter().map(|s| s.t_ns).max().unwrap_or(c.t_ns),
+        first_ns: span(samples).map_or(c.t_ns, |s| s.0),
+        last_ns: span(samples).map_or(c.t_ns, |s| s.1),
         ended: end.is_some_and(|e| !e.recorder_stopped),
         samples: samples.len(),
         duration_s: 0.0,
@@ -160,7 +168,7 @@ pub fn summarize(c: &ConnStart, end: Option<&ConnEnd>, samples: &[&Sample]) -> C
         s.diagnosis = "no samples".into();
         return s;
     };
-    s.duration_s = s.last_ns.saturating_sub(first.t_ns) as f64 / 1e9;
+    s.duration_s = (s.last_ns - s.first_ns) as f64 / 1e9;
     // The counters and the triage from the samples with `tcp_info` (has_info).
     let info: Vec<&Sample> = samples.iter().copied().filter(|x| has_info(x)).collect();
     let (first, last) = (info.first().copied().unwrap_or(first), info.last().copied().unwrap_or(last));

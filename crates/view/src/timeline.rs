@@ -240,11 +240,7 @@ impl Monitor {
 impl ConnSeries {
     fn new(rec: &Recording, id: u32, cpu: &[Vec<(u64, f64)>; 2]) -> ConnSeries {
         let samples = rec.samples_of(id);
-        // The latest sample, not the last: the wall clock may have been stepped back.
-        let (t0_ns, last_ns) = match (samples.first(), samples.iter().map(|s| s.t_ns).max()) {
-            (Some(a), Some(latest)) => (a.t_ns, latest - a.t_ns),
-            _ => (0, 0),
-        };
+        let (t0_ns, last_ns) = triage::span(&samples).map_or((0, 0), |(t0, t1)| (t0, t1 - t0));
         let first = samples.first().copied();
         // Wall-clock times: a clock stepped back puts a sample before the first, at 0.
         let at = |s: &Sample| s.t_ns.saturating_sub(t0_ns);
