@@ -87,7 +87,7 @@ pub struct OosEvent {
     pub dir: &'static str,
     /// Its frame number.
     pub frame: u64,
-    /// Seconds since the connection's first packet.
+    /// Seconds since the connection's first packet (the earliest, when time goes back).
     pub time_s: f64,
     /// Relative sequence number of its first byte.
     pub seq: i64,
@@ -220,7 +220,7 @@ impl crate::table::Table for OosEvent {
             F::new("rule", Kind::Text, "", "the rule that decided it, in words"),
             F::new("dir", Kind::Text, "", "`a2b` or `b2a`: the segment's direction"),
             F::new("frame", Kind::Int, "", "its frame number (in its file)"),
-            F::new("time_s", Kind::Float, "s", "since the connection's first packet"),
+            F::new("time_s", Kind::Float, "s", "since the connection's earliest packet"),
             F::new("seq", Kind::Int, "", "relative sequence number of its first byte"),
             F::new("len", Kind::Int, "bytes", "payload bytes"),
             F::nullable("prev_frame", Kind::Int, "", "frame of the previous copy of these bytes, when remembered"),
@@ -545,6 +545,11 @@ struct Conn {
     /// The earliest packet's time (`u64::MAX` before the first), and the latest's.
     first_ns: u64,
     last_ns: u64,
+    /// The first packet's time in file order: while the pass runs, an event's `time_s` holds
+    /// its nanoseconds from this (an exact integer in an `f64`), made seconds since the
+    /// earliest packet when the connection is read ([`Conn::rebase_events`]): with time going
+    /// back, a packet earlier than every other may come after the events.
+    anchor_ns: u64,
     events: Vec<OosEvent>,
     events_dropped: u64,
     vantage: Option<Box<ConnVantage>>,
@@ -577,7 +582,13 @@ impl ScreenSink {
     /// with many connections would otherwise conclude each (its verdict, its directions'
     /// results) to drop it.
     pub fn into_events(self) -> Vec<Vec<OosEvent>> {
-        self.conns.into_iter().map(|c| c.events).collect()
+        self.conns
+            .into_iter()
+            .map(|mut c| {
+                c.rebase_events();
+                c.events
+            })
+            .collect()
     }
 
     /// The results, in connection order.
@@ -596,6 +607,7 @@ impl Sink for ScreenSink {
             done: None,
             first_ns: u64::MAX,
             last_ns: 0,
+            anchor_ns: 0,
             events: Vec::new(),
             events_dropped: 0,
             vantage: self.proof.as_ref().map(|p| Box::new(p.conn(info.a, info.b))),
@@ -651,6 +663,7 @@ impl Sink for ScreenSink {
         if c.first_ns == u64::MAX {
             // The first packet: no time before it to charge.
             c.last_ns = t;
+            c.anchor_ns = t;
         }
         // The earliest packet so far, as the statistics' first time (time may go back).
         c.first_ns = c.first_ns.min(t);
@@ -665,7 +678,7 @@ impl Sink for ScreenSink {
         }
         let (me, peer) = pair(side, s.at.dir);
         if let Some(mut e) = me.sent(s, &self.rules.classify) {
-            e.time_s = (t - c.first_ns) as f64 / 1e9;
+            e.time_s = t.wrapping_sub(c.anchor_ns) as i64 as f64;
             if let Some(r) = self.proof.as_ref().and_then(|p| p.resend(s.at.frame, s.len)) {
                 prove(me, &mut e, &r, s.seq_off);
             }
@@ -741,8 +754,20 @@ fn pair(side: &mut [Side; 2], dir: Dir) -> (&mut Side, &mut Side) {
     }
 }
 
+impl Conn {
+    /// Makes its events' times seconds since the earliest packet (see [`Conn::anchor_ns`]).
+    fn rebase_events(&mut self) {
+        // The earliest packet is at or before the first in file order.
+        let shift = self.anchor_ns.wrapping_sub(self.first_ns) as i64;
+        for e in &mut self.events {
+            e.time_s = (e.time_s as i64).wrapping_add(shift) as u64 as f64 / 1e9;
+        }
+    }
+}
+
 /// Turns the live state into the result: limits, severity, boring, verdict.
-fn conclude(idx: ConnIdx, c: Conn, rules: &Rules) -> ConnScreen {
+fn conclude(idx: ConnIdx, mut c: Conn, rules: &Rules) -> ConnScreen {
+    c.rebase_events();
     let life_ns = c.last_ns.saturating_sub(c.first_ns);
     let mut dir = match (c.done, c.side) {
         (Some(done), _) => *done,

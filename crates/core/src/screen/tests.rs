@@ -354,8 +354,8 @@ fn into_events_are_the_results_events() {
 }
 
 /// A packet earlier than the connection's first (time going back, as in merged captures):
-/// event times count from the earliest packet before them and the lifetime from the earliest
-/// to the latest; never a negative time (this panicked on overflow before).
+/// event times count from the earliest packet and the lifetime from the earliest to the
+/// latest; never a negative time (this panicked on overflow before).
 #[test]
 fn time_going_back_gives_no_negative_time() {
     let mut s = Script::new();
@@ -371,4 +371,22 @@ fn time_going_back_gives_no_negative_time() {
     // The first resend is the earliest packet: 0; the second counts from it.
     assert!(times[0].abs() < 1e-9 && (times[1] - 0.115).abs() < 1e-9, "{times:?}");
     assert!((r.duration_s - 0.125).abs() < 1e-9, "{}", r.duration_s);
+}
+
+/// Event times count from the connection's earliest packet even when it comes later in the
+/// file than the events (they counted from the earliest packet before them).
+#[test]
+fn event_times_count_from_a_later_earliest_packet() {
+    let mut s = Script::new();
+    s.a(30.0, 0, 1000).a(30.1, 1000, 1000);
+    for p in &mut s.pkts {
+        p.ts_ns += 100_000_000;
+    }
+    // 0..1000 resent at 200 ms (an event), then a packet at 50 ms, before every other.
+    s.a(200.0, 0, 1000).b(210.0, 2000, 60000, &[]).b(50.0, 0, 60000, &[]);
+    let r = s.run(Rules::default());
+    let times: Vec<f64> = r.events.iter().map(|e| e.time_s).collect();
+    assert_eq!(times.len(), 1, "{:?}", r.events);
+    assert!((times[0] - 0.150).abs() < 1e-9, "{times:?}");
+    assert!((r.duration_s - 0.160).abs() < 1e-9, "{}", r.duration_s);
 }
