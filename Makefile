@@ -175,8 +175,15 @@ test-python: $(VENV)/.made build-deps
 	cd crates/py && TCPSCOPE_BIN=$(TARGET)/debug/tcpscope $(VENV)/bin/pytest -q -p no:cacheprovider tests
 
 # Export and Python read against stats, and the LocalCluster of 2 workers (docs/scale.md).
-bench-python: build python
-	TCPSCOPE_BIN=$(abspath $(BIN)) $(VENV)/bin/python bench/python.py
+# `read` is timed in the Makefile's venv and in one holding only the wheel and what it requires,
+# as a plain `pip install` leaves it (no numpy: pyarrow imports it whenever it is there).
+PLAIN_VENV := $(TARGET)/venv-plain
+
+bench-python: build python wheel
+	rm -rf $(PLAIN_VENV)
+	python3 -m venv $(PLAIN_VENV)
+	$(PLAIN_VENV)/bin/pip install -q $(TARGET)/wheels/tcpscope-*.whl
+	TCPSCOPE_BIN=$(abspath $(BIN)) BENCH_PY_PLAIN=$(PLAIN_VENV)/bin/python $(VENV)/bin/python bench/python.py
 
 # Each target runs FUZZ_SECONDS; see docs/fuzzing.md.
 FUZZ_SECONDS ?= 600

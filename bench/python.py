@@ -49,6 +49,23 @@ def paired(rounds, cmds):
     return times
 
 
+PLAIN_READ = "python read, plain install"
+
+
+def plain_cmds(trace):
+    """`read` and the imports in the interpreter $BENCH_PY_PLAIN, of a virtual environment holding
+    only the package and what it requires (`make bench-python` makes it): the fresh process a
+    plain `pip install tcpscope` gives. This one (with pandas and Dask) has numpy, which pyarrow
+    imports whenever it is installed."""
+    plain = os.environ.get("BENCH_PY_PLAIN")
+    if not plain:
+        return {}
+    return {
+        PLAIN_READ: [plain, "-c", f"import tcpscope; tcpscope.read({trace!r})"],
+        "plain install: start, import": [plain, "-c", "import tcpscope"],
+    }
+
+
 def main():
     bin_ = os.environ.get("TCPSCOPE_BIN", "target/release/tcpscope")
     trace = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "out", "bulk.pcap")
@@ -69,14 +86,19 @@ def main():
                     ],
                     "python read (all tables)": [py, "-c", f"import tcpscope; tcpscope.read({trace!r})"],
                     "python start, import tcpscope": [py, "-c", "import tcpscope"],
+                    **plain_cmds(trace),
                 },
             )
+            export = times["export parquet (all tables)"]
             # What `read` itself costs a notebook, whose interpreter has started and imported
             # pyarrow already: the process less its start, round by round, against the export.
-            rounds = zip(times["python read (all tables)"], times["python start, import tcpscope"],
-                         times["export parquet (all tables)"])
+            rounds = zip(times["python read (all tables)"], times["python start, import tcpscope"], export)
             ratio = statistics.median((r - i) / e for r, i, e in rounds)
             print(f"  python read less the start and imports, ×export parquet (all tables) {ratio:5.2f}")
+            for k in ("python read (all tables)", PLAIN_READ):
+                if k in times:
+                    ratio = statistics.median(r / e for r, e in zip(times[k], export))
+                    print(f"  {k} as a fresh process, ×export parquet (all tables) {ratio:5.2f}")
         else:
             print(f"{trace} missing (bench/run.sh records it): the export timings are skipped")
         cluster(tmp, py)
