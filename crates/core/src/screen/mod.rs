@@ -546,9 +546,10 @@ struct Conn {
     first_ns: u64,
     last_ns: u64,
     /// The first packet's time in file order: while the pass runs, an event's `time_s` holds
-    /// its nanoseconds from this (an exact integer in an `f64`), made seconds since the
-    /// earliest packet when the connection is read ([`Conn::rebase_events`]): with time going
-    /// back, a packet earlier than every other may come after the events.
+    /// its nanoseconds from this (an exact integer in an `f64` below 2^53 ns, 104 days), made
+    /// seconds since the earliest packet when the connection is read
+    /// ([`Conn::rebase_events`]): with time going back, a packet earlier than every other may
+    /// come after the events.
     anchor_ns: u64,
     events: Vec<OosEvent>,
     events_dropped: u64,
