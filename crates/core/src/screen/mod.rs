@@ -505,7 +505,7 @@ impl crate::table::Table for ScreenRow<'_> {
                 "events",
                 Kind::List,
                 "",
-                "JSON only: each classified segment in trace order (at most 256 per connection): `class`, the `rule` that decided it, `dir`, `frame`, `time_s` since the connection's first packet, relative `seq`, `len`, `prev_frame` (previous copy), `since_prev_ms` (RT), `since_hole_ms` (ΔT, hole fills), `dup_acks`, `sack_above`, the estimates `rtt_ms`, `rtt_min_ms`, `rto_ms`, `rtt_source`, and `dsack_frame` when a D-SACK made it spurious",
+                "JSON only: each classified segment in trace order (at most 256 per connection): `class`, the `rule` that decided it, `dir`, `frame`, `time_s` since the connection's earliest packet, relative `seq`, `len`, `prev_frame` (previous copy), `since_prev_ms` (RT), `since_hole_ms` (ΔT, hole fills), `dup_acks`, `sack_above`, the estimates `rtt_ms`, `rtt_min_ms`, `rto_ms`, `rtt_source`, and `dsack_frame` when a D-SACK made it spurious",
             ),
             F::new("events_dropped", Kind::Int, "", "JSON only: events beyond the 256 kept (the counts include them)"),
             F::new(
