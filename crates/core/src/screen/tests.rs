@@ -353,16 +353,25 @@ fn into_events_are_the_results_events() {
     assert!(events > 100, "{events} events");
 }
 
+impl Script {
+    /// The handshake and two segments of a, all 100 ms later than [`Script::new`]'s: room
+    /// for packets earlier than the connection's first (time going back).
+    fn late_start() -> Script {
+        let mut s = Script::new();
+        s.a(30.0, 0, 1000).a(30.1, 1000, 1000);
+        for p in &mut s.pkts {
+            p.ts_ns += 100_000_000;
+        }
+        s
+    }
+}
+
 /// A packet earlier than the connection's first (time going back, as in merged captures):
 /// event times count from the earliest packet and the lifetime from the earliest to the
 /// latest; never a negative time (this panicked on overflow before).
 #[test]
 fn time_going_back_gives_no_negative_time() {
-    let mut s = Script::new();
-    s.a(30.0, 0, 1000).a(30.1, 1000, 1000);
-    for p in &mut s.pkts {
-        p.ts_ns += 100_000_000;
-    }
+    let mut s = Script::late_start();
     // 0..1000 resent 15 ms before the SYN (now at 100 ms), then resent again at 200 ms.
     s.a(85.0, 0, 1000).a(200.0, 0, 1000).b(210.0, 2000, 60000, &[]);
     let r = s.run(Rules::default());
@@ -377,11 +386,7 @@ fn time_going_back_gives_no_negative_time() {
 /// file than the events (they counted from the earliest packet before them).
 #[test]
 fn event_times_count_from_a_later_earliest_packet() {
-    let mut s = Script::new();
-    s.a(30.0, 0, 1000).a(30.1, 1000, 1000);
-    for p in &mut s.pkts {
-        p.ts_ns += 100_000_000;
-    }
+    let mut s = Script::late_start();
     // 0..1000 resent at 200 ms (an event), then a packet at 50 ms, before every other.
     s.a(200.0, 0, 1000).b(210.0, 2000, 60000, &[]).b(50.0, 0, 60000, &[]);
     let r = s.run(Rules::default());
